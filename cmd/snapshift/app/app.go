@@ -1,0 +1,149 @@
+// Package app is the snapshift command line: one file per command, each a
+// thin action that reads flags into a library Config and makes one call.
+// Main maps every error to a message and an exit code in one place.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/transform"
+)
+
+// Exit codes. Documented in --help.
+const (
+	ExitOK          = 0
+	ExitError       = 1   // an unexpected failure (I/O, a bug)
+	ExitUsage       = 2   // bad command line
+	ExitBadInput    = 3   // the input is not a usable etcd snapshot
+	ExitRefused     = 4   // a change or an output was refused as unsafe
+	ExitInterrupted = 130 // SIGINT/SIGTERM
+)
+
+const exitCodeHelp = `EXIT CODES:
+   0    success
+   1    unexpected failure (I/O error, bug)
+   2    bad command line
+   3    the input is not a usable etcd snapshot (corrupt, truncated, wrong hash, not bbolt)
+   4    refused: an existing output without --force, a non-empty data dir, or a change that is unsafe
+   130  interrupted (SIGINT/SIGTERM); temporary files were removed
+`
+
+// usageError marks errors in the command line.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// New builds the app. Every run gets fresh flags: no package-global state.
+func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:  "snapshift",
+		Usage: "rewrite Kubernetes cluster state offline, in etcd snapshot files",
+		Description: "snapshift reads an etcd snapshot (etcdctl snapshot save) read-only, streams every live key\n" +
+			"through rules (service CIDR, pod CIDR, ...), writes a new snapshot, and restores it into new\n" +
+			"etcd data dirs. The input is never modified; outputs appear only when complete.\n\n" + exitCodeHelp,
+		Reader:               stdin,
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		HideHelpCommand:      true,
+		EnableBashCompletion: false,
+		ExitErrHandler:       func(*cli.Context, error) {}, // Main decides exit codes
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError{err}
+		},
+		Commands: []*cli.Command{
+			inspectCommand(),
+			lsCommand(),
+			getCommand(),
+			transformCommand(),
+			restoreCommand(),
+		},
+	}
+	for _, c := range app.Commands {
+		if c.OnUsageError == nil {
+			c.OnUsageError = app.OnUsageError
+		}
+	}
+	return app
+}
+
+// Main runs the app with args and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := New(stdin, stdout, stderr)
+	err := app.RunContext(ctx, interspersed(app, args))
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitCode(ctx, err)
+	msg := err.Error()
+	if code == ExitInterrupted {
+		msg = "interrupted: " + msg + " (temporary files removed; no output was written)"
+	}
+	fmt.Fprintf(stderr, "snapshift: %s\n", msg)
+	return code
+}
+
+// ExitCode maps an error to the documented exit codes.
+func ExitCode(ctx context.Context, err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.As(err, &ue):
+		return ExitUsage
+	case errors.Is(err, snapshot.ErrInvalidInput):
+		return ExitBadInput
+	case errors.Is(err, fsutil.ErrExists), errors.Is(err, transform.ErrRefused), errors.Is(err, errRefused):
+		return ExitRefused
+	}
+	return ExitError
+}
+
+var errRefused = errors.New("refused")
+
+// refusedf is a refusal from the command line layer (exit 4).
+func refusedf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errRefused}, args...)...)
+}
+
+// Common flags.
+var (
+	flagSkipHash = func() cli.Flag {
+		return &cli.BoolFlag{Name: "skip-hash-check", Usage: "accept a snapshot without a sha256 trailer (a raw member/snap/db)"}
+	}
+	flagOutput = func() cli.Flag {
+		return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "report format: text or json"}
+	}
+	flagQuiet = func() cli.Flag {
+		return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"}
+	}
+)
+
+// oneArg returns the single positional argument or a usage error.
+func oneArg(c *cli.Context, what string) (string, error) {
+	if c.NArg() != 1 {
+		return "", usagef("%s needs exactly one argument, %s (got %d)", c.Command.Name, what, c.NArg())
+	}
+	return c.Args().First(), nil
+}
+
+func outputFormat(c *cli.Context) (string, error) {
+	f := c.String("output")
+	if f != "text" && f != "json" {
+		return "", usagef("--output must be text or json, not %q", f)
+	}
+	return f, nil
+}

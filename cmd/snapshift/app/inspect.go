@@ -1,0 +1,115 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/snapshift/snapshift/inspect"
+)
+
+func inspectCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "inspect",
+		Usage:     "summarise a snapshot: hash, revisions, key counts per resource, encodings, detected CIDRs",
+		ArgsUsage: "SNAPSHOT",
+		Description: "Checks the sha256 trailer and the bbolt structure, indexes every revision, and reports what\n" +
+			"the cluster holds. Reads the file only.\n\n" +
+			"Example:\n   snapshift inspect /backup/etcd-2026-11-21.db\n   snapshift inspect -o json snapshot.db | jq .networks",
+		Flags: []cli.Flag{flagSkipHash(), flagOutput(), flagQuiet()},
+		Action: func(c *cli.Context) error {
+			path, err := oneArg(c, "the snapshot file")
+			if err != nil {
+				return err
+			}
+			format, err := outputFormat(c)
+			if err != nil {
+				return err
+			}
+			r, err := inspect.Run(c.Context, inspect.Config{Path: path, SkipHashCheck: c.Bool("skip-hash-check"), Progress: newProgress(c)})
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				return writeJSON(c.App.Writer, r)
+			}
+			printInspect(c.App.Writer, r)
+			return nil
+		},
+	}
+}
+
+func printInspect(out io.Writer, r *inspect.Report) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	hash := "verified (sha256 " + r.SHA256 + ")"
+	if !r.HashChecked {
+		hash = "none (no trailer; --skip-hash-check)"
+	}
+	fmt.Fprintf(w, "Snapshot:\t%s\n", r.Path)
+	fmt.Fprintf(w, "Size:\t%s (%d bytes, page size %d)\n", humanBytes(r.Size), r.Size, r.PageSize)
+	fmt.Fprintf(w, "Hash:\t%s\n", hash)
+	fmt.Fprintf(w, "Revision:\t%d (last key revision %d)\n", r.CurrentRevision, r.LastRevision)
+	fmt.Fprintf(w, "Compaction:\tscheduled %d, finished %d\n", r.Meta.ScheduledCompact, r.Meta.FinishedCompact)
+	fmt.Fprintf(w, "Consistent index:\t%d (term %d)\n", r.Meta.ConsistentIndex, r.Meta.Term)
+	if r.Meta.StorageVersion != "" {
+		fmt.Fprintf(w, "Storage version:\t%s\n", r.Meta.StorageVersion)
+	}
+	fmt.Fprintf(w, "Keys:\t%d live, %d revisions in the key bucket (%d tombstones)\n", r.LiveKeys, r.Entries, r.Tombstones)
+	var b []string
+	for _, bi := range r.Buckets {
+		b = append(b, fmt.Sprintf("%s=%d", bi.Name, bi.Keys))
+	}
+	fmt.Fprintf(w, "Buckets:\t%s\n", strings.Join(b, " "))
+	w.Flush()
+
+	section := func(title string, counts []inspect.Count) {
+		if len(counts) == 0 {
+			return
+		}
+		fmt.Fprintf(out, "\n%s:\n", title)
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, c := range counts {
+			fmt.Fprintf(w, "  %s\t%d\n", c.Name, c.Count)
+		}
+		w.Flush()
+	}
+	section("Resources", r.Resources)
+	section("Secrets by type", r.SecretTypes)
+	section("Value encodings", r.Encodings)
+	section("Encrypted values (provider/version key)", r.Encrypted)
+
+	n := r.Networks
+	fmt.Fprintf(out, "\nNetworks:\n")
+	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if len(n.ServiceCIDR) == 0 {
+		fmt.Fprintf(w, "  service CIDR\t(not recorded)\n")
+	}
+	for _, s := range n.ServiceCIDR {
+		fmt.Fprintf(w, "  service CIDR\t%s\t(%s)\n", strings.Join(s.CIDRs, ","), s.Source)
+	}
+	if len(n.PodCIDR) == 0 {
+		fmt.Fprintf(w, "  pod CIDR\t(not recorded)\n")
+	}
+	for _, s := range n.PodCIDR {
+		fmt.Fprintf(w, "  pod CIDR\t%s\t(%s)\n", strings.Join(s.CIDRs, ","), s.Source)
+	}
+	if len(n.ClusterDNS) > 0 {
+		fmt.Fprintf(w, "  cluster DNS\t%s\t(kubelet-config clusterDNS)\n", strings.Join(n.ClusterDNS, ","))
+	}
+	w.Flush()
+	if len(n.Nodes) > 0 {
+		fmt.Fprintf(out, "\nNode pod CIDRs:\n")
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, nd := range n.Nodes {
+			cidrs := strings.Join(nd.PodCIDRs, ",")
+			if cidrs == "" {
+				cidrs = "(none)"
+			}
+			fmt.Fprintf(w, "  %s\t%s\n", nd.Node, cidrs)
+		}
+		w.Flush()
+	}
+}

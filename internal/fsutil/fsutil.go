@@ -1,0 +1,124 @@
+// Package fsutil holds the small file-system disciplines every snapshift
+// output follows: write to a temporary name in the target directory, fsync,
+// then rename; never replace an existing output unless told to.
+package fsutil
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ErrExists is wrapped when an output exists and force was not given.
+var ErrExists = errors.New("already exists")
+
+// CheckNew fails when path exists and force is false. It also fails when
+// path's directory does not exist, so that a long run does not end with a
+// rename into nowhere.
+func CheckNew(path string, force bool) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("output directory %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("output directory %s is not a directory", dir)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		if !force {
+			return fmt.Errorf("%s %w (use --force to replace it)", path, ErrExists)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// CreateTemp creates a hidden temporary file beside path (same directory, so
+// the final rename is atomic) with mode perm.
+func CreateTemp(path string, perm os.FileMode) (*os.File, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".snapshift-*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
+}
+
+// Publish renames the fully written and fsynced tmp to path and fsyncs the
+// directory. Without force it refuses to replace an existing path.
+func Publish(tmp, path string, force bool) error {
+	if !force {
+		if _, err := os.Lstat(path); err == nil {
+			return fmt.Errorf("%s %w (use --force to replace it)", path, ErrExists)
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// SyncDir fsyncs a directory so that a rename in it is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+// WriteFile writes data to path atomically (temp, fsync, rename) with perm.
+func WriteFile(path string, data []byte, perm os.FileMode, force bool) error {
+	if err := CheckNew(path, force); err != nil {
+		return err
+	}
+	f, err := CreateTemp(path, perm)
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := Publish(tmp, path, force); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+// IsEmptyOrMissingDir reports whether dir does not exist or is an empty directory.
+func IsEmptyOrMissingDir(dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return len(entries) == 0, nil
+}

@@ -1,0 +1,60 @@
+package snapshot
+
+import (
+	"context"
+	"runtime/debug"
+
+	"github.com/snapshift/snapshift/progress"
+)
+
+// Entry is one live key as stored. RevKey and Raw are the exact bucket key
+// and value bytes; KV is a parsed view of Raw. All slices point into the
+// snapshot's read-only mapping and stay valid until Close.
+type Entry struct {
+	Rev    Revision
+	RevKey []byte
+	Raw    []byte
+	KV     KV
+}
+
+// Live calls fn for every live key, in revision order (the order of the
+// `key` bucket), skipping older revisions and deleted keys. fn must not
+// keep e beyond the call; the slices inside it stay valid until Close.
+func (s *Snapshot) Live(ctx context.Context, ix *Index, p progress.Reporter, fn func(e *Entry) error) (err error) {
+	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
+	p = progress.OrNop(p)
+	p.Start("transform", "keys", int64(ix.Entries))
+	defer p.Done()
+	c := s.tx.Bucket(KeyBucket).Cursor()
+	var e Entry
+	n := 0
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		n++
+		if n&4095 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			p.Add(4096)
+		}
+		if len(k) != revKeyLen { // tombstones (18 bytes) are never live; Index validated the rest
+			continue
+		}
+		rev, _, err := ParseRevisionKey(k)
+		if err != nil {
+			return invalid(s.Path, "key bucket: %v", err)
+		}
+		kv, err := ParseKV(v)
+		if err != nil {
+			return invalid(s.Path, "revision %s: value is not a valid mvccpb.KeyValue: %v", RevisionString(rev), err)
+		}
+		if len(kv.Key) == 0 || !ix.isLive(kv.Key, rev) {
+			continue
+		}
+		e = Entry{Rev: rev, RevKey: k, Raw: v, KV: kv}
+		if err := fn(&e); err != nil {
+			return err
+		}
+	}
+	p.Add(int64(n & 4095))
+	return nil
+}

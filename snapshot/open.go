@@ -1,0 +1,307 @@
+package snapshot
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+	"go.etcd.io/etcd/server/v3/storage/schema"
+
+	"github.com/snapshift/snapshift/progress"
+)
+
+// Bucket names of the etcd v3 backend.
+var (
+	KeyBucket  = schema.Key.Name()
+	MetaBucket = schema.Meta.Name()
+)
+
+// OpenOptions configure Open.
+type OpenOptions struct {
+	// SkipHashCheck accepts a file without a sha256 trailer (a raw
+	// member/snap/db copied from a data dir). A trailer that is present is
+	// always checked. Default false, as in etcdutl.
+	SkipHashCheck bool
+	// Progress receives the hash check as a "verify" phase. Optional.
+	Progress progress.Reporter
+}
+
+// Snapshot is an open, verified snapshot file. It is read-only: nothing in
+// this package ever opens an input for writing.
+type Snapshot struct {
+	Path string
+	// Size is the file size; DBSize the bbolt part (Size minus the trailer).
+	Size, DBSize int64
+	// HasTrailer reports a sha256 trailer; when true it has been verified.
+	HasTrailer bool
+	// SHA256 is the hex sha256 of the bbolt part (the trailer's value).
+	SHA256 string
+	// PageSize of the bbolt database.
+	PageSize int
+	// Meta holds the decoded `meta` bucket.
+	Meta Meta
+
+	db *bolt.DB
+	tx *bolt.Tx
+}
+
+// Meta is what the `meta` bucket says about the store.
+type Meta struct {
+	ConsistentIndex uint64 `json:"consistentIndex"`
+	Term            uint64 `json:"term"`
+	// ScheduledCompact and FinishedCompact are the main revisions of the
+	// compaction markers (0 when absent).
+	ScheduledCompact int64  `json:"scheduledCompactRevision"`
+	FinishedCompact  int64  `json:"finishedCompactRevision"`
+	StorageVersion   string `json:"storageVersion,omitempty"`
+}
+
+// BucketInfo describes one top-level bucket.
+type BucketInfo struct {
+	Name string `json:"name"`
+	Keys int    `json:"keys"`
+}
+
+// Open opens path read-only, checks its sha256 trailer and its bbolt
+// structure, and reads the meta bucket. It never modifies the file.
+func Open(path string, opts OpenOptions) (*Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return nil, invalid(path, "is a directory, not a snapshot file (for a data dir, use its member/snap/db with --skip-hash-check)")
+	}
+	s := &Snapshot{Path: path, Size: st.Size(), DBSize: st.Size()}
+	if s.Size == 0 {
+		return nil, invalid(path, "is empty")
+	}
+	s.HasTrailer = s.Size%512 == sha256.Size
+	if s.HasTrailer {
+		s.DBSize = s.Size - sha256.Size
+	}
+	if err := checkHeader(f, path, s.DBSize); err != nil {
+		return nil, err
+	}
+	if s.HasTrailer {
+		if err := s.verifyTrailer(f, progress.OrNop(opts.Progress)); err != nil {
+			return nil, err
+		}
+	} else if !opts.SkipHashCheck {
+		return nil, invalid(path, "has no sha256 trailer (size %d is not 32 more than a multiple of 512): it is truncated, or a raw member/snap/db that needs --skip-hash-check", s.Size)
+	}
+
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		switch {
+		case errors.Is(err, berrors.ErrTimeout):
+			return nil, invalid(path, "is locked by another process (a running etcd?); save a snapshot with etcdctl or stop the member")
+		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+			return nil, &InputError{Path: path, Problem: "is not a valid bbolt database", Err: err}
+		}
+		return nil, fmt.Errorf("snapshot %s: open: %w", path, err)
+	}
+	s.db = db
+	if err := s.load(); err != nil {
+		s.Close() // rolls back the read transaction first; db.Close waits for it
+		return nil, err
+	}
+	return s, nil
+}
+
+// bolt's meta page: page header (16 bytes), then magic (4) and version (4).
+const boltMagic = 0xED0CDAED
+
+// checkHeader refuses files that cannot be bbolt databases before bbolt
+// touches them, so the error names the problem.
+func checkHeader(f *os.File, path string, dbSize int64) error {
+	var hdr [24]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		if errors.Is(err, io.EOF) {
+			return invalid(path, "is too small (%d bytes) to be an etcd snapshot", dbSize)
+		}
+		return fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	if binary.LittleEndian.Uint32(hdr[16:20]) != boltMagic {
+		if bytes.HasPrefix(hdr[:], []byte("{")) || isText(hdr[:]) {
+			return invalid(path, "is a text file, not an etcd snapshot")
+		}
+		return invalid(path, "is not an etcd snapshot (no bbolt database header)")
+	}
+	if dbSize < 4*1024 {
+		return invalid(path, "is too small (%d bytes) to be an etcd snapshot", dbSize)
+	}
+	return nil
+}
+
+func isText(b []byte) bool {
+	for _, c := range b {
+		if c < 9 || (c > 13 && c < 32) || c == 127 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Snapshot) verifyTrailer(f *os.File, p progress.Reporter) error {
+	h := sha256.New()
+	p.Start("verify", "bytes", s.DBSize)
+	defer p.Done()
+	buf := make([]byte, 4<<20)
+	r := io.NewSectionReader(f, 0, s.DBSize)
+	for {
+		n, err := r.Read(buf)
+		h.Write(buf[:n])
+		p.Add(int64(n))
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("snapshot %s: reading: %w", s.Path, err)
+		}
+	}
+	got := h.Sum(nil)
+	want := make([]byte, sha256.Size)
+	if _, err := f.ReadAt(want, s.DBSize); err != nil {
+		return fmt.Errorf("snapshot %s: reading trailer: %w", s.Path, err)
+	}
+	if !bytes.Equal(got, want) {
+		return invalid(s.Path, "sha256 trailer does not match its contents (expected %x, got %x): the file is corrupt or truncated", want, got)
+	}
+	s.SHA256 = hex.EncodeToString(got)
+	return nil
+}
+
+// load checks the bbolt structure that later passes rely on and reads meta.
+// It keeps one read transaction open for the life of the Snapshot, so that
+// slices handed out by Index and Live stay valid.
+func (s *Snapshot) load() (err error) {
+	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", s.Path, err)
+	}
+	s.tx = tx
+	s.PageSize = s.db.Info().PageSize
+	if tx.Size() > s.DBSize {
+		return invalid(s.Path, "is truncated: the database claims %d bytes but the file holds %d", tx.Size(), s.DBSize)
+	}
+	if tx.Bucket(KeyBucket) == nil {
+		return invalid(s.Path, "has no %q bucket: it is a bbolt file but not an etcd v3 snapshot", KeyBucket)
+	}
+	meta := tx.Bucket(MetaBucket)
+	if meta == nil {
+		return invalid(s.Path, "has no %q bucket: it is a bbolt file but not an etcd v3 snapshot", MetaBucket)
+	}
+	if v := meta.Get(schema.MetaConsistentIndexKeyName); len(v) == 8 {
+		s.Meta.ConsistentIndex = binary.BigEndian.Uint64(v)
+	}
+	if v := meta.Get(schema.MetaTermKeyName); len(v) == 8 {
+		s.Meta.Term = binary.BigEndian.Uint64(v)
+	}
+	for _, m := range []struct {
+		name []byte
+		dst  *int64
+	}{{schema.ScheduledCompactKeyName, &s.Meta.ScheduledCompact}, {schema.FinishedCompactKeyName, &s.Meta.FinishedCompact}} {
+		v := meta.Get(m.name)
+		if v == nil {
+			continue
+		}
+		rev, _, err := ParseRevisionKey(v)
+		if err != nil {
+			return invalid(s.Path, "meta/%s: %v", m.name, err)
+		}
+		*m.dst = rev.Main
+	}
+	s.Meta.StorageVersion = string(meta.Get(schema.MetaStorageVersionName))
+	return nil
+}
+
+// guard turns a panic from bbolt on a corrupt page (or a memory fault on a
+// truncated mapping) into an InputError. Call it deferred, with the named
+// error result of the function doing the reading.
+//
+//	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
+//
+// (the argument is evaluated when the defer is set up: that turns faults on
+// for the reading that follows; guard puts the old setting back).
+func guard(path string, err *error, oldFault bool) {
+	debug.SetPanicOnFault(oldFault)
+	if r := recover(); r != nil {
+		*err = &InputError{Path: path, Problem: "is corrupt (the database structure could not be read)", Err: fmt.Errorf("%v", r)}
+	}
+}
+
+// Close releases the read transaction and the database.
+func (s *Snapshot) Close() error {
+	if s == nil || s.db == nil {
+		return nil
+	}
+	if s.tx != nil {
+		s.tx.Rollback()
+		s.tx = nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}
+
+// Buckets lists the top-level buckets with their key counts.
+func (s *Snapshot) Buckets() (out []BucketInfo, err error) {
+	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
+	err = s.tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		out = append(out, BucketInfo{Name: string(name), Keys: b.Stats().KeyN})
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, err
+}
+
+// ForEachInBucket calls fn for every key of a top-level bucket other than
+// `key`. The slices are valid until Close.
+func (s *Snapshot) ForEachInBucket(name []byte, fn func(k, v []byte) error) (err error) {
+	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
+	b := s.tx.Bucket(name)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(fn)
+}
+
+// bucketNames lists the top-level buckets.
+func (s *Snapshot) bucketNames() (names [][]byte) {
+	s.tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		names = append(names, name)
+		return nil
+	})
+	return names
+}
+
+// Get returns the stored KeyValue at rev (zero-copy), or ok=false.
+func (s *Snapshot) Get(rev Revision) (kv KV, ok bool, err error) {
+	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
+	v := s.tx.Bucket(KeyBucket).Get(RevisionKey(rev))
+	if v == nil {
+		return kv, false, nil
+	}
+	kv, err = ParseKV(v)
+	if err != nil {
+		return kv, false, invalid(s.Path, "revision %s: value is not a valid mvccpb.KeyValue: %v", RevisionString(rev), err)
+	}
+	return kv, true, nil
+}

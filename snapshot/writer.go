@@ -1,0 +1,264 @@
+package snapshot
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/server/v3/storage/schema"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
+)
+
+// DefaultTxBytes bounds each write transaction: bbolt keeps every dirty
+// page of a transaction in memory, so a transaction is committed after this
+// many bytes of puts (bbolt's own compact command does the same).
+const DefaultTxBytes = 32 << 20
+
+// WriterConfig configures Create.
+type WriterConfig struct {
+	// Path is the final output file. Required. Its directory must exist.
+	Path string
+	// Force replaces an existing Path. Default false: an existing output is
+	// an error before anything is written.
+	Force bool
+	// TxBytes bounds each write transaction. Default DefaultTxBytes.
+	TxBytes int64
+	// SizeHint is the expected database size in bytes; the file is mapped
+	// that large once instead of being remapped as it grows. Optional.
+	SizeHint int64
+}
+
+// Writer builds a new snapshot file under a temporary name beside Path.
+// Nothing appears at Path until Commit succeeds; Abort (or a failed Commit)
+// removes every temporary file.
+type Writer struct {
+	cfg     WriterConfig
+	tmp     string
+	db      *bolt.DB
+	tx      *bolt.Tx
+	keys    *bolt.Bucket
+	pending int64
+	last    []byte
+	done    bool
+}
+
+// Result describes a committed snapshot file.
+type Result struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Create starts a new snapshot file. It fails at once if Path exists and
+// Force is false, or if Path's directory is missing or not writable.
+func Create(cfg WriterConfig) (*Writer, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("no output path given")
+	}
+	if cfg.TxBytes <= 0 {
+		cfg.TxBytes = DefaultTxBytes
+	}
+	if err := fsutil.CheckNew(cfg.Path, cfg.Force); err != nil {
+		return nil, err
+	}
+	f, err := fsutil.CreateTemp(cfg.Path, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("creating output: %w", err)
+	}
+	w := &Writer{cfg: cfg, tmp: f.Name()}
+	f.Close()
+	mmap := 0
+	if cfg.SizeHint > 0 && cfg.SizeHint < 1<<40 {
+		mmap = int(cfg.SizeHint + cfg.SizeHint/8)
+	}
+	w.db, err = bolt.Open(w.tmp, 0o600, &bolt.Options{
+		NoSync:          true, // one fsync at the end, of the finished file
+		NoGrowSync:      true,
+		NoFreelistSync:  true, // as etcd writes its backend
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: mmap,
+	})
+	if err != nil {
+		os.Remove(w.tmp)
+		return nil, fmt.Errorf("creating output: %w", err)
+	}
+	if err := w.begin(); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Writer) begin() error {
+	tx, err := w.db.Begin(true)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	w.tx = tx
+	b, err := tx.CreateBucketIfNotExists(KeyBucket)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	b.FillPercent = 1.0 // keys are appended in order; full pages are best
+	w.keys = b
+	w.pending = 0
+	return nil
+}
+
+// flushIfFull commits the current transaction once it holds TxBytes.
+func (w *Writer) flushIfFull() error {
+	if w.pending < w.cfg.TxBytes {
+		return nil
+	}
+	if err := w.tx.Commit(); err != nil {
+		w.tx = nil
+		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	return w.begin()
+}
+
+// Put stores one `key` bucket entry. revKey and raw must stay valid until
+// the next Commit of the transaction; slices from the input snapshot do.
+// Keys should come in increasing order; Put refuses a key not above the last.
+func (w *Writer) Put(revKey, raw []byte) error {
+	if w.last != nil && bytes.Compare(revKey, w.last) <= 0 {
+		return fmt.Errorf("internal error: revision %x written after %x", revKey, w.last)
+	}
+	if err := w.keys.Put(revKey, raw); err != nil {
+		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	w.last = revKey
+	w.pending += int64(len(revKey) + len(raw))
+	return w.flushIfFull()
+}
+
+// CopyBuckets copies every top-level bucket of src except `key`, byte for
+// byte (meta, lease, auth*, cluster, members, alarm ...).
+func (w *Writer) CopyBuckets(src *Snapshot) error {
+	for _, name := range src.bucketNames() {
+		if bytes.Equal(name, KeyBucket) {
+			continue
+		}
+		b, err := w.tx.CreateBucketIfNotExists(name)
+		if err != nil {
+			return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
+		}
+		err = src.ForEachInBucket(name, func(k, v []byte) error {
+			if v == nil {
+				return fmt.Errorf("bucket %q has a nested bucket %q; etcd writes none", name, k)
+			}
+			if err := b.Put(k, v); err != nil {
+				return err
+			}
+			w.pending += int64(len(k) + len(v))
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
+		}
+	}
+	return w.flushIfFull()
+}
+
+// SetCompacted writes both compaction markers at main revision rev, so that
+// etcd refuses reads and watches of every revision below it.
+func (w *Writer) SetCompacted(rev int64) error {
+	b, err := w.tx.CreateBucketIfNotExists(MetaBucket)
+	if err != nil {
+		return err
+	}
+	v := RevisionKey(Revision{Main: rev})
+	if err := b.Put(schema.ScheduledCompactKeyName, v); err != nil {
+		return err
+	}
+	return b.Put(schema.FinishedCompactKeyName, bytes.Clone(v))
+}
+
+// Commit finishes the database, trims bbolt's preallocated tail, appends
+// the sha256 trailer, fsyncs, and renames the file to Path.
+func (w *Writer) Commit() (*Result, error) {
+	if w.done {
+		return nil, errors.New("writer already finished")
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			w.Abort()
+		}
+	}()
+	if err := w.tx.Commit(); err != nil {
+		w.tx = nil
+		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	w.tx = nil
+	var size int64
+	if err := w.db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
+		return nil, err
+	}
+	if err := w.db.Close(); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	w.db = nil
+	sum, err := appendTrailer(w.tmp, size)
+	if err != nil {
+		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	if err := fsutil.Publish(w.tmp, w.cfg.Path, w.cfg.Force); err != nil {
+		return nil, err
+	}
+	ok = true
+	w.done = true
+	return &Result{Path: w.cfg.Path, Size: size + sha256.Size, SHA256: hex.EncodeToString(sum)}, nil
+}
+
+// appendTrailer truncates the bbolt file to its high-water mark, appends the
+// sha256 of those bytes, and fsyncs.
+func appendTrailer(path string, size int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size)); err != nil {
+		return nil, err
+	}
+	sum := h.Sum(nil)
+	if _, err := f.WriteAt(sum, size); err != nil {
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	return sum, f.Close()
+}
+
+// Abort discards everything written. It is safe to call more than once and
+// after Commit (then it does nothing).
+func (w *Writer) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	if w.tx != nil {
+		w.tx.Rollback()
+		w.tx = nil
+	}
+	if w.db != nil {
+		w.db.Close()
+		w.db = nil
+	}
+	os.Remove(w.tmp)
+}
+
+// TempPath is the temporary file being written (for tests and messages).
+func (w *Writer) TempPath() string { return w.tmp }

@@ -1,0 +1,95 @@
+package transform
+
+import (
+	"context"
+
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/snapshot"
+)
+
+// Action is what a rule decides for one object.
+type Action int
+
+const (
+	// Keep leaves the object as it is (as far as this rule is concerned).
+	Keep Action = iota
+	// Replace means the rule changed Object.Value in place.
+	Replace
+	// Delete removes the key from the output.
+	Delete
+)
+
+func (a Action) String() string {
+	switch a {
+	case Replace:
+		return "replace"
+	case Delete:
+		return "delete"
+	}
+	return "keep"
+}
+
+// Object is one live key shown to a rule.
+type Object struct {
+	// Key is the etcd key, e.g. /registry/services/specs/default/kubernetes.
+	Key string
+	// Revision is the object's revision in the input; Meta its stored
+	// KeyValue (Key and Value point into the input; do not modify them).
+	Revision snapshot.Revision
+	Meta     snapshot.KV
+	// Value is the decoded object. A rule that returns Replace has changed
+	// Value.Obj in place; the next rule sees the changed object.
+	Value *codec.Object
+}
+
+// Change is one field change, for the report. Old and New are display
+// strings; rules never put Secret data in them.
+type Change struct {
+	Field string `json:"field"`
+	Old   string `json:"old,omitempty"`
+	New   string `json:"new,omitempty"`
+}
+
+// NewObject is a key a rule creates.
+type NewObject struct {
+	Key     string
+	Value   *codec.Object
+	Changes []Change
+}
+
+// Result is a rule's decision about one object.
+type Result struct {
+	Action  Action
+	Changes []Change
+	// Create lists keys to create alongside this decision (e.g. an object
+	// renamed to a new key: Delete this one, Create the new one).
+	Create []NewObject
+}
+
+// Rule is one transformation. Implementations live in package rules.
+type Rule interface {
+	// Name is unique among rules, e.g. "service-cidr".
+	Name() string
+	// Prefixes are the etcd key prefixes whose live values this rule is
+	// shown. Values under no rule's prefix are never decoded.
+	Prefixes() []string
+	// Apply decides about one live object under one of Prefixes.
+	Apply(ctx context.Context, obj *Object) (Result, error)
+}
+
+// Preparer is implemented by rules that must see live state before the
+// stream starts (to detect CIDRs, plan a mapping, or refuse up front).
+type Preparer interface {
+	Prepare(ctx context.Context, v *View) error
+}
+
+// Finisher is implemented by rules that create keys after the stream.
+type Finisher interface {
+	Finish(ctx context.Context) ([]NewObject, error)
+}
+
+// Noter is implemented by rules that have something to tell the operator
+// after the run (exemptions, manual steps). Notes never hold Secret data.
+type Noter interface {
+	Notes() []string
+}

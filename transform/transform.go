@@ -1,0 +1,360 @@
+package transform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/progress"
+	"github.com/snapshift/snapshift/snapshot"
+)
+
+// ErrRefused is wrapped by errors that refuse a change the input or the
+// flags make unsafe (a rule's refusal, an object that does not round-trip).
+var ErrRefused = errors.New("refused")
+
+// Config configures Run.
+type Config struct {
+	// Input snapshot path. Required.
+	Input string
+	// Output path. Required unless DryRun.
+	Output string
+	// Force replaces an existing Output.
+	Force bool
+	// DryRun does everything but write: the report says what would change.
+	DryRun bool
+	// SkipHashCheck accepts an input without a sha256 trailer.
+	SkipHashCheck bool
+	// Rules run in this order. None: an identity transform.
+	Rules []Rule
+	// Codec decodes claimed values. Default codec.New().
+	Codec *codec.Codec
+	// Progress receives phase events. Optional.
+	Progress progress.Reporter
+	// TxBytes bounds each write transaction. Default snapshot.DefaultTxBytes.
+	TxBytes int64
+}
+
+// Validate checks the configuration before any work.
+func (c *Config) Validate() error {
+	if c.Input == "" {
+		return errors.New("no input snapshot given")
+	}
+	if !c.DryRun && c.Output == "" {
+		return errors.New("no output given (--out), and not a dry run")
+	}
+	seen := map[string]bool{}
+	for _, r := range c.Rules {
+		if seen[r.Name()] {
+			return fmt.Errorf("rule %q given twice", r.Name())
+		}
+		seen[r.Name()] = true
+	}
+	if c.Codec == nil {
+		c.Codec = codec.New()
+	}
+	return nil
+}
+
+// pending is a change to write above the input's revisions.
+type pending struct {
+	key     string
+	value   []byte
+	created bool
+	orig    snapshot.KV // for replaced keys
+}
+
+// Run performs one transform. On error nothing is left at Output.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := progress.OrNop(cfg.Progress)
+	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck, Progress: p})
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Close()
+	if !cfg.DryRun {
+		// Refuse an existing output before the long part.
+		if err := checkOutput(cfg.Output, cfg.Force, cfg.Input); err != nil {
+			return nil, err
+		}
+	}
+	ix, err := snap.Index(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{cfg: cfg, snap: snap, index: ix, router: newRouter(cfg.Rules)}
+	e.report = &Report{
+		DryRun: cfg.DryRun,
+		Input: InputSummary{Path: cfg.Input, SHA256: snap.SHA256, Size: snap.Size,
+			CurrentRevision: ix.CurrentRevision, Entries: ix.Entries, LiveKeys: ix.LiveKeys},
+	}
+	for _, r := range cfg.Rules {
+		e.ruleReports = append(e.ruleReports, &RuleReport{Name: r.Name()})
+	}
+	e.report.Rules = e.ruleReports
+
+	view := NewView(snap, ix, cfg.Codec)
+	for _, r := range cfg.Rules {
+		if pr, ok := r.(Preparer); ok {
+			if err := pr.Prepare(ctx, view); err != nil {
+				return nil, fmt.Errorf("rule %s: %w", r.Name(), err)
+			}
+		}
+	}
+
+	if !cfg.DryRun {
+		e.w, err = snapshot.Create(snapshot.WriterConfig{Path: cfg.Output, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: snap.DBSize})
+		if err != nil {
+			return nil, err
+		}
+		defer e.w.Abort() // no-op after a successful Commit
+		if err := e.w.CopyBuckets(snap); err != nil {
+			return nil, err
+		}
+	}
+	if err := snap.Live(ctx, ix, p, e.entry); err != nil {
+		return nil, err
+	}
+	for i, r := range cfg.Rules {
+		if f, ok := r.(Finisher); ok {
+			objs, err := f.Finish(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("rule %s: %w", r.Name(), err)
+			}
+			for _, o := range objs {
+				if err := e.create(i, o); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if err := e.checkCreates(); err != nil {
+		return nil, err
+	}
+	if err := e.writePending(); err != nil {
+		return nil, err
+	}
+	for i, r := range cfg.Rules {
+		if n, ok := r.(Noter); ok {
+			e.ruleReports[i].Notes = n.Notes()
+		}
+	}
+	e.report.Dropped = ix.Entries - ix.LiveKeys - ix.Markers
+	if cfg.DryRun {
+		return e.report, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res, err := e.w.Commit()
+	if err != nil {
+		return nil, err
+	}
+	e.report.Output = res
+	return e.report, nil
+}
+
+func checkOutput(out string, force bool, in string) error {
+	if out == in {
+		return fmt.Errorf("%w: output %s is the input: write the new snapshot to another file", ErrRefused, out)
+	}
+	return fsutil.CheckNew(out, force)
+}
+
+type engine struct {
+	cfg         Config
+	snap        *snapshot.Snapshot
+	index       *snapshot.Index
+	router      *router
+	w           *snapshot.Writer
+	report      *Report
+	ruleReports []*RuleReport
+	pending     []pending
+	deleted     map[string]bool
+	createdKeys map[string]bool
+}
+
+// entry handles one live key of the stream.
+func (e *engine) entry(ent *snapshot.Entry) error {
+	rules := e.router.match(ent.KV.Key)
+	if len(rules) == 0 {
+		e.report.Copied++
+		return e.put(ent.RevKey, ent.Raw)
+	}
+	key := string(ent.KV.Key)
+	val, err := e.cfg.Codec.Decode(ent.KV.Value)
+	if err != nil {
+		return fmt.Errorf("%s (revision %s): %w", key, snapshot.RevisionString(ent.Rev), err)
+	}
+	obj := &Object{Key: key, Revision: ent.Rev, Meta: ent.KV, Value: val}
+	var (
+		changed bool
+		names   []string
+		changes []Change
+	)
+	for _, ri := range rules {
+		r := e.cfg.Rules[ri]
+		rr := e.ruleReports[ri]
+		rr.Seen++
+		res, err := r.Apply(context.Background(), obj)
+		if err != nil {
+			return fmt.Errorf("rule %s: %s: %w", r.Name(), key, err)
+		}
+		for _, c := range res.Create {
+			if err := e.create(ri, c); err != nil {
+				return err
+			}
+		}
+		switch res.Action {
+		case Delete:
+			rr.Deleted++
+			e.report.Deleted++
+			if e.deleted == nil {
+				e.deleted = map[string]bool{}
+			}
+			e.deleted[key] = true
+			e.report.Objects = append(e.report.Objects, ObjectChange{Key: key, Action: "delete",
+				Rules: append(names, r.Name()), Changes: append(changes, res.Changes...)})
+			return nil
+		case Replace:
+			rr.Changed++
+			changed = true
+			names = append(names, r.Name())
+			changes = append(changes, res.Changes...)
+		}
+	}
+	if !changed {
+		e.report.Copied++
+		return e.put(ent.RevKey, ent.Raw)
+	}
+	// Before trusting the edit: the stored bytes must round-trip exactly, or
+	// this build would silently drop fields it does not know.
+	if err := e.cfg.Codec.CheckRoundTrip(ent.KV.Value); err != nil {
+		return fmt.Errorf("%w: %s (revision %s): %w", ErrRefused, key, snapshot.RevisionString(ent.Rev), err)
+	}
+	b, err := e.cfg.Codec.Encode(obj.Value)
+	if err != nil {
+		return fmt.Errorf("%s: encoding the changed object: %w", key, err)
+	}
+	e.report.Replaced++
+	e.report.Objects = append(e.report.Objects, ObjectChange{Key: key, Action: "replace", Rules: names, Changes: changes})
+	e.pending = append(e.pending, pending{key: key, value: b, orig: ent.KV})
+	return nil
+}
+
+func (e *engine) put(revKey, raw []byte) error {
+	if e.w == nil {
+		return nil
+	}
+	return e.w.Put(revKey, raw)
+}
+
+// create queues a new key.
+func (e *engine) create(ri int, o NewObject) error {
+	name := e.cfg.Rules[ri].Name()
+	if e.createdKeys == nil {
+		e.createdKeys = map[string]bool{}
+	}
+	if e.createdKeys[o.Key] {
+		return fmt.Errorf("rule %s: key %s is created twice", name, o.Key)
+	}
+	e.createdKeys[o.Key] = true
+	b, err := e.cfg.Codec.Encode(o.Value)
+	if err != nil {
+		return fmt.Errorf("rule %s: encoding new object %s: %w", name, o.Key, err)
+	}
+	e.ruleReports[ri].Created++
+	e.report.Created++
+	e.report.Objects = append(e.report.Objects, ObjectChange{Key: o.Key, Action: "create", Rules: []string{name}, Changes: o.Changes})
+	e.pending = append(e.pending, pending{key: o.Key, value: b, created: true})
+	return nil
+}
+
+// checkCreates refuses to create a key that stays live in the output.
+func (e *engine) checkCreates() error {
+	var clash []string
+	for k := range e.createdKeys {
+		if _, live := e.index.Lookup([]byte(k)); live && !e.deleted[k] {
+			clash = append(clash, k)
+		}
+	}
+	if len(clash) > 0 {
+		sort.Strings(clash)
+		return fmt.Errorf("%w: the rules would create keys that already exist and are not removed: %s", ErrRefused, strings.Join(clash, ", "))
+	}
+	return nil
+}
+
+// writePending appends every replaced or created object at one new main
+// revision above the input's current revision, and sets the compaction
+// markers above everything written.
+func (e *engine) writePending() error {
+	current := e.index.CurrentRevision
+	top := current
+	if len(e.pending) > 0 || e.report.Deleted > 0 {
+		top = current + 1
+		e.report.NewRevision = top
+	}
+	for i, p := range e.pending {
+		rev := snapshot.Revision{Main: current + 1, Sub: int64(i)}
+		kv := snapshot.KV{Key: []byte(p.key), Value: p.value, ModRevision: rev.Main}
+		if p.created {
+			kv.CreateRevision, kv.Version = rev.Main, 1
+		} else {
+			kv.CreateRevision, kv.Version, kv.Lease = p.orig.CreateRevision, p.orig.Version+1, p.orig.Lease
+		}
+		raw, err := kv.Marshal()
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.key, err)
+		}
+		if err := e.put(snapshot.RevisionKey(rev), raw); err != nil {
+			return err
+		}
+	}
+	e.pending = nil
+	e.report.CompactRevision = top + 1
+	if e.w != nil {
+		return e.w.SetCompacted(top + 1)
+	}
+	return nil
+}
+
+// router maps a key to the rules that claim it, in rule order.
+type router struct {
+	prefixes []routePrefix
+}
+
+type routePrefix struct {
+	prefix string
+	rule   int
+}
+
+func newRouter(rules []Rule) *router {
+	r := &router{}
+	for i, rule := range rules {
+		for _, p := range rule.Prefixes() {
+			r.prefixes = append(r.prefixes, routePrefix{prefix: p, rule: i})
+		}
+	}
+	return r
+}
+
+// match returns the indexes of the rules claiming key, each once, in order.
+func (r *router) match(key []byte) []int {
+	var out []int
+	for _, p := range r.prefixes {
+		if len(key) >= len(p.prefix) && string(key[:len(p.prefix)]) == p.prefix {
+			if len(out) == 0 || out[len(out)-1] != p.rule {
+				out = append(out, p.rule)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package transform
+
+import (
+	"fmt"
+
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/snapshot"
+)
+
+// View is random, read-only access to the live state of the input, for
+// rules that prepare before the stream. Every call decodes afresh; callers
+// may keep and modify what they get.
+type View struct {
+	snap  *snapshot.Snapshot
+	index *snapshot.Index
+	codec *codec.Codec
+}
+
+// NewView returns a View over an opened and indexed snapshot.
+func NewView(s *snapshot.Snapshot, ix *snapshot.Index, c *codec.Codec) *View {
+	return &View{snap: s, index: ix, codec: c}
+}
+
+// Index is the input's index (revisions, counts).
+func (v *View) Index() *snapshot.Index { return v.index }
+
+// Codec is the codec in use.
+func (v *View) Codec() *codec.Codec { return v.codec }
+
+// Get decodes the live object at key; ok is false if the key is not live.
+func (v *View) Get(key string) (obj *Object, ok bool, err error) {
+	rev, ok := v.index.Lookup([]byte(key))
+	if !ok {
+		return nil, false, nil
+	}
+	kv, ok, err := v.snap.Get(rev)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	val, err := v.codec.Decode(kv.Value)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s (revision %s): %w", key, snapshot.RevisionString(rev), err)
+	}
+	return &Object{Key: key, Revision: rev, Meta: kv, Value: val}, true, nil
+}
+
+// List decodes every live object whose key starts with prefix, sorted by key.
+func (v *View) List(prefix string) ([]*Object, error) {
+	var out []*Object
+	for _, kr := range v.index.LiveKeysWithPrefix(prefix) {
+		o, ok, err := v.Get(kr.Key)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// Raw returns the stored value bytes at key without decoding.
+func (v *View) Raw(key string) ([]byte, bool, error) {
+	rev, ok := v.index.Lookup([]byte(key))
+	if !ok {
+		return nil, false, nil
+	}
+	kv, ok, err := v.snap.Get(rev)
+	return kv.Value, ok, err
+}
