@@ -93,3 +93,11 @@ type Finisher interface {
 type Noter interface {
 	Notes() []string
 }
+
+// Observer sees every value the output will hold, after the rules: the
+// stored bytes of kept keys, the new bytes of replaced and created ones.
+// It must not keep value beyond the call. Observers run in the stream and
+// must be fast; they cannot change anything.
+type Observer interface {
+	Observe(key string, value []byte, changed bool)
+}

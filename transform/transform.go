@@ -37,6 +37,8 @@ type Config struct {
 	Progress progress.Reporter
 	// TxBytes bounds each write transaction. Default snapshot.DefaultTxBytes.
 	TxBytes int64
+	// Observers see every output value (e.g. the leftover scan). Optional.
+	Observers []Observer
 }
 
 // Validate checks the configuration before any work.
@@ -186,6 +188,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	rules := e.router.match(ent.KV.Key)
 	if len(rules) == 0 {
 		e.report.Copied++
+		e.observe(ent.KV.Key, ent.KV.Value, false)
 		return e.put(ent.RevKey, ent.Raw)
 	}
 	key := string(ent.KV.Key)
@@ -232,6 +235,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	}
 	if !changed {
 		e.report.Copied++
+		e.observe(ent.KV.Key, ent.KV.Value, false)
 		return e.put(ent.RevKey, ent.Raw)
 	}
 	// Before trusting the edit: the stored bytes must round-trip exactly, or
@@ -244,9 +248,20 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 		return fmt.Errorf("%s: encoding the changed object: %w", key, err)
 	}
 	e.report.Replaced++
+	e.observe(ent.KV.Key, b, true)
 	e.report.Objects = append(e.report.Objects, ObjectChange{Key: key, Action: "replace", Rules: names, Changes: changes})
 	e.pending = append(e.pending, pending{key: key, value: b, orig: ent.KV})
 	return nil
+}
+
+func (e *engine) observe(key, value []byte, changed bool) {
+	if len(e.cfg.Observers) == 0 {
+		return
+	}
+	k := string(key)
+	for _, o := range e.cfg.Observers {
+		o.Observe(k, value, changed)
+	}
 }
 
 func (e *engine) put(revKey, raw []byte) error {
@@ -272,6 +287,7 @@ func (e *engine) create(ri int, o NewObject) error {
 	}
 	e.ruleReports[ri].Created++
 	e.report.Created++
+	e.observe([]byte(o.Key), b, true)
 	e.report.Objects = append(e.report.Objects, ObjectChange{Key: o.Key, Action: "create", Rules: []string{name}, Changes: o.Changes})
 	e.pending = append(e.pending, pending{key: o.Key, value: b, created: true})
 	return nil

@@ -64,6 +64,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			inspectCommand(),
 			lsCommand(),
 			getCommand(),
+			planCommand(),
 			transformCommand(),
 			restoreCommand(),
 		},

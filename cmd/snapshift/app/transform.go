@@ -8,8 +8,31 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/transform"
 )
+
+// Result is what plan and transform print: the engine's report, the
+// network plan the rules made, and the leftover scan.
+type Result struct {
+	*transform.Report
+	Plan      *rules.Plan           `json:"plan,omitempty"`
+	Leftovers *rules.LeftoverReport `json:"leftovers,omitempty"`
+}
+
+func planCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "plan",
+		Usage:     "show what transform would change, writing nothing",
+		ArgsUsage: "SNAPSHOT",
+		Description: "Runs every rule chosen by flags on SNAPSHOT without writing anything: per rule the objects\n" +
+			"that would change (old -> new), exemptions, refusals, and a scan for addresses of the old ranges\n" +
+			"that no rule moves (pod IPs, endpoints, annotations, other ConfigMaps, custom resources).\n\n" +
+			"Example:\n   snapshift plan etcd.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
+		Flags:  append(ruleFlags(), flagSkipHash(), flagOutput(), flagQuiet()),
+		Action: func(c *cli.Context) error { return runTransform(c, true) },
+	}
+}
 
 func transformCommand() *cli.Command {
 	return &cli.Command{
@@ -21,42 +44,55 @@ func transformCommand() *cli.Command {
 			"it is an identity transform: the same live keys and values, old revisions dropped, marked\n" +
 			"compacted. With --dry-run nothing is written and the report says what would change.\n\n" +
 			"Example:\n   snapshift transform /backup/etcd.db --out /backup/etcd-new.db",
-		Flags: []cli.Flag{
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "the new snapshot file (required unless --dry-run)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace an existing --out"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "write nothing; report what would change"},
-			flagSkipHash(), flagOutput(), flagQuiet(),
-		},
-		Action: func(c *cli.Context) error {
-			in, err := oneArg(c, "the snapshot file")
-			if err != nil {
-				return err
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			cfg := transform.Config{
-				Input: in, Output: c.String("out"), Force: c.Bool("force"), DryRun: c.Bool("dry-run"),
-				SkipHashCheck: c.Bool("skip-hash-check"), Progress: newProgress(c),
-			}
-			if !cfg.DryRun && cfg.Output == "" {
-				return usagef("transform needs --out FILE (or --dry-run)")
-			}
-			r, err := transform.Run(c.Context, cfg)
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				return writeJSON(c.App.Writer, r)
-			}
-			printTransform(c.App.Writer, r)
-			return nil
-		},
+			&cli.BoolFlag{Name: "dry-run", Usage: "write nothing; report what would change (as plan does)"},
+		}, ruleFlags()...), flagSkipHash(), flagOutput(), flagQuiet()),
+		Action: func(c *cli.Context) error { return runTransform(c, c.Bool("dry-run")) },
 	}
 }
 
-func printTransform(out io.Writer, r *transform.Report) {
+func runTransform(c *cli.Context, dryRun bool) error {
+	in, err := oneArg(c, "the snapshot file")
+	if err != nil {
+		return err
+	}
+	format, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	rs, plan, scan, err := selectedRules(c)
+	if err != nil {
+		return err
+	}
+	cfg := transform.Config{
+		Input: in, DryRun: dryRun, SkipHashCheck: c.Bool("skip-hash-check"), Progress: newProgress(c),
+		Rules: rs, Observers: []transform.Observer{scan},
+	}
+	if c.Command.Name == "transform" {
+		cfg.Output, cfg.Force = c.String("out"), c.Bool("force")
+		if !dryRun && cfg.Output == "" {
+			return usagef("transform needs --out FILE (or --dry-run)")
+		}
+	}
+	r, err := transform.Run(c.Context, cfg)
+	if err != nil {
+		return err
+	}
+	res := &Result{Report: r}
+	if len(rs) > 0 {
+		res.Plan, res.Leftovers = plan, scan.Report()
+	}
+	if format == "json" {
+		return writeJSON(c.App.Writer, res)
+	}
+	printTransform(c.App.Writer, res)
+	return nil
+}
+
+func printTransform(out io.Writer, res *Result) {
+	r := res.Report
 	verb := "wrote"
 	if r.DryRun {
 		verb = "would write"
@@ -100,6 +136,25 @@ func printTransform(out io.Writer, r *transform.Report) {
 					fmt.Fprintf(out, "          %s: %s (removed)\n", ch.Field, ch.Old)
 				}
 			}
+		}
+	}
+	if lo := res.Leftovers; lo != nil {
+		fmt.Fprintf(out, "\nLeftovers: addresses of the old ranges (%s) that no rule moves:\n", strings.Join(lo.Ranges, ", "))
+		if len(lo.Groups) == 0 {
+			fmt.Fprintln(out, "  none")
+		}
+		for _, g := range lo.Groups {
+			fmt.Fprintf(out, "  %s: %d keys\n", g.Resource, g.Keys)
+			for _, e := range g.Examples {
+				if e.Note != "" {
+					fmt.Fprintf(out, "      %s (%s)\n", e.Key, e.Note)
+				} else {
+					fmt.Fprintf(out, "      %s: %s\n", e.Key, strings.Join(e.Addresses, ", "))
+				}
+			}
+		}
+		if lo.Encrypted > 0 {
+			fmt.Fprintf(out, "  (%d encrypted values not scanned)\n", lo.Encrypted)
 		}
 	}
 }

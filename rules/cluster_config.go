@@ -1,0 +1,222 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/snapshift/snapshift/clusterinfo"
+	"github.com/snapshift/snapshift/transform"
+)
+
+// ClusterConfig moves the copies of the CIDRs that live in ConfigMaps with
+// the objects (DESIGN 11): kubeadm-config (networking.serviceSubnet,
+// podSubnet, and any extraArgs copy), kubelet-config clusterDNS, kube-proxy
+// clusterCIDR, and flannel's net-conf.json Network. Each data value is
+// edited as a YAML/JSON document: only scalars that exactly equal an old
+// CIDR (or a comma-separated list of them) or a moved Service IP are
+// replaced, in place, so every other byte stays as it was.
+type ClusterConfig struct {
+	plan  *Plan
+	notes []string
+}
+
+var clusterConfigKeys = map[string]bool{
+	clusterinfo.KeyKubeadmConfig: true,
+	clusterinfo.KeyKubeProxy:     true,
+}
+
+func (r *ClusterConfig) Name() string { return NameClusterConfig }
+
+func (r *ClusterConfig) Prefixes() []string {
+	return append([]string{clusterinfo.KeyKubeadmConfig, clusterinfo.KeyKubeletConfig, clusterinfo.KeyKubeProxy}, clusterinfo.FlannelConfigKeys...)
+}
+
+func (r *ClusterConfig) Notes() []string { return r.notes }
+
+func claimsConfigMap(key string) bool {
+	if clusterConfigKeys[key] || key == clusterinfo.KeyKubeletConfig || strings.HasPrefix(key, clusterinfo.KeyKubeletConfig+"-1.") {
+		return true
+	}
+	for _, k := range clusterinfo.FlannelConfigKeys {
+		if key == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Apply edits one ConfigMap.
+func (r *ClusterConfig) Apply(_ context.Context, obj *transform.Object) (transform.Result, error) {
+	if !claimsConfigMap(obj.Key) {
+		return transform.Result{}, nil
+	}
+	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
+	if !ok {
+		return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
+	}
+	var changes []transform.Change
+	keys := make([]string, 0, len(cm.Data))
+	for k := range cm.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		doc, ch, err := editScalars(cm.Data[k], r.mapScalar)
+		if err != nil {
+			return transform.Result{}, fmt.Errorf("data[%s]: %w", k, err)
+		}
+		for _, c := range ch {
+			c.Field = "data[" + k + "] " + c.Field
+			changes = append(changes, c)
+		}
+		cm.Data[k] = doc
+	}
+	if len(changes) == 0 {
+		return transform.Result{}, nil
+	}
+	if strings.HasPrefix(obj.Key, clusterinfo.KeyKubeletConfig) {
+		r.notes = append(r.notes, "kubelet-config changed: every node's /var/lib/kubelet/config.yaml holds its own copy of clusterDNS; update it on each node (kubeadm upgrade node phase kubelet-config does) before restarting kubelets")
+	}
+	return transform.Result{Action: transform.Replace, Changes: changes}, nil
+}
+
+// mapScalar returns the new value of one scalar, if it moves.
+func (r *ClusterConfig) mapScalar(s string) (string, bool) {
+	parts := strings.Split(s, ",")
+	out := make([]string, len(parts))
+	changed := false
+	for i, part := range parts {
+		out[i] = part
+		t := strings.TrimSpace(part)
+		if p, err := netip.ParsePrefix(t); err == nil && p.Masked() == p {
+			if n, ok := r.mapPrefix(p); ok {
+				out[i] = strings.Replace(part, t, n.String(), 1)
+				changed = true
+				continue
+			}
+		}
+		if a, err := netip.ParseAddr(t); err == nil && len(parts) == 1 {
+			if n, ok := r.mapAddr(a); ok {
+				out[i] = strings.Replace(part, t, n.String(), 1)
+				changed = true
+				continue
+			}
+		}
+		if len(parts) > 1 {
+			// A list: all parts must be CIDRs, or it is not ours.
+			if _, err := netip.ParsePrefix(t); err != nil {
+				return s, false
+			}
+		}
+	}
+	return strings.Join(out, ","), changed
+}
+
+func (r *ClusterConfig) mapPrefix(p netip.Prefix) (netip.Prefix, bool) {
+	if sp := r.plan.Service; sp != nil {
+		for i, o := range sp.Old {
+			if o == p && sp.New[i] != o {
+				return sp.New[i], true
+			}
+		}
+	}
+	if pp := r.plan.Pod; pp != nil {
+		for i, o := range pp.Old {
+			if o == p && pp.New[i] != o {
+				return pp.New[i], true
+			}
+		}
+	}
+	return p, false
+}
+
+func (r *ClusterConfig) mapAddr(a netip.Addr) (netip.Addr, bool) {
+	sp := r.plan.Service
+	if sp == nil {
+		return a, false
+	}
+	if sp.Bridge.IsValid() {
+		for _, mv := range sp.Services {
+			if mv.Kept && len(mv.Old) > 0 && mv.Old[0] == a.String() && sp.DNS == a {
+				return sp.Bridge, true
+			}
+		}
+	}
+	n, ok := sp.IPs[a]
+	return n, ok
+}
+
+// editScalars replaces, in the text of a YAML (or JSON) document, every
+// plain or quoted scalar that fn maps, at its exact position, leaving all
+// other bytes alone. A value that is not YAML is returned unchanged.
+func editScalars(doc string, fn func(string) (string, bool)) (string, []transform.Change, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(doc), &root); err != nil {
+		return doc, nil, nil
+	}
+	type edit struct {
+		off      int
+		old, new string
+		path     string
+	}
+	var edits []edit
+	lineStarts := []int{0}
+	for i, c := range doc {
+		if c == '\n' {
+			lineStarts = append(lineStarts, i+1)
+		}
+	}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				walk(n.Content[i+1], path+"."+n.Content[i].Value)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		case yaml.ScalarNode:
+			if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+				return
+			}
+			nv, ok := fn(n.Value)
+			if !ok || n.Line < 1 || n.Line > len(lineStarts) {
+				return
+			}
+			// yaml.v3 columns count characters; convert on the line itself.
+			line := doc[lineStarts[n.Line-1]:]
+			off := lineStarts[n.Line-1] + len(string([]rune(line)[:max(0, n.Column-1)]))
+			if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+				off++
+			}
+			if !strings.HasPrefix(doc[off:], n.Value) {
+				return // escaped or unusual form: leave it rather than guess
+			}
+			edits = append(edits, edit{off: off, old: n.Value, new: nv, path: strings.TrimPrefix(path, ".")})
+		}
+	}
+	walk(&root, "")
+	sort.Slice(edits, func(i, j int) bool { return edits[i].off > edits[j].off })
+	var changes []transform.Change
+	for _, e := range edits {
+		doc = doc[:e.off] + e.new + doc[e.off+len(e.old):]
+		changes = append(changes, transform.Change{Field: e.path, Old: e.old, New: e.new})
+	}
+	// Report in document order.
+	for i, j := 0, len(changes)-1; i < j; i, j = i+1, j-1 {
+		changes[i], changes[j] = changes[j], changes[i]
+	}
+	return doc, changes, nil
+}

@@ -1,0 +1,178 @@
+package rules
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapshift/snapshift/clusterinfo"
+	"github.com/snapshift/snapshift/transform"
+)
+
+// LastApplied is kubectl's annotation with the last applied configuration.
+const LastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// editLastApplied rewrites the kubectl last-applied-configuration copy of
+// an object: edit gets the decoded document and reports whether it changed
+// it. The document is written back as kubectl writes it (json.Marshal of the
+// map, keys sorted, trailing newline kept).
+func editLastApplied(meta *metav1.ObjectMeta, edit func(doc map[string]any) bool) (bool, error) {
+	s, ok := meta.Annotations[LastApplied]
+	if !ok || strings.TrimSpace(s) == "" {
+		return false, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		return false, nil // not JSON: kubectl would not read it either; leave it
+	}
+	if !edit(doc) {
+		return false, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if err := enc.Encode(doc); err != nil {
+		return false, fmt.Errorf("re-encoding %s: %w", LastApplied, err)
+	}
+	out := buf.String() // Encode appends "\n"
+	if !strings.HasSuffix(s, "\n") {
+		out = strings.TrimSuffix(out, "\n")
+	}
+	meta.Annotations[LastApplied] = out
+	return true, nil
+}
+
+// mapStrings replaces every string in list that fn maps.
+func mapStrings(v any, fn func(string) (string, bool)) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		if n, ok := fn(x); ok {
+			return n, true
+		}
+	case []any:
+		changed := false
+		for i, e := range x {
+			if n, ok := mapStrings(e, fn); ok {
+				x[i], changed = n, true
+			}
+		}
+		return x, changed
+	}
+	return v, false
+}
+
+// nested returns doc[path[0]][path[1]]... as a map.
+func nested(doc map[string]any, path ...string) (map[string]any, bool) {
+	cur := doc
+	for _, p := range path {
+		next, ok := cur[p].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur = next
+	}
+	return cur, true
+}
+
+// newUID derives a stable UID for an object snapshift creates, so a plan
+// and a transform of the same input agree.
+func newUID(key string, seed string) types.UID {
+	return types.UID(uuid.NewSHA1(uuid.NameSpaceURL, []byte("snapshift:"+key+":"+seed)).String())
+}
+
+// networks detects once and shares the result between rules.
+func (p *Plan) networks(ctx context.Context, v *transform.View) (*clusterinfo.Networks, error) {
+	if p.detected == nil {
+		n, err := clusterinfo.Detect(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		p.detected = n
+	}
+	return p.detected, nil
+}
+
+func toDetected(srcs []clusterinfo.Source) ([]detected, error) {
+	var out []detected
+	for _, s := range srcs {
+		d := detected{source: s.Source}
+		for _, c := range s.CIDRs {
+			p, err := netip.ParsePrefix(c)
+			if err != nil {
+				return nil, fmt.Errorf("%s records %q, which is not a CIDR", s.Source, c)
+			}
+			d.prefixes = append(d.prefixes, p.Masked())
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// resolveOld finds the old CIDRs: the override if given (it must agree
+// with at least one place the snapshot records, if any records one), else
+// what every source agrees on.
+func resolveOld(kind, flag, override string, srcs []detected) ([]netip.Prefix, string, error) {
+	if override != "" {
+		old, err := parsePrefixes(flag, override)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(srcs) == 0 {
+			return old, flag, nil
+		}
+		var seen []string
+		for _, s := range srcs {
+			if prefixesString(s.prefixes) == prefixesString(old) {
+				return old, flag + " (matches " + s.source + ")", nil
+			}
+			seen = append(seen, s.source+" says "+prefixesString(s.prefixes))
+		}
+		return nil, "", fmt.Errorf("%s %s does not match what the snapshot holds (%s)", flag, override, strings.Join(seen, "; "))
+	}
+	old, src, err := agree(kind, flag, srcs)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(old) == 0 {
+		return nil, "", fmt.Errorf("the snapshot records no %s (no kubeadm-config, no matching object): give it with %s", kind, flag)
+	}
+	return old, src, nil
+}
+
+func addrStrings(as []netip.Addr) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return out
+}
+
+// editManagedFields rewrites the values server-side apply records for
+// set-type lists (e.g. a Node's podCIDRs appear as `v:"10.244.0.0/24"` keys
+// in managedFields): each old value in mapping becomes its new value.
+// Atomic fields (clusterIP) carry no values there and are untouched.
+func editManagedFields(meta *metav1.ObjectMeta, mapping map[string]string) bool {
+	changed := false
+	for i := range meta.ManagedFields {
+		f := meta.ManagedFields[i].FieldsV1
+		if f == nil {
+			continue
+		}
+		for old, nw := range mapping {
+			from := []byte(`v:\"` + old + `\"`)
+			if bytes.Contains(f.Raw, from) {
+				f.Raw = bytes.ReplaceAll(f.Raw, from, []byte(`v:\"`+nw+`\"`))
+				changed = true
+			}
+		}
+	}
+	return changed
+}

@@ -1,0 +1,172 @@
+package rules
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/clusterinfo"
+)
+
+// Plan is what the network rules decided in Prepare; cluster-config and
+// the report read it.
+type Plan struct {
+	Service *ServicePlan `json:"service,omitempty"`
+	Pod     *PodPlan     `json:"pod,omitempty"`
+
+	detected *clusterinfo.Networks
+}
+
+// ServicePlan maps the service range.
+type ServicePlan struct {
+	// Old and New CIDRs, per family, in the order given.
+	Old []netip.Prefix `json:"old"`
+	New []netip.Prefix `json:"new"`
+	// OldSource says where the old CIDRs were found.
+	OldSource string `json:"oldSource"`
+	// IPs maps every old Service IP that changes to its new IP.
+	IPs map[netip.Addr]netip.Addr `json:"-"`
+	// Services is the per-Service decision, sorted by key.
+	Services []ServiceMove `json:"services"`
+	// Bridge is the DNS bridge Service's address, if one is created.
+	Bridge netip.Addr `json:"bridge,omitempty"`
+	// DNS is the cluster DNS Service's final address.
+	DNS netip.Addr `json:"dns,omitempty"`
+}
+
+// ServiceMove is one Service's decision.
+type ServiceMove struct {
+	Key    string   `json:"key"`
+	Old    []string `json:"old"`
+	New    []string `json:"new"`
+	Kept   bool     `json:"kept,omitempty"`   // exempt
+	Packed bool     `json:"packed,omitempty"` // moved by --repack
+}
+
+// PodPlan maps the pod range.
+type PodPlan struct {
+	Old       []netip.Prefix `json:"old"`
+	New       []netip.Prefix `json:"new"`
+	OldSource string         `json:"oldSource"`
+	Nodes     []NodeMove     `json:"nodes"`
+}
+
+// NodeMove is one Node's decision.
+type NodeMove struct {
+	Node string   `json:"node"`
+	Old  []string `json:"old"`
+	New  []string `json:"new"`
+}
+
+// mapFamily returns the new prefix paired with p's family, if remapped.
+func pairOf(old, new []netip.Prefix, a netip.Addr) (o, n netip.Prefix, ok bool) {
+	for i, p := range old {
+		if p.Addr().Is4() == a.Is4() && i < len(new) {
+			return p, new[i], true
+		}
+	}
+	return o, n, false
+}
+
+// parseCIDRList parses one CIDR or two of different families.
+func parseCIDRList(flag, s string) ([]string, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		return nil, fmt.Errorf("%s %q: at most two CIDRs (one per family)", flag, s)
+	}
+	var out []string
+	var prev netip.Prefix
+	for i, p := range parts {
+		pr, err := cidr.Parse(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		if i == 1 && cidr.SameFamily(prev, pr) {
+			return nil, fmt.Errorf("%s %q: two CIDRs must be one IPv4 and one IPv6", flag, s)
+		}
+		prev = pr
+		out = append(out, pr.String())
+	}
+	return out, nil
+}
+
+func parsePrefixes(flag, s string) ([]netip.Prefix, error) {
+	strs, err := parseCIDRList(flag, s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.Prefix, len(strs))
+	for i, x := range strs {
+		out[i] = netip.MustParsePrefix(x)
+	}
+	return out, nil
+}
+
+func overlaps(a, b string) bool {
+	pa, err1 := netip.ParsePrefix(a)
+	pb, err2 := netip.ParsePrefix(b)
+	return err1 == nil && err2 == nil && pa.Overlaps(pb)
+}
+
+// pairByFamily orders new to match old's families. A new family the old
+// range does not have is a mixed-family mapping and refused.
+func pairByFamily(kind string, old, new []netip.Prefix) ([]netip.Prefix, []netip.Prefix, error) {
+	var o2, n2 []netip.Prefix
+	for _, n := range new {
+		found := false
+		for _, o := range old {
+			if cidr.SameFamily(o, n) {
+				o2, n2 = append(o2, o), append(n2, n)
+				found = true
+			}
+		}
+		if !found {
+			var olds []string
+			for _, o := range old {
+				olds = append(olds, cidr.Family(o)+" "+o.String())
+			}
+			return nil, nil, fmt.Errorf("the new %s %s is %s, but the old one (%s) has no %s range: a mapping must stay within one family",
+				kind, n, cidr.Family(n), strings.Join(olds, ", "), cidr.Family(n))
+		}
+	}
+	return o2, n2, nil
+}
+
+// prefixesString joins prefixes with commas.
+func prefixesString(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// agree checks detected sources agree with each other (as sets per
+// family) and returns the agreed prefixes and their sources.
+func agree(kind, flag string, sources []detected) ([]netip.Prefix, string, error) {
+	if len(sources) == 0 {
+		return nil, "", nil
+	}
+	first := sources[0]
+	var names []string
+	for _, s := range sources {
+		if prefixesString(s.prefixes) != prefixesString(first.prefixes) {
+			var lines []string
+			for _, s := range sources {
+				lines = append(lines, fmt.Sprintf("%s says %s", s.source, prefixesString(s.prefixes)))
+			}
+			return nil, "", fmt.Errorf("the snapshot records different old %ss (%s): give the right one with %s",
+				kind, strings.Join(lines, "; "), flag)
+		}
+		names = append(names, s.source)
+	}
+	sort.Strings(names)
+	return first.prefixes, strings.Join(names, ", "), nil
+}
+
+type detected struct {
+	source   string
+	prefixes []netip.Prefix
+}

@@ -1,0 +1,145 @@
+package rules
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/snapshift/snapshift/transform"
+)
+
+// Options select and configure the rules. The zero value selects none.
+type Options struct {
+	// ServiceCIDR is the new service CIDR ("172.24.0.0/16", or two
+	// comma-separated for dual stack). Empty: service-cidr is off.
+	ServiceCIDR string
+	// OldServiceCIDR overrides detection of the old one from the snapshot.
+	OldServiceCIDR string
+	// Repack allows a smaller new service range: Services whose offset does
+	// not fit get the lowest free addresses, in key order.
+	Repack bool
+	// KeepServiceIPs lists Services ("namespace/name") that keep their old
+	// address (with their IPAddress objects).
+	KeepServiceIPs []string
+	// DNSBridge creates kube-system/kube-dns-bridge at the address the kept
+	// DNS Service would have been mapped to.
+	DNSBridge bool
+	// DNSService names the cluster DNS Service. Default kube-system/kube-dns.
+	DNSService string
+
+	// PodNetworkCIDR is the new cluster (pod) CIDR. Empty: pod-cidr is off.
+	PodNetworkCIDR string
+	// OldPodNetworkCIDR overrides detection of the old one.
+	OldPodNetworkCIDR string
+
+	// Now stamps objects the rules create. Default time.Now.
+	Now func() time.Time
+}
+
+// Rule names, in the order they run.
+const (
+	NameServiceCIDR   = "service-cidr"
+	NamePodCIDR       = "pod-cidr"
+	NameClusterConfig = "cluster-config"
+)
+
+// Names lists every rule snapshift has.
+func Names() []string {
+	return []string{NameServiceCIDR, NamePodCIDR, NameClusterConfig}
+}
+
+// Build returns the rules Options select, in their fixed order. The
+// cluster-config rule runs whenever a network rule does.
+func Build(o Options) ([]transform.Rule, *Plan, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.DNSService == "" {
+		o.DNSService = "kube-system/kube-dns"
+	}
+	if err := o.validate(); err != nil {
+		return nil, nil, err
+	}
+	plan := &Plan{}
+	var out []transform.Rule
+	if o.ServiceCIDR != "" {
+		out = append(out, &ServiceCIDR{opts: o, plan: plan})
+	}
+	if o.PodNetworkCIDR != "" {
+		out = append(out, &PodCIDR{opts: o, plan: plan})
+	}
+	if len(out) > 0 {
+		out = append(out, &ClusterConfig{plan: plan})
+	}
+	return out, plan, nil
+}
+
+// validate checks the flags themselves (the snapshot is checked in Prepare).
+func (o Options) validate() error {
+	if o.ServiceCIDR == "" {
+		switch {
+		case o.OldServiceCIDR != "":
+			return fmt.Errorf("--old-service-cidr needs --service-cidr")
+		case len(o.KeepServiceIPs) > 0:
+			return fmt.Errorf("--keep-service-ip needs --service-cidr")
+		case o.DNSBridge:
+			return fmt.Errorf("--dns-bridge needs --service-cidr")
+		case o.Repack:
+			return fmt.Errorf("--repack needs --service-cidr")
+		}
+	}
+	if o.PodNetworkCIDR == "" && o.OldPodNetworkCIDR != "" {
+		return fmt.Errorf("--old-pod-network-cidr needs --pod-network-cidr")
+	}
+	for _, k := range o.KeepServiceIPs {
+		if ns, name, ok := strings.Cut(k, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("--keep-service-ip %q: want NAMESPACE/NAME", k)
+		}
+	}
+	if o.DNSBridge && !contains(o.KeepServiceIPs, o.DNSService) {
+		return fmt.Errorf("--dns-bridge bridges a kept DNS Service: add --keep-service-ip %s", o.DNSService)
+	}
+	var svc, pod []string
+	var err error
+	if o.ServiceCIDR != "" {
+		if svc, err = parseCIDRList("--service-cidr", o.ServiceCIDR); err != nil {
+			return err
+		}
+	}
+	if o.PodNetworkCIDR != "" {
+		if pod, err = parseCIDRList("--pod-network-cidr", o.PodNetworkCIDR); err != nil {
+			return err
+		}
+	}
+	for _, s := range svc {
+		for _, p := range pod {
+			if overlaps(s, p) {
+				return fmt.Errorf("the new service CIDR %s overlaps the new pod CIDR %s: they must be disjoint", s, p)
+			}
+		}
+	}
+	return nil
+}
+
+// Lookup returns a rule name's canonical form or an error listing the
+// valid ones.
+func Lookup(name string) (string, error) {
+	for _, n := range Names() {
+		if n == name {
+			return n, nil
+		}
+	}
+	names := Names()
+	sort.Strings(names)
+	return "", fmt.Errorf("unknown rule %q (rules: %s)", name, strings.Join(names, ", "))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
