@@ -305,3 +305,15 @@ func (s *Snapshot) Get(rev Revision) (kv KV, ok bool, err error) {
 	}
 	return kv, true, nil
 }
+
+// CheckStructure runs bbolt's own consistency check over every page
+// (Status in etcdutl does the same). It returns at most max problems.
+func (s *Snapshot) CheckStructure(max int) (problems []string, err error) {
+	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
+	for e := range s.tx.Check() {
+		if len(problems) < max {
+			problems = append(problems, e.Error())
+		}
+	}
+	return problems, nil
+}

@@ -32,6 +32,10 @@ type WriterConfig struct {
 	// SizeHint is the expected database size in bytes; the file is mapped
 	// that large once instead of being remapped as it grows. Optional.
 	SizeHint int64
+	// BeforePublish, if set, checks the finished file (complete, with its
+	// trailer, under its temporary name) before it is renamed to Path; an
+	// error stops the publication and the file is removed.
+	BeforePublish func(tmpPath string) error
 }
 
 // Writer builds a new snapshot file under a temporary name beside Path.
@@ -208,6 +212,11 @@ func (w *Writer) Commit() (*Result, error) {
 	sum, err := appendTrailer(w.tmp, size)
 	if err != nil {
 		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	if w.cfg.BeforePublish != nil {
+		if err := w.cfg.BeforePublish(w.tmp); err != nil {
+			return nil, err
+		}
 	}
 	if err := fsutil.Publish(w.tmp, w.cfg.Path, w.cfg.Force); err != nil {
 		return nil, err

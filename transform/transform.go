@@ -39,6 +39,9 @@ type Config struct {
 	TxBytes int64
 	// Observers see every output value (e.g. the leftover scan). Optional.
 	Observers []Observer
+	// VerifyOutput checks the finished output under its temporary name
+	// before it is published; an error means nothing is published.
+	VerifyOutput func(ctx context.Context, path string) error
 }
 
 // Validate checks the configuration before any work.
@@ -112,7 +115,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	if !cfg.DryRun {
-		e.w, err = snapshot.Create(snapshot.WriterConfig{Path: cfg.Output, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: snap.DBSize})
+		wc := snapshot.WriterConfig{Path: cfg.Output, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: snap.DBSize}
+		if cfg.VerifyOutput != nil {
+			wc.BeforePublish = func(tmp string) error { return cfg.VerifyOutput(ctx, tmp) }
+		}
+		e.w, err = snapshot.Create(wc)
 		if err != nil {
 			return nil, err
 		}

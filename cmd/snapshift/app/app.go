@@ -17,6 +17,7 @@ import (
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/verify"
 )
 
 // Exit codes. Documented in --help.
@@ -26,6 +27,7 @@ const (
 	ExitUsage       = 2   // bad command line
 	ExitBadInput    = 3   // the input is not a usable etcd snapshot
 	ExitRefused     = 4   // a change or an output was refused as unsafe
+	ExitVerify      = 5   // verify found a check that failed
 	ExitInterrupted = 130 // SIGINT/SIGTERM
 )
 
@@ -35,6 +37,7 @@ const exitCodeHelp = `EXIT CODES:
    2    bad command line
    3    the input is not a usable etcd snapshot (corrupt, truncated, wrong hash, not bbolt)
    4    refused: an existing output without --force, a non-empty data dir, or a change that is unsafe
+   5    verification failed (verify, or transform's check of its own output: nothing was published)
    130  interrupted (SIGINT/SIGTERM); temporary files were removed
 `
 
@@ -66,6 +69,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			getCommand(),
 			planCommand(),
 			transformCommand(),
+			verifyCommand(),
 			restoreCommand(),
 		},
 	}
@@ -107,6 +111,8 @@ func ExitCode(ctx context.Context, err error) int {
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrInvalidInput):
 		return ExitBadInput
+	case errors.Is(err, verify.ErrFailed):
+		return ExitVerify
 	case errors.Is(err, fsutil.ErrExists), errors.Is(err, transform.ErrRefused), errors.Is(err, errRefused):
 		return ExitRefused
 	}

@@ -68,7 +68,7 @@ func runTransform(c *cli.Context, dryRun bool) error {
 	}
 	cfg := transform.Config{
 		Input: in, DryRun: dryRun, SkipHashCheck: c.Bool("skip-hash-check"), Progress: newProgress(c),
-		Rules: rs, Observers: []transform.Observer{scan},
+		Rules: rs, Observers: []transform.Observer{scan}, VerifyOutput: verifyOutput(c),
 	}
 	if c.Command.Name == "transform" {
 		cfg.Output, cfg.Force = c.String("out"), c.Bool("force")

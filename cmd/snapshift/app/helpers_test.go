@@ -1,0 +1,155 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/snapshot"
+)
+
+// samplePath is the committed sample snapshot.
+const samplePath = "../../../testdata/sample.db"
+
+// result is one in-process run of the CLI.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) stderrLines() []string {
+	s := strings.TrimRight(r.stderr, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// run runs the app in-process, like `snapshift args...`. Unless the command
+// asks for --show-secrets, it also checks that no secret of the sample
+// appears in anything the command printed.
+func run(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Main(append([]string{"snapshift"}, args...), strings.NewReader(""), &stdout, &stderr)
+	r := result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	if !slices.Contains(args, "--show-secrets") {
+		if leak := findSecret(r.stdout + r.stderr); leak != "" {
+			t.Errorf("snapshift %s: output contains secret material %q", strings.Join(args, " "), leak)
+		}
+	}
+	return r
+}
+
+// secretForms are the sample's secret values as they could appear in
+// output: raw, base64 (Secret data in JSON/YAML), and quoted (escaped
+// newlines); plus the marker every sample secret but one carries.
+func secretForms() []string {
+	var forms []string
+	for _, s := range sample.SecretValues() {
+		q := strconv.Quote(s)
+		forms = append(forms, s, base64.StdEncoding.EncodeToString([]byte(s)), q[1:len(q)-1])
+	}
+	return append(forms, "SAMPLE-SECRET")
+}
+
+// findSecret returns the first secret form found in s, or "".
+func findSecret(s string) string {
+	for _, f := range secretForms() {
+		if strings.Contains(s, f) {
+			return f
+		}
+	}
+	return ""
+}
+
+// copySample copies the sample snapshot into a new temporary directory.
+func copySample(t *testing.T) string {
+	t.Helper()
+	return copyTo(t, samplePath, filepath.Join(t.TempDir(), "sample.db"))
+}
+
+func copyTo(t *testing.T, src, dst string) string {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func fileSum(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// liveState reads a snapshot's live keys with the snapshot package.
+func liveState(t *testing.T, path string) (map[string]snapshot.KV, *snapshot.Index) {
+	t.Helper()
+	s, err := snapshot.Open(path, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ix, err := s.Index(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]snapshot.KV{}
+	err = s.Live(context.Background(), ix, nil, func(e *snapshot.Entry) error {
+		kv := e.KV
+		kv.Key, kv.Value = bytes.Clone(kv.Key), bytes.Clone(kv.Value)
+		live[string(kv.Key)] = kv
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live, ix
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
