@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	secretTypes := map[string]int{}
 	encodings := map[string]int{}
 	encrypted := map[string]int{}
-	err = snap.Live(ctx, ix, cfg.Progress, func(e *snapshot.Entry) error {
+	err = snap.Live(ctx, ix, "inspect", cfg.Progress, func(e *snapshot.Entry) error {
 		key := string(e.KV.Key)
 		resources[Resource(key)]++
 		enc := codec.Detect(e.KV.Value)

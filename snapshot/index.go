@@ -41,7 +41,6 @@ func (s *Snapshot) Index(ctx context.Context, p progress.Reporter) (ix *Index, e
 	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
 	p = progress.OrNop(p)
 	p.Start("index", "bytes", s.DBSize)
-	defer p.Done()
 	ix = &Index{latest: make(map[string]latest, 1024)}
 	c := s.tx.Bucket(KeyBucket).Cursor()
 	var pending int64
@@ -87,6 +86,7 @@ func (s *Snapshot) Index(ctx context.Context, p progress.Reporter) (ix *Index, e
 		}
 	}
 	ix.CurrentRevision = max(ix.LastRevision.Main, s.Meta.ScheduledCompact, s.Meta.FinishedCompact)
+	p.Done() // only a finished phase is reported done
 	return ix, nil
 }
 

@@ -20,11 +20,11 @@ type Entry struct {
 // Live calls fn for every live key, in revision order (the order of the
 // `key` bucket), skipping older revisions and deleted keys. fn must not
 // keep e beyond the call; the slices inside it stay valid until Close.
-func (s *Snapshot) Live(ctx context.Context, ix *Index, p progress.Reporter, fn func(e *Entry) error) (err error) {
+// phase names the walk in progress reports.
+func (s *Snapshot) Live(ctx context.Context, ix *Index, phase string, p progress.Reporter, fn func(e *Entry) error) (err error) {
 	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
 	p = progress.OrNop(p)
-	p.Start("transform", "keys", int64(ix.Entries))
-	defer p.Done()
+	p.Start(phase, "keys", int64(ix.Entries))
 	c := s.tx.Bucket(KeyBucket).Cursor()
 	var e Entry
 	n := 0
@@ -56,5 +56,6 @@ func (s *Snapshot) Live(ctx context.Context, ix *Index, p progress.Reporter, fn 
 		}
 	}
 	p.Add(int64(n & 4095))
+	p.Done()
 	return nil
 }

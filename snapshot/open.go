@@ -160,8 +160,7 @@ func isText(b []byte) bool {
 
 func (s *Snapshot) verifyTrailer(f *os.File, p progress.Reporter) error {
 	h := sha256.New()
-	p.Start("verify", "bytes", s.DBSize)
-	defer p.Done()
+	p.Start("hash", "bytes", s.DBSize)
 	buf := make([]byte, 4<<20)
 	r := io.NewSectionReader(f, 0, s.DBSize)
 	for {
@@ -184,6 +183,7 @@ func (s *Snapshot) verifyTrailer(f *os.File, p progress.Reporter) error {
 		return invalid(s.Path, "sha256 trailer does not match its contents (expected %x, got %x): the file is corrupt or truncated", want, got)
 	}
 	s.SHA256 = hex.EncodeToString(got)
+	p.Done()
 	return nil
 }
 

@@ -104,7 +104,7 @@ func TestIndexAndLiveMatchEtcd(t *testing.T) {
 	}
 	got := map[string]snapshot.KV{}
 	var lastRev snapshot.Revision
-	err = s.Live(context.Background(), ix, nil, func(e *snapshot.Entry) error {
+	err = s.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error {
 		if !e.Rev.GreaterThan(lastRev) {
 			t.Errorf("revision %v after %v: not in revision order", e.Rev, lastRev)
 		}
@@ -157,7 +157,7 @@ func writeIdentity(t *testing.T, in, out string) *snapshot.Result {
 	if err := w.CopyBuckets(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Live(context.Background(), ix, nil, func(e *snapshot.Entry) error { return w.Put(e.RevKey, e.Raw) }); err != nil {
+	if err := s.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error { return w.Put(e.RevKey, e.Raw) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.SetCompacted(ix.CurrentRevision + 1); err != nil {

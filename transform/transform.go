@@ -55,7 +55,7 @@ func (c *Config) Validate() error {
 	seen := map[string]bool{}
 	for _, r := range c.Rules {
 		if seen[r.Name()] {
-			return fmt.Errorf("rule %q given twice", r.Name())
+			return fmt.Errorf("%w: rule %q given twice", ErrRefused, r.Name())
 		}
 		seen[r.Name()] = true
 	}
@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{cfg: cfg, snap: snap, index: ix, router: newRouter(cfg.Rules)}
+	e := &engine{ctx: ctx, cfg: cfg, snap: snap, index: ix, router: newRouter(cfg.Rules)}
 	e.report = &Report{
 		DryRun: cfg.DryRun,
 		Input: InputSummary{Path: cfg.Input, SHA256: snap.SHA256, Size: snap.Size,
@@ -128,7 +128,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	if err := snap.Live(ctx, ix, p, e.entry); err != nil {
+	if err := snap.Live(ctx, ix, "transform", p, e.entry); err != nil {
 		return nil, err
 	}
 	for i, r := range cfg.Rules {
@@ -155,12 +155,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			e.ruleReports[i].Notes = n.Notes()
 		}
 	}
-	e.report.Dropped = ix.Entries - ix.LiveKeys - ix.Markers
+	e.report.Dropped = ix.Entries - ix.LiveKeys // old revisions, tombstones, bump markers
+	if err := ctx.Err(); err != nil {
+		return nil, err // an interrupted plan is not a plan
+	}
 	if cfg.DryRun {
 		return e.report, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 	res, err := e.w.Commit()
 	if err != nil {
@@ -178,6 +178,7 @@ func checkOutput(out string, force bool, in string) error {
 }
 
 type engine struct {
+	ctx         context.Context
 	cfg         Config
 	snap        *snapshot.Snapshot
 	index       *snapshot.Index
@@ -213,7 +214,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 		r := e.cfg.Rules[ri]
 		rr := e.ruleReports[ri]
 		rr.Seen++
-		res, err := r.Apply(context.Background(), obj)
+		res, err := r.Apply(e.ctx, obj)
 		if err != nil {
 			return fmt.Errorf("rule %s: %s: %w", r.Name(), key, err)
 		}

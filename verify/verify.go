@@ -158,7 +158,7 @@ func (r *Report) Err() error {
 func checkDecode(ctx context.Context, c *checker, snap *snapshot.Snapshot, ix *snapshot.Index, cd *codec.Codec, p progress.Reporter) error {
 	var probs []string
 	counts := map[string]int{}
-	err := snap.Live(ctx, ix, p, func(e *snapshot.Entry) error {
+	err := snap.Live(ctx, ix, "verify", p, func(e *snapshot.Entry) error {
 		key := string(e.KV.Key)
 		if !strings.HasPrefix(key, "/registry/") {
 			return nil

@@ -347,6 +347,32 @@ func TestRestore(t *testing.T) {
 		t.Errorf("restored revision %d: the default bump was not applied", rev)
 	}
 
+	// The restored cluster lives on; its next snapshot (with etcdutl's bump
+	// marker in it) goes through snapshift again.
+	if _, err := srv.Put(context.Background(), "/registry/configmaps/demo/after-restore", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	again := filepath.Join(dir, "again.db")
+	if err := srv.SaveSnapshot(context.Background(), again); err != nil {
+		t.Fatal(err)
+	}
+	again2 := filepath.Join(t.TempDir(), "again-out.db")
+	if r := run(t, "transform", again, "--out", again2, "-q", "-o", "json"); r.code != ExitOK {
+		t.Fatalf("transform of a snapshot of the restored cluster: exit %d: %s", r.code, r.stderr)
+	} else {
+		var rep transform.Report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Input.CurrentRevision <= rev || rep.CompactRevision <= rep.Input.CurrentRevision || rep.Copied != len(srcLive)+1 {
+			t.Errorf("second transform: input revision %d (restored member was at %d), compacted at %d, copied %d",
+				rep.Input.CurrentRevision, rev, rep.CompactRevision, rep.Copied)
+		}
+	}
+	if err := os.Remove(again); err != nil {
+		t.Fatal(err)
+	}
+
 	// A non-empty data dir is refused and left as it was.
 	busy := filepath.Join(dir, "busy")
 	if err := os.MkdirAll(filepath.Join(busy, "member"), 0o700); err != nil {

@@ -133,7 +133,7 @@ func liveState(t *testing.T, path string) (map[string]snapshot.KV, *snapshot.Ind
 		t.Fatal(err)
 	}
 	live := map[string]snapshot.KV{}
-	err = s.Live(context.Background(), ix, nil, func(e *snapshot.Entry) error {
+	err = s.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error {
 		kv := e.KV
 		kv.Key, kv.Value = bytes.Clone(kv.Key), bytes.Clone(kv.Value)
 		live[string(kv.Key)] = kv
