@@ -4,7 +4,7 @@ BIN     := bin/snapshift
 DEMO    := out/demo
 PKGS    := ./...
 
-.PHONY: all build test demo bench lint fmt tidy clean sample
+.PHONY: all build test e2e demo bench lint fmt tidy clean sample
 
 all: build
 
@@ -15,6 +15,12 @@ build:
 # seed corpora. Well under 15 minutes on 2 cores.
 test:
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+# Against the real thing: kube-apiserver and kube-controller-manager built from
+# k8s.io/kubernetes (newest, and 1.30 with the bitmap allocator), cached in
+# ~/.cache/snapshift-e2e; run in a loopback-only network namespace.
+e2e:
+	bash hack/e2e.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
