@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/snapshot"
@@ -91,6 +92,10 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // the first signal cancels cleanly; a second one kills at once
+	}()
 	app := New(stdin, stdout, stderr)
 	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil {
@@ -100,6 +105,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	msg := err.Error()
 	if code == ExitInterrupted {
 		msg = "interrupted: " + msg + " (temporary files removed; no output was written)"
+	}
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(stderr, "\r\033[K") // clear a half-drawn progress bar
 	}
 	fmt.Fprintf(stderr, "snapshift: %s\n", msg)
 	return code
