@@ -119,7 +119,10 @@ func toDetected(srcs []clusterinfo.Source) ([]detected, error) {
 // resolveOld finds the old CIDRs: the override if given (it must agree
 // with at least one place the snapshot records, if any records one), else
 // what every source agrees on.
-func resolveOld(kind, flag, override string, srcs []detected) ([]netip.Prefix, string, error) {
+//
+// When every source already records the new CIDRs (a second run of the same
+// command on its own output), the old CIDRs are the new ones: nothing moves.
+func resolveOld(kind, flag, override string, srcs []detected, newP []netip.Prefix) ([]netip.Prefix, string, error) {
 	if override != "" {
 		old, err := parsePrefixes(flag, override)
 		if err != nil {
@@ -129,11 +132,18 @@ func resolveOld(kind, flag, override string, srcs []detected) ([]netip.Prefix, s
 			return old, flag, nil
 		}
 		var seen []string
+		migrated := true
 		for _, s := range srcs {
 			if prefixesString(s.prefixes) == prefixesString(old) {
 				return old, flag + " (matches " + s.source + ")", nil
 			}
+			if prefixesString(s.prefixes) != prefixesString(newP) {
+				migrated = false
+			}
 			seen = append(seen, s.source+" says "+prefixesString(s.prefixes))
+		}
+		if migrated {
+			return newP, "already migrated (every source records " + prefixesString(newP) + ")", nil
 		}
 		return nil, "", fmt.Errorf("%s %s does not match what the snapshot holds (%s)", flag, override, strings.Join(seen, "; "))
 	}
@@ -175,4 +185,37 @@ func editManagedFields(meta *metav1.ObjectMeta, mapping map[string]string) bool 
 		}
 	}
 	return changed
+}
+
+// recordedPrefixes is what the snapshot's records (not the Nodes' covering
+// prefix) agree on for a network; an error when they disagree or are absent.
+func recordedPrefixes(srcs []clusterinfo.Source) ([]netip.Prefix, error) {
+	var rec []clusterinfo.Source
+	for _, s := range srcs {
+		if !strings.HasPrefix(s.Source, "Node podCIDRs") {
+			rec = append(rec, s)
+		}
+	}
+	d, err := toDetected(rec)
+	if err != nil {
+		return nil, err
+	}
+	p, _, err := agree("network", "", d)
+	if err != nil || len(p) == 0 {
+		return nil, fmt.Errorf("not recorded")
+	}
+	return p, nil
+}
+
+// disjoint refuses a new range that overlaps the other network, which is
+// not moving.
+func disjoint(kind string, newP []netip.Prefix, otherKind string, other []netip.Prefix) error {
+	for _, n := range newP {
+		for _, o := range other {
+			if n.Overlaps(o) {
+				return fmt.Errorf("the new %s CIDR %s overlaps the %s CIDR %s, which is not moving: they must be disjoint", kind, n, otherKind, o)
+			}
+		}
+	}
+	return nil
 }

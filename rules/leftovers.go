@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/snapshift/snapshift/clusterinfo"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/inspect"
 )
@@ -148,8 +149,16 @@ func (s *LeftoverScan) intended(key string) bool {
 		return false
 	}
 	for _, mv := range s.plan.Service.Services {
-		if mv.Kept && mv.Key == key {
+		if !mv.Kept {
+			continue
+		}
+		if mv.Key == key {
 			return true
+		}
+		for _, ip := range mv.Old { // the kept Service's own IPAddress objects
+			if key == clusterinfo.PrefixIPAddresses+ip {
+				return true
+			}
 		}
 	}
 	return false

@@ -50,13 +50,20 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *transform.View) error {
 	if err != nil {
 		return err
 	}
-	oldP, oldSrc, err := resolveOld("pod network CIDR", "--old-pod-network-cidr", r.opts.OldPodNetworkCIDR, srcs)
+	oldP, oldSrc, err := resolveOld("pod network CIDR", "--old-pod-network-cidr", r.opts.OldPodNetworkCIDR, srcs, newP)
 	if err != nil {
 		return err
 	}
 	oldP, newP, err = pairByFamily("pod network CIDR", oldP, newP)
 	if err != nil {
 		return err
+	}
+	if r.opts.ServiceCIDR == "" {
+		if svc, err := recordedPrefixes(nets.ServiceCIDR); err == nil {
+			if err := disjoint("pod", newP, "service", svc); err != nil {
+				return err
+			}
+		}
 	}
 	pp := &PodPlan{Old: oldP, New: newP, OldSource: oldSrc}
 	r.pp, r.plan.Pod = pp, pp

@@ -22,7 +22,8 @@ type Options struct {
 	// KeepServiceIPs lists Services ("namespace/name") that keep their old
 	// address (with their IPAddress objects).
 	KeepServiceIPs []string
-	// DNSBridge creates kube-system/kube-dns-bridge at the address the kept
+	// DNSBridge creates "<name>-bridge" beside the kept DNS Service (in its
+	// namespace: kube-system/kube-dns-bridge by default) at the address the
 	// DNS Service would have been mapped to.
 	DNSBridge bool
 	// DNSService names the cluster DNS Service. Default kube-system/kube-dns.

@@ -51,8 +51,19 @@ type rangeUpdate struct {
 
 const (
 	keyDefaultKubernetes = clusterinfo.PrefixServices + "default/kubernetes"
-	bridgeName           = "kube-dns-bridge"
 )
+
+// bridgeFor names the bridge of a DNS Service "ns/name": "ns/name-bridge",
+// in the DNS Service's own namespace (a selector selects only there).
+func bridgeFor(dnsService string) (ns, name string) {
+	ns, name, _ = strings.Cut(dnsService, "/")
+	return ns, name + "-bridge"
+}
+
+func (r *ServiceCIDR) bridgeKey() string {
+	ns, name := bridgeFor(r.opts.DNSService)
+	return clusterinfo.PrefixServices + ns + "/" + name
+}
 
 func (r *ServiceCIDR) Name() string { return NameServiceCIDR }
 
@@ -88,13 +99,22 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *transform.View) error {
 	if err != nil {
 		return err
 	}
-	oldP, oldSrc, err := resolveOld("service CIDR", "--old-service-cidr", r.opts.OldServiceCIDR, srcs)
+	oldP, oldSrc, err := resolveOld("service CIDR", "--old-service-cidr", r.opts.OldServiceCIDR, srcs, newP)
 	if err != nil {
 		return err
 	}
 	oldP, newP, err = pairByFamily("service CIDR", oldP, newP)
 	if err != nil {
 		return err
+	}
+	// The pod network: the new one if it moves too (validated with the
+	// flags), else the one the snapshot records, which stays.
+	if r.opts.PodNetworkCIDR == "" {
+		if pod, err := recordedPrefixes(nets.PodCIDR); err == nil {
+			if err := disjoint("service", newP, "pod", pod); err != nil {
+				return err
+			}
+		}
 	}
 	sp := &ServicePlan{Old: oldP, New: newP, OldSource: oldSrc, IPs: map[netip.Addr]netip.Addr{}}
 	r.sp, r.plan.Service = sp, sp
@@ -124,6 +144,8 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *transform.View) error {
 		}
 		if len(s.ips) > 0 {
 			all = append(all, s)
+		} else if keep[o.Key] {
+			return fmt.Errorf("--keep-service-ip %s: the Service has no cluster IP to keep (headless or ExternalName)", strings.TrimPrefix(o.Key, clusterinfo.PrefixServices))
 		}
 		delete(keep, o.Key)
 	}
@@ -293,7 +315,8 @@ func serviceIPs(svc *corev1.Service) []string {
 }
 
 func (r *ServiceCIDR) planBridge(v *transform.View, dnsKey string, all []svcIPs, owner map[netip.Addr]string) error {
-	bridgeKey := clusterinfo.PrefixServices + "kube-system/" + bridgeName
+	bridgeKey := r.bridgeKey()
+	bridgeNS, bridgeName := bridgeFor(r.opts.DNSService)
 	if _, exists := v.Index().Lookup([]byte(bridgeKey)); exists {
 		r.notef("%s already exists; no new bridge created", bridgeKey)
 		return nil
@@ -333,7 +356,7 @@ func (r *ServiceCIDR) planBridge(v *transform.View, dnsKey string, all []svcIPs,
 	}
 	b := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: bridgeName, Namespace: "kube-system",
+			Name: bridgeName, Namespace: bridgeNS,
 			UID:               newUID(bridgeKey, string(src.UID)),
 			CreationTimestamp: metav1.NewTime(r.opts.Now().UTC().Truncate(1e9)),
 			Labels:            map[string]string{"app.kubernetes.io/managed-by": "snapshift"},
@@ -593,11 +616,11 @@ func (r *ServiceCIDR) applyServiceCIDR(obj *transform.Object) (transform.Result,
 func (r *ServiceCIDR) Finish(context.Context) ([]transform.NewObject, error) {
 	var out []transform.NewObject
 	if r.bridgeSvc != nil {
-		key := clusterinfo.PrefixServices + "kube-system/" + bridgeName
+		key := r.bridgeKey()
 		out = append(out, transform.NewObject{Key: key,
 			Value:   &codec.Object{Encoding: codec.Protobuf, GVK: corev1.SchemeGroupVersion.WithKind("Service"), Obj: r.bridgeSvc},
 			Changes: []transform.Change{{Field: "spec.clusterIP", New: r.sp.Bridge.String()}, {Field: "bridge for", New: r.opts.DNSService}}})
-		r.notef("created kube-system/%s at %s for %s: point kubelet clusterDNS there (the cluster-config rule does, in kubelet-config)", bridgeName, r.sp.Bridge, r.opts.DNSService)
+		r.notef("created %s at %s for %s: point kubelet clusterDNS there (the cluster-config rule does, in kubelet-config)", strings.TrimPrefix(key, clusterinfo.PrefixServices), r.sp.Bridge, r.opts.DNSService)
 	}
 	if len(r.ipaddrs) == 0 || r.ipaddrGVK.Empty() {
 		return out, nil
@@ -621,7 +644,7 @@ func (r *ServiceCIDR) Finish(context.Context) ([]transform.NewObject, error) {
 		}
 	}
 	if r.sp.Bridge.IsValid() {
-		obj, err := r.newIPAddress(r.sp.Bridge, clusterinfo.PrefixServices+"kube-system/"+bridgeName)
+		obj, err := r.newIPAddress(r.sp.Bridge, r.bridgeKey())
 		if err != nil {
 			return nil, err
 		}

@@ -39,6 +39,9 @@ type Config struct {
 	PodNetworkCIDR string
 	// KeepServiceIPs are Services allowed outside the new service range.
 	KeepServiceIPs []string
+	// DNSService is the cluster DNS Service kubelet's clusterDNS must point
+	// at (or at its bridge). Default kube-system/kube-dns.
+	DNSService string
 	// Structure runs bbolt's page-by-page check and decodes every stored
 	// Kubernetes value (the verify command does; transform's own check of
 	// its output skips these two, which re-read everything it just wrote).
@@ -83,6 +86,9 @@ func (c *checker) add(name string, problems []string, detail string, args ...any
 // Run checks one snapshot. A snapshot that cannot be opened is an error;
 // failed checks are in the report (and Err says whether any failed).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.DNSService == "" {
+		cfg.DNSService = "kube-system/kube-dns"
+	}
 	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck, Progress: cfg.Progress})
 	if err != nil {
 		return nil, err
@@ -258,7 +264,7 @@ func checkNetworks(ctx context.Context, c *checker, v *transform.View, cfg Confi
 				if err != nil || svc.Spec.Type == corev1.ServiceTypeExternalName {
 					continue
 				}
-				if o.Key == clusterinfo.PrefixServices+"kube-system/kube-dns" || o.Key == clusterinfo.PrefixServices+"kube-system/kube-dns-bridge" {
+				if o.Key == clusterinfo.PrefixServices+cfg.DNSService || svc.Annotations["snapshift.io/bridge-for"] != "" {
 					dnsIPs = append(dnsIPs, a.String())
 				}
 				if prev, dup := owner[a]; dup {

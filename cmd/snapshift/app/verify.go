@@ -27,6 +27,7 @@ func verifyCommand() *cli.Command {
 			&cli.StringFlag{Name: "service-cidr", Usage: "the service CIDR the snapshot should use"},
 			&cli.StringFlag{Name: "pod-network-cidr", Usage: "the pod CIDR the snapshot should use"},
 			&cli.StringSliceFlag{Name: "keep-service-ip", Usage: "NAMESPACE/NAME of a Service allowed outside the range (repeatable)"},
+			&cli.StringFlag{Name: "dns-service", Value: "kube-system/kube-dns", Usage: "the cluster DNS Service kubelet clusterDNS must point at"},
 			flagSkipHash(), flagOutput(), flagQuiet(),
 		},
 		Action: func(c *cli.Context) error {
@@ -40,7 +41,7 @@ func verifyCommand() *cli.Command {
 			}
 			r, err := verify.Run(c.Context, verify.Config{Path: path, SkipHashCheck: c.Bool("skip-hash-check"),
 				ServiceCIDR: c.String("service-cidr"), PodNetworkCIDR: c.String("pod-network-cidr"),
-				KeepServiceIPs: c.StringSlice("keep-service-ip"), Structure: true, Progress: newProgress(c)})
+				KeepServiceIPs: c.StringSlice("keep-service-ip"), DNSService: c.String("dns-service"), Structure: true, Progress: newProgress(c)})
 			if err != nil {
 				return err
 			}
@@ -81,7 +82,7 @@ func printVerify(w io.Writer, r *verify.Report) {
 func verifyOutput(c *cli.Context) func(ctx context.Context, path string) error {
 	return func(ctx context.Context, path string) error {
 		r, err := verify.Run(ctx, verify.Config{Path: path, ServiceCIDR: c.String("service-cidr"),
-			PodNetworkCIDR: c.String("pod-network-cidr"), KeepServiceIPs: c.StringSlice("keep-service-ip")})
+			PodNetworkCIDR: c.String("pod-network-cidr"), KeepServiceIPs: c.StringSlice("keep-service-ip"), DNSService: c.String("dns-service")})
 		if err != nil {
 			return fmt.Errorf("checking the new snapshot: %w", err)
 		}

@@ -1,0 +1,164 @@
+package cidr_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/big"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/snapshift/snapshift/cidr"
+)
+
+// prefixFrom builds a canonical prefix of the family v6 from raw bytes.
+func prefixFrom(v6 bool, raw []byte, bits uint8) netip.Prefix {
+	n := 4
+	if v6 {
+		n = 16
+	}
+	b := make([]byte, n)
+	copy(b, raw)
+	a, _ := netip.AddrFromSlice(b)
+	p, _ := a.Prefix(int(bits) % (n*8 + 1))
+	return p
+}
+
+// offsetFrom reads an offset inside p from raw bytes (reduced modulo p's size).
+func offsetFrom(p netip.Prefix, raw []byte) *big.Int {
+	off := new(big.Int).SetBytes(raw)
+	return off.Mod(off, cidr.Size(p))
+}
+
+// FuzzMapper checks Mapper.Map on arbitrary pairs of ranges of one family:
+// it keeps the offset whenever the offset fits the new range and fails with
+// ErrDoesNotFit otherwise, every result is inside the new range, and two
+// different addresses never map to the same one.
+func FuzzMapper(f *testing.F) {
+	for _, s := range []struct {
+		v6          bool
+		old         []byte
+		oldBits     uint8
+		new         []byte
+		newBits     uint8
+		a, b        []byte
+		description string
+	}{
+		{false, []byte{192, 168, 0, 0}, 16, []byte{172, 24, 0, 0}, 16, []byte{0, 10}, []byte{200, 14}, "same size"},
+		{false, []byte{192, 168, 0, 0}, 16, []byte{10, 96, 0, 0}, 12, []byte{255, 254}, []byte{0, 1}, "grow"},
+		{false, []byte{192, 168, 0, 0}, 16, []byte{172, 24, 0, 0}, 20, []byte{15, 255}, []byte{16, 0}, "shrink, one fits"},
+		{false, []byte{10, 96, 0, 0}, 20, []byte{172, 16, 0, 0}, 12, []byte{15, 254}, []byte{0, 10}, "grow from /20"},
+		{false, []byte{0, 0, 0, 0}, 0, []byte{10, 0, 0, 0}, 32, []byte{1}, []byte{0}, "/0 to /32"},
+		{true, []byte{0xfd, 0, 0, 0x10, 0, 0x96}, 108, []byte{0xfd, 0, 0, 0x20, 0, 0x96}, 108, []byte{0x0a}, []byte{2, 0, 1}, "IPv6 /108"},
+		{true, []byte{0xfd, 0}, 64, []byte{0xfd, 1}, 112, []byte{1, 0, 0}, []byte{0xff, 0xff}, "IPv6 shrink"},
+		{true, nil, 0, []byte{0x20, 0x01, 0x0d, 0xb8}, 32, bytes.Repeat([]byte{0xff}, 16), []byte{7}, "IPv6 whole space"},
+	} {
+		f.Add(s.v6, s.old, s.oldBits, s.new, s.newBits, s.a, s.b)
+	}
+	f.Fuzz(func(t *testing.T, v6 bool, oldRaw []byte, oldBits uint8, newRaw []byte, newBits uint8, aRaw, bRaw []byte) {
+		old, nw := prefixFrom(v6, oldRaw, oldBits), prefixFrom(v6, newRaw, newBits)
+		m, err := cidr.NewMapper(old, nw)
+		if err != nil {
+			t.Fatalf("NewMapper(%s, %s): %v", old, nw, err)
+		}
+		offA, offB := offsetFrom(old, aRaw), offsetFrom(old, bRaw)
+		a, err := cidr.AddrAt(old, offA)
+		if err != nil {
+			t.Fatalf("AddrAt(%s, %s): %v", old, offA, err)
+		}
+		b, err := cidr.AddrAt(old, offB)
+		if err != nil {
+			t.Fatalf("AddrAt(%s, %s): %v", old, offB, err)
+		}
+		check := func(in netip.Addr, off *big.Int) (netip.Addr, bool) {
+			out, err := m.Map(in)
+			fits := off.Cmp(cidr.Size(nw)) < 0
+			if !fits {
+				if !errors.Is(err, cidr.ErrDoesNotFit) {
+					t.Fatalf("%s -> %s: Map(%s) at offset %s = %v, %v; want ErrDoesNotFit", old, nw, in, off, out, err)
+				}
+				return netip.Addr{}, false
+			}
+			if err != nil {
+				t.Fatalf("%s -> %s: Map(%s) at offset %s: %v", old, nw, in, off, err)
+			}
+			if !nw.Contains(out) {
+				t.Fatalf("%s -> %s: Map(%s) = %s, outside the new range", old, nw, in, out)
+			}
+			got, err := cidr.Offset(nw, out)
+			if err != nil || got.Cmp(off) != 0 {
+				t.Fatalf("%s -> %s: Map(%s) = %s at offset %v, want offset %s", old, nw, in, out, got, off)
+			}
+			return out, true
+		}
+		ma, okA := check(a, offA)
+		mb, okB := check(b, offB)
+		if okA && okB && (a == b) != (ma == mb) {
+			t.Fatalf("%s -> %s: not injective: %s -> %s and %s -> %s", old, nw, a, ma, b, mb)
+		}
+	})
+}
+
+// FuzzBitmap checks that BitmapAddrs(Bitmap(set)) gives back exactly the set
+// (sorted, without duplicates), for any set of allocatable addresses of any
+// range, and that the encoding is kube-apiserver's: minimal big-endian bytes
+// of the integer with bit i for network+1+i.
+func FuzzBitmap(f *testing.F) {
+	for _, s := range []struct {
+		v6      bool
+		network []byte
+		bits    uint8
+		offsets []byte // big-endian uint16 offsets
+	}{
+		{false, []byte{10, 96, 0, 0}, 12, []byte{0, 1, 0, 10}},
+		{false, []byte{192, 168, 0, 0}, 16, []byte{0, 1, 0, 10, 3, 7, 200, 14, 255, 254}},
+		{false, []byte{10, 0, 0, 0}, 30, []byte{0, 1, 0, 2, 0, 3}},
+		{false, []byte{10, 0, 0, 0}, 31, []byte{0, 1}},
+		{false, []byte{10, 0, 0, 0}, 24, nil},
+		{true, []byte{0xfd, 0, 0, 0x10, 0, 0x96}, 108, []byte{0, 1, 0, 0x0a, 0xff, 0xff}},
+		{true, []byte{0xfd}, 120, []byte{0, 0xff, 0, 0x80}},
+		{true, []byte{0xfd}, 64, []byte{0xff, 0xfe, 0xff, 0xff, 0, 0}},
+	} {
+		f.Add(s.v6, s.network, s.bits, s.offsets)
+	}
+	f.Fuzz(func(t *testing.T, v6 bool, netRaw []byte, bits uint8, offRaw []byte) {
+		p := prefixFrom(v6, netRaw, bits)
+		count := cidr.NewServiceRange(p).Count
+		var set []netip.Addr
+		seen := map[netip.Addr]bool{}
+		for len(offRaw) >= 2 && count.Sign() > 0 {
+			o := new(big.Int).SetUint64(uint64(binary.BigEndian.Uint16(offRaw)))
+			offRaw = offRaw[2:]
+			o.Mod(o, count).Add(o, big.NewInt(1)) // 1..count: the allocatable offsets
+			a, err := cidr.AddrAt(p, o)
+			if err != nil {
+				t.Fatalf("AddrAt(%s, %s): %v", p, o, err)
+			}
+			set = append(set, a)
+			seen[a] = true
+		}
+		data, err := cidr.Bitmap(p, set)
+		if err != nil {
+			t.Fatalf("Bitmap(%s, %v): %v", p, set, err)
+		}
+		if want := refBitmap(p, set); !bytes.Equal(data, want) {
+			t.Fatalf("Bitmap(%s, %v) = % x, want % x", p, set, data, want)
+		}
+		if len(data) > 0 && data[0] == 0 {
+			t.Fatalf("Bitmap(%s) starts with a zero byte: not minimal", p)
+		}
+		back, err := cidr.BitmapAddrs(p, data)
+		if err != nil {
+			t.Fatalf("BitmapAddrs(%s): %v", p, err)
+		}
+		want := make([]netip.Addr, 0, len(seen))
+		for a := range seen {
+			want = append(want, a)
+		}
+		slices.SortFunc(want, func(a, b netip.Addr) int { return a.Compare(b) })
+		if !slices.Equal(back, want) && (len(back) != 0 || len(want) != 0) {
+			t.Fatalf("BitmapAddrs(%s, Bitmap(%v)) = %v, want %v", p, set, back, want)
+		}
+	})
+}

@@ -1,0 +1,188 @@
+// Command snapbench benchmarks snapshift on generated Kubernetes etcd snapshots against the floor
+// of a plain bbolt copy and etcd's own restore (see internal/bench).
+//
+//	go run ./cmd/snapbench --sizes small,medium,large --runs 3 --out .bench/results.json
+//	go run ./cmd/snapbench generate --size large --out /tmp/large.db
+//
+// Generated snapshots are kept in --cache and reused while the generator's version is the same.
+// snapshift itself is built into bin/snapshift first (or give --snapshift).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/snapshift/snapshift/internal/bench"
+	"github.com/snapshift/snapshift/internal/gen"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == bench.ChildCommand {
+		os.Exit(bench.ChildMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "snapbench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func sizeNames() string {
+	var names []string
+	for _, s := range gen.Sizes {
+		names = append(names, fmt.Sprintf("%s (%d keys)", s.Name, s.Keys))
+	}
+	return strings.Join(names, ", ")
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:      "snapbench",
+		Usage:     "benchmark snapshift on generated etcd snapshots",
+		UsageText: "snapbench [--sizes small,medium,large] [--runs 3] [--cache .bench] [--out FILE] [--keep]",
+		Description: "For each size, generates (or reuses) a snapshot in --cache, reads it once to warm the page cache, then runs\n" +
+			"in rounds, each case as a child process: the floor (a plain bbolt copy), snapshift transform without rules and\n" +
+			"with the seed migration, snapshift plan, snapshift restore of the migrated file and etcdutl's restore of it.\n" +
+			"Prints a table and writes the results as JSON. Sizes: " + sizeNames() + ".\n\n" +
+			"Example (smoke, under a minute):\n   go run ./cmd/snapbench --sizes small --runs 1",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "sizes", Value: "small,medium,large", Usage: "comma-separated sizes to measure"},
+			&cli.IntFlag{Name: "runs", Value: 3, Usage: "rounds per size"},
+			&cli.StringFlag{Name: "cache", Value: ".bench", Usage: "directory for generated snapshots, work files and results"},
+			&cli.StringFlag{Name: "out", Usage: "results JSON (default <cache>/results.json)"},
+			&cli.BoolFlag{Name: "keep", Usage: "keep every output of every run in the cache's work directory"},
+			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "generator seed"},
+			&cli.StringFlag{Name: "snapshift", Usage: "a snapshift binary to measure (default: go build -o bin/snapshift ./cmd/snapshift)"},
+		},
+		Action: runBench,
+		Commands: []*cli.Command{{
+			Name:      "generate",
+			Usage:     "write one generated snapshot",
+			UsageText: "snapbench generate (--size NAME | --keys N) --out FILE [--seed 1] [--force]",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "size", Usage: "a named size: " + sizeNames()},
+				&cli.IntFlag{Name: "keys", Usage: "number of keys (instead of --size)"},
+				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "generator seed"},
+				&cli.StringFlag{Name: "out", Required: true, Usage: "the snapshot file to write"},
+				&cli.BoolFlag{Name: "force", Usage: "replace an existing --out"},
+			},
+			Action: runGenerate,
+		}},
+	}
+}
+
+func runGenerate(c *cli.Context) error {
+	keys := c.Int("keys")
+	if name := c.String("size"); name != "" {
+		if keys != 0 {
+			return errors.New("give --size or --keys, not both")
+		}
+		n, err := gen.SizeKeys(name)
+		if err != nil {
+			return err
+		}
+		keys = n
+	}
+	if keys == 0 {
+		return errors.New("give --size or --keys")
+	}
+	res, err := gen.Generate(c.Context, gen.Config{Path: c.String("out"), Keys: keys, Seed: c.Int64("seed"), Force: c.Bool("force")})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "wrote %s: %d bytes, %d keys (%d live), %d entries, %d tombstones, revision %d, %d pods, %d services, %d nodes, in %s\n",
+		res.Path, res.Size, res.Keys, res.LiveKeys, res.Entries, res.Tombstones, res.Revision, res.Pods, res.Services, res.Nodes, res.Duration.Round(1e6))
+	return nil
+}
+
+func runBench(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", c.Args().Slice())
+	}
+	var sizes []gen.Size
+	for _, name := range strings.Split(c.String("sizes"), ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		n, err := gen.SizeKeys(name)
+		if err != nil {
+			return err
+		}
+		sizes = append(sizes, gen.Size{Name: name, Keys: n})
+	}
+	cache := c.String("cache")
+	out := c.String("out")
+	if out == "" {
+		out = filepath.Join(cache, "results.json")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	bin := c.String("snapshift")
+	if bin == "" {
+		if bin, err = buildSnapshift(c.Context, c.App.ErrWriter); err != nil {
+			return err
+		}
+	}
+	rep, err := bench.Run(c.Context, bench.Config{Sizes: sizes, Runs: c.Int("runs"), Seed: c.Int64("seed"), Cache: cache, Keep: c.Bool("keep"),
+		Snapshift: []string{bin}, Child: []string{self, bench.ChildCommand}, Log: c.App.ErrWriter})
+	if rep != nil && len(rep.Sizes) > 0 {
+		rep.WriteTable(c.App.Writer)
+		if werr := writeJSON(out, rep); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "[bench] results in %s\n", out)
+	return nil
+}
+
+// buildSnapshift builds bin/snapshift in the module root and returns its path.
+func buildSnapshift(ctx context.Context, log io.Writer) (string, error) {
+	mod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(mod)))
+	if strings.TrimSpace(string(mod)) == "" || strings.TrimSpace(string(mod)) == os.DevNull {
+		return "", errors.New("run snapbench inside the snapshift module, or give --snapshift")
+	}
+	bin := filepath.Join(root, "bin", "snapshift")
+	fmt.Fprintf(log, "[build] go build -o %s ./cmd/snapshift\n", bin)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/snapshift")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, log, log
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building snapshift: %w", err)
+	}
+	return bin, nil
+}
+
+func writeJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
