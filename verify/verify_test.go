@@ -1,0 +1,211 @@
+package verify_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/verify"
+)
+
+const samplePath = "../testdata/sample.db"
+
+var seed = verify.Config{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", Structure: true}
+
+func copySample(t *testing.T) string {
+	t.Helper()
+	in, err := os.Open(samplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	p := filepath.Join(t.TempDir(), "in.db")
+	out, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	return p
+}
+
+// migrate runs the seed migration, plus extra rules that break things.
+func migrate(t *testing.T, in string, extra ...transform.Rule) string {
+	t.Helper()
+	rs, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.db")
+	if _, err := transform.Run(context.Background(), transform.Config{Input: in, Output: out, Rules: append(rs, extra...)}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func run(t *testing.T, cfg verify.Config) *verify.Report {
+	t.Helper()
+	r, err := verify.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func failed(r *verify.Report) map[string]verify.Check {
+	out := map[string]verify.Check{}
+	for _, c := range r.Checks {
+		if !c.OK {
+			out[c.Name] = c
+		}
+	}
+	return out
+}
+
+func TestSampleBeforeAndAfter(t *testing.T) {
+	in := copySample(t)
+	cfg := seed
+	cfg.Path = in
+	plain := run(t, verify.Config{Path: in, Structure: true})
+	if !plain.OK || len(plain.Checks) < 6 {
+		t.Fatalf("the sample fails its structural checks: %+v", plain)
+	}
+	before := run(t, cfg)
+	f := failed(before)
+	for _, name := range []string{"Service ClusterIPs in the new range", "RangeAllocation matches the Services",
+		"default ServiceCIDR is the new range", "node pod CIDRs inside the cluster CIDR and disjoint", "configuration agrees with the CIDRs"} {
+		if _, ok := f[name]; !ok {
+			t.Errorf("before the migration, %q passed", name)
+		}
+	}
+	if err := before.Err(); err == nil || !strings.Contains(err.Error(), "verification failed") {
+		t.Errorf("Err() = %v", err)
+	}
+	cfg.Path = migrate(t, in)
+	after := run(t, cfg)
+	if !after.OK {
+		t.Fatalf("after the migration: %v", after.Err())
+	}
+	if len(after.Checks) != len(before.Checks) {
+		t.Errorf("%d checks after, %d before", len(after.Checks), len(before.Checks))
+	}
+}
+
+// breaker is a rule that damages one kind of object after the migration.
+type breaker struct {
+	prefix string
+	fn     func(o *transform.Object)
+}
+
+func (b breaker) Name() string       { return "breaker" }
+func (b breaker) Prefixes() []string { return []string{b.prefix} }
+func (b breaker) Apply(_ context.Context, o *transform.Object) (transform.Result, error) {
+	b.fn(o)
+	return transform.Result{Action: transform.Replace}, nil
+}
+
+func TestVerifyCatchesBrokenOutputs(t *testing.T) {
+	in := copySample(t)
+	cases := []struct {
+		name  string
+		rule  transform.Rule
+		check string
+	}{
+		{"bitmap missing an address", breaker{"/registry/ranges/serviceips", func(o *transform.Object) {
+			ra := o.Value.Obj.(*corev1.RangeAllocation)
+			ra.Data = ra.Data[1:]
+		}}, "RangeAllocation matches the Services"},
+		{"a Service left in the old range", breaker{"/registry/services/specs/demo/api", func(o *transform.Object) {
+			svc := o.Value.Obj.(*corev1.Service)
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "192.168.200.14", []string{"192.168.200.14"}
+		}}, "Service ClusterIPs in the new range"},
+		{"two Services on one address", breaker{"/registry/services/specs/demo/api", func(o *transform.Object) {
+			svc := o.Value.Obj.(*corev1.Service)
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "172.24.3.7", []string{"172.24.3.7"}
+		}}, "no duplicate ClusterIPs"},
+		{"a node outside the cluster CIDR", breaker{"/registry/minions/worker-vm1", func(o *transform.Object) {
+			n := o.Value.Obj.(*corev1.Node)
+			n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.1.0/24", []string{"10.244.1.0/24"}
+		}}, "node pod CIDRs inside the cluster CIDR and disjoint"},
+		{"overlapping nodes", breaker{"/registry/minions/worker-vm1", func(o *transform.Object) {
+			n := o.Value.Obj.(*corev1.Node)
+			n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.55.8.0/24", []string{"10.55.8.0/24"}
+		}}, "node pod CIDRs inside the cluster CIDR and disjoint"},
+		{"clusterDNS pointing nowhere", breaker{"/registry/configmaps/kube-system/kubelet-config", func(o *transform.Object) {
+			cm := o.Value.Obj.(*corev1.ConfigMap)
+			cm.Data["kubelet"] = strings.ReplaceAll(cm.Data["kubelet"], "172.24.0.10", "172.24.0.53")
+		}}, "configuration agrees with the CIDRs"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := seed
+			cfg.Path = migrate(t, in, c.rule)
+			r := run(t, cfg)
+			f := failed(r)
+			if _, ok := f[c.check]; !ok {
+				t.Fatalf("%q passed; failed checks: %v", c.check, f)
+			}
+			if len(f[c.check].Problems) == 0 {
+				t.Errorf("%q failed without saying why", c.check)
+			}
+		})
+	}
+}
+
+// TestVerifyCatchesBadRevisionMetadata writes a snapshot by hand whose
+// KeyValue claims another mod_revision than its bucket revision.
+func TestVerifyCatchesBadRevisionMetadata(t *testing.T) {
+	in := copySample(t)
+	s, err := snapshot.Open(in, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ix, err := s.Index(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "bad.db")
+	w, err := snapshot.Create(snapshot.WriterConfig{Path: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if err := w.CopyBuckets(s); err != nil {
+		t.Fatal(err)
+	}
+	broke := 0
+	err = s.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error {
+		if broke == 0 && strings.HasPrefix(string(e.KV.Key), "/registry/configmaps/") {
+			kv := e.KV
+			kv.ModRevision += 1000
+			raw, err := kv.Marshal()
+			if err != nil {
+				return err
+			}
+			broke++
+			return w.Put(e.RevKey, raw)
+		}
+		return w.Put(e.RevKey, e.Raw)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, verify.Config{Path: out, Structure: true})
+	if _, ok := failed(r)["revision metadata"]; !ok || r.OK {
+		t.Fatalf("a KeyValue with a wrong mod_revision passed: %+v", r.Checks)
+	}
+}
