@@ -5,6 +5,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"net/netip"
 	"os"
@@ -90,7 +94,8 @@ func testMigration(t *testing.T, ver string) {
 
 	// 2. Migrate with snapshift (the real CLI, in-process) and restore.
 	migrated := filepath.Join(dir, "migrated.db")
-	run(t, "transform", snap, "--out", migrated, "--service-cidr", newServiceCIDR, "--pod-network-cidr", newPodCIDR, "--quiet")
+	run(t, "transform", snap, "--out", migrated, "--service-cidr", newServiceCIDR, "--pod-network-cidr", newPodCIDR,
+		"--sa-tokens", "clear", "--quiet")
 	run(t, "verify", migrated, "--service-cidr", newServiceCIDR, "--pod-network-cidr", newPodCIDR, "--quiet")
 	peer, err := etcdtest.FreePort()
 	if err != nil {
@@ -101,11 +106,15 @@ func testMigration(t *testing.T, ver string) {
 	run(t, "restore", migrated, "--name", "e2e", "--data-dir", dataDir, "--initial-cluster", "e2e="+peerURL, "--initial-advertise-peer-urls", peerURL)
 	etcd2 := etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "e2e", PeerURL: peerURL})
 
-	// 3. The new control plane on the new ranges.
-	api2 := startAPIServer(ctx, t, bin, etcd2, p, newServiceCIDR, logDir)
+	// 3. The new control plane on the new ranges, with a new PKI and a new
+	// service-account signing key (as in a disaster-recovery rebuild).
+	dir2 := filepath.Join(dir, "pki2")
+	os.MkdirAll(dir2, 0o700)
+	p2 := newPKI(t, dir2)
+	api2 := startAPIServer(ctx, t, bin, etcd2, p2, newServiceCIDR, logDir)
 	t.Logf("[%s] kube-apiserver ready on the migrated data", ver)
-	kcm := startKCM(t, bin, api2, p, newServiceCIDR, newPodCIDR, logDir)
-	judge(ctx, t, ver, api2, kcm, etcd2, src)
+	kcm := startKCM(t, bin, api2, p2, newServiceCIDR, newPodCIDR, logDir)
+	judge(ctx, t, ver, api2, kcm, etcd2, src, p2)
 }
 
 // run runs the snapshift CLI in-process and fails on a non-zero exit.
@@ -309,7 +318,7 @@ func mapped(t *testing.T, key, ip string) string {
 
 var complaints = regexp.MustCompile(`ClusterIPOutOfRange|ClusterIPNotAllocated|ClusterIPAlreadyAllocated|IPAddressWrongReference|IPAddressNotAllocated|KubernetesDefaultServiceCIDRInconsistent|appears to have leaked|is out of range|not in range|the provided network does not match`)
 
-func judge(ctx context.Context, t *testing.T, ver string, api *apiserver, kcm *proc, etcd *etcdtest.Server, src *srcState) {
+func judge(ctx context.Context, t *testing.T, ver string, api *apiserver, kcm *proc, etcd *etcdtest.Server, src *srcState, newPKI *pki) {
 	c := api.client
 	check := func(name string, ok bool, format string, args ...any) {
 		t.Helper()
@@ -406,6 +415,9 @@ func judge(ctx context.Context, t *testing.T, ver string, api *apiserver, kcm *p
 			continue // created since (e.g. by the token controller)
 		}
 		for k, v := range want {
+			if s.Type == corev1.SecretTypeServiceAccountToken && k == corev1.ServiceAccountTokenKey {
+				continue // the sa-tokens rule cleared it; checked below
+			}
 			if !bytes.Equal(s.Data[k], v) {
 				secProbs = append(secProbs, s.Namespace+"/"+s.Name+" data["+k+"] changed")
 			}
@@ -450,6 +462,20 @@ func judge(ctx context.Context, t *testing.T, ver string, api *apiserver, kcm *p
 	} else {
 		t.Logf("[%s] PASS kube-controller-manager log has no node CIDR complaints", ver)
 	}
+
+	// The legacy token was cleared by the sa-tokens rule and re-signed by
+	// the token controller with the new key.
+	var tok []byte
+	for i := 0; i < 30; i++ {
+		sec, err := c.CoreV1().Secrets("demo").Get(ctx, "deployer-token", metav1.GetOptions{})
+		if err == nil && len(sec.Data["token"]) > 0 {
+			tok = sec.Data["token"]
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	check("the cleared legacy token is re-signed by kube-controller-manager with the new key",
+		len(tok) > 0 && string(tok) != "E2E-LEGACY-TOKEN" && jwtSignedBy(string(tok), newPKI), "token %q", tok)
 
 	// No repair events, no out-of-range complaints in the apiserver log.
 	evs, err := c.CoreV1().Events("").List(ctx, metav1.ListOptions{})
@@ -504,4 +530,18 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// jwtSignedBy checks an RS256 JWT's signature against the PKI's SA key.
+func jwtSignedBy(tok string, p *pki) bool {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return false
+	}
+	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	return rsa.VerifyPKCS1v15(&p.saPrivate.PublicKey, crypto.SHA256, sum[:], sig) == nil
 }

@@ -56,6 +56,7 @@ type pki struct {
 	saKey, saPub      string
 	tokens            string
 	caPEM             []byte
+	saPrivate         *rsa.PrivateKey
 }
 
 func newPKI(t *testing.T, dir string) *pki {
@@ -73,6 +74,7 @@ func newPKI(t *testing.T, dir string) *pki {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.saPrivate = rk
 	pub, err := x509.MarshalPKIXPublicKey(&rk.PublicKey)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,8 @@ func enablingOptions(name string) (rules.Options, bool) {
 		return rules.Options{PodNetworkCIDR: "10.55.0.0/16", Now: nowFunc}, true
 	case rules.NameClusterConfig:
 		return rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", Now: nowFunc}, true
+	case rules.NameSATokens:
+		return rules.Options{SATokens: rules.SATokensClear, Now: nowFunc}, true
 	}
 	return rules.Options{}, false
 }
@@ -77,7 +79,7 @@ func TestConformance(t *testing.T) {
 		t.Errorf("Lookup of an unknown rule = %v, want an error listing %v", err, names)
 	}
 	// Build with everything on returns every rule once, in registry order.
-	all, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16"})
+	all, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", SATokens: rules.SATokensClear})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ type caseFlags struct {
 	DNSService        string   `json:"dns-service,omitempty"`
 	PodNetworkCIDR    string   `json:"pod-network-cidr,omitempty"`
 	OldPodNetworkCIDR string   `json:"old-pod-network-cidr,omitempty"`
+	SATokens          string   `json:"sa-tokens,omitempty"`
 }
 
 func (f caseFlags) options() rules.Options {
@@ -41,7 +42,7 @@ func (f caseFlags) options() rules.Options {
 		ServiceCIDR: f.ServiceCIDR, OldServiceCIDR: f.OldServiceCIDR, Repack: f.Repack,
 		KeepServiceIPs: f.Keep, DNSBridge: f.DNSBridge, DNSService: f.DNSService,
 		PodNetworkCIDR: f.PodNetworkCIDR, OldPodNetworkCIDR: f.OldPodNetworkCIDR,
-		Now: nowFunc,
+		SATokens: f.SATokens, Now: nowFunc,
 	}
 }
 

@@ -34,6 +34,11 @@ type Options struct {
 	// OldPodNetworkCIDR overrides detection of the old one.
 	OldPodNetworkCIDR string
 
+	// SATokens handles legacy ServiceAccount token Secrets when sa.key is
+	// regenerated: "clear" (empty data.token; re-signed by the token
+	// controller), "delete", or "" (off).
+	SATokens string
+
 	// Now stamps objects the rules create. Default time.Now.
 	Now func() time.Time
 }
@@ -43,11 +48,12 @@ const (
 	NameServiceCIDR   = "service-cidr"
 	NamePodCIDR       = "pod-cidr"
 	NameClusterConfig = "cluster-config"
+	NameSATokens      = "sa-tokens"
 )
 
 // Names lists every rule snapshift has.
 func Names() []string {
-	return []string{NameServiceCIDR, NamePodCIDR, NameClusterConfig}
+	return []string{NameServiceCIDR, NamePodCIDR, NameClusterConfig, NameSATokens}
 }
 
 // Build returns the rules Options select, in their fixed order. The
@@ -73,6 +79,9 @@ func Build(o Options) ([]transform.Rule, *Plan, error) {
 	if len(out) > 0 {
 		out = append(out, &ClusterConfig{plan: plan})
 	}
+	if o.SATokens != "" {
+		out = append(out, &SATokens{mode: o.SATokens})
+	}
 	return out, plan, nil
 }
 
@@ -89,6 +98,11 @@ func (o Options) validate() error {
 		case o.Repack:
 			return fmt.Errorf("--repack needs --service-cidr")
 		}
+	}
+	switch o.SATokens {
+	case "", SATokensClear, SATokensDelete:
+	default:
+		return fmt.Errorf("--sa-tokens %q: want %s or %s", o.SATokens, SATokensClear, SATokensDelete)
 	}
 	if o.PodNetworkCIDR == "" && o.OldPodNetworkCIDR != "" {
 		return fmt.Errorf("--old-pod-network-cidr needs --pod-network-cidr")

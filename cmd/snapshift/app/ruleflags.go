@@ -18,6 +18,7 @@ func ruleFlags() []cli.Flag {
 		&cli.StringFlag{Name: "dns-service", Category: "Service CIDR", Value: "kube-system/kube-dns", Usage: "the cluster DNS Service"},
 		&cli.StringFlag{Name: "pod-network-cidr", Category: "Pod CIDR", Usage: "new cluster (pod) CIDR, e.g. 10.55.0.0/16"},
 		&cli.StringFlag{Name: "old-pod-network-cidr", Category: "Pod CIDR", Usage: "the old pod CIDR (default: detected from kubeadm-config, kube-proxy and flannel)"},
+		&cli.StringFlag{Name: "sa-tokens", Category: "ServiceAccount tokens", Usage: "when sa.key is regenerated: clear (empty each legacy token Secret's data.token so kube-controller-manager re-signs it; works on 1.24+) or delete"},
 	}
 }
 
@@ -28,6 +29,7 @@ func selectedRules(c *cli.Context) ([]transform.Rule, *rules.Plan, *rules.Leftov
 		ServiceCIDR: c.String("service-cidr"), OldServiceCIDR: c.String("old-service-cidr"), Repack: c.Bool("repack"),
 		KeepServiceIPs: c.StringSlice("keep-service-ip"), DNSBridge: c.Bool("dns-bridge"), DNSService: c.String("dns-service"),
 		PodNetworkCIDR: c.String("pod-network-cidr"), OldPodNetworkCIDR: c.String("old-pod-network-cidr"),
+		SATokens: c.String("sa-tokens"),
 	})
 	if err != nil {
 		return nil, nil, nil, usagef("%v", err)

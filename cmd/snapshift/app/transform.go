@@ -81,7 +81,7 @@ func runTransform(c *cli.Context, dryRun bool) error {
 		return err
 	}
 	res := &Result{Report: r}
-	if len(rs) > 0 {
+	if plan.Service != nil || plan.Pod != nil {
 		res.Plan, res.Leftovers = plan, scan.Report()
 	}
 	if format == "json" {

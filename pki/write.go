@@ -1,0 +1,152 @@
+package pki
+
+import (
+	"crypto"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
+)
+
+// File permissions, as kubeadm's (keyutil.WriteKey, certutil.WriteCert),
+// with new directories private.
+const (
+	KeyPerm  os.FileMode = 0o600
+	CertPerm os.FileMode = 0o644
+	DirPerm  os.FileMode = 0o700
+)
+
+// maxBackups bounds the search for a free .bak name.
+const maxBackups = 1000
+
+// output is one file to write, computed before anything is written.
+type output struct {
+	rel  string // path relative to the target directory
+	data []byte
+	perm os.FileMode
+	info File // Kind, Name, Cert, Server
+}
+
+// certOutputs are the key and certificate files of spec (key first, as
+// kubeadm writes them).
+func certOutputs(spec CertSpec, cert *x509.Certificate, key crypto.Signer) ([]output, error) {
+	keyPEM, err := encodeKeyPEM(key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	return []output{
+		{rel: spec.BaseName + ".key", data: keyPEM, perm: KeyPerm, info: File{Kind: KindPrivateKey, Name: spec.Name}},
+		{rel: spec.BaseName + ".crt", data: EncodeCertPEM(cert), perm: CertPerm, info: File{Kind: KindCertificate, Name: spec.Name, Cert: DescribeCert(cert)}},
+	}, nil
+}
+
+// preflight fails, before anything is written, when a target exists and is
+// not a regular file.
+func preflight(dir string, outs []output) error {
+	for _, o := range outs {
+		path := filepath.Join(dir, o.rel)
+		st, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s exists and is not a regular file", path)
+		}
+	}
+	return nil
+}
+
+// commit writes outs under dir in order: each existing file is first kept
+// as a backup, then replaced atomically. It records every file in res; on
+// error res lists what was written before it.
+func commit(dir string, outs []output, res *Result) error {
+	if err := preflight(dir, outs); err != nil {
+		return err
+	}
+	for _, o := range outs {
+		path := filepath.Join(dir, o.rel)
+		if err := mkdirs(filepath.Dir(path)); err != nil {
+			return err
+		}
+		bak, err := backupFile(path)
+		if err != nil {
+			return fmt.Errorf("backing up %s: %w", path, err)
+		}
+		if err := fsutil.WriteFile(path, o.data, o.perm, true); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		f := o.info
+		f.Path, f.Backup, f.Mode = path, bak, fmt.Sprintf("%04o", o.perm)
+		res.Files = append(res.Files, f)
+	}
+	return nil
+}
+
+// mkdirs creates dir and missing parents with DirPerm; existing
+// directories keep their mode.
+func mkdirs(dir string) error {
+	if err := os.MkdirAll(dir, DirPerm); err != nil {
+		return fmt.Errorf("creating directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// BackupName is the n-th backup name of path: path.bak, path.bak.1, ...
+func BackupName(path string, n int) string {
+	if n == 0 {
+		return path + ".bak"
+	}
+	return path + ".bak." + strconv.Itoa(n)
+}
+
+// backupFile keeps the current content of path under the first free backup
+// name and returns it; "" when path does not exist. A backup is never
+// overwritten. The backup is a hard link (the old inode survives the
+// replacing rename, same mode and content); where links are not supported
+// it is an atomic copy.
+func backupFile(path string) (string, error) {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	for n := 0; n < maxBackups; n++ {
+		bak := BackupName(path, n)
+		err := os.Link(path, bak)
+		if err == nil {
+			return bak, fsutil.SyncDir(filepath.Dir(path))
+		}
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		// No hard links here: copy.
+		if _, serr := os.Lstat(bak); serr == nil {
+			continue
+		}
+		data, rerr := os.ReadFile(path)
+		if rerr != nil {
+			return "", rerr
+		}
+		if werr := fsutil.WriteFile(bak, data, st.Mode().Perm(), false); werr != nil {
+			if errors.Is(werr, fsutil.ErrExists) {
+				continue
+			}
+			return "", werr
+		}
+		return bak, nil
+	}
+	return "", fmt.Errorf("%s: %d backups exist already; remove old ones", path, maxBackups)
+}

@@ -1,0 +1,114 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/snapshift/snapshift/transform"
+)
+
+// SA-token modes.
+const (
+	SATokensDelete = "delete"
+	SATokensClear  = "clear"
+)
+
+const (
+	prefixSecrets = "/registry/secrets/"
+	prefixPods    = "/registry/pods/"
+	maxPodNotes   = 50
+)
+
+// SATokens handles legacy ServiceAccount token Secrets when the signing key
+// (sa.key) is regenerated: their tokens were signed by the old key (DESIGN
+// 12). "clear" keeps each Secret (its UID, labels, ca.crt) and empties
+// data.token, so the token controller in kube-controller-manager signs a new
+// one with the new key — the only mode that works on Kubernetes 1.24+, where
+// deleted token Secrets are not recreated. "delete" removes them, as the old
+// procedure did. ServiceAccounts and bootstrap tokens are never touched.
+// The rule also lists the Pods that must be restarted: those that mount a
+// token Secret or run as a non-default ServiceAccount (their projected
+// tokens were signed by the old key too).
+type SATokens struct {
+	mode    string
+	secrets map[string]bool // ns/name of token Secrets
+	pods    []string
+	notes   []string
+}
+
+func (r *SATokens) Name() string       { return NameSATokens }
+func (r *SATokens) Prefixes() []string { return []string{prefixSecrets, prefixPods} }
+
+// Prepare finds the token Secrets (their names, for the Pod report).
+func (r *SATokens) Prepare(_ context.Context, v *transform.View) error {
+	r.secrets = map[string]bool{}
+	objs, err := v.List(prefixSecrets)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if s, ok := o.Value.Obj.(*corev1.Secret); ok && s.Type == corev1.SecretTypeServiceAccountToken {
+			r.secrets[s.Namespace+"/"+s.Name] = true
+		}
+	}
+	return nil
+}
+
+func (r *SATokens) Apply(_ context.Context, obj *transform.Object) (transform.Result, error) {
+	switch o := obj.Value.Obj.(type) {
+	case *corev1.Secret:
+		if o.Type != corev1.SecretTypeServiceAccountToken {
+			return transform.Result{}, nil
+		}
+		sa := o.Annotations[corev1.ServiceAccountNameKey]
+		if r.mode == SATokensDelete {
+			return transform.Result{Action: transform.Delete, Changes: []transform.Change{{Field: "legacy token Secret", Old: "of ServiceAccount " + sa}}}, nil
+		}
+		if len(o.Data[corev1.ServiceAccountTokenKey]) == 0 {
+			return transform.Result{}, nil // already cleared
+		}
+		delete(o.Data, corev1.ServiceAccountTokenKey)
+		return transform.Result{Action: transform.Replace, Changes: []transform.Change{
+			{Field: "data.token", Old: "(signed by the old key)", New: "(empty: the token controller signs a new one)"}}}, nil
+	case *corev1.Pod:
+		if why := r.restartReason(o); why != "" {
+			r.pods = append(r.pods, o.Namespace+"/"+o.Name+" ("+why+")")
+		}
+	}
+	return transform.Result{}, nil
+}
+
+func (r *SATokens) restartReason(p *corev1.Pod) string {
+	for _, v := range p.Spec.Volumes {
+		if v.Secret != nil && r.secrets[p.Namespace+"/"+v.Secret.SecretName] {
+			return "mounts token Secret " + v.Secret.SecretName
+		}
+	}
+	if sa := p.Spec.ServiceAccountName; sa != "" && sa != "default" {
+		return "ServiceAccount " + sa
+	}
+	return ""
+}
+
+// Notes lists the Pods to restart.
+func (r *SATokens) Notes() []string {
+	out := append([]string(nil), r.notes...)
+	if len(r.pods) > 0 {
+		sort.Strings(r.pods)
+		shown := r.pods
+		if len(shown) > maxPodNotes {
+			shown = shown[:maxPodNotes]
+		}
+		more := ""
+		if len(r.pods) > maxPodNotes {
+			more = fmt.Sprintf(" and %d more", len(r.pods)-maxPodNotes)
+		}
+		out = append(out, fmt.Sprintf("restart these %d Pods after the restore, their tokens were signed by the old key: %s%s",
+			len(r.pods), strings.Join(shown, ", "), more))
+	}
+	return out
+}
