@@ -37,9 +37,12 @@ demo: build
 	$(BIN) inspect $(DEMO)/migrated.db --quiet | sed -n '/^Networks/,$$p'
 	@echo "demo output in $(DEMO): migrated.db and the restored member data dir etcd-cp1/"
 
-# Go benchmarks of the hot paths and of transform against a plain bbolt copy.
+# The whole-file benchmark (hack/bench.sh: generated small, medium and large
+# snapshots; floor copy vs transform, plan, restore; medians, ratios, RSS),
+# then the Go micro-benchmarks of the hot paths. SIZES=small RUNS=1 for a smoke run.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./snapshot ./transform ./codec ./cidr
+	bash hack/bench.sh
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./codec ./cidr
 
 # Recreate testdata/sample.db with a real etcd.
 sample:

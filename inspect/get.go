@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/snapshot"
 )
 
@@ -68,6 +69,8 @@ type GetConfig struct {
 	SkipHashCheck bool
 	// ShowSecrets prints Secret data. Default false: values are redacted.
 	ShowSecrets bool
+	// Encryption decrypts a value encrypted at rest. Optional.
+	Encryption *encryption.Config
 }
 
 // GetResult is one decoded key.
@@ -101,7 +104,15 @@ func Get(ctx context.Context, cfg GetConfig) (*GetResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	enc := codec.Detect(kv.Value)
+	value := kv.Value
+	enc := codec.Detect(value)
+	if enc == codec.Encrypted && cfg.Encryption != nil {
+		plain, _, err := cfg.Encryption.Decrypt(cfg.Key, value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Key, err)
+		}
+		value, enc = plain, codec.Detect(plain)
+	}
 	r := &GetResult{Entry: ListEntry{Key: cfg.Key, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision,
 		Version: kv.Version, Lease: kv.Lease, Size: len(kv.Value), Encoding: enc.String()}}
 	switch enc {
@@ -110,14 +121,14 @@ func Get(ctx context.Context, cfg GetConfig) (*GetResult, error) {
 		r.Note = fmt.Sprintf("the value is encrypted at rest (provider %s %s, key %q); it is not shown", info.Provider, info.Version, info.KeyName)
 		return r, nil
 	case codec.Unknown:
-		if isPrintable(kv.Value) && !cfg.isSecretKey() {
-			r.Text = string(kv.Value)
+		if isPrintable(value) && !cfg.isSecretKey() {
+			r.Text = string(value)
 		} else {
-			r.Note = fmt.Sprintf("the value is %d bytes that are not a Kubernetes object; it is not shown", len(kv.Value))
+			r.Note = fmt.Sprintf("the value is %d bytes that are not a Kubernetes object; it is not shown", len(value))
 		}
 		return r, nil
 	}
-	o, err := codec.New().Decode(kv.Value)
+	o, err := codec.New().Decode(value)
 	if err != nil {
 		r.Note = fmt.Sprintf("the value does not decode: %v", err)
 		return r, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snapshift/snapshift/clusterinfo"
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/transform"
@@ -23,6 +24,9 @@ type Config struct {
 	Path          string
 	SkipHashCheck bool
 	Progress      progress.Reporter
+	// Encryption decrypts values encrypted at rest (to read the cluster's
+	// networks when ConfigMaps are encrypted). Optional.
+	Encryption *encryption.Config
 }
 
 // Report is the inspect result.
@@ -105,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r.Resources, r.SecretTypes, r.Encodings, r.Encrypted = sorted(resources), sorted(secretTypes), sorted(encodings), sorted(encrypted)
-	r.Networks, err = clusterinfo.Detect(ctx, transform.NewView(snap, ix, c))
+	r.Networks, err = clusterinfo.Detect(ctx, transform.NewView(snap, ix, c, cfg.Encryption))
 	if err != nil {
 		return nil, err
 	}

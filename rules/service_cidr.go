@@ -455,15 +455,13 @@ func (r *ServiceCIDR) scanIPAddresses(v *transform.View) error {
 		}
 		r.ipaddrs[a] = true
 		if r.ipaddrGVK.Empty() {
-			raw, _, err := v.Raw(kr.Key)
+			o, ok, err := v.Get(kr.Key) // decrypts a value encrypted at rest
 			if err != nil {
 				return err
 			}
-			gvk, _, err := v.Codec().PeekGVK(raw)
-			if err != nil {
-				return fmt.Errorf("%s: %w", kr.Key, err)
+			if ok {
+				r.ipaddrGVK = o.Value.GVK
 			}
-			r.ipaddrGVK = gvk
 		}
 	}
 	return nil
@@ -560,7 +558,7 @@ func (r *ServiceCIDR) applyIPAddress(obj *transform.Object) (transform.Result, e
 		Action:  transform.Delete,
 		Changes: []transform.Change{{Field: "renamed", Old: obj.Key, New: newKey}},
 		Create: []transform.NewObject{{Key: newKey, Value: &codec.Object{Encoding: obj.Value.Encoding, GVK: obj.Value.GVK, Obj: copyObj},
-			Changes: []transform.Change{{Field: "renamed from", New: obj.Key}}}},
+			Changes: []transform.Change{{Field: "renamed from", New: obj.Key}}, Encryption: &obj.Encryption}},
 	}, nil
 }
 

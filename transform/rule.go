@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/snapshot"
 )
 
@@ -40,6 +41,9 @@ type Object struct {
 	// Value is the decoded object. A rule that returns Replace has changed
 	// Value.Obj in place; the next rule sees the changed object.
 	Value *codec.Object
+	// Encryption is how the value was stored (provider "identity" when it
+	// was not encrypted); a changed value is re-encrypted the same way.
+	Encryption encryption.Info
 }
 
 // Change is one field change, for the report. Old and New are display
@@ -55,6 +59,10 @@ type NewObject struct {
 	Key     string
 	Value   *codec.Object
 	Changes []Change
+	// Encryption, when set, is how to store it (a renamed object keeps its
+	// source's). Default: as kube-apiserver would write a new object of its
+	// resource under the EncryptionConfiguration (identity without one).
+	Encryption *encryption.Info
 }
 
 // Result is a rule's decision about one object.
@@ -95,7 +103,8 @@ type Noter interface {
 }
 
 // Observer sees every value the output will hold, after the rules: the
-// stored bytes of kept keys, the new bytes of replaced and created ones.
+// stored bytes of kept keys, the new bytes (before encryption) of replaced
+// and created ones.
 // It must not keep value beyond the call. Observers run in the stream and
 // must be fast; they cannot change anything.
 type Observer interface {

@@ -7,7 +7,10 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
@@ -39,6 +42,10 @@ type Config struct {
 	TxBytes int64
 	// Observers see every output value (e.g. the leftover scan). Optional.
 	Observers []Observer
+	// Encryption decrypts values encrypted at rest that a rule claims, and
+	// re-encrypts changed ones. Optional: without it, an encrypted value a
+	// rule claims is an error.
+	Encryption *encryption.Config
 	// VerifyOutput checks the finished output under its temporary name
 	// before it is published; an error means nothing is published.
 	VerifyOutput func(ctx context.Context, path string) error
@@ -105,7 +112,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	e.report.Rules = e.ruleReports
 
-	view := NewView(snap, ix, cfg.Codec)
+	view := NewView(snap, ix, cfg.Codec, cfg.Encryption)
 	for _, r := range cfg.Rules {
 		if pr, ok := r.(Preparer); ok {
 			if err := pr.Prepare(ctx, view); err != nil {
@@ -200,11 +207,15 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 		return e.put(ent.RevKey, ent.Raw)
 	}
 	key := string(ent.KV.Key)
-	val, err := e.cfg.Codec.Decode(ent.KV.Value)
+	plain, info, err := decrypt(e.cfg.Encryption, key, ent.KV.Value)
+	if err != nil {
+		return err
+	}
+	val, err := e.cfg.Codec.Decode(plain)
 	if err != nil {
 		return fmt.Errorf("%s (revision %s): %w", key, snapshot.RevisionString(ent.Rev), err)
 	}
-	obj := &Object{Key: key, Revision: ent.Rev, Meta: ent.KV, Value: val}
+	obj := &Object{Key: key, Revision: ent.Rev, Meta: ent.KV, Value: val, Encryption: info}
 	var (
 		changed bool
 		names   []string
@@ -248,7 +259,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	}
 	// Before trusting the edit: the stored bytes must round-trip exactly, or
 	// this build would silently drop fields it does not know.
-	if err := e.cfg.Codec.CheckRoundTrip(ent.KV.Value); err != nil {
+	if err := e.cfg.Codec.CheckRoundTrip(plain); err != nil {
 		return fmt.Errorf("%w: %s (revision %s): %w", ErrRefused, key, snapshot.RevisionString(ent.Rev), err)
 	}
 	b, err := e.cfg.Codec.Encode(obj.Value)
@@ -257,9 +268,27 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	}
 	e.report.Replaced++
 	e.observe(ent.KV.Key, b, true)
+	if b, err = e.encrypt(key, b, info); err != nil {
+		return err
+	}
 	e.report.Objects = append(e.report.Objects, ObjectChange{Key: key, Action: "replace", Rules: names, Changes: changes})
 	e.pending = append(e.pending, pending{key: key, value: b, orig: ent.KV})
 	return nil
+}
+
+// encrypt stores a changed or created value as info says, bound to its key.
+func (e *engine) encrypt(key string, plain []byte, info encryption.Info) ([]byte, error) {
+	if info.Provider == "" || info.Provider == encryption.ProviderIdentity {
+		return plain, nil
+	}
+	if e.cfg.Encryption == nil {
+		return nil, fmt.Errorf("%w: %s must be stored %s, but no --encryption-config was given", ErrEncrypted, key, info)
+	}
+	out, err := e.cfg.Encryption.Encrypt(key, plain, info)
+	if err != nil {
+		return nil, fmt.Errorf("%s: re-encrypting with %s: %w", key, info, err)
+	}
+	return out, nil
 }
 
 func (e *engine) observe(key, value []byte, changed bool) {
@@ -296,6 +325,16 @@ func (e *engine) create(ri int, o NewObject) error {
 	e.ruleReports[ri].Created++
 	e.report.Created++
 	e.observe([]byte(o.Key), b, true)
+	info := encryption.Info{Provider: encryption.ProviderIdentity}
+	if o.Encryption != nil {
+		info = *o.Encryption
+	} else if e.cfg.Encryption != nil {
+		gr, _ := meta.UnsafeGuessKindToResource(o.Value.GVK)
+		info = e.cfg.Encryption.WriteInfo(gr.Group, gr.Resource)
+	}
+	if b, err = e.encrypt(o.Key, b, info); err != nil {
+		return err
+	}
 	e.report.Objects = append(e.report.Objects, ObjectChange{Key: o.Key, Action: "create", Rules: []string{name}, Changes: o.Changes})
 	e.pending = append(e.pending, pending{key: o.Key, value: b, created: true})
 	return nil

@@ -1,9 +1,11 @@
 package transform
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/snapshot"
 )
 
@@ -14,11 +16,13 @@ type View struct {
 	snap  *snapshot.Snapshot
 	index *snapshot.Index
 	codec *codec.Codec
+	enc   *encryption.Config
 }
 
-// NewView returns a View over an opened and indexed snapshot.
-func NewView(s *snapshot.Snapshot, ix *snapshot.Index, c *codec.Codec) *View {
-	return &View{snap: s, index: ix, codec: c}
+// NewView returns a View over an opened and indexed snapshot. enc decrypts
+// values encrypted at rest; it may be nil.
+func NewView(s *snapshot.Snapshot, ix *snapshot.Index, c *codec.Codec, enc *encryption.Config) *View {
+	return &View{snap: s, index: ix, codec: c, enc: enc}
 }
 
 // Index is the input's index (revisions, counts).
@@ -37,11 +41,15 @@ func (v *View) Get(key string) (obj *Object, ok bool, err error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	val, err := v.codec.Decode(kv.Value)
+	plain, info, err := decrypt(v.enc, key, kv.Value)
+	if err != nil {
+		return nil, false, err
+	}
+	val, err := v.codec.Decode(plain)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s (revision %s): %w", key, snapshot.RevisionString(rev), err)
 	}
-	return &Object{Key: key, Revision: rev, Meta: kv, Value: val}, true, nil
+	return &Object{Key: key, Revision: rev, Meta: kv, Value: val, Encryption: info}, true, nil
 }
 
 // List decodes every live object whose key starts with prefix, sorted by key.
@@ -67,4 +75,28 @@ func (v *View) Raw(key string) ([]byte, bool, error) {
 	}
 	kv, ok, err := v.snap.Get(rev)
 	return kv.Value, ok, err
+}
+
+// ErrEncrypted is wrapped when a value a rule needs is encrypted and cannot
+// be decrypted here (no configuration, or KMS).
+var ErrEncrypted = errors.New("encrypted at rest")
+
+// decrypt returns the plaintext of a stored value and how it was stored.
+func decrypt(enc *encryption.Config, key string, value []byte) ([]byte, encryption.Info, error) {
+	identity := encryption.Info{Provider: encryption.ProviderIdentity}
+	if codec.Detect(value) != codec.Encrypted {
+		return value, identity, nil
+	}
+	info, _ := codec.ParseEncrypted(value)
+	if info.Provider == encryption.ProviderKMS {
+		return nil, identity, fmt.Errorf("%w: %s is encrypted with KMS plugin %q, which cannot be decrypted offline; a rule needs to read it", ErrEncrypted, key, info.KeyName)
+	}
+	if enc == nil {
+		return nil, identity, fmt.Errorf("%w: %s is encrypted (%s key %q): give the apiserver's EncryptionConfiguration with --encryption-config", ErrEncrypted, key, info.Provider, info.KeyName)
+	}
+	plain, how, err := enc.Decrypt(key, value)
+	if err != nil {
+		return nil, identity, fmt.Errorf("%w: %s: %w", ErrEncrypted, key, err)
+	}
+	return plain, how, nil
 }

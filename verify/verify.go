@@ -21,6 +21,7 @@ import (
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/clusterinfo"
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/transform"
@@ -47,6 +48,8 @@ type Config struct {
 	// its output skips these two, which re-read everything it just wrote).
 	Structure bool
 	Progress  progress.Reporter
+	// Encryption decrypts values encrypted at rest so they are checked too.
+	Encryption *encryption.Config
 }
 
 // Check is one named check.
@@ -131,12 +134,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	cd := codec.New()
 	if cfg.Structure {
-		if err := checkDecode(ctx, c, snap, ix, cd, cfg.Progress); err != nil {
+		if err := checkDecode(ctx, c, snap, ix, cd, cfg.Encryption, cfg.Progress); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.ServiceCIDR != "" || cfg.PodNetworkCIDR != "" {
-		if err := checkNetworks(ctx, c, transform.NewView(snap, ix, cd), cfg); err != nil {
+		if err := checkNetworks(ctx, c, transform.NewView(snap, ix, cd, cfg.Encryption), cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -161,7 +164,7 @@ func (r *Report) Err() error {
 	return fmt.Errorf("%w: %s", ErrFailed, strings.Join(names, "; "))
 }
 
-func checkDecode(ctx context.Context, c *checker, snap *snapshot.Snapshot, ix *snapshot.Index, cd *codec.Codec, p progress.Reporter) error {
+func checkDecode(ctx context.Context, c *checker, snap *snapshot.Snapshot, ix *snapshot.Index, cd *codec.Codec, enc *encryption.Config, p progress.Reporter) error {
 	var probs []string
 	counts := map[string]int{}
 	err := snap.Live(ctx, ix, "verify", p, func(e *snapshot.Entry) error {
@@ -169,16 +172,29 @@ func checkDecode(ctx context.Context, c *checker, snap *snapshot.Snapshot, ix *s
 		if !strings.HasPrefix(key, "/registry/") {
 			return nil
 		}
-		enc := codec.Detect(e.KV.Value)
-		counts[enc.String()]++
-		switch enc {
+		value := e.KV.Value
+		kind := codec.Detect(value)
+		if kind == codec.Encrypted && enc != nil {
+			plain, info, err := enc.Decrypt(key, value)
+			switch {
+			case errors.Is(err, encryption.ErrKMS):
+			case err != nil:
+				probs = append(probs, fmt.Sprintf("%s: %v", key, err))
+				return nil
+			default:
+				counts["decrypted "+info.Provider]++
+				value, kind = plain, codec.Detect(plain)
+			}
+		}
+		counts[kind.String()]++
+		switch kind {
 		case codec.Encrypted:
 			return nil
 		case codec.Unknown:
-			probs = append(probs, fmt.Sprintf("%s: not a Kubernetes value (%d bytes)", key, len(e.KV.Value)))
+			probs = append(probs, fmt.Sprintf("%s: not a Kubernetes value (%d bytes)", key, len(value)))
 			return nil
 		}
-		if _, err := cd.Decode(e.KV.Value); err != nil {
+		if _, err := cd.Decode(value); err != nil {
 			if errors.Is(err, codec.ErrUnknownType) {
 				counts["unknown-to-this-build"]++
 				return nil

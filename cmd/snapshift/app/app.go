@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/transform"
@@ -127,7 +128,7 @@ func ExitCode(ctx context.Context, err error) int {
 		return ExitBadInput
 	case errors.Is(err, verify.ErrFailed):
 		return ExitVerify
-	case errors.Is(err, fsutil.ErrExists), errors.Is(err, transform.ErrRefused), errors.Is(err, errRefused):
+	case errors.Is(err, fsutil.ErrExists), errors.Is(err, transform.ErrRefused), errors.Is(err, errRefused), errors.Is(err, transform.ErrEncrypted):
 		return ExitRefused
 	}
 	return ExitError
@@ -148,6 +149,9 @@ var (
 	flagOutput = func() cli.Flag {
 		return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "report format: text or json"}
 	}
+	flagEncryption = func() cli.Flag {
+		return &cli.StringFlag{Name: "encryption-config", Usage: "the apiserver's EncryptionConfiguration file, to read values encrypted at rest (aescbc, aesgcm, secretbox)"}
+	}
 	flagQuiet = func() cli.Flag {
 		return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"}
 	}
@@ -167,4 +171,17 @@ func outputFormat(c *cli.Context) (string, error) {
 		return "", usagef("--output must be text or json, not %q", f)
 	}
 	return f, nil
+}
+
+// loadEncryption reads --encryption-config, if given.
+func loadEncryption(c *cli.Context) (*encryption.Config, error) {
+	path := c.String("encryption-config")
+	if path == "" {
+		return nil, nil
+	}
+	cfg, err := encryption.Load(path)
+	if err != nil {
+		return nil, usagef("--encryption-config: %v", err)
+	}
+	return cfg, nil
 }

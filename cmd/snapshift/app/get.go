@@ -18,7 +18,7 @@ func getCommand() *cli.Command {
 			"Secret data is replaced by its length unless --show-secrets is given.\n\n" +
 			"Example:\n   snapshift get snapshot.db /registry/services/specs/kube-system/kube-dns -o json",
 		Flags: []cli.Flag{
-			flagSkipHash(),
+			flagSkipHash(), flagEncryption(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml or json"},
 			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret data in full"},
 		},
@@ -30,8 +30,12 @@ func getCommand() *cli.Command {
 			if format != "yaml" && format != "json" {
 				return usagef("--output must be yaml or json, not %q", format)
 			}
+			enc, err := loadEncryption(c)
+			if err != nil {
+				return err
+			}
 			r, err := inspect.Get(c.Context, inspect.GetConfig{Path: c.Args().Get(0), Key: c.Args().Get(1),
-				SkipHashCheck: c.Bool("skip-hash-check"), ShowSecrets: c.Bool("show-secrets")})
+				SkipHashCheck: c.Bool("skip-hash-check"), ShowSecrets: c.Bool("show-secrets"), Encryption: enc})
 			if err != nil {
 				return err
 			}

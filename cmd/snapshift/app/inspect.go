@@ -19,7 +19,7 @@ func inspectCommand() *cli.Command {
 		Description: "Checks the sha256 trailer and the bbolt structure, indexes every revision, and reports what\n" +
 			"the cluster holds. Reads the file only.\n\n" +
 			"Example:\n   snapshift inspect /backup/etcd-2026-11-21.db\n   snapshift inspect -o json snapshot.db | jq .networks",
-		Flags: []cli.Flag{flagSkipHash(), flagOutput(), flagQuiet()},
+		Flags: []cli.Flag{flagSkipHash(), flagEncryption(), flagOutput(), flagQuiet()},
 		Action: func(c *cli.Context) error {
 			path, err := oneArg(c, "the snapshot file")
 			if err != nil {
@@ -29,7 +29,11 @@ func inspectCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			r, err := inspect.Run(c.Context, inspect.Config{Path: path, SkipHashCheck: c.Bool("skip-hash-check"), Progress: newProgress(c)})
+			enc, err := loadEncryption(c)
+			if err != nil {
+				return err
+			}
+			r, err := inspect.Run(c.Context, inspect.Config{Path: path, SkipHashCheck: c.Bool("skip-hash-check"), Progress: newProgress(c), Encryption: enc})
 			if err != nil {
 				return err
 			}

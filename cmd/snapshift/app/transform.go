@@ -48,7 +48,7 @@ func transformCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "the new snapshot file (required unless --dry-run)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace an existing --out"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "write nothing; report what would change (as plan does)"},
-		}, ruleFlags()...), flagSkipHash(), flagOutput(), flagQuiet()),
+		}, ruleFlags()...), flagSkipHash(), flagEncryption(), flagOutput(), flagQuiet()),
 		Action: func(c *cli.Context) error { return runTransform(c, c.Bool("dry-run")) },
 	}
 }
@@ -66,9 +66,13 @@ func runTransform(c *cli.Context, dryRun bool) error {
 	if err != nil {
 		return err
 	}
+	enc, err := loadEncryption(c)
+	if err != nil {
+		return err
+	}
 	cfg := transform.Config{
 		Input: in, DryRun: dryRun, SkipHashCheck: c.Bool("skip-hash-check"), Progress: newProgress(c),
-		Rules: rs, Observers: []transform.Observer{scan}, VerifyOutput: verifyOutput(c),
+		Rules: rs, Observers: []transform.Observer{scan}, VerifyOutput: verifyOutput(c, enc), Encryption: enc,
 	}
 	if c.Command.Name == "transform" {
 		cfg.Output, cfg.Force = c.String("out"), c.Bool("force")

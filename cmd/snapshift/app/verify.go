@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/verify"
 )
 
@@ -28,10 +29,14 @@ func verifyCommand() *cli.Command {
 			&cli.StringFlag{Name: "pod-network-cidr", Usage: "the pod CIDR the snapshot should use"},
 			&cli.StringSliceFlag{Name: "keep-service-ip", Usage: "NAMESPACE/NAME of a Service allowed outside the range (repeatable)"},
 			&cli.StringFlag{Name: "dns-service", Value: "kube-system/kube-dns", Usage: "the cluster DNS Service kubelet clusterDNS must point at"},
-			flagSkipHash(), flagOutput(), flagQuiet(),
+			flagSkipHash(), flagEncryption(), flagOutput(), flagQuiet(),
 		},
 		Action: func(c *cli.Context) error {
 			path, err := oneArg(c, "the snapshot file")
+			if err != nil {
+				return err
+			}
+			enc, err := loadEncryption(c)
 			if err != nil {
 				return err
 			}
@@ -41,7 +46,7 @@ func verifyCommand() *cli.Command {
 			}
 			r, err := verify.Run(c.Context, verify.Config{Path: path, SkipHashCheck: c.Bool("skip-hash-check"),
 				ServiceCIDR: c.String("service-cidr"), PodNetworkCIDR: c.String("pod-network-cidr"),
-				KeepServiceIPs: c.StringSlice("keep-service-ip"), DNSService: c.String("dns-service"), Structure: true, Progress: newProgress(c)})
+				KeepServiceIPs: c.StringSlice("keep-service-ip"), DNSService: c.String("dns-service"), Structure: true, Progress: newProgress(c), Encryption: enc})
 			if err != nil {
 				return err
 			}
@@ -79,10 +84,11 @@ func printVerify(w io.Writer, r *verify.Report) {
 }
 
 // verifyOutput is transform's check of its own output before publishing it.
-func verifyOutput(c *cli.Context) func(ctx context.Context, path string) error {
+func verifyOutput(c *cli.Context, enc *encryption.Config) func(ctx context.Context, path string) error {
 	return func(ctx context.Context, path string) error {
 		r, err := verify.Run(ctx, verify.Config{Path: path, ServiceCIDR: c.String("service-cidr"),
-			PodNetworkCIDR: c.String("pod-network-cidr"), KeepServiceIPs: c.StringSlice("keep-service-ip"), DNSService: c.String("dns-service")})
+			PodNetworkCIDR: c.String("pod-network-cidr"), KeepServiceIPs: c.StringSlice("keep-service-ip"), DNSService: c.String("dns-service"),
+			Encryption: enc})
 		if err != nil {
 			return fmt.Errorf("checking the new snapshot: %w", err)
 		}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Benchmarks snapshift on generated etcd snapshots against the floor (a plain bbolt copy) and
+# etcdutl's own restore: `make bench` runs this. Extra arguments go to snapbench, e.g.
+#
+#   hack/bench.sh --sizes small --runs 1      # smoke, under a minute
+#   hack/bench.sh --keep                      # keep every output in the cache's work dir
+#
+# Environment: SIZES (default small,medium,large), RUNS (default 3), BENCH_CACHE (default .bench;
+# generated snapshots are kept there and reused), BENCH_OUT (default $BENCH_CACHE/results.json).
+# The table goes to stdout, progress to stderr.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache=${BENCH_CACHE:-.bench}
+exec go run ./cmd/snapbench --sizes "${SIZES:-small,medium,large}" --runs "${RUNS:-3}" \
+  --cache "$cache" --out "${BENCH_OUT:-$cache/results.json}" "$@"

@@ -1,0 +1,413 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/snapshift/snapshift/internal/gen"
+	"github.com/snapshift/snapshift/snapshot"
+)
+
+// The seed migration every *-migrate case runs.
+const (
+	NewServiceCIDR    = "172.24.0.0/16"
+	NewPodNetworkCIDR = "10.55.0.0/16"
+)
+
+// Config configures Run.
+type Config struct {
+	// Sizes to measure, in order. Required.
+	Sizes []gen.Size
+	// Runs is the number of rounds per size. Default 3.
+	Runs int
+	// Seed of the generated snapshots. Default 1.
+	Seed int64
+	// Cache is where generated snapshots are kept and reused (and the work directory). Required.
+	Cache string
+	// Keep leaves every output (snapshots, restored data dirs) in the work directory.
+	Keep bool
+	// Snapshift is the command that runs snapshift, e.g. ["bin/snapshift"]. Required.
+	Snapshift []string
+	// Child is the command that runs ChildMain, e.g. [os.Args[0], ChildCommand]. Required.
+	Child []string
+	// Log receives progress lines. Optional.
+	Log io.Writer
+}
+
+// Case names, in the order they run within a round.
+const (
+	CaseFloor            = "floor"
+	CaseTransform        = "transform"
+	CaseTransformMigrate = "transform-migrate"
+	CasePlanMigrate      = "plan-migrate"
+	CaseRestore          = "restore"
+	CaseEtcdutlRestore   = "etcdutl-restore"
+)
+
+var caseDescriptions = map[string]string{
+	CaseFloor:            "bbolt copy of every bucket, 32 MiB tx, one fsync, trailer",
+	CaseTransform:        "snapshift transform, no rules",
+	CaseTransformMigrate: "snapshift transform, seed migration",
+	CasePlanMigrate:      "snapshift plan, seed migration",
+	CaseRestore:          "snapshift restore of transform-migrate's output",
+	CaseEtcdutlRestore:   "etcdutl's restore of the same file",
+}
+
+// Report is the whole benchmark.
+type Report struct {
+	Started          time.Time    `json:"started"`
+	GoVersion        string       `json:"goVersion"`
+	OS               string       `json:"os"`
+	CPUs             int          `json:"cpus"`
+	GeneratorVersion string       `json:"generatorVersion"`
+	Seed             int64        `json:"seed"`
+	Runs             int          `json:"runs"`
+	Notes            []string     `json:"notes"`
+	Sizes            []SizeReport `json:"sizes"`
+}
+
+// SizeReport is one size.
+type SizeReport struct {
+	Name       string `json:"name"`
+	Input      string `json:"input"`
+	InputBytes int64  `json:"inputBytes"`
+	Keys       int    `json:"keys"`
+	LiveKeys   int    `json:"liveKeys"`
+	Entries    int    `json:"entries"`
+	// GeneratedSeconds is how long generating took; zero when the cached file was reused.
+	GeneratedSeconds float64      `json:"generatedSeconds,omitempty"`
+	Cases            []CaseReport `json:"cases"`
+	// Target compares transform-migrate + restore with twice etcdutl-restore, per round.
+	Target *Target `json:"target,omitempty"`
+}
+
+// CaseReport is one case of one size.
+type CaseReport struct {
+	Name        string      `json:"name"`
+	Description string      `json:"description"`
+	Runs        []RunResult `json:"runs"`
+	// MedianSeconds is the median wall time; RatioToFloor the median of the per-round ratios of
+	// wall time to the floor's in the same round.
+	MedianSeconds float64 `json:"medianSeconds"`
+	RatioToFloor  float64 `json:"ratioToFloor"`
+	// MBPerSecond is the case's input bytes (10^6) per median second; KeysPerSecond the input's
+	// `key` entries per median second.
+	MBPerSecond   float64 `json:"mbPerSecond"`
+	KeysPerSecond float64 `json:"keysPerSecond"`
+	// PeakRSSBytes and PeakRssAnonBytes are the highest over the runs.
+	PeakRSSBytes     int64 `json:"peakRSSBytes"`
+	PeakRssAnonBytes int64 `json:"peakRssAnonBytes"`
+	InputBytes       int64 `json:"inputBytes"`
+	InputEntries     int   `json:"inputEntries"`
+}
+
+// RunResult is one measured run.
+type RunResult struct {
+	Round int `json:"round"`
+	Measurement
+	RatioToFloor float64 `json:"ratioToFloor"`
+}
+
+// Target is the "transform + restore <= 2x etcdutl restore" goal.
+type Target struct {
+	// Ratio is the median over rounds of (transform-migrate + restore) / etcdutl-restore.
+	Ratio float64 `json:"ratio"`
+	Limit float64 `json:"limit"`
+	Met   bool    `json:"met"`
+}
+
+func (c *Config) validate() error {
+	switch {
+	case len(c.Sizes) == 0:
+		return errors.New("no sizes")
+	case c.Cache == "":
+		return errors.New("no cache directory")
+	case len(c.Snapshift) == 0 || len(c.Child) == 0:
+		return errors.New("the snapshift and child commands are required")
+	}
+	if c.Runs <= 0 {
+		c.Runs = 3
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return nil
+}
+
+// Run generates (or reuses) each size's snapshot and measures every case on it.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Cache, 0o755); err != nil {
+		return nil, err
+	}
+	rep := &Report{Started: time.Now().UTC(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+		CPUs: runtime.NumCPU(), GeneratorVersion: gen.Version, Seed: cfg.Seed, Runs: cfg.Runs,
+		Notes: []string{
+			"the page cache is not dropped (that needs root): each size's input is read once before its first timed run, so every case starts warm",
+			"sync(2) runs before every case (not timed), so that no case pays for the writeback of the one before; every writing case ends with its own fsync, so disk write speed is part of its time",
+			"cases run as child processes, all cases once per round; ratios are per round against the floor of the same round, then the median",
+			"peak RSS is getrusage ru_maxrss and counts mapped file pages; peak RssAnon is sampled every 50ms from /proc/<pid>/status",
+			"floor: " + caseDescriptions[CaseFloor] + "; it does not check the input's trailer",
+			"restore and etcdutl-restore: member default, revision bump 1000000000, marked compacted",
+		}}
+	for _, size := range cfg.Sizes {
+		sr, err := runSize(ctx, cfg, size)
+		if err != nil {
+			return rep, fmt.Errorf("size %s: %w", size.Name, err)
+		}
+		rep.Sizes = append(rep.Sizes, *sr)
+	}
+	return rep, nil
+}
+
+// cacheMeta is stored beside a generated snapshot.
+type cacheMeta struct {
+	GeneratorVersion string      `json:"generatorVersion"`
+	Keys             int         `json:"keys"`
+	Seed             int64       `json:"seed"`
+	Result           *gen.Result `json:"result"`
+}
+
+// Input returns the cached snapshot of a size, generating it when it is missing or stale.
+func Input(ctx context.Context, cacheDir string, size gen.Size, seed int64, log io.Writer) (res *gen.Result, generated bool, err error) {
+	base := filepath.Join(cacheDir, fmt.Sprintf("%s-seed%d", size.Name, seed))
+	path, metaPath := base+".db", base+".json"
+	if b, err := os.ReadFile(metaPath); err == nil {
+		var m cacheMeta
+		if json.Unmarshal(b, &m) == nil && m.GeneratorVersion == gen.Version && m.Keys == size.Keys && m.Seed == seed && m.Result != nil {
+			if st, err := os.Stat(path); err == nil && st.Size() == m.Result.Size {
+				m.Result.Path = path
+				return m.Result, false, nil
+			}
+		}
+	}
+	fmt.Fprintf(log, "[generate] %s: %d keys into %s\n", size.Name, size.Keys, path)
+	os.Remove(metaPath)
+	res, err = gen.Generate(ctx, gen.Config{Path: path, Keys: size.Keys, Seed: seed, Force: true})
+	if err != nil {
+		return nil, false, err
+	}
+	b, err := json.MarshalIndent(cacheMeta{GeneratorVersion: gen.Version, Keys: size.Keys, Seed: seed, Result: res}, "", "  ")
+	if err != nil {
+		return nil, false, err
+	}
+	if err := os.WriteFile(metaPath, b, 0o644); err != nil {
+		return nil, false, err
+	}
+	fmt.Fprintf(log, "[generate] %s: %s, %d entries in %.1fs\n", size.Name, humanBytes(res.Size), res.Entries, res.Duration.Seconds())
+	return res, true, nil
+}
+
+func runSize(ctx context.Context, cfg Config, size gen.Size) (*SizeReport, error) {
+	in, generated, err := Input(ctx, cfg.Cache, size, cfg.Seed, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	sr := &SizeReport{Name: size.Name, Input: in.Path, InputBytes: in.Size, Keys: in.Keys, LiveKeys: in.LiveKeys, Entries: in.Entries}
+	if generated {
+		sr.GeneratedSeconds = in.Duration.Seconds()
+	}
+	work, err := os.MkdirTemp(cfg.Cache, "work-"+size.Name+"-")
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Keep {
+		defer os.RemoveAll(work)
+	}
+	if err := warm(in.Path); err != nil {
+		return nil, err
+	}
+	migrate := []string{"--service-cidr", NewServiceCIDR, "--pod-network-cidr", NewPodNetworkCIDR}
+	snapshift := func(args ...string) []string { return append(slices.Clone(cfg.Snapshift), args...) }
+	childCmd := func(args ...string) []string { return append(slices.Clone(cfg.Child), args...) }
+
+	cases := map[string]*CaseReport{}
+	order := []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate, CaseRestore, CaseEtcdutlRestore}
+	for _, name := range order {
+		cases[name] = &CaseReport{Name: name, Description: caseDescriptions[name], InputBytes: in.Size, InputEntries: in.Entries}
+	}
+	var targets []float64
+	for round := 1; round <= cfg.Runs; round++ {
+		dir := filepath.Join(work, fmt.Sprintf("round%d", round))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		migrated := filepath.Join(dir, "transform-migrate.db")
+		outputs := map[string]string{ // removed after their case unless Keep
+			CaseFloor: filepath.Join(dir, "floor.db"), CaseTransform: filepath.Join(dir, "transform.db"),
+			CaseRestore: filepath.Join(dir, "restore.etcd"), CaseEtcdutlRestore: filepath.Join(dir, "etcdutl-restore.etcd"),
+		}
+		argv := map[string][]string{
+			CaseFloor:            childCmd("floor", in.Path, outputs[CaseFloor]),
+			CaseTransform:        snapshift("transform", in.Path, "--out", outputs[CaseTransform], "--quiet"),
+			CaseTransformMigrate: snapshift(append([]string{"transform", in.Path, "--out", migrated, "--quiet"}, migrate...)...),
+			CasePlanMigrate:      snapshift(append([]string{"plan", in.Path, "--quiet"}, migrate...)...),
+			CaseRestore:          snapshift("restore", migrated, "--data-dir", outputs[CaseRestore]),
+			CaseEtcdutlRestore:   childCmd("etcdutl-restore", migrated, outputs[CaseEtcdutlRestore]),
+		}
+		// The independent cases rotate each round; the two restores need transform-migrate's
+		// output, and alternate with each other.
+		first := []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate}
+		k := (round - 1) % len(first)
+		seq := append(append([]string(nil), first[k:]...), first[:k]...)
+		restores := []string{CaseRestore, CaseEtcdutlRestore}
+		if round%2 == 0 {
+			restores = []string{CaseEtcdutlRestore, CaseRestore}
+		}
+		seq = append(seq, restores...)
+		got := map[string]Measurement{}
+		for _, name := range seq {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			// Write back what earlier cases (and other processes) left dirty, so that a case
+			// does not pay for its predecessor's writeback. Not timed.
+			syscall.Sync()
+			m, err := Measure(ctx, cfg.Child, argv[name])
+			if err != nil {
+				return nil, fmt.Errorf("round %d, %s: %w", round, name, err)
+			}
+			got[name] = m
+			fmt.Fprintf(cfg.Log, "[bench] %s round %d/%d  %-18s %7.2fs  rss %s  anon %s\n", size.Name, round, cfg.Runs, name,
+				m.Wall.Seconds(), humanBytes(m.MaxRSS), humanBytes(m.PeakRssAnon))
+			if out := outputs[name]; out != "" && !cfg.Keep {
+				os.RemoveAll(out)
+			}
+		}
+		if round == 1 {
+			// The restores read transform-migrate's output: their throughput is over that file.
+			st, err := os.Stat(migrated)
+			if err != nil {
+				return nil, err
+			}
+			n, err := entries(migrated)
+			if err != nil {
+				return nil, err
+			}
+			for _, name := range restores {
+				cases[name].InputBytes, cases[name].InputEntries = st.Size(), n
+			}
+		}
+		if !cfg.Keep {
+			os.Remove(migrated)
+		}
+		floor := got[CaseFloor].Wall.Seconds()
+		for _, name := range order {
+			m := got[name]
+			cases[name].Runs = append(cases[name].Runs, RunResult{Round: round, Measurement: m, RatioToFloor: m.Wall.Seconds() / floor})
+		}
+		targets = append(targets, (got[CaseTransformMigrate].Wall+got[CaseRestore].Wall).Seconds()/got[CaseEtcdutlRestore].Wall.Seconds())
+	}
+	for _, name := range order {
+		c := cases[name]
+		var walls, ratios []float64
+		for _, r := range c.Runs {
+			walls = append(walls, r.Wall.Seconds())
+			ratios = append(ratios, r.RatioToFloor)
+			c.PeakRSSBytes = max(c.PeakRSSBytes, r.MaxRSS)
+			c.PeakRssAnonBytes = max(c.PeakRssAnonBytes, r.PeakRssAnon)
+		}
+		c.MedianSeconds, c.RatioToFloor = median(walls), median(ratios)
+		if c.MedianSeconds > 0 {
+			c.MBPerSecond = float64(c.InputBytes) / 1e6 / c.MedianSeconds
+			c.KeysPerSecond = float64(c.InputEntries) / c.MedianSeconds
+		}
+		sr.Cases = append(sr.Cases, *c)
+	}
+	t := median(targets)
+	sr.Target = &Target{Ratio: t, Limit: 2, Met: t <= 2}
+	return sr, nil
+}
+
+// entries counts the `key` bucket entries of a snapshot (not timed).
+func entries(path string) (int, error) {
+	s, err := snapshot.Open(path, snapshot.OpenOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	ix, err := s.Index(context.Background(), nil)
+	if err != nil {
+		return 0, err
+	}
+	return ix.Entries, nil
+}
+
+// warm reads a file once so that it starts in the page cache.
+func warm(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.CopyBuffer(io.Discard, f, make([]byte, 1<<20))
+	return err
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// WriteTable prints the report as a table.
+func (r *Report) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "snapbench: %s, %d CPUs, %s, generator v%s, seed %d, %d run(s) per case (median)\n",
+		r.OS, r.CPUs, r.GoVersion, r.GeneratorVersion, r.Seed, r.Runs)
+	for _, s := range r.Sizes {
+		fmt.Fprintf(w, "\n%s: %s, %d keys (%d live), %d key entries", s.Name, humanBytes(s.InputBytes), s.Keys, s.LiveKeys, s.Entries)
+		if s.GeneratedSeconds > 0 {
+			fmt.Fprintf(w, ", generated in %.1fs", s.GeneratedSeconds)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  %-18s %9s %8s %8s %10s %10s %12s\n", "case", "median", "x floor", "MB/s", "keys/s", "peak RSS", "peak RssAnon")
+		for _, c := range s.Cases {
+			fmt.Fprintf(w, "  %-18s %8.2fs %8.2f %8.0f %10.0f %10s %12s\n", c.Name, c.MedianSeconds, c.RatioToFloor, c.MBPerSecond,
+				c.KeysPerSecond, humanBytes(c.PeakRSSBytes), humanBytes(c.PeakRssAnonBytes))
+		}
+		if t := s.Target; t != nil {
+			verdict := "met"
+			if !t.Met {
+				verdict = "NOT met"
+			}
+			fmt.Fprintf(w, "  target (transform-migrate + restore) <= %.0fx etcdutl-restore: %.2fx, %s\n", t.Limit, t.Ratio, verdict)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,249 @@
+package gen
+
+import (
+	"bytes"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	etcdsnapshot "go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/snapshift/snapshift/internal/etcdtest"
+	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/verify"
+)
+
+const testKeys = 2000
+
+func generate(t *testing.T, seed int64) *Result {
+	t.Helper()
+	res, err := Generate(t.Context(), Config{Path: filepath.Join(t.TempDir(), "gen.db"), Keys: testKeys, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestGenerate(t *testing.T) {
+	res := generate(t, 1)
+	t.Logf("%d keys (%d live), %d entries, %d tombstones, %d bytes, revision %d", res.Keys, res.LiveKeys, res.Entries, res.Tombstones, res.Size, res.Revision)
+	if res.Keys != testKeys || res.Size%512 != 32 || res.Tombstones == 0 || res.Entries <= res.Keys || res.Services == 0 || res.Pods == 0 {
+		t.Fatalf("unexpected result %+v", res)
+	}
+
+	t.Run("etcdutl status", func(t *testing.T) {
+		st, err := etcdsnapshot.NewV3(zap.NewNop()).Status(res.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.TotalKey != res.LiveKeys || st.Revision != res.Revision || st.Version != "3.7.0" {
+			t.Fatalf("status %+v, want %d live keys at revision %d", st, res.LiveKeys, res.Revision)
+		}
+	})
+
+	t.Run("snapshot package reads it", func(t *testing.T) {
+		s, err := snapshot.Open(res.Path, snapshot.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if s.SHA256 != res.SHA256 || s.Meta.FinishedCompact != res.CompactRevision || s.Meta.ScheduledCompact != res.CompactRevision {
+			t.Fatalf("snapshot %+v, result %+v", s, res)
+		}
+		ix, err := s.Index(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ix.Entries != res.Entries || ix.LiveKeys != res.LiveKeys || ix.Tombstones != res.Tombstones {
+			t.Fatalf("index: %d entries, %d live, %d tombstones; result %+v", ix.Entries, ix.LiveKeys, ix.Tombstones, res)
+		}
+		kc, err := s.CheckKeys(t.Context(), 10)
+		if err != nil || kc.Count != 0 {
+			t.Fatalf("revision metadata: %v %+v", err, kc)
+		}
+		probs, err := s.CheckStructure(10)
+		if err != nil || len(probs) > 0 {
+			t.Fatalf("bbolt check: %v %v", err, probs)
+		}
+	})
+
+	t.Run("verify with the old networks", func(t *testing.T) {
+		r, err := verify.Run(t.Context(), verify.Config{Path: res.Path, ServiceCIDR: sample.ServiceCIDR, PodNetworkCIDR: sample.PodCIDR, Structure: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.OK {
+			t.Fatalf("verify failed: %v", r.Err())
+		}
+	})
+
+	t.Run("seed migration", func(t *testing.T) {
+		rs, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "migrated.db")
+		rep, err := transform.Run(t.Context(), transform.Config{Input: res.Path, Output: out, Rules: rs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every bulk Service and Node moves, with the sample's.
+		if rep.Replaced < res.Services+res.Nodes {
+			t.Errorf("replaced %d objects; want at least %d Services + %d Nodes", rep.Replaced, res.Services, res.Nodes)
+		}
+		r, err := verify.Run(t.Context(), verify.Config{Path: out, ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", Structure: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.OK {
+			t.Fatalf("verify of the migrated snapshot failed: %v", r.Err())
+		}
+	})
+
+	t.Run("restore and start etcd", func(t *testing.T) {
+		port, err := etcdtest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer := "http://" + etcdtest.Host + ":" + strconv.Itoa(port)
+		dir := filepath.Join(t.TempDir(), "m0")
+		err = snapshot.Restore(t.Context(), snapshot.RestoreConfig{SnapshotPath: res.Path, Name: "m0", DataDir: dir,
+			PeerURLs: []string{peer}, RevisionBump: snapshot.DefaultRevisionBump, MarkCompacted: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dir, Name: "m0", PeerURL: peer})
+		kvs, err := srv.LiveKVs(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kvs) != res.LiveKeys {
+			t.Fatalf("restored etcd serves %d keys, want %d", len(kvs), res.LiveKeys)
+		}
+		s, err := snapshot.Open(res.Path, snapshot.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ix, err := s.Index(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked := map[string]bool{}
+		for i, kv := range kvs {
+			k := string(kv.Key)
+			parts := strings.SplitN(k, "/", 4)
+			prefix := strings.Join(parts[:min(3, len(parts))], "/")
+			if checked[prefix] && i%97 != 0 {
+				continue
+			}
+			checked[prefix] = true
+			rev, ok := ix.Lookup(kv.Key)
+			if !ok {
+				t.Fatalf("%s is live in etcd but not in the snapshot", k)
+			}
+			want, _, err := s.Get(rev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(kv.Value, want.Value) || kv.ModRevision != want.ModRevision || kv.CreateRevision != want.CreateRevision ||
+				kv.Version != want.Version || kv.Lease != want.Lease {
+				t.Errorf("%s: etcd has rev %d/%d v%d lease %x, snapshot %d/%d v%d lease %x (values equal: %v)", k, kv.CreateRevision, kv.ModRevision, kv.Version,
+					kv.Lease, want.CreateRevision, want.ModRevision, want.Version, want.Lease, bytes.Equal(kv.Value, want.Value))
+			}
+		}
+		if len(checked) < 15 {
+			t.Errorf("compared only %d resources: %v", len(checked), checked)
+		}
+		// The sample's objects are there byte for byte.
+		objs, err := sample.Objects()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.Client().Get(t.Context(), objs[0].Key)
+		if err != nil || len(resp.Kvs) != 1 || !bytes.Equal(resp.Kvs[0].Value, objs[0].Value) {
+			t.Errorf("sample object %s not served as written (%v)", objs[0].Key, err)
+		}
+	})
+}
+
+func TestDeterministic(t *testing.T) {
+	a, b, c := generate(t, 7), generate(t, 7), generate(t, 8)
+	if a.SHA256 != b.SHA256 || a.Size != b.Size {
+		t.Fatalf("same seed, different files: %s %s", a.SHA256, b.SHA256)
+	}
+	if a.SHA256 == c.SHA256 {
+		t.Fatal("different seeds, same file")
+	}
+}
+
+func TestMarshalKVMatchesProto(t *testing.T) {
+	for _, kv := range []*mvccpb.KeyValue{
+		{Key: []byte("/registry/pods/a/b"), CreateRevision: 5, ModRevision: 9, Version: 3, Value: bytes.Repeat([]byte("x"), 300), Lease: 1<<60 | 77},
+		{Key: []byte("/registry/pods/a/b")}, // a tombstone's value
+		{Key: []byte("k"), CreateRevision: 1, ModRevision: 1, Version: 1, Value: []byte("v")},
+	} {
+		want, err := proto.Marshal(kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := marshalKV(string(kv.Key), kv.CreateRevision, kv.ModRevision, kv.Version, kv.Value, kv.Lease)
+		if !bytes.Equal(got, want) {
+			t.Errorf("marshalKV(%v) = %x, proto.Marshal %x", kv, got, want)
+		}
+	}
+}
+
+func TestPodCIDRAllocatorFitsManyNodes(t *testing.T) {
+	for _, n := range []int{10, 650, 1000} {
+		a, err := newPodCIDRAllocator(netip.MustParsePrefix(sample.PodCIDR))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []netip.Prefix
+		for _, node := range sample.Nodes() {
+			p := netip.MustParsePrefix(node.PodCIDR)
+			if err := a.reserve(p); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, p)
+		}
+		masks := map[int]int{}
+		for j := 0; j < n; j++ {
+			p, err := a.next(j, n-j-1)
+			if err != nil {
+				t.Fatalf("%d nodes: %v", n, err)
+			}
+			masks[p.Bits()]++
+			all = append(all, p)
+		}
+		for i := range all {
+			for j := i + 1; j < len(all); j++ {
+				if all[i].Overlaps(all[j]) {
+					t.Fatalf("%d nodes: %s and %s overlap", n, all[i], all[j])
+				}
+			}
+		}
+		if n <= 650 && (masks[24] == 0 || masks[26] == 0) {
+			t.Errorf("%d nodes: want a mix of /24 and /26, got %v", n, masks)
+		}
+		t.Logf("%d nodes: masks %v", n, masks)
+	}
+}
+
+func TestSizeKeys(t *testing.T) {
+	if n, err := SizeKeys("large"); err != nil || n != 650_000 {
+		t.Fatalf("large: %d %v", n, err)
+	}
+	if _, err := SizeKeys("huge"); err == nil || !strings.Contains(err.Error(), "small") {
+		t.Fatalf("huge: %v", err)
+	}
+}

@@ -1,0 +1,215 @@
+package rules_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/transform"
+)
+
+// An EncryptionConfiguration as an operator would have it: every provider
+// snapshift can decrypt offline, and KMS for one Secret resource type.
+const encConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [services]
+  providers:
+  - aescbc:
+      keys:
+      - {name: svc-key, secret: c2VydmljZXMtYWVzY2JjLWtleS0zMi1ieXRlcy0xMjM=}
+  - identity: {}
+- resources: [ipaddresses.networking.k8s.io]
+  providers:
+  - aesgcm:
+      keys:
+      - {name: ip-key, secret: aXBhZGRyZXNzZXMtYWVzZ2NtLWtleS0zMmJ5dGVzITE=}
+  - identity: {}
+- resources: [configmaps]
+  providers:
+  - secretbox:
+      keys:
+      - {name: cm-key, secret: Y29uZmlnbWFwcy1zZWNyZXRib3gta2V5LTMyYnl0ZXM=}
+  - identity: {}
+- resources: [secrets]
+  providers:
+  - kms:
+      apiVersion: v2
+      name: vault
+      endpoint: unix:///var/run/kms.sock
+  - identity: {}
+`
+
+// encryptSample writes the sample with its Services, IPAddresses and
+// ConfigMaps encrypted as kube-apiserver would store them under encConfig,
+// and one Secret with a (fake) KMS v2 envelope.
+func encryptSample(t *testing.T, enc *encryption.Config) string {
+	t.Helper()
+	s, err := snapshot.Open(samplePath, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ix, err := s.Index(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "encrypted.db")
+	w, err := snapshot.Create(snapshot.WriterConfig{Path: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if err := w.CopyBuckets(s); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error {
+		key := string(e.KV.Key)
+		var info *encryption.Info
+		switch {
+		case strings.HasPrefix(key, "/registry/services/specs/"):
+			info = &encryption.Info{Provider: "aescbc", KeyName: "svc-key"}
+		case strings.HasPrefix(key, "/registry/ipaddresses/"):
+			info = &encryption.Info{Provider: "aesgcm", KeyName: "ip-key"}
+		case strings.HasPrefix(key, "/registry/configmaps/"):
+			info = &encryption.Info{Provider: "secretbox", KeyName: "cm-key"}
+		case key == "/registry/secrets/demo/db-credentials":
+			kv := e.KV
+			kv.Value = []byte("k8s:enc:kms:v2:vault:\x0a\x05opaque-kms-envelope")
+			raw, err := kv.Marshal()
+			if err != nil {
+				return err
+			}
+			return w.Put(e.RevKey, raw)
+		}
+		if info == nil {
+			return w.Put(e.RevKey, e.Raw)
+		}
+		ct, err := enc.Encrypt(key, e.KV.Value, *info)
+		if err != nil {
+			return err
+		}
+		kv := e.KV
+		kv.Value = ct
+		raw, err := kv.Marshal()
+		if err != nil {
+			return err
+		}
+		return w.Put(e.RevKey, raw)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestEncryptedAtRest(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "enc.yaml")
+	if err := os.WriteFile(cfgPath, []byte(encConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encryption.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := encryptSample(t, enc)
+	seedRules := func() []transform.Rule {
+		rs, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", Now: nowFunc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+
+	// Without the configuration: one clear refusal naming a key and the fix.
+	_, err = transform.Run(context.Background(), transform.Config{Input: in, Output: filepath.Join(dir, "no.db"), Rules: seedRules()})
+	if !errors.Is(err, transform.ErrEncrypted) || !strings.Contains(err.Error(), "--encryption-config") {
+		t.Fatalf("without --encryption-config: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "no.db")); !os.IsNotExist(err) {
+		t.Fatal("an output was left behind")
+	}
+
+	out := filepath.Join(dir, "out.db")
+	rep, err := transform.Run(context.Background(), transform.Config{Input: in, Output: out, Rules: seedRules(), Encryption: enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Replaced == 0 || rep.Created == 0 {
+		t.Fatalf("nothing changed: %+v", rep)
+	}
+	inState, outState := readState(t, in), readState(t, out)
+	c := codec.New()
+	for _, k := range outState.keys() {
+		v := outState.Live[k].KV.Value
+		switch {
+		case strings.HasPrefix(k, "/registry/services/specs/"):
+			plain, info, err := enc.Decrypt(k, v)
+			if err != nil || info.Provider != "aescbc" || info.KeyName != "svc-key" {
+				t.Fatalf("%s: stored %v (%v), want aescbc svc-key", k, info, err)
+			}
+			svc := decodeTyped[*corev1.Service](t, c, k, plain)
+			if ip := svc.Spec.ClusterIP; ip != "None" && ip != "" && svc.Spec.Type != corev1.ServiceTypeExternalName && !strings.HasPrefix(ip, "172.24.") {
+				t.Errorf("%s: clusterIP %s not moved", k, ip)
+			}
+		case strings.HasPrefix(k, "/registry/ipaddresses/"):
+			// aesgcm binds the value to its key: a renamed IPAddress must have
+			// been re-encrypted for its new key to decrypt at all.
+			plain, info, err := enc.Decrypt(k, v)
+			if err != nil || info.Provider != "aesgcm" || info.KeyName != "ip-key" {
+				t.Fatalf("%s: %v (%v), want aesgcm ip-key bound to this key", k, info, err)
+			}
+			ipa := decodeTyped[*networkingv1.IPAddress](t, c, k, plain)
+			if !strings.HasPrefix(ipa.Name, "172.24.") || "/registry/ipaddresses/"+ipa.Name != k {
+				t.Errorf("%s holds IPAddress %s", k, ipa.Name)
+			}
+		case k == "/registry/secrets/demo/db-credentials":
+			if !bytes.Equal(v, inState.Live[k].KV.Value) {
+				t.Errorf("the KMS-encrypted Secret no rule claims was not copied as stored")
+			}
+		case strings.HasPrefix(k, "/registry/configmaps/"):
+			plain, info, err := enc.Decrypt(k, v)
+			if err != nil || info.Provider != "secretbox" {
+				t.Fatalf("%s: %v (%v)", k, info, err)
+			}
+			old, ok := inState.Live[k]
+			if !ok {
+				continue
+			}
+			if k == "/registry/configmaps/kube-system/kubeadm-config" {
+				cm := decodeTyped[*corev1.ConfigMap](t, c, k, plain)
+				if !strings.Contains(cm.Data["ClusterConfiguration"], "172.24.0.0/16") {
+					t.Errorf("kubeadm-config not updated under encryption")
+				}
+			} else if !strings.Contains(k, "kube-proxy") && !strings.Contains(k, "kubelet-config") && !strings.Contains(k, "flannel") &&
+				!bytes.Equal(v, old.KV.Value) {
+				t.Errorf("%s: unchanged encrypted ConfigMap not copied byte for byte", k)
+			}
+		}
+	}
+
+	// A claimed value encrypted with KMS cannot be read offline: refused.
+	rs, _, err := rules.Build(rules.Options{SATokens: rules.SATokensClear})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = transform.Run(context.Background(), transform.Config{Input: in, DryRun: true, Rules: rs, Encryption: enc})
+	if !errors.Is(err, transform.ErrEncrypted) || !strings.Contains(err.Error(), "KMS") || !strings.Contains(err.Error(), "db-credentials") {
+		t.Fatalf("a KMS value under a claimed prefix: %v", err)
+	}
+}
