@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"bytes"
+	"fmt"
 	"net/netip"
 	"sort"
 	"strings"
@@ -23,6 +25,12 @@ type LeftoverScan struct {
 
 	groups    map[string]*LeftoverGroup
 	encrypted int
+
+	ready   bool
+	rs      []netip.Prefix
+	needles [][]byte
+	kept    map[string]bool
+	ipv6    bool
 }
 
 // LeftoverGroup is one resource's leftovers.
@@ -46,6 +54,9 @@ type LeftoverReport struct {
 	Ranges    []string         `json:"ranges"`
 	Groups    []*LeftoverGroup `json:"groups"`
 	Encrypted int              `json:"encryptedNotScanned,omitempty"`
+	// IPv6NotScanned is set when an old range is IPv6: the scan reads
+	// dotted-decimal text and does not look for IPv6 addresses.
+	IPv6NotScanned bool `json:"ipv6NotScanned,omitempty"`
 }
 
 // NewLeftoverScan scans for the old ranges of plan (filled in by Prepare).
@@ -72,59 +83,122 @@ func (s *LeftoverScan) ranges() []netip.Prefix {
 	return out
 }
 
+// prepare computes, once the plan exists, the ranges, the text each of
+// their IPv4 addresses starts with (octet-aligned, so bytes.Index can find
+// candidates at memory speed), and the keys kept on purpose.
+func (s *LeftoverScan) prepare() {
+	if s.ready {
+		return
+	}
+	s.ready = true
+	s.rs = s.ranges()
+	s.kept = map[string]bool{}
+	if s.plan.Service != nil {
+		for _, mv := range s.plan.Service.Services {
+			if mv.Kept {
+				s.kept[mv.Key] = true
+				for _, ip := range mv.Old { // its own IPAddress objects
+					s.kept[clusterinfo.PrefixIPAddresses+ip] = true
+				}
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range s.rs {
+		if !r.Addr().Is4() {
+			s.ipv6 = true
+			continue
+		}
+		for _, p := range textPrefixes(r) {
+			if !seen[p] {
+				seen[p] = true
+				s.needles = append(s.needles, []byte(p))
+			}
+		}
+	}
+}
+
+// textPrefixes lists the dotted-decimal beginnings every address of an IPv4
+// range starts with: "192.168." for 192.168.0.0/16, "10.96." to "10.111."
+// for 10.96.0.0/12; at most 256 of them, else the first octet alone.
+func textPrefixes(r netip.Prefix) []string {
+	b := r.Masked().Addr().As4()
+	bits := min(r.Bits(), 24) // the last octet is never followed by a dot
+	full := bits / 8
+	base := ""
+	for i := 0; i < full; i++ {
+		base += fmt.Sprintf("%d.", b[i])
+	}
+	if bits%8 == 0 {
+		return []string{base}
+	}
+	var out []string
+	for v := 0; v < 1<<(8-bits%8); v++ {
+		out = append(out, fmt.Sprintf("%s%d.", base, int(b[full])+v))
+	}
+	return out
+}
+
 // Observe implements transform.Observer.
 func (s *LeftoverScan) Observe(key string, value []byte, _ bool) {
 	if codec.Detect(value) == codec.Encrypted {
 		s.encrypted++
 		return
 	}
-	ranges := s.ranges()
-	if len(ranges) == 0 {
+	s.prepare()
+	if len(s.needles) == 0 {
 		return
 	}
 	var found []string
-	seen := map[netip.Addr]bool{}
-	for i := 0; i < len(value); i++ {
-		c := value[i]
-		if c < '0' || c > '9' || (i > 0 && (isDigit(value[i-1]) || value[i-1] == '.')) {
-			continue
-		}
-		j := i
-		for j < len(value) && j-i < 15 && (isDigit(value[j]) || value[j] == '.') {
-			j++
-		}
-		if j-i < 7 {
-			continue
-		}
-		a, err := netip.ParseAddr(strings.TrimRight(string(value[i:j]), "."))
-		if err != nil || seen[a] {
-			i = j
-			continue
-		}
-		text := a.String()
-		if j < len(value) && value[j] == '/' { // a CIDR: show it whole
-			k := j + 1
-			for k < len(value) && k-j <= 2 && isDigit(value[k]) {
-				k++
-			}
-			if p, err := netip.ParsePrefix(string(value[i:k])); err == nil {
-				text, j = p.String(), k
-			}
-		}
-		for _, r := range ranges {
-			if r.Contains(a) {
-				seen[a] = true
-				found = append(found, text)
+	var seen map[netip.Addr]bool
+	for _, needle := range s.needles {
+		rest, base := value, 0
+		for {
+			i := bytes.Index(rest, needle)
+			if i < 0 {
 				break
 			}
+			at := base + i
+			step := max(len(needle), 1) // an empty needle (0.0.0.0/0) looks everywhere
+			rest, base = rest[i+step:], at+step
+			if at > 0 && (isDigit(value[at-1]) || value[at-1] == '.') {
+				continue // the middle of a longer number
+			}
+			j := at
+			for j < len(value) && j-at < 15 && (isDigit(value[j]) || value[j] == '.') {
+				j++
+			}
+			a, err := netip.ParseAddr(strings.TrimRight(string(value[at:j]), "."))
+			if err != nil || seen[a] {
+				continue
+			}
+			text := a.String()
+			if j < len(value) && value[j] == '/' { // a CIDR: show it whole
+				k := j + 1
+				for k < len(value) && k-j <= 2 && isDigit(value[k]) {
+					k++
+				}
+				if p, err := netip.ParsePrefix(string(value[at:k])); err == nil {
+					text = p.String()
+				}
+			}
+			for _, r := range s.rs {
+				if r.Contains(a) {
+					if seen == nil {
+						seen = map[netip.Addr]bool{}
+					}
+					seen[a] = true
+					found = append(found, text)
+					break
+				}
+			}
 		}
-		i = j
 	}
 	if len(found) == 0 {
 		return
 	}
 	res := inspect.Resource(key)
-	intended := s.intended(key)
+	intended := s.kept[key]
 	gk := res
 	if intended {
 		gk = res + " (kept on purpose)"
@@ -144,31 +218,12 @@ func (s *LeftoverScan) Observe(key string, value []byte, _ bool) {
 	}
 }
 
-func (s *LeftoverScan) intended(key string) bool {
-	if s.plan.Service == nil {
-		return false
-	}
-	for _, mv := range s.plan.Service.Services {
-		if !mv.Kept {
-			continue
-		}
-		if mv.Key == key {
-			return true
-		}
-		for _, ip := range mv.Old { // the kept Service's own IPAddress objects
-			if key == clusterinfo.PrefixIPAddresses+ip {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // Report returns the groups, largest first.
 func (s *LeftoverScan) Report() *LeftoverReport {
-	r := &LeftoverReport{Encrypted: s.encrypted, Groups: []*LeftoverGroup{}}
+	s.prepare()
+	r := &LeftoverReport{Encrypted: s.encrypted, Groups: []*LeftoverGroup{}, IPv6NotScanned: s.ipv6}
 	for _, p := range s.ranges() {
 		r.Ranges = append(r.Ranges, p.String())
 	}

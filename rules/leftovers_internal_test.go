@@ -1,0 +1,79 @@
+package rules
+
+import (
+	"fmt"
+	"math/rand"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestTextPrefixes(t *testing.T) {
+	for _, c := range []struct {
+		cidr string
+		want []string
+	}{
+		{"192.168.0.0/16", []string{"192.168."}},
+		{"10.244.0.0/16", []string{"10.244."}},
+		{"10.96.0.0/12", []string{"10.96.", "10.97.", "10.98.", "10.99.", "10.100.", "10.101.", "10.102.", "10.103.", "10.104.", "10.105.", "10.106.", "10.107.", "10.108.", "10.109.", "10.110.", "10.111."}},
+		{"172.24.0.0/13", []string{"172.24.", "172.25.", "172.26.", "172.27.", "172.28.", "172.29.", "172.30.", "172.31."}},
+		{"10.0.0.0/8", []string{"10."}},
+		{"10.1.2.0/24", []string{"10.1.2."}},
+		{"10.1.2.16/28", []string{"10.1.2."}},
+		{"0.0.0.0/0", []string{""}},
+	} {
+		if got := textPrefixes(netip.MustParsePrefix(c.cidr)); !slices.Equal(got, c.want) {
+			t.Errorf("textPrefixes(%s) = %v, want %v", c.cidr, got, c.want)
+		}
+	}
+}
+
+// TestLeftoverScanFindsExactlyTheOldAddresses embeds random addresses in
+// text and protobuf-like bytes: the scan must report exactly those inside
+// the old ranges, each once, and nothing for look-alikes (longer numbers).
+func TestLeftoverScanFindsExactlyTheOldAddresses(t *testing.T) {
+	old := []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("192.168.0.0/16")}
+	plan := &Plan{Service: &ServicePlan{Old: old[:1], New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}},
+		Pod: &PodPlan{Old: old[1:], New: []netip.Prefix{netip.MustParsePrefix("10.55.0.0/16")}}}
+	r := rand.New(rand.NewSource(3))
+	for i := 0; i < 300; i++ {
+		s := NewLeftoverScan(plan)
+		var b strings.Builder
+		want := map[string]bool{}
+		for j := 0; j < 8; j++ {
+			a := netip.AddrFrom4([4]byte{[]byte{10, 192, 172, 11}[r.Intn(4)], byte(r.Intn(256)), byte(r.Intn(256)), byte(r.Intn(256))})
+			sep := []string{" ", "\x12\x0b", ",", "\"", "\n"}[r.Intn(5)]
+			if r.Intn(5) == 0 {
+				fmt.Fprintf(&b, "%s1%s%s", sep, a, sep) // a longer number: not an address
+				continue
+			}
+			fmt.Fprintf(&b, "%s%s%s", sep, a, sep)
+			for _, p := range old {
+				if p.Contains(a) {
+					want[a.String()] = true
+				}
+			}
+		}
+		s.Observe("/registry/pods/ns/p", []byte(b.String()), false)
+		got := map[string]bool{}
+		for _, g := range s.Report().Groups {
+			for _, e := range g.Examples {
+				for _, a := range e.Addresses {
+					if got[a] {
+						t.Fatalf("%q: %s reported twice", b.String(), a)
+					}
+					got[a] = true
+				}
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: found %v, want %v", b.String(), got, want)
+		}
+		for a := range want {
+			if !got[a] {
+				t.Fatalf("%q: missed %s", b.String(), a)
+			}
+		}
+	}
+}
