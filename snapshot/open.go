@@ -32,7 +32,11 @@ type OpenOptions struct {
 	// member/snap/db copied from a data dir). A trailer that is present is
 	// always checked. Default false, as in etcdutl.
 	SkipHashCheck bool
-	// Progress receives the hash check as a "verify" phase. Optional.
+	// DeferHash checks that a trailer is there but does not hash the file:
+	// for a caller that has just written it, or hands it to etcd's restore,
+	// which hashes it anyway. SHA256 is then the trailer's value, unchecked.
+	DeferHash bool
+	// Progress receives the hash check as a "hash" phase. Optional.
 	Progress progress.Reporter
 }
 
@@ -98,11 +102,18 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 	if err := checkHeader(f, path, s.DBSize); err != nil {
 		return nil, err
 	}
-	if s.HasTrailer {
+	switch {
+	case s.HasTrailer && opts.DeferHash:
+		want := make([]byte, sha256.Size)
+		if _, err := f.ReadAt(want, s.DBSize); err != nil {
+			return nil, fmt.Errorf("snapshot %s: reading trailer: %w", path, err)
+		}
+		s.SHA256 = hex.EncodeToString(want)
+	case s.HasTrailer:
 		if err := s.verifyTrailer(f, progress.OrNop(opts.Progress)); err != nil {
 			return nil, err
 		}
-	} else if !opts.SkipHashCheck {
+	case !opts.SkipHashCheck:
 		return nil, invalid(path, "has no sha256 trailer (size %d is not 32 more than a multiple of 512): it is truncated, or a raw member/snap/db that needs --skip-hash-check", s.Size)
 	}
 

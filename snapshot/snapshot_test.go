@@ -402,3 +402,34 @@ func TestParseRevisionKey(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreRefusesCorruptInput: the pre-check defers hashing to etcd's
+// restore, which must still refuse a flipped byte with this package's error
+// and leave no data dir behind.
+func TestRestoreRefusesCorruptInput(t *testing.T) {
+	good, _ := makeSnapshot(t)
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.db")
+	if err := os.WriteFile(bad, data, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(dir, "m1.etcd")
+	err = snapshot.Restore(context.Background(), snapshot.RestoreConfig{SnapshotPath: bad, Name: "m1", DataDir: dataDir,
+		PeerURLs: []string{"http://127.0.0.1:2380"}, RevisionBump: 1000, MarkCompacted: true})
+	if !errors.Is(err, snapshot.ErrInvalidInput) || !strings.Contains(err.Error(), "sha256") {
+		t.Fatalf("restore of a corrupt snapshot: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("restore left %v behind", names)
+	}
+}

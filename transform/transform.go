@@ -169,6 +169,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.DryRun {
 		return e.report, nil
 	}
+	// The input's index is no longer needed: let it go before the output
+	// is checked (which builds an index of its own).
+	e.index, ix, view = nil, nil, nil
 	res, err := e.w.Commit()
 	if err != nil {
 		return nil, err
