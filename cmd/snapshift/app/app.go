@@ -79,6 +79,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			transformCommand(),
 			verifyCommand(),
 			restoreCommand(),
+			certsCommand(),
 		},
 	}
 	for _, c := range app.Commands {
