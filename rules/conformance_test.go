@@ -24,6 +24,8 @@ func enablingOptions(name string) (rules.Options, bool) {
 		return rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", Now: nowFunc}, true
 	case rules.NameSATokens:
 		return rules.Options{SATokens: rules.SATokensClear, Now: nowFunc}, true
+	case rules.NameClusterInfo:
+		return rules.Options{ClusterCA: []byte(testCA), Now: nowFunc}, true
 	}
 	return rules.Options{}, false
 }
@@ -79,7 +81,7 @@ func TestConformance(t *testing.T) {
 		t.Errorf("Lookup of an unknown rule = %v, want an error listing %v", err, names)
 	}
 	// Build with everything on returns every rule once, in registry order.
-	all, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", SATokens: rules.SATokensClear})
+	all, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", SATokens: rules.SATokensClear, ClusterCA: []byte(testCA)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,3 +268,6 @@ func TestIdempotentVariants(t *testing.T) {
 		})
 	}
 }
+
+// testCA stands for a new cluster CA (the rule copies it, it does not parse it).
+const testCA = "-----BEGIN CERTIFICATE-----\nTkVXLUNMVVNURVItQ0EtRk9SLVRFU1RT\n-----END CERTIFICATE-----\n"

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -39,6 +40,14 @@ type Options struct {
 	// controller), "delete", or "" (off).
 	SATokens string
 
+	// ClusterCA is the PEM of a new cluster CA: the cluster-info rule puts it
+	// into kube-public/cluster-info. Empty: cluster-info is off.
+	ClusterCA []byte
+	// ClusterInfoServer, when set, also replaces cluster-info's server URL.
+	ClusterInfoServer string
+	// BootstrapToken, with ClusterCA, is written as a bootstrap token Secret.
+	BootstrapToken *BootstrapToken
+
 	// Now stamps objects the rules create. Default time.Now.
 	Now func() time.Time
 }
@@ -49,11 +58,12 @@ const (
 	NamePodCIDR       = "pod-cidr"
 	NameClusterConfig = "cluster-config"
 	NameSATokens      = "sa-tokens"
+	NameClusterInfo   = "cluster-info"
 )
 
 // Names lists every rule snapshift has.
 func Names() []string {
-	return []string{NameServiceCIDR, NamePodCIDR, NameClusterConfig, NameSATokens}
+	return []string{NameServiceCIDR, NamePodCIDR, NameClusterConfig, NameSATokens, NameClusterInfo}
 }
 
 // Build returns the rules Options select, in their fixed order. The
@@ -82,6 +92,9 @@ func Build(o Options) ([]transform.Rule, *Plan, error) {
 	if o.SATokens != "" {
 		out = append(out, &SATokens{mode: o.SATokens})
 	}
+	if len(o.ClusterCA) > 0 {
+		out = append(out, &ClusterInfo{ca: o.ClusterCA, server: o.ClusterInfoServer, token: o.BootstrapToken, now: o.Now})
+	}
 	return out, plan, nil
 }
 
@@ -103,6 +116,12 @@ func (o Options) validate() error {
 	case "", SATokensClear, SATokensDelete:
 	default:
 		return fmt.Errorf("--sa-tokens %q: want %s or %s", o.SATokens, SATokensClear, SATokensDelete)
+	}
+	if o.BootstrapToken != nil && len(o.ClusterCA) == 0 {
+		return fmt.Errorf("a bootstrap token is written with a new cluster CA (cluster-info)")
+	}
+	if t := o.BootstrapToken; t != nil && (!bootstrapID.MatchString(t.ID) || !bootstrapSecret.MatchString(t.Secret)) {
+		return fmt.Errorf("bootstrap token: want [a-z0-9]{6}.[a-z0-9]{16}")
 	}
 	if o.PodNetworkCIDR == "" && o.OldPodNetworkCIDR != "" {
 		return fmt.Errorf("--old-pod-network-cidr needs --pod-network-cidr")
@@ -149,6 +168,11 @@ func Lookup(name string) (string, error) {
 	sort.Strings(names)
 	return "", fmt.Errorf("unknown rule %q (rules: %s)", name, strings.Join(names, ", "))
 }
+
+var (
+	bootstrapID     = regexp.MustCompile(`^[a-z0-9]{6}$`)
+	bootstrapSecret = regexp.MustCompile(`^[a-z0-9]{16}$`)
+)
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

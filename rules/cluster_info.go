@@ -1,0 +1,106 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/transform"
+)
+
+const keyClusterInfo = "/registry/configmaps/kube-public/cluster-info"
+
+// BootstrapToken is a kubeadm bootstrap token "<id>.<secret>" to write
+// into the snapshot so nodes can rejoin at once after a new CA.
+type BootstrapToken struct {
+	ID, Secret string
+	TTL        time.Duration // default 24h
+}
+
+// ClusterInfo follows a new cluster CA into the snapshot: kube-public's
+// cluster-info kubeconfig (what `kubeadm join` checks the CA hash against)
+// gets the new CA data, and optionally a fresh bootstrap token Secret is
+// created so nodes can rejoin at once. kube-controller-manager's bootstrap
+// signer re-signs cluster-info and its root-ca publisher rewrites every
+// kube-root-ca.crt ConfigMap from the new CA on its own.
+type ClusterInfo struct {
+	ca     []byte
+	server string
+	token  *BootstrapToken
+	now    func() time.Time
+	notes  []string
+}
+
+func (r *ClusterInfo) Name() string       { return NameClusterInfo }
+func (r *ClusterInfo) Prefixes() []string { return []string{keyClusterInfo} }
+func (r *ClusterInfo) Notes() []string    { return r.notes }
+
+func (r *ClusterInfo) Apply(_ context.Context, obj *transform.Object) (transform.Result, error) {
+	if obj.Key != keyClusterInfo {
+		return transform.Result{}, nil
+	}
+	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
+	if !ok {
+		return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
+	}
+	kc, err := clientcmd.Load([]byte(cm.Data["kubeconfig"]))
+	if err != nil {
+		return transform.Result{}, fmt.Errorf("data[kubeconfig]: %w", err)
+	}
+	var changes []transform.Change
+	for name, c := range kc.Clusters {
+		if string(c.CertificateAuthorityData) != string(r.ca) {
+			c.CertificateAuthorityData = r.ca
+			changes = append(changes, transform.Change{Field: "data[kubeconfig] clusters[" + name + "].certificate-authority-data", New: "the new cluster CA"})
+		}
+		if r.server != "" && c.Server != r.server {
+			changes = append(changes, transform.Change{Field: "data[kubeconfig] clusters[" + name + "].server", Old: c.Server, New: r.server})
+			c.Server = r.server
+		}
+	}
+	if len(changes) == 0 {
+		return transform.Result{}, nil
+	}
+	b, err := clientcmd.Write(*kc)
+	if err != nil {
+		return transform.Result{}, err
+	}
+	cm.Data["kubeconfig"] = string(b)
+	r.notes = append(r.notes, "cluster-info carries the new CA; kube-controller-manager's bootstrap signer re-signs it (jws-kubeconfig-*) and its root-ca publisher rewrites the kube-root-ca.crt ConfigMaps")
+	return transform.Result{Action: transform.Replace, Changes: changes}, nil
+}
+
+// Finish writes the bootstrap token Secret, as kubeadm creates one.
+func (r *ClusterInfo) Finish(context.Context) ([]transform.NewObject, error) {
+	if r.token == nil {
+		return nil, nil
+	}
+	ttl := r.token.TTL
+	if ttl == 0 {
+		ttl = 24 * time.Hour
+	}
+	name := "bootstrap-token-" + r.token.ID
+	key := "/registry/secrets/kube-system/" + name
+	now := r.now().UTC().Truncate(time.Second)
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", UID: newUID(key, r.token.ID), CreationTimestamp: metav1.NewTime(now)},
+		Type:       corev1.SecretTypeBootstrapToken,
+		Data: map[string][]byte{
+			"token-id":                       []byte(r.token.ID),
+			"token-secret":                   []byte(r.token.Secret),
+			"expiration":                     []byte(now.Add(ttl).Format(time.RFC3339)),
+			"usage-bootstrap-authentication": []byte("true"),
+			"usage-bootstrap-signing":        []byte("true"),
+			"auth-extra-groups":              []byte("system:bootstrappers:kubeadm:default-node-token"),
+			"description":                    []byte("written by snapshift rebuild so nodes can rejoin the rebuilt control plane"),
+		},
+	}
+	r.notes = append(r.notes, fmt.Sprintf("bootstrap token %s written (expires %s); the join command is in the runbook", r.token.ID, now.Add(ttl).Format(time.RFC3339)))
+	return []transform.NewObject{{Key: key, Value: &codec.Object{Encoding: codec.Protobuf, GVK: corev1.SchemeGroupVersion.WithKind("Secret"), Obj: s},
+		Changes: []transform.Change{{Field: "bootstrap token", New: r.token.ID + " (secret not shown)"}}}}, nil
+}
