@@ -219,3 +219,36 @@ func disjoint(kind string, newP []netip.Prefix, otherKind string, other []netip.
 	}
 	return nil
 }
+
+// editSpecCopies keeps the other copies of moved spec values in step with
+// the object: kubectl's last-applied-configuration (the given spec fields)
+// and server-side apply's managedFields (set-type list values). It returns
+// the report lines for what it changed.
+func editSpecCopies(meta *metav1.ObjectMeta, fields []string, mapping map[string]string, what string) ([]transform.Change, error) {
+	var changes []transform.Change
+	edited, err := editLastApplied(meta, func(doc map[string]any) bool {
+		spec, ok := nested(doc, "spec")
+		if !ok {
+			return false
+		}
+		changed := false
+		for _, f := range fields {
+			if v, ok := spec[f]; ok {
+				if nv, c := mapStrings(v, func(s string) (string, bool) { n, ok := mapping[s]; return n, ok }); c {
+					spec[f], changed = nv, true
+				}
+			}
+		}
+		return changed
+	})
+	if err != nil {
+		return nil, err
+	}
+	if edited {
+		changes = append(changes, transform.Change{Field: "metadata.annotations[" + LastApplied + "]", New: what + " copy updated"})
+	}
+	if editManagedFields(meta, mapping) {
+		changes = append(changes, transform.Change{Field: "metadata.managedFields", New: what + " values updated"})
+	}
+	return changes, nil
+}

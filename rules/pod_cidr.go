@@ -178,29 +178,10 @@ func (r *PodCIDR) Apply(_ context.Context, obj *transform.Object) (transform.Res
 		node.Spec.PodCIDRs = append([]string(nil), out...)
 	}
 	changes := []transform.Change{{Field: "spec.podCIDRs", Old: strings.Join(old, ","), New: strings.Join(out, ",")}}
-	edited, err := editLastApplied(&node.ObjectMeta, func(doc map[string]any) bool {
-		spec, ok := nested(doc, "spec")
-		if !ok {
-			return false
-		}
-		changed := false
-		for _, f := range []string{"podCIDR", "podCIDRs"} {
-			if v, ok := spec[f]; ok {
-				if nv, c := mapStrings(v, func(s string) (string, bool) { n, ok := mapping[s]; return n, ok }); c {
-					spec[f], changed = nv, true
-				}
-			}
-		}
-		return changed
-	})
+	more, err := editSpecCopies(&node.ObjectMeta, []string{"podCIDR", "podCIDRs"}, mapping, "podCIDRs")
 	if err != nil {
 		return transform.Result{}, err
 	}
-	if edited {
-		changes = append(changes, transform.Change{Field: "metadata.annotations[" + LastApplied + "]", New: "podCIDR copy updated"})
-	}
-	if editManagedFields(&node.ObjectMeta, mapping) {
-		changes = append(changes, transform.Change{Field: "metadata.managedFields", New: "podCIDRs set values updated"})
-	}
+	changes = append(changes, more...)
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
 }

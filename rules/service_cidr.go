@@ -513,30 +513,11 @@ func (r *ServiceCIDR) applyService(obj *transform.Object) (transform.Result, err
 	for i := range old {
 		mapping[old[i]] = newIPs[i]
 	}
-	edited, err := editLastApplied(&svc.ObjectMeta, func(doc map[string]any) bool {
-		spec, ok := nested(doc, "spec")
-		if !ok {
-			return false
-		}
-		changed := false
-		for _, f := range []string{"clusterIP", "clusterIPs"} {
-			if v, ok := spec[f]; ok {
-				if nv, c := mapStrings(v, func(s string) (string, bool) { n, ok := mapping[s]; return n, ok }); c {
-					spec[f], changed = nv, true
-				}
-			}
-		}
-		return changed
-	})
+	more, err := editSpecCopies(&svc.ObjectMeta, []string{"clusterIP", "clusterIPs"}, mapping, "clusterIPs")
 	if err != nil {
 		return transform.Result{}, err
 	}
-	if edited {
-		changes = append(changes, transform.Change{Field: "metadata.annotations[" + LastApplied + "]", New: "clusterIP copy updated"})
-	}
-	if editManagedFields(&svc.ObjectMeta, mapping) {
-		changes = append(changes, transform.Change{Field: "metadata.managedFields", New: "clusterIPs values updated"})
-	}
+	changes = append(changes, more...)
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
 }
 

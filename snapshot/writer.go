@@ -209,7 +209,7 @@ func (w *Writer) Commit() (*Result, error) {
 		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
 	w.db = nil
-	sum, err := appendTrailer(w.tmp, size)
+	sum, err := AppendTrailer(w.tmp, size)
 	if err != nil {
 		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
@@ -226,9 +226,10 @@ func (w *Writer) Commit() (*Result, error) {
 	return &Result{Path: w.cfg.Path, Size: size + sha256.Size, SHA256: hex.EncodeToString(sum)}, nil
 }
 
-// appendTrailer truncates the bbolt file to its high-water mark, appends the
-// sha256 of those bytes, and fsyncs.
-func appendTrailer(path string, size int64) ([]byte, error) {
+// AppendTrailer turns a closed bbolt file into a snapshot file: it
+// truncates it to its high-water mark size (tx.Size()), appends the sha256
+// of those bytes, as `etcdctl snapshot save` does, and fsyncs.
+func AppendTrailer(path string, size int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
@@ -238,7 +239,7 @@ func appendTrailer(path string, size int64) ([]byte, error) {
 		return nil, err
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size)); err != nil {
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, size), make([]byte, 1<<20)); err != nil {
 		return nil, err
 	}
 	sum := h.Sum(nil)

@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
+	"github.com/snapshift/snapshift/snapshot"
 	"os"
 
 	bolt "go.etcd.io/bbolt"
@@ -128,7 +128,7 @@ func FloorCopy(ctx context.Context, in, out string, txBytes int64) (*FloorResult
 		return nil, err
 	}
 	dst = nil
-	sum, err := trailer(tmp, size)
+	sum, err := snapshot.AppendTrailer(tmp, size)
 	if err != nil {
 		return nil, err
 	}
@@ -138,28 +138,4 @@ func FloorCopy(ctx context.Context, in, out string, txBytes int64) (*FloorResult
 	ok = true
 	res.Size, res.SHA256 = size+sha256.Size, hex.EncodeToString(sum)
 	return res, nil
-}
-
-// trailer truncates path to size, appends the sha256 of its bytes, and fsyncs it.
-func trailer(path string, size int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		return nil, err
-	}
-	h := sha256.New()
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, size), make([]byte, 1<<20)); err != nil {
-		return nil, err
-	}
-	sum := h.Sum(nil)
-	if _, err := f.WriteAt(sum, size); err != nil {
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
-	return sum, f.Close()
 }

@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
+	"github.com/snapshift/snapshift/snapshot"
 	"os"
 
 	bolt "go.etcd.io/bbolt"
@@ -141,7 +141,7 @@ func (w *boltWriter) commit() (size int64, sum string, err error) {
 		return 0, "", err
 	}
 	w.db = nil
-	digest, err := appendTrailer(w.tmp, size)
+	digest, err := snapshot.AppendTrailer(w.tmp, size)
 	if err != nil {
 		return 0, "", err
 	}
@@ -150,30 +150,6 @@ func (w *boltWriter) commit() (size int64, sum string, err error) {
 	}
 	w.done = true
 	return size + sha256.Size, hex.EncodeToString(digest), nil
-}
-
-// appendTrailer truncates path to size, appends the sha256 of its content, and fsyncs it.
-func appendTrailer(path string, size int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		return nil, err
-	}
-	h := sha256.New()
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, size), make([]byte, 1<<20)); err != nil {
-		return nil, err
-	}
-	sum := h.Sum(nil)
-	if _, err := f.WriteAt(sum, size); err != nil {
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
-	return sum, f.Close()
 }
 
 // abort removes everything written. Safe to call twice and after commit.
