@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"go.etcd.io/etcd/server/v3/storage/mvcc"
@@ -27,10 +28,11 @@ func ParseRevisionKey(b []byte) (rev Revision, tombstone bool, err error) {
 	case len(b) == markedRevKeyLen && b[17] != 't':
 		return rev, false, fmt.Errorf("malformed revision key %x: unknown mark %q", b, b[17])
 	}
-	bk := mvcc.BytesToBucketKey(b) // cannot panic on the shapes checked above, except negatives
-	if bk.Main < 0 || bk.Sub < 0 {
+	// mvcc's parser panics on negative numbers: check them first.
+	if int64(binary.BigEndian.Uint64(b[0:8])) < 0 || int64(binary.BigEndian.Uint64(b[9:17])) < 0 {
 		return rev, false, fmt.Errorf("malformed revision key %x: negative revision", b)
 	}
+	bk := mvcc.BytesToBucketKey(b)
 	if bk.Main == 0 {
 		return rev, false, fmt.Errorf("malformed revision key %x: main revision 0", b)
 	}
