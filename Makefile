@@ -34,8 +34,11 @@ demo: build
 	$(BIN) transform testdata/sample.db --out $(DEMO)/migrated.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16 --quiet
 	$(BIN) restore $(DEMO)/migrated.db --name cp1 --data-dir $(DEMO)/etcd-cp1 \
 		--initial-cluster cp1=https://127.0.0.1:2380 --initial-advertise-peer-urls https://127.0.0.1:2380
-	$(BIN) inspect $(DEMO)/migrated.db --quiet | sed -n '/^Networks/,$$p'
-	@echo "demo output in $(DEMO): migrated.db and the restored member data dir etcd-cp1/"
+	$(BIN) verify $(DEMO)/migrated.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16 --quiet
+	$(BIN) rebuild --config testdata/rebuild.yaml --quiet | tail -n 12
+	@echo "--- the disaster-recovery bundle ($(DEMO)/bundle):"
+	@cd $(DEMO)/bundle && find . -maxdepth 3 -not -path './etcd/*/*' | sort | sed 's/^/  /'
+	@echo "demo output in $(DEMO): migrated.db, the restored member etcd-cp1/, and bundle/ with RUNBOOK.md"
 
 # The whole-file benchmark (hack/bench.sh: generated small, medium and large
 # snapshots; floor copy vs transform, plan, restore; medians, ratios, RSS),

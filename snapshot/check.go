@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // KeyCheck is what CheckKeys found.
@@ -71,4 +73,34 @@ func (s *Snapshot) CheckKeys(ctx context.Context, max int) (kc KeyCheck, err err
 		seen[string(kv.Key)] = last{version: kv.Version, create: kv.CreateRevision}
 	}
 	return kc, nil
+}
+
+// Validate reads the whole database the way etcd will at boot: every
+// bucket's pages, every `key` entry a valid revision key and a valid
+// KeyValue (etcd exits on a bad one when it rebuilds its index). It keeps
+// nothing in memory. The first problem is the error.
+func (s *Snapshot) Validate(ctx context.Context) (err error) {
+	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
+	n := 0
+	return s.tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		isKey := string(name) == string(KeyBucket)
+		return b.ForEach(func(k, v []byte) error {
+			if n++; n&4095 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if !isKey {
+				return nil
+			}
+			rev, _, err := ParseRevisionKey(k)
+			if err != nil {
+				return invalid(s.Path, "key bucket: %v", err)
+			}
+			if _, err := ParseKV(v); err != nil {
+				return invalid(s.Path, "revision %s: value is not a valid mvccpb.KeyValue: %v", RevisionString(rev), err)
+			}
+			return nil
+		})
+	})
 }

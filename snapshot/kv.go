@@ -31,6 +31,9 @@ func ParseKV(b []byte) (KV, error) {
 		if n < 0 {
 			return kv, fmt.Errorf("bad protobuf tag: %w", protowire.ParseError(n))
 		}
+		if !num.IsValid() {
+			return kv, fmt.Errorf("bad protobuf field number %d", num)
+		}
 		b = b[n:]
 		switch {
 		case (num == 1 || num == 5) && typ == protowire.BytesType:

@@ -125,7 +125,15 @@ func Restore(ctx context.Context, cfg RestoreConfig) error {
 	if err != nil {
 		return err
 	}
+	// Everything is read here first, as etcd will read it: etcd's restore
+	// opens the file with bbolt, whose freelist rebuild panics on a corrupt
+	// page in a goroutine of its own (killing the process), and it copies a
+	// malformed KeyValue without a word, on which etcd then exits at boot.
+	err = s.Validate(ctx)
 	s.Close()
+	if err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

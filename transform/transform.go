@@ -216,7 +216,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	}
 	val, err := e.cfg.Codec.Decode(plain)
 	if err != nil {
-		return fmt.Errorf("%s (revision %s): %w", key, snapshot.RevisionString(ent.Rev), err)
+		return decodeError(e.cfg.Input, key, ent.Rev, err)
 	}
 	obj := &Object{Key: key, Revision: ent.Rev, Meta: ent.KV, Value: val, Encryption: info}
 	var (
@@ -423,4 +423,15 @@ func (r *router) match(key []byte) []int {
 		}
 	}
 	return out
+}
+
+// decodeError classifies a claimed value that does not decode: a type this
+// build does not know (a newer cluster) is a refusal to edit what it cannot
+// write back faithfully; bytes that are no Kubernetes value are bad input.
+func decodeError(path, key string, rev snapshot.Revision, err error) error {
+	where := fmt.Sprintf("%s (revision %s)", key, snapshot.RevisionString(rev))
+	if errors.Is(err, codec.ErrUnknownType) {
+		return fmt.Errorf("%w: %s: %w; a rule claims this key and cannot edit it faithfully", ErrRefused, where, err)
+	}
+	return &snapshot.InputError{Path: path, Problem: where + " does not decode", Err: err}
 }

@@ -47,7 +47,7 @@ func (v *View) Get(key string) (obj *Object, ok bool, err error) {
 	}
 	val, err := v.codec.Decode(plain)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s (revision %s): %w", key, snapshot.RevisionString(rev), err)
+		return nil, false, decodeError(v.snap.Path, key, rev, err)
 	}
 	return &Object{Key: key, Revision: rev, Meta: kv, Value: val, Encryption: info}, true, nil
 }

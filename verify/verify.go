@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.add("bbolt structure", probs, "every page reachable once, freelist consistent")
+		c.add("bbolt structure", probs, "every bucket, key and value readable")
 	}
 	ix, err := snap.Index(ctx, cfg.Progress)
 	if err != nil {

@@ -1,0 +1,282 @@
+package manifests
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/snapshift/snapshift/cidr"
+)
+
+// Annotations kubeadm puts on the static Pods and reads back (kubeadm join
+// and upgrade find the API endpoints and etcd members through them).
+const (
+	EtcdAdvertiseClientURLsAnnotation   = "kubeadm.kubernetes.io/etcd.advertise-client-urls"
+	APIServerAdvertiseAddressAnnotation = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
+)
+
+// EtcdMember is this node's etcd member after the restore, as given to
+// `etcdutl snapshot restore` (--name, --initial-advertise-peer-urls) and to
+// etcd's --advertise-client-urls. Its fields are those of pki.EtcdMember, so
+// one converts to the other.
+type EtcdMember struct {
+	// Name is the member name (etcd --name); kubeadm names members after
+	// their node. Empty: unchanged.
+	Name string `json:"name"`
+	// PeerURL is the member's peer URL, e.g. https://10.0.0.5:2380: etcd
+	// --initial-advertise-peer-urls and --listen-peer-urls. Empty: unchanged.
+	PeerURL string `json:"peerURL,omitempty"`
+	// ClientURL is the member's client URL, e.g. https://10.0.0.5:2379: etcd
+	// --advertise-client-urls, --listen-client-urls (loopback entries kept)
+	// and the etcd.advertise-client-urls annotation. Empty: unchanged.
+	ClientURL string `json:"clientURL,omitempty"`
+}
+
+func (m EtcdMember) isZero() bool { return m == EtcdMember{} }
+
+// Changes are the values a migration moves. A zero field changes nothing;
+// a flag already at its new value is left alone and not reported. Each
+// field names the manifests it needs: Update fails when one is missing.
+type Changes struct {
+	// ServiceCIDR is the new Service CIDR, comma-separated for dual stack
+	// (primary family first): --service-cluster-ip-range of kube-apiserver
+	// (added if absent) and of kube-controller-manager (replaced when
+	// present; kubeadm sets it only with a Pod CIDR). Needs both manifests.
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
+	// PodCIDR is the new Pod CIDR, comma-separated for dual stack:
+	// kube-controller-manager --cluster-cidr. --allocate-node-cidrs is never
+	// added: when it is not already true, the cluster allocates node CIDRs
+	// some other way and an absent --cluster-cidr stays absent (both
+	// reported). The new range must hold node CIDRs of --node-cidr-mask-size
+	// (default 24 for IPv4, 64 for IPv6) or kube-controller-manager would
+	// exit at start. Needs kube-controller-manager.yaml.
+	PodCIDR string `json:"podCIDR,omitempty"`
+	// EtcdMember is this node's etcd member. Needs etcd.yaml.
+	EtcdMember EtcdMember `json:"etcdMember,omitzero"`
+	// InitialCluster is etcd's --initial-cluster ("name=peerURL,..."), as
+	// given to etcdutl snapshot restore. Default, when the member's name or
+	// peer URL changes: "<name>=<peer URL>", the single-member cluster a
+	// restore makes; a manifest whose --initial-cluster lists several members
+	// needs it given. It must list the member with its peer URLs. When the
+	// membership changes, an --initial-cluster-state other than "new" (a
+	// member that once joined) becomes "new"; an absent one (etcd's default
+	// is new) stays absent. Needs etcd.yaml.
+	InitialCluster string `json:"initialCluster,omitempty"`
+	// EtcdServers is kube-apiserver's --etcd-servers. Default: entries equal
+	// to the etcd member's old client URL become its new ClientURL; other
+	// entries (kubeadm's https://127.0.0.1:2379) stay. Needs
+	// kube-apiserver.yaml when given.
+	EtcdServers []string `json:"etcdServers,omitempty"`
+	// DataDir is the host directory of the restored etcd data: etcd
+	// --data-dir and the hostPath volume mounted there (kubeadm mounts the
+	// data dir at the same path in the container, and then all three move; a
+	// volume mounted at another container path only changes its host path).
+	// Needs etcd.yaml.
+	DataDir string `json:"dataDir,omitempty"`
+	// AdvertiseAddress is the API server's new advertise address:
+	// --advertise-address, the advertise-address.endpoint annotation (port
+	// kept) and the probes that kubeadm points at the old address. Only when
+	// asked: a Service CIDR change does not move it. Needs
+	// kube-apiserver.yaml.
+	AdvertiseAddress string `json:"advertiseAddress,omitempty"`
+}
+
+// IsZero reports whether c changes nothing.
+func (c Changes) IsZero() bool {
+	return c.ServiceCIDR == "" && c.PodCIDR == "" && c.EtcdMember.isZero() && c.InitialCluster == "" &&
+		len(c.EtcdServers) == 0 && c.DataDir == "" && c.AdvertiseAddress == ""
+}
+
+// Validate checks the format of every field that is set.
+func (c Changes) Validate() error {
+	var errs []error
+	add := func(field string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", field, err))
+		}
+	}
+	if c.ServiceCIDR != "" {
+		_, err := parseCIDRs(c.ServiceCIDR)
+		add("service CIDR", err)
+	}
+	if c.PodCIDR != "" {
+		_, err := parseCIDRs(c.PodCIDR)
+		add("pod CIDR", err)
+	}
+	if c.EtcdMember.Name != "" && strings.ContainsAny(c.EtcdMember.Name, "=, \t\n") {
+		add("etcd member name", fmt.Errorf("%q cannot hold '=', ',' or spaces", c.EtcdMember.Name))
+	}
+	if c.EtcdMember.PeerURL != "" {
+		add("etcd member peer URL", checkURL(c.EtcdMember.PeerURL))
+	}
+	if c.EtcdMember.ClientURL != "" {
+		add("etcd member client URL", checkURL(c.EtcdMember.ClientURL))
+	}
+	if c.InitialCluster != "" {
+		_, err := parseInitialCluster(c.InitialCluster)
+		add("initial cluster", err)
+	}
+	for _, s := range c.EtcdServers {
+		add("etcd servers", checkURL(s))
+	}
+	if c.DataDir != "" && (!filepath.IsAbs(c.DataDir) || filepath.Clean(c.DataDir) != c.DataDir) {
+		add("data dir", fmt.Errorf("%q is not a clean absolute path", c.DataDir))
+	}
+	if c.AdvertiseAddress != "" {
+		a, err := netip.ParseAddr(c.AdvertiseAddress)
+		if err != nil || a.Zone() != "" || a.IsUnspecified() || a.Is4In6() {
+			add("advertise address", fmt.Errorf("%q is not a usable IP address", c.AdvertiseAddress))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// parseCIDRs parses a comma-separated CIDR list: one CIDR, or two of
+// different families.
+func parseCIDRs(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		p, err := cidr.Parse(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	if len(out) > 2 || len(out) == 2 && cidr.SameFamily(out[0], out[1]) {
+		return nil, fmt.Errorf("%q: give one CIDR, or one IPv4 and one IPv6 CIDR", s)
+	}
+	return out, nil
+}
+
+// checkURL accepts an etcd URL: http or https, a host and a port.
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" || u.Port() == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("%q is not a URL like https://10.0.0.5:2379", s)
+	}
+	return nil
+}
+
+// urlHost is the host of an etcd URL ("" when it does not parse).
+func urlHost(s string) string {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// sameURL compares two URLs by scheme, host (IPs compared as addresses) and port.
+func sameURL(a, b string) bool {
+	ua, err1 := url.Parse(strings.TrimSpace(a))
+	ub, err2 := url.Parse(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil {
+		return a == b
+	}
+	return ua.Scheme == ub.Scheme && sameHost(ua.Hostname(), ub.Hostname()) && ua.Port() == ub.Port()
+}
+
+func sameHost(a, b string) bool {
+	ia, err1 := netip.ParseAddr(a)
+	ib, err2 := netip.ParseAddr(b)
+	if err1 == nil && err2 == nil {
+		return ia.Unmap() == ib.Unmap()
+	}
+	return strings.EqualFold(a, b)
+}
+
+func isWildcardHost(h string) bool {
+	a, err := netip.ParseAddr(h)
+	return h == "" || err == nil && a.IsUnspecified()
+}
+
+// clusterEntry is one "name=peerURL" of --initial-cluster.
+type clusterEntry struct{ name, url string }
+
+func parseInitialCluster(s string) ([]clusterEntry, error) {
+	var out []clusterEntry
+	for _, part := range strings.Split(s, ",") {
+		name, u, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q: want name=peerURL[,name=peerURL...]", s)
+		}
+		if err := checkURL(u); err != nil {
+			return nil, fmt.Errorf("%q: member %s: %w", s, name, err)
+		}
+		out = append(out, clusterEntry{name, u})
+	}
+	return out, nil
+}
+
+func clusterNames(entries []clusterEntry) []string {
+	var names []string
+	for _, e := range entries {
+		if !slices.Contains(names, e.name) {
+			names = append(names, e.name)
+		}
+	}
+	return names
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Action says what Update did to one field.
+type Action string
+
+// Actions.
+const (
+	// ActionSet replaced a value.
+	ActionSet Action = "set"
+	// ActionAdd added a flag or annotation that was absent.
+	ActionAdd Action = "add"
+	// ActionKeep left a field as it was on purpose; Note says why.
+	ActionKeep Action = "keep"
+)
+
+// Change is one field Update changed, or deliberately kept, for the report.
+type Change struct {
+	// Component is the manifest's component (kube-apiserver, ...).
+	Component string `json:"component"`
+	// File is the manifest's path (its file name when generated).
+	File string `json:"file"`
+	// Field is the flag ("--cluster-cidr"), "annotation <key>",
+	// "volume <name> hostPath.path", "volumeMount <name> mountPath" or
+	// "<probe> httpGet.host".
+	Field  string `json:"field"`
+	Action Action `json:"action"`
+	Old    string `json:"old,omitempty"`
+	New    string `json:"new,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+func (c Change) String() string {
+	var s string
+	switch c.Action {
+	case ActionAdd:
+		s = fmt.Sprintf("%s: added %s %s", c.Component, c.Field, c.New)
+	case ActionKeep:
+		s = fmt.Sprintf("%s: kept %s", c.Component, c.Field)
+		if c.Old != "" {
+			s += " " + c.Old
+		}
+	default:
+		s = fmt.Sprintf("%s: %s %s -> %s", c.Component, c.Field, c.Old, c.New)
+	}
+	if c.Note != "" {
+		s += " (" + c.Note + ")"
+	}
+	return s
+}

@@ -1,0 +1,216 @@
+package manifests
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
+)
+
+// DirPerm is the mode of a manifest directory Write creates (kubeadm's).
+const DirPerm os.FileMode = 0o700
+
+// maxBackups bounds the search for a free backup name.
+const maxBackups = 1000
+
+// WriteOptions says where and how Write writes.
+type WriteOptions struct {
+	// Dir is the manifest directory to write. Required. Created (0700) when
+	// missing.
+	Dir string
+	// Force replaces a file that differs from what was read: a manifest the
+	// set did not read from this file (generated, or read elsewhere), or one
+	// changed on disk since Read. Without it only a file still holding the
+	// manifest's original bytes is replaced. Replaced files are kept as
+	// backups either way.
+	Force bool
+	// BackupDir is where replaced files are kept, as <file>.bak, .bak.1, ...
+	// Default: beside the file. kubelet loads every file of its static Pod
+	// directory whose name does not start with a dot, backups included (the
+	// later of two Pods with the same name is dropped with a warning event,
+	// so the new manifest wins); a BackupDir outside the manifest directory
+	// avoids that.
+	BackupDir string
+}
+
+// WriteResult is what Write did, for the report.
+type WriteResult struct {
+	Dir   string        `json:"dir"`
+	Files []WrittenFile `json:"files"`
+}
+
+// Written lists the paths written.
+func (r WriteResult) Written() []string {
+	var out []string
+	for _, f := range r.Files {
+		if !f.Unchanged {
+			out = append(out, f.Path)
+		}
+	}
+	return out
+}
+
+// WrittenFile is one manifest Write handled.
+type WrittenFile struct {
+	Component string `json:"component"`
+	Path      string `json:"path"`
+	// Unchanged: the file already held these bytes; nothing was written.
+	Unchanged bool `json:"unchanged,omitempty"`
+	// Backup is where the replaced file was kept; empty when the file is
+	// new or unchanged.
+	Backup string `json:"backup,omitempty"`
+	// Mode is the permission bits written, "0600".
+	Mode string `json:"mode,omitempty"`
+	// Method and Reason are the manifest's Rendering's.
+	Method RenderMethod `json:"method"`
+	Reason string       `json:"reason,omitempty"`
+}
+
+// Write writes every manifest of set into dir whose file does not already
+// hold its bytes: atomically (temporary file, fsync, rename), mode 0600,
+// keeping the replaced file as <file>.bak (.bak.1, ... — a backup is never
+// overwritten). See [WriteOptions] for force.
+func Write(set *Set, dir string, force bool) (*WriteResult, error) {
+	return WriteWith(set, WriteOptions{Dir: dir, Force: force})
+}
+
+// WriteWith is Write with every option. Everything is rendered and checked
+// before the first file is written; on error the result lists what was
+// written before it.
+func WriteWith(set *Set, opts WriteOptions) (*WriteResult, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("manifest directory is required")
+	}
+	res := &WriteResult{Dir: opts.Dir}
+	type job struct {
+		m         *Manifest
+		path      string
+		r         Rendering
+		exist     bool
+		unchanged bool
+	}
+	var jobs []job
+	for _, m := range set.Manifests {
+		r, err := m.Render()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", FileName(m.Component), err)
+		}
+		path := filepath.Join(opts.Dir, FileName(m.Component))
+		cur, exist, err := readExisting(path)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case exist && bytes.Equal(cur, r.Data):
+			jobs = append(jobs, job{m: m, path: path, r: r, unchanged: true})
+			continue
+		case exist && !opts.Force && m.Original == nil:
+			return nil, fmt.Errorf("%s %w and was not read into this set (use --force to replace it; it is kept as a backup)", path, fsutil.ErrExists)
+		case exist && !opts.Force && !bytes.Equal(cur, m.Original):
+			return nil, fmt.Errorf("%s %w and differs from the manifest that was read (changed since, or another file; use --force to replace it)", path, fsutil.ErrExists)
+		}
+		jobs = append(jobs, job{m: m, path: path, r: r, exist: exist})
+	}
+	if slices.ContainsFunc(jobs, func(j job) bool { return !j.unchanged }) {
+		if err := os.MkdirAll(opts.Dir, DirPerm); err != nil {
+			return nil, fmt.Errorf("creating manifest directory: %w", err)
+		}
+		if opts.BackupDir != "" {
+			if err := os.MkdirAll(opts.BackupDir, DirPerm); err != nil {
+				return nil, fmt.Errorf("creating backup directory: %w", err)
+			}
+		}
+	}
+	for _, j := range jobs {
+		if j.unchanged {
+			res.Files = append(res.Files, WrittenFile{Component: j.m.Component, Path: j.path, Unchanged: true, Method: j.r.Method, Reason: j.r.Reason})
+			continue
+		}
+		f := WrittenFile{Component: j.m.Component, Path: j.path, Mode: fmt.Sprintf("%04o", ManifestPerm), Method: j.r.Method, Reason: j.r.Reason}
+		if j.exist {
+			bak, err := backupFile(j.path, opts.BackupDir)
+			if err != nil {
+				return res, fmt.Errorf("backing up %s: %w", j.path, err)
+			}
+			f.Backup = bak
+		}
+		if err := fsutil.WriteFile(j.path, j.r.Data, ManifestPerm, true); err != nil {
+			return res, fmt.Errorf("writing %s: %w", j.path, err)
+		}
+		res.Files = append(res.Files, f)
+	}
+	return res, nil
+}
+
+// readExisting reads path when it exists; it fails when path is not a
+// regular file.
+func readExisting(path string) ([]byte, bool, error) {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("%s exists and is not a regular file", path)
+	}
+	data, err := os.ReadFile(path)
+	return data, err == nil, err
+}
+
+// BackupName is the n-th backup name of file: file.bak, file.bak.1, ...
+func BackupName(file string, n int) string {
+	if n == 0 {
+		return file + ".bak"
+	}
+	return file + ".bak." + strconv.Itoa(n)
+}
+
+// backupFile keeps the current content of path under the first free backup
+// name (in dir, or beside path when dir is empty) and returns it. A backup
+// is never overwritten. It is a hard link (the old inode survives the
+// replacing rename, same mode and content); where links are not possible
+// it is an atomic copy with the same mode.
+func backupFile(path, dir string) (string, error) {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return "", err
+	}
+	if dir == "" {
+		dir = filepath.Dir(path)
+	}
+	base := filepath.Join(dir, filepath.Base(path))
+	for n := 0; n < maxBackups; n++ {
+		bak := BackupName(base, n)
+		err := os.Link(path, bak)
+		if err == nil {
+			return bak, fsutil.SyncDir(dir)
+		}
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		// No hard link here (another file system, or not supported): copy.
+		if _, serr := os.Lstat(bak); serr == nil {
+			continue
+		}
+		data, rerr := os.ReadFile(path)
+		if rerr != nil {
+			return "", rerr
+		}
+		if werr := fsutil.WriteFile(bak, data, st.Mode().Perm(), false); werr != nil {
+			if errors.Is(werr, fsutil.ErrExists) {
+				continue
+			}
+			return "", werr
+		}
+		return bak, nil
+	}
+	return "", fmt.Errorf("%s: %d backups exist already; remove old ones", base, maxBackups)
+}

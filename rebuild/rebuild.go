@@ -1,0 +1,362 @@
+package rebuild
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/pki"
+	"github.com/snapshift/snapshift/progress"
+	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/verify"
+)
+
+// Options are the run's own switches (not part of the file).
+type Options struct {
+	// DryRun builds the whole bundle in a temporary directory, checks it,
+	// and removes it: everything but writing the output.
+	DryRun   bool
+	Progress progress.Reporter
+	// Now is the clock (tests). Default time.Now.
+	Now func() time.Time
+	// Log receives "[phase] ..." lines. Optional.
+	Log io.Writer
+}
+
+// Report is what a rebuild did; it is also written as report.json.
+type Report struct {
+	Output    string                `json:"output"`
+	DryRun    bool                  `json:"dryRun"`
+	Transform *transform.Report     `json:"transform"`
+	Plan      *rules.Plan           `json:"plan,omitempty"`
+	Leftovers *rules.LeftoverReport `json:"leftovers,omitempty"`
+	Members   []MemberResult        `json:"members"`
+	PKI       []pki.Result          `json:"pki"`
+	Manifests []string              `json:"manifests,omitempty"`
+	// JoinCommand is how worker nodes rejoin when the CA changed (its token
+	// is in RUNBOOK.md, not here).
+	JoinCommand string `json:"joinCommand,omitempty"`
+	CAHash      string `json:"caCertHash,omitempty"`
+}
+
+// MemberResult is one restored member.
+type MemberResult struct {
+	Name    string `json:"name"`
+	DataDir string `json:"dataDir"` // inside the bundle
+}
+
+// Bundle paths, relative to the output directory.
+const (
+	SnapshotFile = "snapshot.db"
+	KubeDir      = "kubernetes"
+	EtcdDir      = "etcd"
+	RunbookFile  = "RUNBOOK.md"
+	ReportFile   = "report.json"
+)
+
+type run struct {
+	cfg    *Config
+	opts   Options
+	tmp    string
+	report *Report
+	enc    *encryption.Config
+	token  *rules.BootstrapToken
+	caPEM  []byte
+}
+
+func (r *run) logf(phase, format string, args ...any) {
+	if r.opts.Log != nil {
+		fmt.Fprintf(r.opts.Log, "[%s] %s\n", phase, fmt.Sprintf(format, args...))
+	}
+}
+
+// Run performs the rebuild. On any error nothing is left at the output.
+func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	empty, err := fsutil.IsEmptyOrMissingDir(cfg.Output)
+	if err != nil {
+		return nil, err
+	}
+	if !empty {
+		return nil, fmt.Errorf("output %s is not empty (%w): rebuild only into a new or empty directory", cfg.Output, fsutil.ErrExists)
+	}
+	parent := filepath.Dir(filepath.Clean(cfg.Output))
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(cfg.Output)+".snapshift-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp) // after a successful rename there is nothing left here
+	r := &run{cfg: cfg, opts: opts, tmp: tmp, report: &Report{Output: cfg.Output, DryRun: opts.DryRun}}
+	if cfg.EncryptionConfig != "" {
+		if r.enc, err = encryption.Load(cfg.EncryptionConfig); err != nil {
+			return nil, err
+		}
+	}
+	phases := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"pki", r.newPKI},
+		{"transform", r.transform},
+		{"restore", r.restore},
+		{"certs", r.renewCerts},
+		{"manifests", r.manifests},
+		{"runbook", r.writeRunbook},
+	}
+	for _, p := range phases {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := p.fn(ctx); err != nil {
+			return nil, fmt.Errorf("[%s] %w", p.name, err)
+		}
+	}
+	if opts.DryRun {
+		r.logf("rebuild", "dry run: the bundle was built and checked in a temporary directory and removed; nothing was written")
+		return r.report, nil
+	}
+	if _, err := os.Lstat(cfg.Output); err == nil {
+		if err := os.Remove(cfg.Output); err != nil { // empty, as checked
+			return nil, err
+		}
+	}
+	if err := os.Rename(tmp, cfg.Output); err != nil {
+		return nil, err
+	}
+	if err := fsutil.SyncDir(parent); err != nil {
+		return nil, err
+	}
+	r.logf("rebuild", "bundle written to %s", cfg.Output)
+	return r.report, nil
+}
+
+func (r *run) path(parts ...string) string {
+	return filepath.Join(append([]string{r.tmp}, parts...)...)
+}
+
+func (r *run) pkiConfig() pki.Config {
+	c := pki.Config{
+		CertDir: r.path(KubeDir, "pki"), ServiceCIDR: r.cfg.Networking.ServiceSubnet,
+		DNSDomain: r.cfg.Networking.DNSDomain, NodeName: r.cfg.PKI.NodeName,
+		AdvertiseAddress: r.cfg.PKI.AdvertiseAddress, ControlPlaneEndpoint: r.cfg.PKI.ControlPlaneEndpoint,
+		APIServerCertSANs: r.cfg.PKI.CertSANs, Now: r.opts.Now,
+	}
+	for _, m := range r.cfg.Etcd.Members {
+		c.EtcdMembers = append(c.EtcdMembers, pki.EtcdMember{Name: m.Name, PeerURL: m.PeerURL, ClientURL: m.ClientURL})
+	}
+	return c
+}
+
+// newPKI generates a whole new PKI first when there is none to reuse: the
+// cluster-info rule needs the new CA.
+func (r *run) newPKI(context.Context) error {
+	if !r.cfg.NewPKI() {
+		return nil
+	}
+	c := r.pkiConfig()
+	if c.ServiceCIDR == "" {
+		return errors.New("a new PKI needs networking.serviceSubnet (the apiserver certificate holds its first address)")
+	}
+	res, err := pki.GenerateAll(c)
+	if err != nil {
+		return err
+	}
+	k, err := pki.WriteKubeconfigs(c, r.path(KubeDir))
+	if err != nil {
+		return err
+	}
+	r.report.PKI = append(r.report.PKI, res, k)
+	if r.caPEM, err = os.ReadFile(r.path(KubeDir, "pki", "ca.crt")); err != nil {
+		return err
+	}
+	if r.report.CAHash, err = pki.CAHash(r.caPEM); err != nil {
+		return err
+	}
+	id, err := randomString(6)
+	if err != nil {
+		return err
+	}
+	secret, err := randomString(16)
+	if err != nil {
+		return err
+	}
+	r.token = &rules.BootstrapToken{ID: id, Secret: secret}
+	r.report.JoinCommand = fmt.Sprintf("kubeadm join %s --token %s.<secret: see RUNBOOK.md> --discovery-token-ca-cert-hash %s", r.apiEndpoint(), id, r.report.CAHash)
+	r.logf("pki", "new PKI in %s, kubeconfigs in %s", KubeDir+"/pki", KubeDir)
+	return nil
+}
+
+func (r *run) apiEndpoint() string {
+	if e := r.cfg.PKI.ControlPlaneEndpoint; e != "" {
+		if !strings.Contains(e, ":") {
+			e += ":6443"
+		}
+		return e
+	}
+	return r.cfg.PKI.AdvertiseAddress + ":6443"
+}
+
+func randomString(n int) (string, error) {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		v, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", err
+		}
+		b[i] = alphabet[v.Int64()]
+	}
+	return string(b), nil
+}
+
+func (r *run) transform(ctx context.Context) error {
+	o := r.cfg.RuleOptions()
+	o.Now = r.opts.Now
+	if r.cfg.NewPKI() {
+		o.ClusterCA, o.BootstrapToken = r.caPEM, r.token
+		o.ClusterInfoServer = "https://" + r.apiEndpoint()
+	}
+	rs, plan, err := rules.Build(o)
+	if err != nil {
+		return err
+	}
+	scan := rules.NewLeftoverScan(plan)
+	out := r.path(SnapshotFile)
+	rep, err := transform.Run(ctx, transform.Config{
+		Input: r.cfg.Snapshot, Output: out, SkipHashCheck: r.cfg.SkipHashCheck, Rules: rs,
+		Observers: []transform.Observer{scan}, Encryption: r.enc, Progress: r.opts.Progress,
+		VerifyOutput: func(ctx context.Context, path string) error {
+			v, err := verify.Run(ctx, verify.Config{Path: path, ServiceCIDR: r.cfg.Networking.ServiceSubnet,
+				PodNetworkCIDR: r.cfg.Networking.PodSubnet, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs,
+				DNSService: r.cfg.Networking.DNSService, Encryption: r.enc, JustWritten: true})
+			if err != nil {
+				return err
+			}
+			return v.Err()
+		},
+	})
+	if err != nil {
+		return err
+	}
+	r.report.Transform = rep
+	if plan.Service != nil || plan.Pod != nil {
+		r.report.Plan, r.report.Leftovers = plan, scan.Report()
+	}
+	r.logf("transform", "%d replaced, %d created, %d deleted; verified", rep.Replaced, rep.Created, rep.Deleted)
+	return nil
+}
+
+func (r *run) restore(ctx context.Context) error {
+	if err := os.MkdirAll(r.path(EtcdDir), 0o700); err != nil {
+		return err
+	}
+	for _, m := range r.cfg.Etcd.Members {
+		dir := r.path(EtcdDir, m.Name)
+		err := snapshot.Restore(ctx, snapshot.RestoreConfig{
+			SnapshotPath: r.path(SnapshotFile), Name: m.Name, DataDir: dir, PeerURLs: []string{m.PeerURL},
+			InitialCluster: r.cfg.InitialCluster(), InitialClusterToken: r.cfg.Etcd.InitialClusterToken,
+			RevisionBump: r.cfg.Etcd.RevisionBump, MarkCompacted: true,
+		})
+		if err != nil {
+			return err
+		}
+		r.report.Members = append(r.report.Members, MemberResult{Name: m.Name, DataDir: filepath.Join(EtcdDir, m.Name)})
+		r.logf("restore", "member %s into %s", m.Name, filepath.Join(EtcdDir, m.Name))
+	}
+	return nil
+}
+
+// renewCerts reuses an existing PKI: a copy of it in the bundle gets the
+// apiserver certificate for the new service CIDR and etcd certificates
+// for the new members. The source directory is only read.
+func (r *run) renewCerts(context.Context) error {
+	if r.cfg.NewPKI() {
+		return nil
+	}
+	dst := r.path(KubeDir, "pki")
+	if err := copyTree(r.cfg.PKI.Source, dst); err != nil {
+		return fmt.Errorf("copying %s: %w", r.cfg.PKI.Source, err)
+	}
+	c := r.pkiConfig()
+	if r.report.Plan != nil && r.report.Plan.Service != nil && c.ServiceCIDR != "" {
+		var old []string
+		for _, p := range r.report.Plan.Service.Old {
+			old = append(old, p.String())
+		}
+		c.OldServiceCIDR = strings.Join(old, ",")
+		if c.OldServiceCIDR != c.ServiceCIDR {
+			res, err := pki.RenewAPIServer(c)
+			if err != nil {
+				return err
+			}
+			r.report.PKI = append(r.report.PKI, res)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dst, "etcd", "ca.key")); err == nil {
+		res, err := pki.RenewEtcd(c)
+		if err != nil {
+			return err
+		}
+		r.report.PKI = append(r.report.PKI, res)
+	}
+	r.logf("certs", "reused the CA of %s; certificates reissued in %s", r.cfg.PKI.Source, KubeDir+"/pki")
+	return nil
+}
+
+// copyTree copies a directory of regular files, keeping their modes.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o700)
+		case !info.Mode().IsRegular():
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, info.Mode().Perm())
+	})
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}

@@ -1,0 +1,365 @@
+package rebuild_test
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/internal/etcdtest"
+	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/pki"
+	"github.com/snapshift/snapshift/rebuild"
+)
+
+const samplePath = "../testdata/sample.db"
+
+func fixedNow() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) }
+
+// members picks free 127.0.0.1 peer ports: the restored data dirs are
+// started for real.
+func members(t *testing.T, n int) []rebuild.Member {
+	t.Helper()
+	var out []rebuild.Member
+	for i := 0; i < n; i++ {
+		p, err := etcdtest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := etcdtest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rebuild.Member{Name: fmt.Sprintf("cp%d", i+1),
+			PeerURL: fmt.Sprintf("http://127.0.0.1:%d", p), ClientURL: fmt.Sprintf("http://127.0.0.1:%d", c)})
+	}
+	return out
+}
+
+func baseConfig(t *testing.T, out string, ms []rebuild.Member) *rebuild.Config {
+	return &rebuild.Config{
+		APIVersion: rebuild.APIVersion, Kind: rebuild.Kind, Snapshot: samplePath, Output: out,
+		Networking: rebuild.Networking{ServiceSubnet: "172.24.0.0/16", PodSubnet: "10.55.0.0/16"},
+		Etcd:       rebuild.Etcd{Members: ms},
+		PKI:        rebuild.PKI{NodeName: ms[0].Name, AdvertiseAddress: "127.0.0.1"},
+		Manifests:  rebuild.Manifests{KubernetesVersion: "v1.36.3"},
+	}
+}
+
+// startMembers starts every restored member of a bundle together and
+// returns them once they form one cluster.
+func startMembers(t *testing.T, out string, ms []rebuild.Member) []*etcdtest.Server {
+	t.Helper()
+	var cfgs []etcdtest.RestoredConfig
+	var ic []string
+	for _, m := range ms {
+		ic = append(ic, m.Name+"="+m.PeerURL)
+	}
+	for _, m := range ms {
+		cfgs = append(cfgs, etcdtest.RestoredConfig{DataDir: filepath.Join(out, rebuild.EtcdDir, m.Name), Name: m.Name,
+			PeerURL: m.PeerURL, InitialCluster: strings.Join(ic, ",")})
+	}
+	return etcdtest.StartRestoredClusterT(t, cfgs)
+}
+
+func decode(t *testing.T, s *etcdtest.Server, key string) any {
+	t.Helper()
+	resp, err := s.Client().Get(context.Background(), key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("get %s: %v (%d kvs)", key, err, len(resp.Kvs))
+	}
+	o, err := codec.New().Decode(resp.Kvs[0].Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.Obj
+}
+
+func readCert(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestDisasterRecoveryThreeMembers: no PKI and no manifests given — a new
+// PKI, generated manifests, cleared SA tokens, cluster-info with the new CA,
+// and three data dirs that form one cluster serving the migrated objects.
+func TestDisasterRecoveryThreeMembers(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bundle")
+	ms := members(t, 3)
+	rep, err := rebuild.Run(context.Background(), baseConfig(t, out, ms), rebuild.Options{Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Members) != 3 || rep.JoinCommand == "" || !strings.HasPrefix(rep.CAHash, "sha256:") {
+		t.Fatalf("report: %+v", rep)
+	}
+	// No temporary bundle left beside the output.
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("%d entries beside the bundle, want only the bundle", len(entries))
+	}
+	// The PKI: the apiserver certificate chains to the new CA and carries
+	// the new first service IP.
+	kdir := filepath.Join(out, rebuild.KubeDir)
+	ca := readCert(t, filepath.Join(kdir, "pki", "ca.crt"))
+	api := readCert(t, filepath.Join(kdir, "pki", "apiserver.crt"))
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	if _, err := api.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("apiserver.crt does not chain to the new CA: %v", err)
+	}
+	if !containsIP(api.IPAddresses, "172.24.0.1") || containsIP(api.IPAddresses, "192.168.0.1") {
+		t.Errorf("apiserver SANs %v: want 172.24.0.1 and not 192.168.0.1", api.IPAddresses)
+	}
+	for _, f := range []string{"ca.key", "apiserver.key", "sa.key", "etcd/ca.key"} {
+		if st, err := os.Stat(filepath.Join(kdir, "pki", f)); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want 0600", f, st, err)
+		}
+	}
+	if _, err := clientcmd.LoadFromFile(filepath.Join(kdir, "admin.conf")); err != nil {
+		t.Errorf("admin.conf: %v", err)
+	}
+	// Manifests parse as Pods with the new flags.
+	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
+		b, err := os.ReadFile(filepath.Join(kdir, "manifests", name+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pod corev1.Pod
+		if err := yaml.UnmarshalStrict(b, &pod); err != nil {
+			t.Fatalf("%s.yaml: %v", name, err)
+		}
+		cmd := strings.Join(pod.Spec.Containers[0].Command, " ")
+		switch name {
+		case "kube-apiserver":
+			if !strings.Contains(cmd, "--service-cluster-ip-range=172.24.0.0/16") {
+				t.Errorf("kube-apiserver: %s", cmd)
+			}
+		case "kube-controller-manager":
+			if !strings.Contains(cmd, "--cluster-cidr=10.55.0.0/16") || !strings.Contains(cmd, "--service-cluster-ip-range=172.24.0.0/16") {
+				t.Errorf("kube-controller-manager: %s", cmd)
+			}
+		case "etcd":
+			if !strings.Contains(cmd, "--name=cp1") || !strings.Contains(cmd, "--initial-cluster=cp1="+ms[0].PeerURL) {
+				t.Errorf("etcd: %s", cmd)
+			}
+		}
+	}
+	// The runbook names the real paths and the join command with its token.
+	rb, err := os.ReadFile(filepath.Join(out, rebuild.RunbookFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{filepath.Join(out, rebuild.EtcdDir, "cp2"), "/var/lib/kubelet/config.yaml", "clusterDNS: [172.24.0.10]",
+		"kubeadm join 127.0.0.1:6443 --token ", rep.CAHash, "kubectl delete pods --all"} {
+		if !strings.Contains(string(rb), want) {
+			t.Errorf("RUNBOOK.md does not say %q", want)
+		}
+	}
+	if st, _ := os.Stat(filepath.Join(out, rebuild.RunbookFile)); st.Mode().Perm() != 0o600 {
+		t.Errorf("RUNBOOK.md holds a join token: mode %v, want 0600", st.Mode().Perm())
+	}
+	// report.json holds no secret.
+	rj, _ := os.ReadFile(filepath.Join(out, rebuild.ReportFile))
+	for _, v := range sample.SecretValues() {
+		if strings.Contains(string(rj), v) {
+			t.Errorf("report.json contains a Secret value")
+		}
+	}
+
+	// The three data dirs form one cluster serving the migrated objects.
+	srvs := startMembers(t, out, ms)
+	list, err := srvs[0].Client().MemberList(context.Background())
+	if err != nil || len(list.Members) != 3 {
+		t.Fatalf("member list: %v %v", list, err)
+	}
+	if _, err := srvs[0].Put(context.Background(), "/snapshift-test", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srvs[2].Client().Get(context.Background(), "/snapshift-test")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("a write on cp1 is not read on cp3: %v", err)
+	}
+	svc := decode(t, srvs[1], "/registry/services/specs/default/kubernetes").(*corev1.Service)
+	if svc.Spec.ClusterIP != "172.24.0.1" {
+		t.Errorf("kubernetes Service at %s", svc.Spec.ClusterIP)
+	}
+	sec := decode(t, srvs[2], "/registry/secrets/kube-system/legacy-admin-token").(*corev1.Secret)
+	if len(sec.Data["token"]) != 0 {
+		t.Error("the legacy token was not cleared with a new sa.key")
+	}
+	cm := decode(t, srvs[0], "/registry/configmaps/kube-public/cluster-info").(*corev1.ConfigMap)
+	kc, err := clientcmd.Load([]byte(cm.Data["kubeconfig"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, _ := os.ReadFile(filepath.Join(kdir, "pki", "ca.crt"))
+	for _, c := range kc.Clusters {
+		if string(c.CertificateAuthorityData) != string(caPEM) {
+			t.Error("cluster-info does not carry the new CA")
+		}
+	}
+}
+
+// TestPlannedMigrationReusesPKIAndManifests: an existing PKI (its CA kept,
+// only the apiserver certificate reissued, in a copy) and existing
+// manifests (only the changing flags rewritten); the sources untouched.
+func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "etc-kubernetes")
+	ms := members(t, 1)
+	old := pki.Config{CertDir: filepath.Join(src, "pki"), ServiceCIDR: "192.168.0.0/16", NodeName: "cp1", AdvertiseAddress: "127.0.0.1"}
+	if _, err := pki.GenerateAll(old); err != nil {
+		t.Fatal(err)
+	}
+	mdir := filepath.Join(src, "manifests")
+	copyDir(t, "../manifests/testdata/kubeadm-v1.36.3/ipv4", mdir)
+	before := snapshotTree(t, src)
+
+	out := filepath.Join(dir, "bundle")
+	cfg := baseConfig(t, out, ms)
+	cfg.PKI.Source = filepath.Join(src, "pki")
+	cfg.Manifests = rebuild.Manifests{Source: mdir}
+	rep, err := rebuild.Run(context.Background(), cfg, rebuild.Options{}) // the real clock: the CA was made just now
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.JoinCommand != "" {
+		t.Error("a join command with the CA unchanged")
+	}
+	if after := snapshotTree(t, src); after != before {
+		t.Error("the source PKI or manifests changed")
+	}
+	kdir := filepath.Join(out, rebuild.KubeDir)
+	oldCA, _ := os.ReadFile(filepath.Join(src, "pki", "ca.crt"))
+	newCA, _ := os.ReadFile(filepath.Join(kdir, "pki", "ca.crt"))
+	if string(oldCA) != string(newCA) {
+		t.Error("the CA was replaced in a planned migration")
+	}
+	api := readCert(t, filepath.Join(kdir, "pki", "apiserver.crt"))
+	if !containsIP(api.IPAddresses, "172.24.0.1") || containsIP(api.IPAddresses, "192.168.0.1") {
+		t.Errorf("apiserver SANs %v", api.IPAddresses)
+	}
+	b, err := os.ReadFile(filepath.Join(kdir, "manifests", "kube-apiserver.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "172.24.0.0/16") || strings.Contains(string(b), "192.168.0.0/16") {
+		t.Errorf("kube-apiserver.yaml not rewritten:\n%s", b)
+	}
+	srvs := startMembers(t, out, ms)
+	sec := decode(t, srvs[0], "/registry/secrets/kube-system/legacy-admin-token").(*corev1.Secret)
+	if len(sec.Data["token"]) == 0 {
+		t.Error("tokens cleared although sa.key was kept")
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bundle")
+	if err := os.MkdirAll(out, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "keep"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := rebuild.Run(context.Background(), baseConfig(t, out, members(t, 1)), rebuild.Options{Now: fixedNow})
+	if err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("a non-empty output: %v", err)
+	}
+	// A refused transform leaves no bundle behind.
+	out2 := filepath.Join(dir, "bundle2")
+	cfg := baseConfig(t, out2, members(t, 1))
+	cfg.Networking.ServiceSubnet = "172.24.0.0/28"
+	if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow}); err == nil || !strings.Contains(err.Error(), "too small") {
+		t.Fatalf("a too small range: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("a failed rebuild left %d entries", len(entries))
+	}
+	// Dry run: nothing written.
+	out3 := filepath.Join(dir, "bundle3")
+	if _, err := rebuild.Run(context.Background(), baseConfig(t, out3, members(t, 1)), rebuild.Options{Now: fixedNow, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(out3); !os.IsNotExist(err) {
+		t.Error("a dry run wrote the bundle")
+	}
+}
+
+func containsIP(ips []net.IP, s string) bool {
+	for _, ip := range ips {
+		if ip.String() == s {
+			return true
+		}
+	}
+	return false
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		in, err := os.Open(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := os.OpenFile(filepath.Join(dst, e.Name()), os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(o, in)
+		in.Close()
+		o.Close()
+	}
+}
+
+// snapshotTree is every file's path, mode and content under dir.
+func snapshotTree(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %v\n", p, info.Mode())
+		if info.Mode().IsRegular() {
+			c, _ := os.ReadFile(p)
+			b.Write(c)
+		}
+		return nil
+	})
+	return b.String()
+}
