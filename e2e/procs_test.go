@@ -57,6 +57,11 @@ type pki struct {
 	tokens            string
 	caPEM             []byte
 	saPrivate         *rsa.PrivateKey
+	// clientCA, when set, lets clients authenticate with certificates of
+	// this CA (a kubeadm PKI's ca.crt); kubeconfigFor, when set, is the
+	// kubeconfig kube-controller-manager uses instead of the admin token.
+	clientCA      string
+	kubeconfigFor func(url string) string
 }
 
 func newPKI(t *testing.T, dir string) *pki {
@@ -201,11 +206,14 @@ func startAPIServer(ctx context.Context, t *testing.T, bin string, etcd *etcdtes
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + p.saPub, "--service-account-signing-key-file=" + p.saKey,
-		"--token-auth-file=" + p.tokens, "--authorization-mode=RBAC",
+		"--token-auth-file=" + p.tokens, "--authorization-mode=Node,RBAC",
 		"--allow-privileged=true", "--profiling=false", "--v=2",
 		// The only address here is loopback, which the kubernetes Endpoints may not hold.
 		"--endpoint-reconciler-type=none",
 		"--cert-dir=" + filepath.Join(p.dir, "apiserver-certs"),
+	}
+	if p.clientCA != "" {
+		args = append(args, "--client-ca-file="+p.clientCA)
 	}
 	a := &apiserver{proc: start(t, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), args, logDir)}
 	dumpOnFailure(t, a.proc)
@@ -277,6 +285,9 @@ current-context: e2e
 func startKCM(t *testing.T, bin string, a *apiserver, p *pki, serviceCIDR, podCIDR, logDir string) *proc {
 	t.Helper()
 	kc := kubeconfig(t, p.dir, a.url, p.caPEM)
+	if p.kubeconfigFor != nil {
+		kc = p.kubeconfigFor(a.url)
+	}
 	args := []string{
 		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
 		"--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
