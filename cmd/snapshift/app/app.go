@@ -80,6 +80,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			verifyCommand(),
 			restoreCommand(),
 			certsCommand(),
+			manifestsCommand(),
 			rebuildCommand(),
 		},
 	}
