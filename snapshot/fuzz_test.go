@@ -212,7 +212,7 @@ func smallSnapshot(tb testing.TB) []byte {
 		if err != nil {
 			return err
 		}
-		for i := int64(2); i < 40; i++ {
+		for i := int64(2); i < 120; i++ {
 			kv := snapshot.KV{Key: fmt.Appendf(nil, "/registry/configmaps/ns/cm-%d", i%7), Value: bytes.Repeat([]byte{byte(i)}, int(i)),
 				CreateRevision: i, ModRevision: i, Version: 1}
 			raw, err := kv.Marshal()

@@ -36,6 +36,10 @@ type OpenOptions struct {
 	// for a caller that has just written it, or hands it to etcd's restore,
 	// which hashes it anyway. SHA256 is then the trailer's value, unchecked.
 	DeferHash bool
+	// ParallelHash checks the trailer in a goroutine while the caller goes
+	// on reading the database (both cores; the same page cache). The caller
+	// must call WaitHash, and trust nothing it read, before acting on it.
+	ParallelHash bool
 	// Progress receives the hash check as a "hash" phase. Optional.
 	Progress progress.Reporter
 }
@@ -57,6 +61,10 @@ type Snapshot struct {
 
 	db *bolt.DB
 	tx *bolt.Tx
+
+	hashDone   chan error // ParallelHash: the trailer check's result
+	hashErr    error
+	hashWaited bool
 }
 
 // Meta is what the `meta` bucket says about the store.
@@ -109,6 +117,16 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 			return nil, fmt.Errorf("snapshot %s: reading trailer: %w", path, err)
 		}
 		s.SHA256 = hex.EncodeToString(want)
+	case s.HasTrailer && opts.ParallelHash:
+		s.hashDone = make(chan error, 1)
+		go func() {
+			hf, err := os.Open(path)
+			if err == nil {
+				err = s.verifyTrailer(hf, progress.Nop{})
+				hf.Close()
+			}
+			s.hashDone <- err
+		}()
 	case s.HasTrailer:
 		if err := s.verifyTrailer(f, progress.OrNop(opts.Progress)); err != nil {
 			return nil, err
@@ -119,6 +137,9 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
+		if herr := s.WaitHash(); herr != nil {
+			return nil, herr // a corrupt file: the hash says it best
+		}
 		switch {
 		case errors.Is(err, berrors.ErrTimeout):
 			return nil, invalid(path, "is locked by another process (a running etcd?); save a snapshot with etcdctl or stop the member")
@@ -130,6 +151,9 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 	s.db = db
 	if err := s.load(); err != nil {
 		s.Close() // rolls back the read transaction first; db.Close waits for it
+		if herr := s.WaitHash(); herr != nil {
+			return nil, herr
+		}
 		return nil, err
 	}
 	return s, nil
@@ -258,9 +282,26 @@ func guard(path string, err *error, oldFault bool) {
 	}
 }
 
+// WaitHash waits for a ParallelHash trailer check and returns its result
+// (nil at once when the hash was checked in Open, deferred, or skipped).
+// SHA256 is valid only after it returned nil.
+func (s *Snapshot) WaitHash() error {
+	if s == nil || s.hashDone == nil {
+		return nil
+	}
+	if !s.hashWaited {
+		s.hashErr, s.hashWaited = <-s.hashDone, true
+	}
+	return s.hashErr
+}
+
 // Close releases the read transaction and the database.
 func (s *Snapshot) Close() error {
-	if s == nil || s.db == nil {
+	if s == nil {
+		return nil
+	}
+	s.WaitHash() // no goroutine outlives the Snapshot
+	if s.db == nil {
 		return nil
 	}
 	if s.tx != nil {

@@ -32,9 +32,10 @@ type WriterConfig struct {
 	// SizeHint is the expected database size in bytes; the file is mapped
 	// that large once instead of being remapped as it grows. Optional.
 	SizeHint int64
-	// BeforePublish, if set, checks the finished file (complete, with its
-	// trailer, under its temporary name) before it is renamed to Path; an
-	// error stops the publication and the file is removed.
+	// BeforePublish, if set, checks the finished database under its
+	// temporary name (complete, but its sha256 trailer is being computed at
+	// the same time and is not there yet: open it with SkipHashCheck) before
+	// it is renamed to Path; an error stops the publication and removes it.
 	BeforePublish func(tmpPath string) error
 }
 
@@ -209,14 +210,9 @@ func (w *Writer) Commit() (*Result, error) {
 		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
 	w.db = nil
-	sum, err := AppendTrailer(w.tmp, size)
+	sum, err := w.finish(size)
 	if err != nil {
-		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
-	}
-	if w.cfg.BeforePublish != nil {
-		if err := w.cfg.BeforePublish(w.tmp); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	if err := fsutil.Publish(w.tmp, w.cfg.Path, w.cfg.Force); err != nil {
 		return nil, err
@@ -224,6 +220,49 @@ func (w *Writer) Commit() (*Result, error) {
 	ok = true
 	w.done = true
 	return &Result{Path: w.cfg.Path, Size: size + sha256.Size, SHA256: hex.EncodeToString(sum)}, nil
+}
+
+// finish trims the file to its high-water mark and appends the sha256
+// trailer. The hash is computed on one core while BeforePublish checks the
+// file on the other; the trailer is written only when both succeeded, then
+// the file is fsynced (the only fsync of the whole write).
+func (w *Writer) finish(size int64) ([]byte, error) {
+	f, err := os.OpenFile(w.tmp, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	type hashed struct {
+		sum []byte
+		err error
+	}
+	ch := make(chan hashed, 1)
+	go func() {
+		h := sha256.New()
+		_, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, size), make([]byte, 1<<20))
+		ch <- hashed{h.Sum(nil), err}
+	}()
+	var verr error
+	if w.cfg.BeforePublish != nil {
+		verr = w.cfg.BeforePublish(w.tmp)
+	}
+	hs := <-ch
+	if verr != nil {
+		return nil, verr
+	}
+	if hs.err != nil {
+		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, hs.err)
+	}
+	if _, err := f.WriteAt(hs.sum, size); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	return hs.sum, f.Close()
 }
 
 // AppendTrailer turns a closed bbolt file into a snapshot file: it

@@ -86,21 +86,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	p := progress.OrNop(cfg.Progress)
-	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck, Progress: p})
-	if err != nil {
-		return nil, err
-	}
-	defer snap.Close()
 	if !cfg.DryRun {
 		// Refuse an existing output before the long part.
 		if err := checkOutput(cfg.Output, cfg.Force, cfg.Input); err != nil {
 			return nil, err
 		}
 	}
-	ix, err := snap.Index(ctx, p)
+	// The trailer is checked on the other core while the index is built;
+	// nothing is decided on the input before the hash has matched.
+	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck, ParallelHash: true, Progress: p})
 	if err != nil {
 		return nil, err
 	}
+	defer snap.Close()
+	gate := &heldDone{Reporter: p}
+	ix, err := snap.Index(ctx, gate)
+	if herr := snap.WaitHash(); herr != nil {
+		return nil, herr // the index phase is not reported done: the input is bad
+	}
+	if err != nil {
+		return nil, err
+	}
+	gate.release()
 	e := &engine{ctx: ctx, cfg: cfg, snap: snap, index: ix, router: newRouter(cfg.Rules)}
 	e.report = &Report{
 		DryRun: cfg.DryRun,
@@ -434,4 +441,19 @@ func decodeError(path, key string, rev snapshot.Revision, err error) error {
 		return fmt.Errorf("%w: %s: %w; a rule claims this key and cannot edit it faithfully", ErrRefused, where, err)
 	}
 	return &snapshot.InputError{Path: path, Problem: where + " does not decode", Err: err}
+}
+
+// heldDone holds back a phase's Done until release: the index phase is
+// only done once the input's hash, checked at the same time, has matched.
+type heldDone struct {
+	progress.Reporter
+	held bool
+}
+
+func (h *heldDone) Done() { h.held = true }
+
+func (h *heldDone) release() {
+	if h.held {
+		h.Reporter.Done()
+	}
 }

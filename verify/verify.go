@@ -51,8 +51,8 @@ type Config struct {
 	// Encryption decrypts values encrypted at rest so they are checked too.
 	Encryption *encryption.Config
 	// JustWritten is for a file this process has just written (transform's
-	// check of its own output): its trailer was computed from the bytes
-	// written and is not re-hashed, and the per-key metadata walk is skipped.
+	// check of its own output, before its trailer is appended: give
+	// SkipHashCheck too): no trailer check, no per-key metadata walk.
 	JustWritten bool
 }
 
