@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -179,6 +180,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// The input's index is no longer needed: let it go before the output
 	// is checked (which builds an index of its own).
 	e.index, ix, view = nil, nil, nil
+	runtime.GC() // so the output's check reuses that memory instead of adding to it
 	res, err := e.w.Commit()
 	if err != nil {
 		return nil, err

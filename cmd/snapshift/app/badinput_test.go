@@ -112,6 +112,7 @@ type rawKV struct{ k, v []byte }
 type fixture struct {
 	noKeyBucket bool
 	keys        []rawKV
+	meta        []rawKV // more `meta` entries
 }
 
 // revKey is the 17-byte `key` bucket key of {main, 0}.
@@ -159,6 +160,7 @@ func writeFixture(t *testing.T, path string, f fixture) string {
 			"lease": nil, "alarm": nil, "auth": nil, "authUsers": nil, "authRoles": nil,
 			"cluster": {{[]byte("clusterVersion"), []byte("3.6.0")}}, "members": nil, "members_removed": nil,
 		}
+		buckets["meta"] = append(buckets["meta"], f.meta...)
 		if !f.noKeyBucket {
 			buckets["key"] = f.keys
 		}
@@ -242,9 +244,6 @@ type badRow struct {
 	want  string // in the one line on stderr
 	// skip returns a reason to skip the row here, or "".
 	skip func() string
-	// bug names the TestRegression test that fails while snapshift exits with another code than
-	// code on this row; the row then only logs the difference (every other check still holds).
-	bug string
 }
 
 func transformTo(extra ...string) func(in, work string) []string {
@@ -382,6 +381,13 @@ func badRows() []badRow {
 				binary.LittleEndian.PutUint16(d[keyRootPage(t, d)+10:], 0xffff) // elements past the page's end
 				return withTrailer(d[:len(d)-sha256.Size])
 			})},
+		{name: "flipped byte inside a leaf page, for verify", args: func(in, _ string) []string { return []string{"verify", in} },
+			code: ExitBadInput, want: "sha256 trailer does not match",
+			input: sampleWith(func(t *testing.T, d []byte) []byte {
+				d[pageOf(t, d, 0x02)+100] ^= 0x5a
+				return d
+			})},
+		// Verify or restore of a corrupt page behind a matching trailer: TestRegressionCorruptInputInChild.
 		{name: "wrong trailer", args: transformTo(), code: ExitBadInput, want: "sha256 trailer does not match",
 			input: sampleWith(func(_ *testing.T, d []byte) []byte {
 				d[len(d)-5] ^= 1
@@ -417,6 +423,16 @@ func badRows() []badRow {
 				bad.k[8] = '-'
 				return fixture{keys: append(kvs, bad)}
 			})},
+		{name: "revision key with a negative main revision", args: transformTo(), code: ExitBadInput, want: "negative revision",
+			input: fixtureOf(func(t *testing.T) fixture {
+				bad := putKV(t, 99999, "/registry/configmaps/demo/x", []byte("v"))
+				bad.k[0] = 0x80
+				return fixture{keys: append(sampleKVs(t), bad)}
+			})},
+		{name: "malformed compaction marker in meta", args: inspectOf, code: ExitBadInput, want: "meta/finishedCompactRev",
+			input: fixtureOf(func(t *testing.T) fixture {
+				return fixture{keys: sampleKVs(t), meta: []rawKV{{[]byte("finishedCompactRev"), binary.BigEndian.AppendUint64(nil, 7)}}}
+			})},
 		{name: "revision key with main revision 0", args: transformTo(), code: ExitBadInput, want: "main revision 0",
 			input: fixtureOf(func(t *testing.T) fixture {
 				return fixture{keys: append([]rawKV{putKV(t, 0, "/registry/configmaps/demo/x", []byte("v"))}, sampleKVs(t)...)}
@@ -433,10 +449,10 @@ func badRows() []badRow {
 		// Restore of a bad revision key, a bad KeyValue or a corrupt page: TestRegressionRestoreValidatesInput.
 
 		// Values under a prefix a rule claims.
-		{name: "Kubernetes value that does not decode under a claimed prefix", code: ExitBadInput, bug: "TestRegressionClaimedValueExitCodes",
+		{name: "Kubernetes value that does not decode under a claimed prefix", code: ExitBadInput,
 			args: transformTo("--service-cidr", svc), want: garbageService.Key,
 			input: fixtureOf(func(t *testing.T) fixture { return fixture{keys: sampleKVs(t, garbageService)} })},
-		{name: "unknown apiVersion under a claimed prefix", code: ExitRefused, bug: "TestRegressionClaimedValueExitCodes",
+		{name: "unknown apiVersion under a claimed prefix", code: ExitRefused,
 			args: transformTo("--service-cidr", svc), want: "example.com/v9",
 			input: fixtureOf(func(t *testing.T) fixture {
 				return fixture{keys: sampleKVs(t, sample.Entry{Key: "/registry/services/specs/demo/future", Value: unknownVersionService(t)})}
@@ -616,10 +632,7 @@ func TestBadInputTable(t *testing.T) {
 
 			cmdline := "snapshift " + strings.Join(args, " ")
 			t.Logf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
-			switch {
-			case r.code != row.code && row.bug != "":
-				t.Logf("known bug, see %s: exit %d, want %d", row.bug, r.code, row.code)
-			case r.code != row.code:
+			if r.code != row.code {
 				t.Errorf("%s: exit %d, want %d (stderr %q)", cmdline, r.code, row.code, r.stderr)
 			}
 			lines := r.stderrLines()
@@ -691,48 +704,54 @@ func successfulOutputSize(t *testing.T, args []string, in string) int64 {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Regressions: these fail until the bug they describe is fixed.
+// Regressions: bugs found while writing the table, each fixed since; these keep them fixed.
 
-// TestRegressionRestoreValidatesInput: restore checks the input only with snapshot.Open (trailer,
-// header, the two buckets) before handing it to etcd's restore, so
-//   - a malformed revision key makes etcd's restore panic (mvcc.BytesToRev in
+// TestRegressionCorruptInputInChild: restore used to check the input only with snapshot.Open
+// (trailer, header, the two buckets) before handing it to etcd's restore, and verify ran bbolt's
+// Tx.Check. So
+//   - restore of a malformed revision key panicked in etcd's restore (mvcc.BytesToRev in
 //     unsafeGetLatestRevision): a crash with a stack trace instead of an error;
-//   - a corrupt page (valid trailer) makes bbolt panic in the goroutine it starts to collect free
-//     pages when etcd opens the copy (db.freepages): a crash that also leaves the temporary data dir
-//     .m1.etcd.snapshift-* behind, since no deferred cleanup runs;
-//   - a KeyValue that does not decode is restored silently into a data dir on which etcd stops at
-//     boot (lg.Fatal while rebuilding its index).
+//   - restore or verify of a corrupt page behind a matching trailer panicked in the goroutine bbolt
+//     starts to rebuild the freelist (DB.freepages, for etcd's files, which carry no freelist):
+//     a crash no recover reaches; restore also left its temporary data dir .m1.etcd.snapshift-*;
+//   - restore of a KeyValue that does not decode succeeded silently, into a data dir on which etcd
+//     stops at boot (lg.Fatal while rebuilding its index).
 //
-// Each must end in exit 3, one line naming the file, and no data dir nor temporary dir. Run in a
-// child process, because a panic in another goroutine cannot be recovered.
-func TestRegressionRestoreValidatesInput(t *testing.T) {
+// Each must end in exit 3 with one line naming the file, and leave nothing behind. Run in a child
+// process: a panic in another goroutine would take the test binary down.
+func TestRegressionCorruptInputInChild(t *testing.T) {
+	corruptPage := sampleWith(func(t *testing.T, d []byte) []byte {
+		d[keyRootPage(t, d)+8] = 0x77 // page flags: no such page type
+		return withTrailer(d[:len(d)-sha256.Size])
+	})
 	cases := []struct {
 		name  string
 		input func(t *testing.T, dir string) string
+		args  func(in, work string) []string
 		want  string
 	}{
-		{"malformed revision key", fixtureOf(func(t *testing.T) fixture {
+		{"restore: malformed revision key", fixtureOf(func(t *testing.T) fixture {
 			kvs := sampleKVs(t)
 			bad := putKV(t, 99999, "/registry/configmaps/demo/x", []byte("v"))
 			bad.k = bad.k[:16]
 			return fixture{keys: append(kvs, bad)}
-		}), "malformed revision key"},
-		{"KeyValue that does not decode", fixtureOf(func(t *testing.T) fixture {
+		}), restoreInto, "malformed revision key"},
+		{"restore: KeyValue that does not decode", fixtureOf(func(t *testing.T) fixture {
 			kvs := sampleKVs(t)
 			kvs[3].v = []byte{0x10} // field 2 (varint) with no varint
 			return fixture{keys: kvs}
-		}), "not a valid mvccpb.KeyValue"},
-		{"corrupt page with a matching trailer", sampleWith(func(t *testing.T, d []byte) []byte {
-			d[keyRootPage(t, d)+8] = 0x77
-			return withTrailer(d[:len(d)-sha256.Size])
-		}), "corrupt"},
+		}), restoreInto, "not a valid mvccpb.KeyValue"},
+		{"restore: corrupt page with a matching trailer", corruptPage, restoreInto, "corrupt"},
+		{"verify: corrupt page with a matching trailer", corruptPage,
+			func(in, _ string) []string { return []string{"verify", in, "--quiet"} }, "corrupt"},
+		{"transform: corrupt page with a matching trailer", corruptPage, transformTo("--quiet"), "corrupt"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			inDir, work := t.TempDir(), t.TempDir()
 			in := tc.input(t, inDir)
 			before := fileSum(t, in)
-			args := restoreInto(in, work)
+			args := tc.args(in, work)
 			r := runChild(t, 0, args...)
 			lines := r.stderrLines()
 			if r.code != ExitBadInput || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.Contains(lines[0], in) {
@@ -753,18 +772,18 @@ func TestRegressionRestoreValidatesInput(t *testing.T) {
 	}
 }
 
-// TestRegressionClaimedValueExitCodes: a value that a rule claims but that cannot be decoded ends
-// in exit 1, which --help documents as "unexpected failure (I/O error, bug)". Neither is: an
-// undecodable value under /registry/services/specs/ is a damaged input (exit 3, like every other
-// value that does not parse), and a value of an apiVersion this build does not know is an edit
-// refused as unsafe (exit 4, like a value that does not round-trip). The messages are right; only
-// the codes are wrong: ExitCode (cmd/snapshift/app/app.go) maps neither codec.ErrUndecodable nor
-// codec.ErrUnknownType, both of which the error wraps.
+// TestRegressionClaimedValueExitCodes: a value that a rule claims but that cannot be decoded used
+// to end in exit 1, which --help documents as "unexpected failure (I/O error, bug)". Neither is:
+// an undecodable value under /registry/services/specs/ is a damaged input (exit 3, like every
+// other value that does not parse), and a value of an apiVersion this build does not know is an
+// edit refused as unsafe (exit 4, like a value that does not round-trip).
 func TestRegressionClaimedValueExitCodes(t *testing.T) {
+	n := 0
 	for _, row := range badRows() {
-		if row.bug != "TestRegressionClaimedValueExitCodes" {
+		if !strings.HasSuffix(row.name, "under a claimed prefix") {
 			continue
 		}
+		n++
 		t.Run(row.name, func(t *testing.T) {
 			in := row.input(t, t.TempDir())
 			args := append(row.args(in, t.TempDir()), "--quiet")
@@ -772,5 +791,8 @@ func TestRegressionClaimedValueExitCodes(t *testing.T) {
 				t.Errorf("snapshift %s: exit %d, want %d (%s)", strings.Join(args, " "), r.code, row.code, strings.TrimSpace(r.stderr))
 			}
 		})
+	}
+	if n != 2 {
+		t.Fatalf("%d rows under a claimed prefix, want 2", n)
 	}
 }
