@@ -8,16 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
 // DirPerm is the mode of a manifest directory Write creates (kubeadm's).
 const DirPerm os.FileMode = 0o700
-
-// maxBackups bounds the search for a free backup name.
-const maxBackups = 1000
 
 // WriteOptions says where and how Write writes.
 type WriteOptions struct {
@@ -134,7 +130,7 @@ func WriteWith(set *Set, opts WriteOptions) (*WriteResult, error) {
 		}
 		f := WrittenFile{Component: j.m.Component, Path: j.path, Mode: fmt.Sprintf("%04o", ManifestPerm), Method: j.r.Method, Reason: j.r.Reason}
 		if j.exist {
-			bak, err := backupFile(j.path, opts.BackupDir)
+			bak, err := fsutil.Backup(j.path, opts.BackupDir)
 			if err != nil {
 				return res, fmt.Errorf("backing up %s: %w", j.path, err)
 			}
@@ -163,54 +159,4 @@ func readExisting(path string) ([]byte, bool, error) {
 	}
 	data, err := os.ReadFile(path)
 	return data, err == nil, err
-}
-
-// BackupName is the n-th backup name of file: file.bak, file.bak.1, ...
-func BackupName(file string, n int) string {
-	if n == 0 {
-		return file + ".bak"
-	}
-	return file + ".bak." + strconv.Itoa(n)
-}
-
-// backupFile keeps the current content of path under the first free backup
-// name (in dir, or beside path when dir is empty) and returns it. A backup
-// is never overwritten. It is a hard link (the old inode survives the
-// replacing rename, same mode and content); where links are not possible
-// it is an atomic copy with the same mode.
-func backupFile(path, dir string) (string, error) {
-	st, err := os.Lstat(path)
-	if err != nil {
-		return "", err
-	}
-	if dir == "" {
-		dir = filepath.Dir(path)
-	}
-	base := filepath.Join(dir, filepath.Base(path))
-	for n := 0; n < maxBackups; n++ {
-		bak := BackupName(base, n)
-		err := os.Link(path, bak)
-		if err == nil {
-			return bak, fsutil.SyncDir(dir)
-		}
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		// No hard link here (another file system, or not supported): copy.
-		if _, serr := os.Lstat(bak); serr == nil {
-			continue
-		}
-		data, rerr := os.ReadFile(path)
-		if rerr != nil {
-			return "", rerr
-		}
-		if werr := fsutil.WriteFile(bak, data, st.Mode().Perm(), false); werr != nil {
-			if errors.Is(werr, fsutil.ErrExists) {
-				continue
-			}
-			return "", werr
-		}
-		return bak, nil
-	}
-	return "", fmt.Errorf("%s: %d backups exist already; remove old ones", base, maxBackups)
 }

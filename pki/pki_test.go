@@ -555,34 +555,6 @@ func TestGenerateAllRefusesNonEmptyDir(t *testing.T) {
 	}
 }
 
-func TestBackupNames(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "apiserver.crt")
-	for i, content := range []string{"v0", "v1", "v2", "v3"} {
-		if err := fsutil.WriteFile(p, []byte(content), CertPerm, true); err != nil {
-			t.Fatal(err)
-		}
-		if i == 3 {
-			break
-		}
-		bak, err := backupFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := BackupName(p, i); bak != want {
-			t.Errorf("backup %d = %s, want %s", i, bak, want)
-		}
-	}
-	for i, want := range []string{"v0", "v1", "v2"} {
-		if b, _ := os.ReadFile(BackupName(p, i)); string(b) != want {
-			t.Errorf("%s = %q, want %q", BackupName(p, i), b, want)
-		}
-	}
-	if bak, err := backupFile(filepath.Join(dir, "missing")); bak != "" || err != nil {
-		t.Errorf("backup of a missing file: %q %v", bak, err)
-	}
-}
-
 func TestRenewAPIServer(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
 )
@@ -20,9 +19,6 @@ const (
 	CertPerm os.FileMode = 0o644
 	DirPerm  os.FileMode = 0o700
 )
-
-// maxBackups bounds the search for a free .bak name.
-const maxBackups = 1000
 
 // output is one file to write, computed before anything is written.
 type output struct {
@@ -76,7 +72,7 @@ func commit(dir string, outs []output, res *Result) error {
 		if err := mkdirs(filepath.Dir(path)); err != nil {
 			return err
 		}
-		bak, err := backupFile(path)
+		bak, err := fsutil.Backup(path, "")
 		if err != nil {
 			return fmt.Errorf("backing up %s: %w", path, err)
 		}
@@ -97,56 +93,4 @@ func mkdirs(dir string) error {
 		return fmt.Errorf("creating directory %s: %w", dir, err)
 	}
 	return nil
-}
-
-// BackupName is the n-th backup name of path: path.bak, path.bak.1, ...
-func BackupName(path string, n int) string {
-	if n == 0 {
-		return path + ".bak"
-	}
-	return path + ".bak." + strconv.Itoa(n)
-}
-
-// backupFile keeps the current content of path under the first free backup
-// name and returns it; "" when path does not exist. A backup is never
-// overwritten. The backup is a hard link (the old inode survives the
-// replacing rename, same mode and content); where links are not supported
-// it is an atomic copy.
-func backupFile(path string) (string, error) {
-	st, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", path)
-	}
-	for n := 0; n < maxBackups; n++ {
-		bak := BackupName(path, n)
-		err := os.Link(path, bak)
-		if err == nil {
-			return bak, fsutil.SyncDir(filepath.Dir(path))
-		}
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		// No hard links here: copy.
-		if _, serr := os.Lstat(bak); serr == nil {
-			continue
-		}
-		data, rerr := os.ReadFile(path)
-		if rerr != nil {
-			return "", rerr
-		}
-		if werr := fsutil.WriteFile(bak, data, st.Mode().Perm(), false); werr != nil {
-			if errors.Is(werr, fsutil.ErrExists) {
-				continue
-			}
-			return "", werr
-		}
-		return bak, nil
-	}
-	return "", fmt.Errorf("%s: %d backups exist already; remove old ones", path, maxBackups)
 }

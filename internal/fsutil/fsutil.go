@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // ErrExists is wrapped when an output exists and force was not given.
@@ -121,4 +122,62 @@ func IsEmptyOrMissingDir(dir string) (bool, error) {
 		return false, err
 	}
 	return len(entries) == 0, nil
+}
+
+// maxBackups bounds the .bak, .bak.1, ... names tried.
+const maxBackups = 1000
+
+// BackupName is the n-th backup name of path: path.bak, path.bak.1, ...
+func BackupName(path string, n int) string {
+	if n == 0 {
+		return path + ".bak"
+	}
+	return path + ".bak." + strconv.Itoa(n)
+}
+
+// Backup keeps the current content of path under the first free backup
+// name (in dir, or beside path when dir is empty) and returns that name;
+// "" when path does not exist. A backup is never overwritten. It is a hard
+// link (the old inode survives the replacing rename, with its mode and
+// content); where links are not possible, an atomic copy with the same mode.
+func Backup(path, dir string) (string, error) {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	if dir == "" {
+		dir = filepath.Dir(path)
+	}
+	base := filepath.Join(dir, filepath.Base(path))
+	for n := 0; n < maxBackups; n++ {
+		bak := BackupName(base, n)
+		err := os.Link(path, bak)
+		if err == nil {
+			return bak, SyncDir(dir)
+		}
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if _, serr := os.Lstat(bak); serr == nil {
+			continue
+		}
+		data, rerr := os.ReadFile(path)
+		if rerr != nil {
+			return "", rerr
+		}
+		if werr := WriteFile(bak, data, st.Mode().Perm(), false); werr != nil {
+			if errors.Is(werr, ErrExists) {
+				continue
+			}
+			return "", werr
+		}
+		return bak, nil
+	}
+	return "", fmt.Errorf("%s: %d backups exist already; remove old ones", base, maxBackups)
 }

@@ -10,7 +10,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -106,7 +108,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitOK
 	}
 	code := ExitCode(ctx, err)
-	msg := err.Error()
+	msg := oneLine(err.Error())
 	if code == ExitInterrupted {
 		msg = "interrupted: " + msg + " (temporary files removed; no output was written)"
 	}
@@ -187,4 +189,25 @@ func loadEncryption(c *cli.Context) (*encryption.Config, error) {
 		return nil, usagef("--encryption-config: %v", err)
 	}
 	return cfg, nil
+}
+
+// oneLine escapes control characters: an error may quote bytes from the
+// snapshot, and a stored newline must not start a second (forged) line.
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
