@@ -3,6 +3,8 @@ package codec
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -36,5 +38,33 @@ func (e *UnknownTypeError) Error() string {
 func (e *UnknownTypeError) Unwrap() error { return ErrUnknownType }
 
 func undecodable(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrUndecodable, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrUndecodable, tame(fmt.Sprintf(format, args...)))
+}
+
+// maxDetail caps the detail an error carries: messages from the libraries
+// below may quote the stored value, which may be large or secret.
+const maxDetail = 200
+
+// tame makes a message safe to print on one line: a library's quote of the
+// whole value (" in '...'") is dropped, control characters are escaped, and
+// the rest is capped.
+func tame(s string) string {
+	if i := strings.Index(s, " in '"); i >= 0 {
+		s = s[:i] + " (value not shown)"
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n >= maxDetail {
+			b.WriteString("...")
+			break
+		}
+		if unicode.IsControl(r) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+		} else {
+			b.WriteRune(r)
+		}
+		n++
+	}
+	return b.String()
 }

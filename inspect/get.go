@@ -130,7 +130,10 @@ func Get(ctx context.Context, cfg GetConfig) (*GetResult, error) {
 	}
 	o, err := codec.New().Decode(value)
 	if err != nil {
-		r.Note = fmt.Sprintf("the value does not decode: %v", err)
+		r.Note = "the value does not decode"
+		if !cfg.isSecretKey() { // the decoder's words may quote Secret data
+			r.Note += ": " + err.Error()
+		}
 		return r, nil
 	}
 	r.Entry.Type = o.GVK.GroupVersion().String() + "/" + o.GVK.Kind

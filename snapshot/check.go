@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime/debug"
@@ -82,6 +83,7 @@ func (s *Snapshot) CheckKeys(ctx context.Context, max int) (kc KeyCheck, err err
 func (s *Snapshot) Validate(ctx context.Context) (err error) {
 	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
 	n := 0
+	var prev []byte
 	return s.tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 		isKey := string(name) == string(KeyBucket)
 		return b.ForEach(func(k, v []byte) error {
@@ -97,6 +99,10 @@ func (s *Snapshot) Validate(ctx context.Context) (err error) {
 			if err != nil {
 				return invalid(s.Path, "key bucket: %v", err)
 			}
+			if prev != nil && bytes.Compare(k, prev) <= 0 {
+				return invalid(s.Path, "key bucket is out of order (revision key %x after %x): the database is corrupt", k, prev)
+			}
+			prev = k
 			if _, err := ParseKV(v); err != nil {
 				return invalid(s.Path, "revision %s: value is not a valid mvccpb.KeyValue: %v", RevisionString(rev), err)
 			}

@@ -81,12 +81,9 @@ func FuzzParseRevisionKey(f *testing.F) {
 }
 
 // TestRegressionParseRevisionKeyNegative: ParseRevisionKey promises not to panic (mvcc's own parser
-// does, and a snapshot is untrusted input), but it calls mvcc.BytesToBucketKey before checking
-// for negative revisions, and that panics on them ("negative revision: main=-1 sub=0").
-// snapshot/revision.go:30. Inside Index and Live the panic is caught by guard and reported as
-// "is corrupt (the database structure could not be read)"; CheckKeys loses the rest of its walk.
-// Fix: read main and sub with binary.BigEndian and refuse negatives before calling mvcc (or build
-// the Revision from them directly).
+// does, and a snapshot is untrusted input), but it used to call mvcc.BytesToBucketKey before
+// checking for negative revisions, and that panics on them ("negative revision: main=-1 sub=0").
+// Found by FuzzParseRevisionKey (testdata/fuzz/FuzzParseRevisionKey/3a5cd36e2820ad05).
 func TestRegressionParseRevisionKeyNegative(t *testing.T) {
 	for _, k := range [][]byte{
 		append(append(bytes.Repeat([]byte{0xff}, 8), '_'), make([]byte, 8)...),                // main -1
@@ -106,11 +103,13 @@ func TestRegressionParseRevisionKeyNegative(t *testing.T) {
 }
 
 // TestRegressionIndexRefusesKeysOutOfOrder: a corrupt `key` bucket whose keys are not in order
-// (here one revision key with a flipped high bit: 0x10000000_00000024 before 0x25) was accepted by
-// Index, which takes the last key it walks as the last revision. Then Get by binary search misses
-// keys that Live walks (a rule's View sees a live object as absent), and the current revision is
-// wrong, so new revisions would be written below an existing one. Found by FuzzOpen
-// (testdata/fuzz/FuzzOpen/f906bcc552cf9ddd). Index must refuse it as corrupt.
+// (here one revision key with a flipped high bit: 0x10000000_00000024 between 35 and 37) is
+// accepted by Index (snapshot/index.go, the cursor loop), which takes the last key it walks as the
+// last revision. Then Get, a binary search, misses keys that Live walks (a rule's View sees a live
+// object as absent), and CurrentRevision is below a revision in the file, so the changes would be
+// written under it. Found by FuzzOpen (testdata/fuzz/FuzzOpen/f906bcc552cf9ddd). Fix: in Index,
+// refuse a key not above the previous one (bytes.Compare) as an InputError ("the key bucket is out
+// of order at revision X: the database is corrupt"); Validate and CheckKeys could do the same.
 func TestRegressionIndexRefusesKeysOutOfOrder(t *testing.T) {
 	data := smallSnapshot(t)
 	db := bytes.Clone(data[:len(data)-sha256.Size])
@@ -135,6 +134,20 @@ func TestRegressionIndexRefusesKeysOutOfOrder(t *testing.T) {
 	}
 	if !errors.Is(err, snapshot.ErrInvalidInput) {
 		t.Fatalf("Index: %v, want an error wrapping ErrInvalidInput", err)
+	}
+}
+
+// TestRegressionParseKVFieldNumberOutOfRange: ParseKV used to accept a field number above 2^29-1
+// (protowire.ConsumeTag does not check the upper bound), which proto.Unmarshal, and so etcd at
+// boot, refuses: snapshift would have copied a KeyValue on which etcd stops. Found by FuzzParseKV
+// (testdata/fuzz/FuzzParseKV/2da45f10b3ba1918).
+func TestRegressionParseKVFieldNumberOutOfRange(t *testing.T) {
+	b := []byte("\xf8\xff\xff\xff00") // field 1644167167, varint 0x30
+	if err := proto.Unmarshal(b, &mvccpb.KeyValue{}); err == nil {
+		t.Fatal("proto.Unmarshal accepts it: the case is moot")
+	}
+	if kv, err := snapshot.ParseKV(b); err == nil {
+		t.Errorf("ParseKV(%x) = %+v, nil; want an error as proto.Unmarshal gives", b, kv)
 	}
 }
 
@@ -378,7 +391,7 @@ func FuzzOpen(f *testing.F) {
 		f.Add(db, uint8(openAddTrailer))
 		f.Add(db[:len(db)-4096], uint8(openAddTrailer))
 		f.Add(flip(db, 4096+16), uint8(openAddTrailer)) // the second meta page's magic
-		f.Add(d, uint8(openAsIs|0x80))                 // trailer checked in parallel
+		f.Add(d, uint8(openAsIs|0x80))                  // trailer checked in parallel
 		f.Add(flip(d, len(db)/2), uint8(openAsIs|0x80))
 	}
 	// Page damage behind a matching trailer, in the small snapshot (crashers found by fuzzing

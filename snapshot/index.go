@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"runtime/debug"
 	"sort"
@@ -44,11 +45,16 @@ func (s *Snapshot) Index(ctx context.Context, p progress.Reporter) (ix *Index, e
 	ix = &Index{latest: make(map[string]latest, 1024)}
 	c := s.tx.Bucket(KeyBucket).Cursor()
 	var pending int64
+	var prev []byte
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		rev, tomb, err := ParseRevisionKey(k)
 		if err != nil {
 			return nil, invalid(s.Path, "key bucket: %v", err)
 		}
+		if prev != nil && bytes.Compare(k, prev) <= 0 {
+			return nil, invalid(s.Path, "key bucket is out of order (revision key %x after %x): the database is corrupt", k, prev)
+		}
+		prev = k
 		kv, err := ParseKV(v)
 		if err != nil {
 			return nil, invalid(s.Path, "revision %s: value is not a valid mvccpb.KeyValue: %v", RevisionString(rev), err)

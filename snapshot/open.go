@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"sort"
@@ -88,6 +89,9 @@ type BucketInfo struct {
 // structure, and reads the meta bucket. It never modifies the file.
 func Open(path string, opts OpenOptions) (*Snapshot, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, invalid(path, "does not exist")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}

@@ -796,3 +796,70 @@ func TestRegressionClaimedValueExitCodes(t *testing.T) {
 		t.Fatalf("%d rows under a claimed prefix, want 2", n)
 	}
 }
+
+// TestRegressionOneLineErrorForStoredNewline: a value under a claimed prefix whose apiVersion holds
+// a newline (a damaged or hostile snapshot) makes snapshift print its error over two lines: the
+// codec wraps apimachinery's ParseGroupVersion error, which repeats the apiVersion unquoted
+// (codec/envelope.go:99-101; see codec's TestRegressionDecodeErrorsAreOneLine for the JSON cases).
+// Stored bytes must never break the one-line error, nor forge a line of their own.
+func TestRegressionOneLineErrorForStoredNewline(t *testing.T) {
+	u := &runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1/x\nsnapshift: all good/y", Kind: "Service"}}
+	b, err := u.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := append([]byte("k8s\x00"), b...)
+	in := writeFixture(t, filepath.Join(t.TempDir(), "in.db"), fixture{keys: sampleKVs(t, sample.Entry{Key: "/registry/services/specs/demo/forged", Value: value})})
+	work := t.TempDir()
+	args := []string{"transform", in, "--out", filepath.Join(work, "out.db"), "--service-cidr", "172.24.0.0/16", "--quiet"}
+	r := run(t, args...)
+	if r.code != ExitBadInput {
+		t.Errorf("exit %d, want %d", r.code, ExitBadInput)
+	}
+	if lines := r.stderrLines(); len(lines) != 1 {
+		t.Errorf("stderr has %d lines, want one:\n%s", len(lines), r.stderr)
+	}
+	if left := dirState(t, work); len(left) != 0 {
+		t.Errorf("left behind: %v", sortedKeys(left))
+	}
+}
+
+// TestRegressionUndecodableValueNotDumped: a JSON value without kind (a damaged custom resource)
+// makes the codec's error quote the whole stored value (apimachinery's "Object 'Kind' is missing
+// in '<value>'", wrapped raw at codec/codec.go:176). Then
+//   - verify's one error line on stderr (and its report on stdout) carries the whole value: here
+//     over 3 KiB, for a value of any size;
+//   - get prints the note "# the value does not decode: ..." (inspect/get.go:133) with the value's
+//     own newlines in it, so the stored bytes continue as lines of get's YAML output.
+//
+// An error names the key and says what is wrong in a line a person reads; stored bytes appear in
+// it quoted and truncated, never raw. Fix in the codec (see codec's
+// TestRegressionDecodeErrorsAreOneLine).
+func TestRegressionUndecodableValueNotDumped(t *testing.T) {
+	const key = "/registry/crd.projectcalico.org/ippools/damaged"
+	pad := strings.Repeat("x", 3000)
+	value := "{\"apiVersion\":\"crd.projectcalico.org/v1\",\n\"metadata\":{\"name\":\"damaged\"},\"spec\":{\"pad\":\"" + pad + "\"}}\n"
+	in := writeFixture(t, filepath.Join(t.TempDir(), "in.db"), fixture{keys: sampleKVs(t, sample.Entry{Key: key, Value: []byte(value)})})
+
+	r := run(t, "verify", in, "--quiet")
+	if r.code != ExitVerify {
+		t.Errorf("verify: exit %d, want %d", r.code, ExitVerify)
+	}
+	if lines := r.stderrLines(); len(lines) != 1 || len(lines[0]) > 1024 || strings.Contains(lines[0], pad) {
+		t.Errorf("verify: stderr is %d bytes in %d lines, want one short line naming %s", len(r.stderr), len(lines), key)
+	}
+	if strings.Contains(r.stdout, pad) {
+		t.Errorf("verify: the report on stdout holds the stored value (%d bytes)", len(r.stdout))
+	}
+
+	r = run(t, "get", in, key)
+	for _, l := range strings.Split(strings.TrimRight(r.stdout, "\n"), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			t.Errorf("get: output line %.80q is not a comment: the stored value broke out of the note", l)
+			break
+		}
+	}
+	if strings.Contains(r.stdout, pad) {
+		t.Errorf("get: the note holds the whole stored value (%d bytes of output)", len(r.stdout))
+	}
+}
