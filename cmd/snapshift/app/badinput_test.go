@@ -403,7 +403,7 @@ func badRows() []badRow {
 				}
 				return p
 			}},
-		{name: "missing input", args: transformTo(), code: ExitError, want: "no such file",
+		{name: "missing input", args: transformTo(), code: ExitBadInput, want: "does not exist",
 			input: func(_ *testing.T, dir string) string { return filepath.Join(dir, "nope.db") }},
 
 		// bbolt files that are not etcd snapshots, or whose `key` bucket is broken.
