@@ -513,21 +513,6 @@ func badRows() []badRow {
 					t.Fatal(err)
 				}
 			}},
-		{name: "read-only output directory (not as root)", code: ExitError, want: "permission denied",
-			args: transformTo(),
-			prepare: func(t *testing.T, work string) {
-				if err := os.Chmod(work, 0o500); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { os.Chmod(work, 0o700) })
-			},
-			skip: func() string {
-				if os.Geteuid() == 0 {
-					return "root can write into a 0500 directory; the regular-file rows cover this for root"
-				}
-				return ""
-			}},
-
 		// A disk that fills up while the output is written (EFBIG under RLIMIT_FSIZE).
 		{name: "disk full in the middle of the database", args: transformTo("--service-cidr", svc), code: ExitError,
 			want: "file too large", fsize: func(size int64) int64 { return size / 3 }},
