@@ -2,6 +2,7 @@ package pki
 
 import (
 	"crypto"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -31,9 +32,31 @@ func testKeyPath(alg KeyAlgorithm, i int) string {
 	return filepath.Join("testdata", "keys", fmt.Sprintf("%s-%02d.key", strings.ToLower(string(alg)), i))
 }
 
+// TestRegenKeys checks the committed test keys (each loads, is of its
+// algorithm, and none repeats); with -regen it first writes new ones.
 func TestRegenKeys(t *testing.T) {
 	if !*regen {
-		t.Skip("pass -regen to regenerate testdata/keys")
+		keys, err := loadTestKeys()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for alg, ks := range keys {
+			if len(ks) != numTestKeys {
+				t.Errorf("%s: %d keys, want %d", alg, len(ks), numTestKeys)
+			}
+			for _, k := range ks {
+				der, err := x509.MarshalPKIXPublicKey(k.Public())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if seen[string(der)] {
+					t.Errorf("%s: a key repeats", alg)
+				}
+				seen[string(der)] = true
+			}
+		}
+		return
 	}
 	if err := os.MkdirAll(filepath.Join("testdata", "keys"), 0o755); err != nil {
 		t.Fatal(err)
