@@ -38,7 +38,15 @@ type latest struct {
 
 // Index walks the `key` bucket once, validating every revision key and
 // every KeyValue, and records the newest revision of each user key.
-func (s *Snapshot) Index(ctx context.Context, p progress.Reporter) (ix *Index, err error) {
+func (s *Snapshot) Index(ctx context.Context, p progress.Reporter) (*Index, error) {
+	return s.IndexFiltered(ctx, p, nil)
+}
+
+// IndexFiltered is Index that records only the keys keep accepts (all when
+// keep is nil); every entry is still validated and counted. Lookup and
+// LiveKeysWithPrefix then know only those keys, and Live must not be used.
+// It serves checks that read a few prefixes of a large file.
+func (s *Snapshot) IndexFiltered(ctx context.Context, p progress.Reporter, keep func(key []byte) bool) (ix *Index, err error) {
 	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
 	p = progress.OrNop(p)
 	p.Start("index", "bytes", s.DBSize)
@@ -75,6 +83,9 @@ func (s *Snapshot) Index(ctx context.Context, p progress.Reporter) (ix *Index, e
 		}
 		if tomb {
 			ix.Tombstones++
+		}
+		if keep != nil && !keep(kv.Key) {
+			continue
 		}
 		// Bucket order is revision order, so the last write wins. The string
 		// conversion in the lookup does not allocate; only a new key does.

@@ -116,7 +116,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		c.add("bbolt structure", probs, "every bucket, key and value readable")
 	}
-	ix, err := snap.Index(ctx, cfg.Progress)
+	// A check of a file just written reads only the keys the network checks
+	// read: a second full index of a large output would double the memory.
+	var keep func([]byte) bool
+	if cfg.JustWritten && !cfg.Structure {
+		keep = networkKey
+	}
+	ix, err := snap.IndexFiltered(ctx, cfg.Progress, keep)
 	if err != nil {
 		// Index stops at the first malformed revision or KeyValue.
 		c.add("key bucket", []string{err.Error()}, "")
@@ -520,6 +526,22 @@ func diffAddrs(have, want []netip.Addr) string {
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// networkKeyPrefixes are where everything checkNetworks reads lives.
+var networkKeyPrefixes = []string{
+	clusterinfo.PrefixServices, clusterinfo.PrefixIPAddresses, clusterinfo.PrefixNodes,
+	"/registry/ranges/", "/registry/servicecidrs/",
+	"/registry/configmaps/kube-system/", "/registry/configmaps/kube-flannel/",
+}
+
+func networkKey(key []byte) bool {
+	for _, p := range networkKeyPrefixes {
+		if len(key) >= len(p) && string(key[:len(p)]) == p {
 			return true
 		}
 	}

@@ -158,6 +158,12 @@ func TestVerifyCatchesBrokenOutputs(t *testing.T) {
 			if len(f[c.check].Problems) == 0 {
 				t.Errorf("%q failed without saying why", c.check)
 			}
+			// transform's own check of its output (a filtered index) catches it too.
+			self := seed
+			self.Path, self.Structure, self.JustWritten = cfg.Path, false, true
+			if _, ok := failed(run(t, self))[c.check]; !ok {
+				t.Errorf("the self-check of a just-written output misses %q", c.check)
+			}
 		})
 	}
 }
