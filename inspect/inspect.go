@@ -65,7 +65,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer snap.Close()
-	ix, err := snap.Index(ctx, cfg.Progress)
+	ix, err := snap.IndexWith(ctx, cfg.Progress, snapshot.IndexOptions{Named: []string{clusterinfo.PrefixNodes}})
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ type PodCIDR struct {
 
 func (r *PodCIDR) Name() string       { return NamePodCIDR }
 func (r *PodCIDR) Prefixes() []string { return []string{clusterinfo.PrefixNodes} }
+func (r *PodCIDR) Lists() []string    { return []string{clusterinfo.PrefixNodes} }
 
 // Prepare maps every node and refuses before anything is written.
 func (r *PodCIDR) Prepare(ctx context.Context, v *transform.View) error {

@@ -42,6 +42,7 @@ type SATokens struct {
 
 func (r *SATokens) Name() string       { return NameSATokens }
 func (r *SATokens) Prefixes() []string { return []string{prefixSecrets, prefixPods} }
+func (r *SATokens) Lists() []string    { return []string{prefixSecrets} }
 
 // Prepare finds the token Secrets (their names, for the Pod report).
 func (r *SATokens) Prepare(_ context.Context, v *transform.View) error {

@@ -74,6 +74,12 @@ func (r *ServiceCIDR) Prefixes() []string {
 
 func (r *ServiceCIDR) Notes() []string { return r.notes }
 
+// Lists names what Prepare lists (and what clusterinfo reads): Services,
+// IPAddresses, Nodes.
+func (r *ServiceCIDR) Lists() []string {
+	return []string{clusterinfo.PrefixServices, clusterinfo.PrefixIPAddresses, clusterinfo.PrefixNodes}
+}
+
 func (r *ServiceCIDR) notef(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }

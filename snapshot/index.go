@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"hash/maphash"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -11,15 +12,26 @@ import (
 )
 
 // Index knows, for every user key of a snapshot, its newest revision. It is
-// built by one pass over the `key` bucket and holds keys, never values.
+// built by one pass over the `key` bucket and holds no values, and, to stay
+// small on snapshots of a million keys, no key strings either: keys are
+// recorded by a 64-bit hash, checked against the stored key whenever two
+// revisions meet under one hash, so a collision is detected and the keys
+// involved are then recorded by name. Keys under the prefixes the caller
+// names (IndexOptions.Named) are recorded by name, so that they can be
+// listed quickly; other prefixes are listed by a walk of the bucket.
 type Index struct {
-	latest map[string]latest
+	hashed map[uint64]latest
+	named  map[string]latest // Named prefixes, and keys whose hash collided
+	seed   maphash.Seed
+	opts   IndexOptions
+	snap   *Snapshot
 
 	// Entries is the number of entries in the `key` bucket (all revisions,
 	// tombstones included); Tombstones how many of them are tombstones.
 	Entries    int
 	Tombstones int
-	// LiveKeys is the number of keys whose newest revision is not a tombstone.
+	// LiveKeys is the number of keys whose newest revision is not a
+	// tombstone (of the keys recorded, with IndexOptions.Only).
 	LiveKeys int
 	// LastRevision is the highest revision in the `key` bucket.
 	LastRevision Revision
@@ -32,25 +44,45 @@ type Index struct {
 }
 
 type latest struct {
-	rev  Revision
-	tomb bool
+	rev      Revision
+	tomb     bool
+	collided bool // hashed only: two keys share this hash; both are in named
+}
+
+// IndexOptions tune what an Index records.
+type IndexOptions struct {
+	// Named are key prefixes whose keys are recorded by name, so that
+	// LiveKeysWithPrefix lists them without walking the bucket: the
+	// prefixes the caller will list (the rules' prefixes, the Nodes).
+	Named []string
+	// Only, when set, records only the keys it accepts (every entry is
+	// still validated and counted); Live must not be used then.
+	Only func(key []byte) bool
+
+	hash func(key []byte) uint64 // tests: force collisions
 }
 
 // Index walks the `key` bucket once, validating every revision key and
 // every KeyValue, and records the newest revision of each user key.
 func (s *Snapshot) Index(ctx context.Context, p progress.Reporter) (*Index, error) {
-	return s.IndexFiltered(ctx, p, nil)
+	return s.IndexWith(ctx, p, IndexOptions{})
 }
 
-// IndexFiltered is Index that records only the keys keep accepts (all when
-// keep is nil); every entry is still validated and counted. Lookup and
-// LiveKeysWithPrefix then know only those keys, and Live must not be used.
-// It serves checks that read a few prefixes of a large file.
-func (s *Snapshot) IndexFiltered(ctx context.Context, p progress.Reporter, keep func(key []byte) bool) (ix *Index, err error) {
+// IndexFiltered is Index recording only the keys keep accepts.
+func (s *Snapshot) IndexFiltered(ctx context.Context, p progress.Reporter, keep func(key []byte) bool) (*Index, error) {
+	return s.IndexWith(ctx, p, IndexOptions{Only: keep})
+}
+
+// IndexWith is Index with options.
+func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts IndexOptions) (ix *Index, err error) {
 	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
 	p = progress.OrNop(p)
 	p.Start("index", "bytes", s.DBSize)
-	ix = &Index{latest: make(map[string]latest, 1024)}
+	ix = &Index{hashed: make(map[uint64]latest, 1024), named: map[string]latest{}, seed: maphash.MakeSeed(), opts: opts, snap: s}
+	if ix.opts.hash == nil {
+		seed := ix.seed
+		ix.opts.hash = func(key []byte) uint64 { return maphash.Bytes(seed, key) }
+	}
 	c := s.tx.Bucket(KeyBucket).Cursor()
 	var pending int64
 	var prev []byte
@@ -84,20 +116,20 @@ func (s *Snapshot) IndexFiltered(ctx context.Context, p progress.Reporter, keep 
 		if tomb {
 			ix.Tombstones++
 		}
-		if keep != nil && !keep(kv.Key) {
+		if opts.Only != nil && !opts.Only(kv.Key) {
 			continue
 		}
-		// Bucket order is revision order, so the last write wins. The string
-		// conversion in the lookup does not allocate; only a new key does.
-		if l, ok := ix.latest[string(kv.Key)]; ok {
-			l.rev, l.tomb = rev, tomb
-			ix.latest[string(kv.Key)] = l
-		} else {
-			ix.latest[string(kv.Key)] = latest{rev: rev, tomb: tomb}
+		if err := ix.record(kv.Key, latest{rev: rev, tomb: tomb}); err != nil {
+			return nil, err
 		}
 	}
 	p.Add(pending)
-	for _, l := range ix.latest {
+	for _, l := range ix.hashed {
+		if !l.tomb && !l.collided {
+			ix.LiveKeys++
+		}
+	}
+	for _, l := range ix.named {
 		if !l.tomb {
 			ix.LiveKeys++
 		}
@@ -107,20 +139,106 @@ func (s *Snapshot) IndexFiltered(ctx context.Context, p progress.Reporter, keep 
 	return ix, nil
 }
 
+// isNamed reports whether key is under one of the Named prefixes.
+func (ix *Index) isNamed(key []byte) bool {
+	for _, p := range ix.opts.Named {
+		if len(key) >= len(p) && string(key[:len(p)]) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// record notes a newer revision of key. Bucket order is revision order, so
+// the last write wins.
+func (ix *Index) record(key []byte, l latest) error {
+	if ix.isNamed(key) {
+		ix.named[string(key)] = l
+		return nil
+	}
+	h := ix.opts.hash(key)
+	e, ok := ix.hashed[h]
+	switch {
+	case !ok:
+		ix.hashed[h] = l
+	case e.collided:
+		ix.named[string(key)] = l
+	default:
+		// A second revision under this hash: the same key (an update), or
+		// another key with the same hash (a collision). The stored key says.
+		stored, err := ix.storedKey(e)
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(stored, key) {
+			ix.hashed[h] = l
+			return nil
+		}
+		ix.named[string(stored)] = e
+		ix.named[string(key)] = l
+		ix.hashed[h] = latest{collided: true}
+	}
+	return nil
+}
+
+// storedKey reads the user key of a recorded revision back from the bucket.
+func (ix *Index) storedKey(l latest) ([]byte, error) {
+	rk := RevisionKey(l.rev)
+	if l.tomb {
+		rk = append(rk, 't')
+	}
+	v := ix.snap.tx.Bucket(KeyBucket).Get(rk)
+	kv, err := ParseKV(v)
+	if v == nil || err != nil {
+		return nil, invalid(ix.snap.Path, "revision %s cannot be read back", RevisionString(l.rev))
+	}
+	return kv.Key, nil
+}
+
+// find returns what is recorded for key.
+func (ix *Index) find(key []byte) (latest, bool) {
+	if l, ok := ix.named[string(key)]; ok {
+		return l, true
+	}
+	if ix.isNamed(key) {
+		return latest{}, false
+	}
+	l, ok := ix.hashed[ix.opts.hash(key)]
+	if !ok || l.collided {
+		return latest{}, false // a collided hash: every key under it is named
+	}
+	// The hash is the key's, or another key's that never met this one in
+	// the bucket: confirm against the stored key.
+	stored, err := ix.storedKey(l)
+	if err != nil || !bytes.Equal(stored, key) {
+		return latest{}, false
+	}
+	return l, true
+}
+
 // Lookup returns the live revision of key, or ok=false when the key does
 // not exist or its newest revision is a tombstone.
 func (ix *Index) Lookup(key []byte) (Revision, bool) {
-	l, ok := ix.latest[string(key)]
+	l, ok := ix.find(key)
 	if !ok || l.tomb {
 		return Revision{}, false
 	}
 	return l.rev, true
 }
 
-// isLive reports whether rev is the live revision of key.
+// isLive reports whether rev is the live revision of key. It is called for
+// every entry of the stream: a hashed key needs no read back here, because
+// a revision found in the bucket under this key's hash with rev's exact
+// revision is this entry itself.
 func (ix *Index) isLive(key []byte, rev Revision) bool {
-	l, ok := ix.latest[string(key)]
-	return ok && !l.tomb && l.rev == rev
+	if l, ok := ix.named[string(key)]; ok {
+		return !l.tomb && l.rev == rev
+	}
+	if ix.isNamed(key) {
+		return false
+	}
+	l, ok := ix.hashed[ix.opts.hash(key)]
+	return ok && !l.collided && !l.tomb && l.rev == rev
 }
 
 // KeyRev is a live key and its revision.
@@ -130,14 +248,55 @@ type KeyRev struct {
 }
 
 // LiveKeysWithPrefix returns the live keys that start with prefix, sorted
-// by key.
+// by key: from the names recorded when prefix is under a Named prefix, else
+// by one walk of the bucket.
 func (ix *Index) LiveKeysWithPrefix(prefix string) []KeyRev {
 	var out []KeyRev
-	for k, l := range ix.latest {
-		if !l.tomb && strings.HasPrefix(k, prefix) {
-			out = append(out, KeyRev{Key: k, Rev: l.rev})
+	covered := false
+	for _, p := range ix.opts.Named {
+		if strings.HasPrefix(prefix, p) {
+			covered = true
 		}
 	}
+	if covered || ix.opts.Only != nil {
+		for k, l := range ix.named {
+			if !l.tomb && strings.HasPrefix(k, prefix) {
+				out = append(out, KeyRev{Key: k, Rev: l.rev})
+			}
+		}
+		if ix.opts.Only != nil && !covered {
+			for _, kr := range ix.walk(prefix) {
+				if _, dup := ix.named[kr.Key]; !dup {
+					out = append(out, kr)
+				}
+			}
+		}
+	} else {
+		out = ix.walk(prefix)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// walk lists the live keys under prefix by reading the whole bucket.
+func (ix *Index) walk(prefix string) []KeyRev {
+	var out []KeyRev
+	func() {
+		defer func() { recover() }() // the bucket was read whole by the index already
+		c := ix.snap.tx.Bucket(KeyBucket).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(k) != revKeyLen {
+				continue
+			}
+			kv, err := ParseKV(v)
+			if err != nil || !bytes.HasPrefix(kv.Key, []byte(prefix)) {
+				continue
+			}
+			rev, _, err := ParseRevisionKey(k)
+			if err == nil && ix.isLive(kv.Key, rev) {
+				out = append(out, KeyRev{Key: string(kv.Key), Rev: rev})
+			}
+		}
+	}()
 	return out
 }

@@ -91,6 +91,13 @@ type Preparer interface {
 	Prepare(ctx context.Context, v *View) error
 }
 
+// Lister is implemented by rules whose Prepare lists prefixes through the
+// View (View.List, Index.LiveKeysWithPrefix): the index records the keys
+// under them by name, so listing them does not walk the whole bucket.
+type Lister interface {
+	Lists() []string
+}
+
 // Finisher is implemented by rules that create keys after the stream.
 type Finisher interface {
 	Finish(ctx context.Context) ([]NewObject, error)

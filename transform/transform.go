@@ -100,8 +100,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer snap.Close()
+	var named []string
+	for _, r := range cfg.Rules {
+		if l, ok := r.(Lister); ok {
+			named = append(named, l.Lists()...)
+		}
+	}
 	gate := &heldDone{Reporter: p}
-	ix, err := snap.Index(ctx, gate)
+	ix, err := snap.IndexWith(ctx, gate, snapshot.IndexOptions{Named: named})
 	if herr := snap.WaitHash(); herr != nil {
 		return nil, herr // the index phase is not reported done: the input is bad
 	}

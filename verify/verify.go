@@ -118,11 +118,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	// A check of a file just written reads only the keys the network checks
 	// read: a second full index of a large output would double the memory.
-	var keep func([]byte) bool
+	opts := snapshot.IndexOptions{Named: networkListed}
 	if cfg.JustWritten && !cfg.Structure {
-		keep = networkKey
+		opts.Only = networkKey
 	}
-	ix, err := snap.IndexFiltered(ctx, cfg.Progress, keep)
+	ix, err := snap.IndexWith(ctx, cfg.Progress, opts)
 	if err != nil {
 		// Index stops at the first malformed revision or KeyValue.
 		c.add("key bucket", []string{err.Error()}, "")
@@ -531,6 +531,9 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// networkListed are the prefixes checkNetworks (and clusterinfo) list.
+var networkListed = []string{clusterinfo.PrefixServices, clusterinfo.PrefixIPAddresses, clusterinfo.PrefixNodes}
 
 // networkKeyPrefixes are where everything checkNetworks reads lives.
 var networkKeyPrefixes = []string{
