@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapshift/snapshift/internal/testfile"
+
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -97,8 +99,8 @@ func TestConformance(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	in := copyFile(t, samplePath, dir)
-	sum := fileSum(t, in)
+	in := testfile.Copy(t, samplePath, dir)
+	sum := testfile.Sum(t, in)
 	inState := readState(t, in)
 
 	for _, name := range names {
@@ -220,7 +222,7 @@ func TestConformance(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
-		if fileSum(t, in) != sum {
+		if testfile.Sum(t, in) != sum {
 			t.Errorf("the input %s was modified", in)
 		}
 	})
@@ -236,7 +238,7 @@ func sortedCopy(s []string) []string {
 // options twice on the sample: the second run (a dry run on the first
 // one's output) must have nothing left to do.
 func TestIdempotentVariants(t *testing.T) {
-	in := copyFile(t, samplePath, t.TempDir())
+	in := testfile.Copy(t, samplePath, t.TempDir())
 	for _, c := range []struct {
 		name string
 		opts rules.Options

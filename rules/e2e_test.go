@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapshift/snapshift/internal/testfile"
+
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -53,14 +55,14 @@ type migration struct {
 func migrateSample(t *testing.T, opts rules.Options) *migration {
 	t.Helper()
 	dir := t.TempDir()
-	in := copyFile(t, samplePath, dir)
-	sum := fileSum(t, in)
+	in := testfile.Copy(t, samplePath, dir)
+	sum := testfile.Sum(t, in)
 	out := filepath.Join(dir, "migrated.db")
 	rep, plan, scan, err := runRules(t, in, out, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fileSum(t, in) != sum {
+	if testfile.Sum(t, in) != sum {
 		t.Fatal("the transform modified its input")
 	}
 	port, err := etcdtest.FreePort()
@@ -77,7 +79,7 @@ func migrateSample(t *testing.T, opts rules.Options) *migration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fileSum(t, in) != sum {
+	if testfile.Sum(t, in) != sum {
 		t.Fatal("the restore modified the original input")
 	}
 	srv := etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "m0", PeerURL: peer})

@@ -3,10 +3,8 @@ package rules_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -328,37 +326,6 @@ func lineDiff(want, got string) string {
 		out = append(out[:60], fmt.Sprintf("... and %d more differing lines", len(out)-60))
 	}
 	return strings.Join(out, "\n")
-}
-
-// copyFile copies src into dir and returns the new path.
-func copyFile(t testing.TB, src, dir string) string {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	dst := filepath.Join(dir, filepath.Base(src))
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-func fileSum(t testing.TB, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256.Sum256(b)
 }
 
 // runRules runs transform.Run with the rules opts select and returns the

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapshift/snapshift/internal/testfile"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/snapshift/snapshift/clusterinfo"
@@ -25,7 +27,7 @@ import (
 // (service_cidr.go) and PodCIDR.Prepare (pod_cidr.go) have the detected
 // networks (Plan.networks) and should refuse it the way validate does.
 func TestRegressionNewServiceCIDROverlappingCurrentPodCIDRAccepted(t *testing.T) {
-	in := copyFile(t, samplePath, t.TempDir())
+	in := testfile.Copy(t, samplePath, t.TempDir())
 	for _, c := range []struct {
 		name string
 		opts rules.Options
@@ -113,7 +115,7 @@ func TestRegressionDNSBridgeOutsideKubeSystemSelectsNoPods(t *testing.T) {
 // as an address no rule moves, beside "services (kept on purpose)". It
 // should count the exempt Services' IPAddress keys as intended too.
 func TestRegressionLeftoverScanReportsExemptIPAddressAsUnintended(t *testing.T) {
-	in := copyFile(t, samplePath, t.TempDir())
+	in := testfile.Copy(t, samplePath, t.TempDir())
 	_, _, scan, err := runRules(t, in, "", rules.Options{ServiceCIDR: "172.24.0.0/16",
 		KeepServiceIPs: []string{"kube-system/kube-dns"}})
 	if err != nil {

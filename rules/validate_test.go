@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapshift/snapshift/internal/testfile"
+
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -20,7 +22,7 @@ var secondSentence = regexp.MustCompile(`[.!?]\s+[A-Z]`)
 // written. Flag-only mistakes fail in Build; the ones that need the snapshot
 // fail in the rules' Prepare, before the output exists.
 func TestValidationErrors(t *testing.T) {
-	in := copyFile(t, samplePath, t.TempDir())
+	in := testfile.Copy(t, samplePath, t.TempDir())
 	for _, c := range []struct {
 		name     string
 		opts     rules.Options

@@ -3,7 +3,6 @@ package snapshot_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -11,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snapshift/snapshift/internal/testfile"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -72,18 +73,9 @@ func mustPut(t *testing.T, s *etcdtest.Server, k, v string) {
 	}
 }
 
-func fileSum(t *testing.T, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256.Sum256(b)
-}
-
 func TestIndexAndLiveMatchEtcd(t *testing.T) {
 	path, live := makeSnapshot(t)
-	before := fileSum(t, path)
+	before := testfile.Sum(t, path)
 	s, err := snapshot.Open(path, snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +124,7 @@ func TestIndexAndLiveMatchEtcd(t *testing.T) {
 	if len(got) != len(live) {
 		t.Errorf("Live yielded %d keys, etcd has %d", len(got), len(live))
 	}
-	if fileSum(t, path) != before {
+	if testfile.Sum(t, path) != before {
 		t.Fatal("input changed")
 	}
 }
@@ -317,7 +309,7 @@ func TestOpenRefusesBadInput(t *testing.T) {
 			if err := os.WriteFile(p, tc.data, 0o400); err != nil {
 				t.Fatal(err)
 			}
-			before := fileSum(t, p)
+			before := testfile.Sum(t, p)
 			s, err := snapshot.Open(p, snapshot.OpenOptions{SkipHashCheck: tc.skip})
 			if err == nil {
 				s.Close()
@@ -332,7 +324,7 @@ func TestOpenRefusesBadInput(t *testing.T) {
 			if strings.Count(err.Error(), "\n") > 0 {
 				t.Errorf("error is not one line: %q", err)
 			}
-			if fileSum(t, p) != before {
+			if testfile.Sum(t, p) != before {
 				t.Error("input changed")
 			}
 		})

@@ -3,13 +3,13 @@ package transform_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/snapshift/snapshift/internal/testfile"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -31,51 +31,6 @@ const samplePath = "../testdata/sample.db"
 
 var gvkConfigMap = corev1.SchemeGroupVersion.WithKind("ConfigMap")
 
-// copyFile copies src into dir and returns the new path.
-func copyFile(t *testing.T, src, dir string) string {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	dst := filepath.Join(dir, filepath.Base(src))
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-func fileSum(t *testing.T, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256.Sum256(b)
-}
-
-// dirNames lists a directory's entries (hidden temporary files included).
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // assertNoOutput checks that a failed or dry run left nothing in dir (the
 // output's directory, which held nothing before the run).
 func assertNoOutput(t *testing.T, out string) {
@@ -83,7 +38,7 @@ func assertNoOutput(t *testing.T, out string) {
 	if _, err := os.Lstat(out); !os.IsNotExist(err) {
 		t.Errorf("%s exists after a run that must not write it (stat: %v)", out, err)
 	}
-	if names := dirNames(t, filepath.Dir(out)); len(names) != 0 {
+	if names := testfile.Names(t, filepath.Dir(out)); len(names) != 0 {
 		t.Errorf("output dir holds %v, want it empty (no temporary files)", names)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapshift/snapshift/internal/testfile"
+
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdsnapshot "go.etcd.io/etcd/etcdutl/v3/snapshot"
@@ -32,8 +34,8 @@ import (
 // read by this repository's reader, by etcdutl's status, and as served by a
 // real etcd after a restore with the default revision bump.
 func TestIdentitySample(t *testing.T) {
-	in := copyFile(t, samplePath, t.TempDir())
-	before := fileSum(t, in)
+	in := testfile.Copy(t, samplePath, t.TempDir())
+	before := testfile.Sum(t, in)
 	src := readLive(t, in)
 	ix := src.Index
 	if ix.LiveKeys == 0 || ix.Entries == ix.LiveKeys || ix.Tombstones == 0 {
@@ -46,7 +48,7 @@ func TestIdentitySample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fileSum(t, in) != before {
+	if testfile.Sum(t, in) != before {
 		t.Fatal("the input was modified")
 	}
 
@@ -78,7 +80,7 @@ func TestIdentitySample(t *testing.T) {
 	if st.Size()%512 != 32 {
 		t.Errorf("output size %d is not 32 more than a multiple of 512 (no sha256 trailer)", st.Size())
 	}
-	if names := dirNames(t, outDir); !slices.Equal(names, []string{"out.db"}) {
+	if names := testfile.Names(t, outDir); !slices.Equal(names, []string{"out.db"}) {
 		t.Errorf("output dir holds %v, want only out.db (temporary files left?)", names)
 	}
 	data, err := os.ReadFile(out)
@@ -177,7 +179,7 @@ func TestIdentitySample(t *testing.T) {
 // TestIdentityBoundedTransactions: a tiny transaction size (a commit after
 // every put) gives the same live state as the default.
 func TestIdentityBoundedTransactions(t *testing.T) {
-	in := copyFile(t, samplePath, t.TempDir())
+	in := testfile.Copy(t, samplePath, t.TempDir())
 	out := filepath.Join(t.TempDir(), "out.db")
 	if _, err := transform.Run(context.Background(), transform.Config{Input: in, Output: out, TxBytes: 1}); err != nil {
 		t.Fatal(err)
@@ -202,7 +204,7 @@ func TestIdentityBoundedTransactions(t *testing.T) {
 // resourceVersions up there), and a restored member continues above it.
 func TestIdentityOverBumpedRestore(t *testing.T) {
 	ctx := context.Background()
-	in := copyFile(t, samplePath, t.TempDir())
+	in := testfile.Copy(t, samplePath, t.TempDir())
 	bumped := restoreAndStart(t, in, true)
 	if _, err := bumped.Put(ctx, "/registry/configmaps/demo/after-restore", encodeCM(t, configMap("demo", "after-restore", nil))); err != nil {
 		t.Fatal(err)
@@ -426,7 +428,7 @@ func TestRevisionBookkeeping(t *testing.T) {
 	if _, err := etcdsnapshot.NewV3(zap.NewNop()).Status(out); err != nil {
 		t.Errorf("etcdutl snapshot status: %v", err)
 	}
-	if names := dirNames(t, outDir); !slices.Equal(names, []string{"out.db"}) {
+	if names := testfile.Names(t, outDir); !slices.Equal(names, []string{"out.db"}) {
 		t.Errorf("output dir holds %v", names)
 	}
 
@@ -476,7 +478,7 @@ func TestRevisionBookkeeping(t *testing.T) {
 // counts and changes, and nothing appears at Output.
 func TestDryRunWritesNothing(t *testing.T) {
 	in := bookkeepingInput(t)
-	before := fileSum(t, in)
+	before := testfile.Sum(t, in)
 	real, err := transform.Run(context.Background(), transform.Config{Input: in, Output: filepath.Join(t.TempDir(), "real.db"), Rules: bookkeepingRules()})
 	if err != nil {
 		t.Fatal(err)
@@ -501,7 +503,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	if _, err := transform.Run(context.Background(), transform.Config{Input: in, DryRun: true, Rules: bookkeepingRules()}); err != nil {
 		t.Errorf("dry run without Output: %v", err)
 	}
-	if fileSum(t, in) != before {
+	if testfile.Sum(t, in) != before {
 		t.Error("input modified")
 	}
 }
@@ -560,7 +562,7 @@ func TestCreatingALiveKeyIsRefused(t *testing.T) {
 }
 
 func TestRuleGivenTwiceIsRefused(t *testing.T) {
-	in := copyFile(t, samplePath, t.TempDir())
+	in := testfile.Copy(t, samplePath, t.TempDir())
 	out := filepath.Join(t.TempDir(), "out.db")
 	a := &testRule{name: "same", prefixes: []string{"/registry/configmaps/"}}
 	b := &testRule{name: "same", prefixes: []string{"/registry/secrets/"}}
@@ -576,12 +578,12 @@ func TestRuleGivenTwiceIsRefused(t *testing.T) {
 
 // TestOutputRefusals: the input itself, and an existing file without Force.
 func TestOutputRefusals(t *testing.T) {
-	in := copyFile(t, samplePath, t.TempDir())
-	before := fileSum(t, in)
+	in := testfile.Copy(t, samplePath, t.TempDir())
+	before := testfile.Sum(t, in)
 	if _, err := transform.Run(context.Background(), transform.Config{Input: in, Output: in, Force: true}); !errors.Is(err, transform.ErrRefused) {
 		t.Errorf("output = input: %v, want ErrRefused", err)
 	}
-	if fileSum(t, in) != before {
+	if testfile.Sum(t, in) != before {
 		t.Fatal("input modified")
 	}
 	dir := t.TempDir()
@@ -592,7 +594,7 @@ func TestOutputRefusals(t *testing.T) {
 	if _, err := transform.Run(context.Background(), transform.Config{Input: in, Output: out}); !errors.Is(err, fsutil.ErrExists) {
 		t.Errorf("existing output: %v, want ErrExists", err)
 	}
-	if b, _ := os.ReadFile(out); string(b) != "precious" || len(dirNames(t, dir)) != 1 {
+	if b, _ := os.ReadFile(out); string(b) != "precious" || len(testfile.Names(t, dir)) != 1 {
 		t.Fatal("existing output touched, or temporary files left")
 	}
 	if _, err := transform.Run(context.Background(), transform.Config{Input: in, Output: out, Force: true}); err != nil {
@@ -700,8 +702,8 @@ func TestUnclaimedValuesAreNeverDecoded(t *testing.T) {
 
 // TestCancellation: a cancelled context fails the run and leaves nothing.
 func TestCancellation(t *testing.T) {
-	in := copyFile(t, samplePath, t.TempDir())
-	before := fileSum(t, in)
+	in := testfile.Copy(t, samplePath, t.TempDir())
+	before := testfile.Sum(t, in)
 	t.Run("before the run", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -733,7 +735,7 @@ func TestCancellation(t *testing.T) {
 			t.Fatalf("cancelled dry run = report %v, error %v; want context.Canceled (an interrupted plan must not look complete)", rep != nil, err)
 		}
 	})
-	if fileSum(t, in) != before {
+	if testfile.Sum(t, in) != before {
 		t.Fatal("input modified")
 	}
 }
@@ -759,7 +761,7 @@ func (r *ctxRule) Apply(ctx context.Context, o *transform.Object) (transform.Res
 // TestApplyReceivesRunContext: Rule.Apply takes a context; it must be the
 // one given to Run (cancellation, deadlines, values), as Prepare's is.
 func TestApplyReceivesRunContext(t *testing.T) {
-	in := copyFile(t, samplePath, t.TempDir())
+	in := testfile.Copy(t, samplePath, t.TempDir())
 	r := &ctxRule{testRule: testRule{name: "ctx", prefixes: []string{"/registry/services/specs/"}}}
 	ctx := context.WithValue(context.Background(), ctxKey{}, "run")
 	if _, err := transform.Run(ctx, transform.Config{Input: in, DryRun: true, Rules: []transform.Rule{r}}); err != nil {

@@ -2,11 +2,11 @@ package verify_test
 
 import (
 	"context"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snapshift/snapshift/internal/testfile"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -22,21 +22,7 @@ var seed = verify.Config{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.
 
 func copySample(t *testing.T) string {
 	t.Helper()
-	in, err := os.Open(samplePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	p := filepath.Join(t.TempDir(), "in.db")
-	out, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
-	return p
+	return testfile.Copy(t, samplePath, t.TempDir())
 }
 
 // migrate runs the seed migration, plus extra rules that break things.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapshift/snapshift/internal/testfile"
+
 	"github.com/snapshift/snapshift/inspect"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
@@ -22,7 +24,7 @@ import (
 
 func TestInspect(t *testing.T) {
 	in := copySample(t)
-	before := fileSum(t, in)
+	before := testfile.Sum(t, in)
 	_, ix := liveState(t, in)
 
 	r := run(t, "inspect", in)
@@ -79,7 +81,7 @@ func TestInspect(t *testing.T) {
 	if r.stderr != "" {
 		t.Errorf("--quiet still wrote to stderr: %q", r.stderr)
 	}
-	if fileSum(t, in) != before {
+	if testfile.Sum(t, in) != before {
 		t.Fatal("inspect modified its input")
 	}
 }
@@ -206,7 +208,7 @@ func TestGet(t *testing.T) {
 
 func TestTransform(t *testing.T) {
 	in := copySample(t)
-	before := fileSum(t, in)
+	before := testfile.Sum(t, in)
 	srcLive, ix := liveState(t, in)
 	outDir := t.TempDir()
 	out := filepath.Join(outDir, "out.db")
@@ -243,7 +245,7 @@ func TestTransform(t *testing.T) {
 	if again, _ := os.ReadFile(out); !bytes.Equal(again, first) {
 		t.Error("refused run changed the existing output")
 	}
-	if names := dirNames(t, outDir); !slices.Equal(names, []string{"out.db"}) {
+	if names := testfile.Names(t, outDir); !slices.Equal(names, []string{"out.db"}) {
 		t.Errorf("output dir holds %v", names)
 	}
 
@@ -275,7 +277,7 @@ func TestTransform(t *testing.T) {
 	if r = run(t, "transform", in, "--dry-run"); r.code != ExitOK {
 		t.Errorf("transform --dry-run without --out: exit %d: %s", r.code, r.stderr)
 	}
-	if names := dirNames(t, outDir); !slices.Equal(names, []string{"out.db"}) {
+	if names := testfile.Names(t, outDir); !slices.Equal(names, []string{"out.db"}) {
 		t.Errorf("dry run left %v in the output dir", names)
 	}
 
@@ -289,7 +291,7 @@ func TestTransform(t *testing.T) {
 	if rep.Copied != ix.LiveKeys || rep.Output == nil || rep.Output.Path != jout || rep.CompactRevision != ix.CurrentRevision+1 {
 		t.Errorf("JSON report %+v", rep)
 	}
-	if fileSum(t, in) != before {
+	if testfile.Sum(t, in) != before {
 		t.Fatal("transform modified its input")
 	}
 }
@@ -318,7 +320,7 @@ func TestRestore(t *testing.T) {
 	if !strings.Contains(r.stdout, "m1") || !strings.Contains(r.stdout, dataDir) {
 		t.Errorf("restore report: %s", r.stdout)
 	}
-	if names := dirNames(t, dir); !slices.Equal(names, []string{"m1.etcd", "out.db"}) {
+	if names := testfile.Names(t, dir); !slices.Equal(names, []string{"m1.etcd", "out.db"}) {
 		t.Errorf("restore left %v beside the data dir", names)
 	}
 
@@ -388,10 +390,10 @@ func TestRestore(t *testing.T) {
 	if lines := r.stderrLines(); len(lines) != 1 || !strings.Contains(lines[0], busy) {
 		t.Errorf("stderr %q: want one line naming the data dir", r.stderr)
 	}
-	if names := dirNames(t, busy); !slices.Equal(names, []string{"member"}) {
+	if names := testfile.Names(t, busy); !slices.Equal(names, []string{"member"}) {
 		t.Errorf("non-empty data dir now holds %v", names)
 	}
-	if names := dirNames(t, filepath.Join(busy, "member")); !slices.Equal(names, []string{"keep.txt"}) {
+	if names := testfile.Names(t, filepath.Join(busy, "member")); !slices.Equal(names, []string{"keep.txt"}) {
 		t.Errorf("non-empty data dir's member/ now holds %v", names)
 	}
 	if b, _ := os.ReadFile(filepath.Join(busy, "member", "keep.txt")); string(b) != "precious" {
@@ -401,7 +403,7 @@ func TestRestore(t *testing.T) {
 	if r = run(t, restoreArgs(dataDir)...); r.code != ExitRefused {
 		t.Errorf("restore into the running member's data dir: exit %d", r.code)
 	}
-	if names := dirNames(t, dir); !slices.Equal(names, []string{"busy", "m1.etcd", "out.db"}) {
+	if names := testfile.Names(t, dir); !slices.Equal(names, []string{"busy", "m1.etcd", "out.db"}) {
 		t.Errorf("refused restores left %v", names)
 	}
 }
@@ -441,7 +443,7 @@ func checkBadInput(t *testing.T, extra []string, oneLine bool) {
 				if err := os.WriteFile(in, data, 0o600); err != nil {
 					t.Fatal(err)
 				}
-				before := fileSum(t, in)
+				before := testfile.Sum(t, in)
 				outDir := t.TempDir()
 				out := filepath.Join(outDir, "out.db")
 				args := []string{cmd, in}
@@ -462,10 +464,10 @@ func checkBadInput(t *testing.T, extra []string, oneLine bool) {
 				if r.stdout != "" {
 					t.Errorf("stdout %q, want nothing", r.stdout)
 				}
-				if fileSum(t, in) != before {
+				if testfile.Sum(t, in) != before {
 					t.Error("input modified")
 				}
-				if names := dirNames(t, outDir); len(names) != 0 {
+				if names := testfile.Names(t, outDir); len(names) != 0 {
 					t.Errorf("output dir holds %v, want nothing (no output, no temporary files)", names)
 				}
 			})
@@ -512,7 +514,7 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("snapshift %s: nothing on stderr", strings.Join(args, " "))
 		}
 	}
-	if names := dirNames(t, outDir); len(names) != 0 {
+	if names := testfile.Names(t, outDir); len(names) != 0 {
 		t.Errorf("usage errors left %v", names)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/snapshift/snapshift/internal/testfile"
+
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -586,7 +588,7 @@ func TestBadInputTable(t *testing.T) {
 			if row.input != nil {
 				in = row.input(t, inDir)
 			} else {
-				copyTo(t, samplePath, in)
+				testfile.CopyTo(t, samplePath, in)
 			}
 			args := row.args(in, work)
 			if takesQuiet(args[0]) {
@@ -660,7 +662,7 @@ func mapsEqual(a, b map[string]string) bool {
 func successfulOutputSize(t *testing.T, args []string, in string) int64 {
 	t.Helper()
 	dir := t.TempDir()
-	okIn := copyTo(t, samplePath, filepath.Join(dir, "ok-in.db"))
+	okIn := testfile.CopyTo(t, samplePath, filepath.Join(dir, "ok-in.db"))
 	okArgs := slices.Clone(args)
 	for i, a := range okArgs {
 		switch {
@@ -735,7 +737,7 @@ func TestRegressionCorruptInputInChild(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inDir, work := t.TempDir(), t.TempDir()
 			in := tc.input(t, inDir)
-			before := fileSum(t, in)
+			before := testfile.Sum(t, in)
 			args := tc.args(in, work)
 			r := runChild(t, 0, args...)
 			lines := r.stderrLines()
@@ -747,7 +749,7 @@ func TestRegressionCorruptInputInChild(t *testing.T) {
 				t.Errorf("snapshift %s: exit %d, stderr %q; want exit %d and one line naming the file and saying %q",
 					strings.Join(args, " "), r.code, first, ExitBadInput, tc.want)
 			}
-			if fileSum(t, in) != before {
+			if testfile.Sum(t, in) != before {
 				t.Error("input modified")
 			}
 			if left := dirState(t, work); len(left) != 0 {

@@ -3,15 +3,14 @@ package app
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/snapshift/snapshift/internal/testfile"
 
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/snapshot"
@@ -75,49 +74,7 @@ func findSecret(s string) string {
 // copySample copies the sample snapshot into a new temporary directory.
 func copySample(t *testing.T) string {
 	t.Helper()
-	return copyTo(t, samplePath, filepath.Join(t.TempDir(), "sample.db"))
-}
-
-func copyTo(t *testing.T, src, dst string) string {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-func fileSum(t *testing.T, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256.Sum256(b)
-}
-
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
+	return testfile.CopyTo(t, samplePath, filepath.Join(t.TempDir(), "sample.db"))
 }
 
 // liveState reads a snapshot's live keys with the snapshot package.
