@@ -3,11 +3,32 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/snapshift/snapshift/cmd/snapshift/app"
 )
 
 func main() {
-	os.Exit(app.Main(os.Args, os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run())
+}
+
+// run is main with SNAPSHIFT_CPUPROFILE=FILE honoured: a CPU profile of
+// the whole command, for `make bench` investigations (go tool pprof).
+func run() int {
+	if path := os.Getenv("SNAPSHIFT_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "snapshift: SNAPSHIFT_CPUPROFILE: %v\n", err)
+			return app.ExitUsage
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "snapshift: SNAPSHIFT_CPUPROFILE: %v\n", err)
+			return app.ExitUsage
+		}
+		defer pprof.StopCPUProfile()
+	}
+	return app.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snapshift/snapshift/inspect"
 	"github.com/snapshift/snapshift/internal/etcdtest"
+	"github.com/snapshift/snapshift/internal/gen"
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/transform"
@@ -570,5 +571,54 @@ func TestNoSecretsInAnyOutput(t *testing.T) {
 	run(t, "transform", in, "--out", out)
 	if n < len(live)*2 {
 		t.Fatalf("only %d commands ran", n)
+	}
+}
+
+// TestPlanTextBoundsChanges: on a cluster with hundreds of Services the text
+// report lists the first maxChangesPerRule changes of each rule and says how
+// many it left out; JSON lists every one.
+func TestPlanTextBoundsChanges(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "gen.db")
+	if _, err := gen.Generate(t.Context(), gen.Config{Path: in, Keys: 8000, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"plan", in, "--service-cidr", "172.24.0.0/16", "--pod-network-cidr", "10.55.0.0/16", "--quiet"}
+	js := run(t, append(args, "-o", "json")...)
+	if js.code != ExitOK {
+		t.Fatalf("plan -o json: exit %d: %s", js.code, js.stderr)
+	}
+	var res struct {
+		Objects []struct{ Rules []string } `json:"objects"`
+	}
+	if err := json.Unmarshal([]byte(js.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	perRule := map[string]int{}
+	for _, o := range res.Objects {
+		perRule[strings.Join(o.Rules, ",")]++
+	}
+	hidden := 0
+	for _, n := range perRule {
+		hidden += max(0, n-maxChangesPerRule)
+	}
+	if hidden == 0 {
+		t.Fatalf("premise: some rule changes over %d objects; got %v", maxChangesPerRule, perRule)
+	}
+	txt := run(t, args...)
+	if txt.code != ExitOK {
+		t.Fatalf("plan: exit %d: %s", txt.code, txt.stderr)
+	}
+	listed := 0
+	for _, l := range strings.Split(txt.stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && (f[0] == "replace" || f[0] == "create" || f[0] == "delete") && strings.HasPrefix(f[1], "/registry/") {
+			listed++
+		}
+	}
+	if want := len(res.Objects) - hidden; listed != want {
+		t.Errorf("text lists %d changes, want %d (%d in JSON, %d hidden)", listed, want, len(res.Objects), hidden)
+	}
+	if want := fmt.Sprintf("... and %d more changes", hidden); !strings.Contains(txt.stdout, want) {
+		t.Errorf("text does not say %q:\n%s", want, txt.stdout)
 	}
 }

@@ -95,6 +95,10 @@ func runTransform(c *cli.Context, dryRun bool) error {
 	return nil
 }
 
+// maxChangesPerRule bounds the changed objects the text report lists per
+// rule (or combination of rules).
+const maxChangesPerRule = 50
+
 func printTransform(out io.Writer, res *Result) {
 	r := res.Report
 	verb := "wrote"
@@ -128,7 +132,16 @@ func printTransform(out io.Writer, res *Result) {
 	}
 	if len(r.Objects) > 0 {
 		fmt.Fprintln(out, "\nChanges:")
+		shown, hidden := map[string]int{}, 0
 		for _, o := range r.Objects {
+			// A migration of a large cluster changes tens of thousands of
+			// objects: the text lists the first of each rule, JSON lists all.
+			rule := strings.Join(o.Rules, ",")
+			if shown[rule] >= maxChangesPerRule {
+				hidden++
+				continue
+			}
+			shown[rule]++
 			fmt.Fprintf(out, "  %-7s %s  [%s]\n", o.Action, o.Key, strings.Join(o.Rules, ","))
 			for _, ch := range o.Changes {
 				switch {
@@ -140,6 +153,9 @@ func printTransform(out io.Writer, res *Result) {
 					fmt.Fprintf(out, "          %s: %s (removed)\n", ch.Field, ch.Old)
 				}
 			}
+		}
+		if hidden > 0 {
+			fmt.Fprintf(out, "  ... and %d more changes (%d shown per rule; --output json lists every one)\n", hidden, maxChangesPerRule)
 		}
 	}
 	if lo := res.Leftovers; lo != nil {
