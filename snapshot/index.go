@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"hash/maphash"
+	"math"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -25,6 +26,10 @@ type Index struct {
 	seed   maphash.Seed
 	opts   IndexOptions
 	snap   *Snapshot
+	// live has one bit per entry of the bucket, in bucket order: set for
+	// the newest revision of each live key. Live walks the same read-only
+	// bucket in the same order and reads its answers here, without hashing.
+	live []uint64
 
 	// Entries is the number of entries in the `key` bucket (all revisions,
 	// tombstones included); Tombstones how many of them are tombstones.
@@ -45,6 +50,7 @@ type Index struct {
 
 type latest struct {
 	rev      Revision
+	ord      uint32 // the entry's position in the bucket (see Index.live)
 	tomb     bool
 	collided bool // hashed only: two keys share this hash; both are in named
 }
@@ -99,6 +105,10 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 		if err != nil {
 			return nil, invalid(s.Path, "revision %s: value is not a valid mvccpb.KeyValue: %v", RevisionString(rev), err)
 		}
+		if ix.Entries == math.MaxUint32 {
+			return nil, invalid(s.Path, "key bucket has over %d entries", uint32(math.MaxUint32))
+		}
+		ord := uint32(ix.Entries)
 		ix.Entries++
 		ix.LastRevision = rev
 		pending += int64(len(k) + len(v) + 16)
@@ -119,7 +129,7 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 		if opts.Only != nil && !opts.Only(kv.Key) {
 			continue
 		}
-		if err := ix.record(kv.Key, latest{rev: rev, tomb: tomb}); err != nil {
+		if err := ix.record(kv.Key, latest{rev: rev, ord: ord, tomb: tomb}); err != nil {
 			return nil, err
 		}
 	}
@@ -153,6 +163,8 @@ func (ix *Index) isNamed(key []byte) bool {
 // the last write wins.
 func (ix *Index) record(key []byte, l latest) error {
 	if ix.isNamed(key) {
+		prev, had := ix.named[string(key)]
+		ix.replace(prev, had, l)
 		ix.named[string(key)] = l
 		return nil
 	}
@@ -160,8 +172,11 @@ func (ix *Index) record(key []byte, l latest) error {
 	e, ok := ix.hashed[h]
 	switch {
 	case !ok:
+		ix.replace(latest{}, false, l)
 		ix.hashed[h] = l
 	case e.collided:
+		prev, had := ix.named[string(key)]
+		ix.replace(prev, had, l)
 		ix.named[string(key)] = l
 	default:
 		// A second revision under this hash: the same key (an update), or
@@ -171,14 +186,37 @@ func (ix *Index) record(key []byte, l latest) error {
 			return err
 		}
 		if bytes.Equal(stored, key) {
+			ix.replace(e, true, l)
 			ix.hashed[h] = l
 			return nil
 		}
+		ix.replace(latest{}, false, l)
 		ix.named[string(stored)] = e
 		ix.named[string(key)] = l
 		ix.hashed[h] = latest{collided: true}
 	}
 	return nil
+}
+
+// replace moves a key's live bit from its previous newest revision (if it
+// had one, and it was not a tombstone) to its new one.
+func (ix *Index) replace(prev latest, had bool, next latest) {
+	if had && !prev.tomb {
+		ix.live[prev.ord/64] &^= 1 << (prev.ord % 64)
+	}
+	if !next.tomb {
+		for int(next.ord/64) >= len(ix.live) {
+			ix.live = append(ix.live, 0)
+		}
+		ix.live[next.ord/64] |= 1 << (next.ord % 64)
+	}
+}
+
+// liveAt reports whether the entry at position ord of the bucket is the
+// newest revision of a live key.
+func (ix *Index) liveAt(ord int) bool {
+	w := ord / 64
+	return w < len(ix.live) && ix.live[w]&(1<<(ord%64)) != 0
 }
 
 // storedKey reads the user key of a recorded revision back from the bucket.
@@ -284,8 +322,9 @@ func (ix *Index) walk(prefix string) []KeyRev {
 	func() {
 		defer func() { recover() }() // the bucket was read whole by the index already
 		c := ix.snap.tx.Bucket(KeyBucket).Cursor()
+		ord := -1
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(k) != revKeyLen {
+			if ord++; !ix.liveAt(ord) {
 				continue
 			}
 			kv, err := ParseKV(v)
@@ -293,7 +332,7 @@ func (ix *Index) walk(prefix string) []KeyRev {
 				continue
 			}
 			rev, _, err := ParseRevisionKey(k)
-			if err == nil && ix.isLive(kv.Key, rev) {
+			if err == nil {
 				out = append(out, KeyRev{Key: string(kv.Key), Rev: rev})
 			}
 		}

@@ -110,7 +110,13 @@ func TestIndexAgreesWithReference(t *testing.T) {
 					}
 				}
 				n := 0
-				if err := s.Live(ctx, ix, "test", nil, func(*Entry) error { n++; return nil }); err != nil {
+				if err := s.Live(ctx, ix, "test", nil, func(e *Entry) error {
+					n++
+					if l := ref[string(e.KV.Key)]; l.tomb || l.rev != e.Rev {
+						t.Errorf("Live yielded %s at %v, newest is %v (deleted %v)", e.KV.Key, e.Rev, l.rev, l.tomb)
+					}
+					return nil
+				}); err != nil {
 					t.Fatal(err)
 				}
 				if n != live {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 
 	"github.com/snapshift/snapshift/progress"
@@ -23,12 +24,16 @@ type Entry struct {
 // phase names the walk in progress reports.
 func (s *Snapshot) Live(ctx context.Context, ix *Index, phase string, p progress.Reporter, fn func(e *Entry) error) (err error) {
 	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
+	if ix.snap != s || ix.opts.Only != nil {
+		return errors.New("internal error: Live needs a whole index of this snapshot")
+	}
 	p = progress.OrNop(p)
 	p.Start(phase, "keys", int64(ix.Entries))
 	c := s.tx.Bucket(KeyBucket).Cursor()
 	var e Entry
 	n := 0
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		ord := n
 		n++
 		if n&4095 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -36,7 +41,7 @@ func (s *Snapshot) Live(ctx context.Context, ix *Index, phase string, p progress
 			}
 			p.Add(4096)
 		}
-		if len(k) != revKeyLen { // tombstones (18 bytes) are never live; Index validated the rest
+		if !ix.liveAt(ord) { // the index's bit for this entry: it walked the same bucket
 			continue
 		}
 		rev, _, err := ParseRevisionKey(k)
@@ -46,9 +51,6 @@ func (s *Snapshot) Live(ctx context.Context, ix *Index, phase string, p progress
 		kv, err := ParseKV(v)
 		if err != nil {
 			return invalid(s.Path, "revision %s: value is not a valid mvccpb.KeyValue: %v", RevisionString(rev), err)
-		}
-		if len(kv.Key) == 0 || !ix.isLive(kv.Key, rev) {
-			continue
 		}
 		e = Entry{Rev: rev, RevKey: k, Raw: v, KV: kv}
 		if err := fn(&e); err != nil {
