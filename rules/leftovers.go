@@ -140,7 +140,7 @@ func textPrefixes(r netip.Prefix) []string {
 }
 
 // Observe implements transform.Observer.
-func (s *LeftoverScan) Observe(key string, value []byte, _ bool) {
+func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 	if codec.Detect(value) == codec.Encrypted {
 		s.encrypted++
 		return
@@ -197,6 +197,7 @@ func (s *LeftoverScan) Observe(key string, value []byte, _ bool) {
 	if len(found) == 0 {
 		return
 	}
+	key := string(k)
 	res := inspect.Resource(key)
 	intended := s.kept[key]
 	gk := res

@@ -55,7 +55,7 @@ func TestLeftoverScanFindsExactlyTheOldAddresses(t *testing.T) {
 				}
 			}
 		}
-		s.Observe("/registry/pods/ns/p", []byte(b.String()), false)
+		s.Observe([]byte("/registry/pods/ns/p"), []byte(b.String()), false)
 		got := map[string]bool{}
 		for _, g := range s.Report().Groups {
 			for _, e := range g.Examples {

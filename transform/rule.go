@@ -112,8 +112,10 @@ type Noter interface {
 // Observer sees every value the output will hold, after the rules: the
 // stored bytes of kept keys, the new bytes (before encryption) of replaced
 // and created ones.
-// It must not keep value beyond the call. Observers run in the stream and
-// must be fast; they cannot change anything.
+// It must not keep key or value beyond the call. Observers run on a
+// goroutine of their own, one value at a time in stream order, while the
+// stream goes on; they cannot change anything, and must not share state
+// with the rules without a lock (they may read what Prepare computed).
 type Observer interface {
-	Observe(key string, value []byte, changed bool)
+	Observe(key, value []byte, changed bool)
 }

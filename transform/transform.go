@@ -149,6 +149,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
+	if len(cfg.Observers) > 0 {
+		e.pump = newObserverPump(cfg.Observers)
+		defer e.pump.wait() // before snap.Close: the observers read its mapping
+	}
 	if err := snap.Live(ctx, ix, "transform", p, e.entry); err != nil {
 		return nil, err
 	}
@@ -170,6 +174,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if err := e.writePending(); err != nil {
 		return nil, err
+	}
+	if e.pump != nil {
+		e.pump.wait() // every value observed: the observers' reports are complete
 	}
 	for i, r := range cfg.Rules {
 		if n, ok := r.(Noter); ok {
@@ -212,6 +219,7 @@ type engine struct {
 	report      *Report
 	ruleReports []*RuleReport
 	pending     []pending
+	pump        *observerPump // nil without observers
 	deleted     map[string]bool
 	createdKeys map[string]bool
 }
@@ -310,12 +318,8 @@ func (e *engine) encrypt(key string, plain []byte, info encryption.Info) ([]byte
 }
 
 func (e *engine) observe(key, value []byte, changed bool) {
-	if len(e.cfg.Observers) == 0 {
-		return
-	}
-	k := string(key)
-	for _, o := range e.cfg.Observers {
-		o.Observe(k, value, changed)
+	if e.pump != nil {
+		e.pump.observe(key, value, changed)
 	}
 }
 
