@@ -18,7 +18,7 @@ import (
 // DefaultTxBytes bounds each write transaction: bbolt keeps every dirty
 // page of a transaction in memory, so a transaction is committed after this
 // many bytes of puts (bbolt's own compact command does the same).
-const DefaultTxBytes = 32 << 20
+const DefaultTxBytes = 16 << 20
 
 // WriterConfig configures Create.
 type WriterConfig struct {

@@ -73,12 +73,15 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// pending is a change to write above the input's revisions.
+// pending is a change to write above the input's revisions. Its bytes wait
+// in the spill file (none in a dry run).
 type pending struct {
 	key     string
-	value   []byte
+	off     int64
+	size    int
 	created bool
-	orig    snapshot.KV // for replaced keys
+	// Of a replaced key's input revision: kept, or counted on.
+	createRev, version, lease int64
 }
 
 // Run performs one transform. On error nothing is left at Output.
@@ -145,6 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		defer e.w.Abort() // no-op after a successful Commit
+		defer func() { e.spill.close() }()
 		if err := e.w.CopyBuckets(snap); err != nil {
 			return nil, err
 		}
@@ -219,6 +223,7 @@ type engine struct {
 	report      *Report
 	ruleReports []*RuleReport
 	pending     []pending
+	spill       *spill        // the bytes of pending, once there is one
 	pump        *observerPump // nil without observers
 	deleted     map[string]bool
 	createdKeys map[string]bool
@@ -298,8 +303,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 		return err
 	}
 	e.report.Objects = append(e.report.Objects, ObjectChange{Key: key, Action: "replace", Rules: names, Changes: changes})
-	e.pending = append(e.pending, pending{key: key, value: b, orig: ent.KV})
-	return nil
+	return e.addPending(pending{key: key, createRev: ent.KV.CreateRevision, version: ent.KV.Version, lease: ent.KV.Lease}, b)
 }
 
 // encrypt stores a changed or created value as info says, bound to its key.
@@ -358,8 +362,7 @@ func (e *engine) create(ri int, o NewObject) error {
 		return err
 	}
 	e.report.Objects = append(e.report.Objects, ObjectChange{Key: o.Key, Action: "create", Rules: []string{name}, Changes: o.Changes})
-	e.pending = append(e.pending, pending{key: o.Key, value: b, created: true})
-	return nil
+	return e.addPending(pending{key: o.Key, created: true}, b)
 }
 
 // checkCreates refuses to create a key that stays live in the output.
@@ -377,6 +380,27 @@ func (e *engine) checkCreates() error {
 	return nil
 }
 
+// addPending queues a change; its bytes go to the spill file, created
+// beside the output at the first change (a dry run keeps none).
+func (e *engine) addPending(p pending, value []byte) error {
+	if e.w != nil {
+		if e.spill == nil {
+			sp, err := newSpill(e.cfg.Output)
+			if err != nil {
+				return err
+			}
+			e.spill = sp
+		}
+		off, err := e.spill.add(value)
+		if err != nil {
+			return err
+		}
+		p.off, p.size = off, len(value)
+	}
+	e.pending = append(e.pending, p)
+	return nil
+}
+
 // writePending appends every replaced or created object at one new main
 // revision above the input's current revision, and sets the compaction
 // markers above everything written.
@@ -388,12 +412,19 @@ func (e *engine) writePending() error {
 		e.report.NewRevision = top
 	}
 	for i, p := range e.pending {
+		if e.w == nil {
+			break // a dry run: nothing to write
+		}
+		value, err := e.spill.read(p.off, p.size)
+		if err != nil {
+			return err
+		}
 		rev := snapshot.Revision{Main: current + 1, Sub: int64(i)}
-		kv := snapshot.KV{Key: []byte(p.key), Value: p.value, ModRevision: rev.Main}
+		kv := snapshot.KV{Key: []byte(p.key), Value: value, ModRevision: rev.Main}
 		if p.created {
 			kv.CreateRevision, kv.Version = rev.Main, 1
 		} else {
-			kv.CreateRevision, kv.Version, kv.Lease = p.orig.CreateRevision, p.orig.Version+1, p.orig.Lease
+			kv.CreateRevision, kv.Version, kv.Lease = p.createRev, p.version+1, p.lease
 		}
 		raw, err := kv.Marshal()
 		if err != nil {

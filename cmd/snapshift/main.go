@@ -5,12 +5,21 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 
 	"github.com/snapshift/snapshift/cmd/snapshift/app"
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// The live heap of a large transform is mostly the key index, a
+		// table without pointers that the collector does not scan: a
+		// collection at 1.5x the live heap instead of 2x costs about 3% of
+		// the time and keeps a 650k-key migration at ~160 MiB instead of
+		// ~220 MiB (make bench).
+		debug.SetGCPercent(50)
+	}
 	os.Exit(run())
 }
 
