@@ -14,11 +14,11 @@ import (
 	"github.com/snapshift/snapshift/internal/gen"
 )
 
-// interruptKeys makes a snapshot (about 340 MiB) that transform needs over a second for and
-// restore over half a second, so that a signal sent after signalAfter lands in the middle of the
-// work.
+// interruptKeys makes a snapshot (about 570 MiB) that transform needs over three times
+// signalAfter for and restore over twice, so that a signal sent after signalAfter lands in the
+// middle of the work.
 const (
-	interruptKeys = 120_000
+	interruptKeys = 200_000
 	signalAfter   = 300 * time.Millisecond
 )
 
@@ -51,8 +51,8 @@ func TestInterrupt(t *testing.T) {
 		r := runChild(t, 0, args...)
 		took := time.Since(start)
 		t.Logf("uninterrupted %s: exit %d in %v", args[0], r.code, took.Round(time.Millisecond))
-		// transform must take over a second; restore (mostly a file copy) at least twice signalAfter.
-		least := time.Second
+		// transform must take over three times signalAfter; restore (mostly a file copy) twice.
+		least := 3 * signalAfter
 		if args[0] == "restore" {
 			least = 2 * signalAfter
 		}
