@@ -264,21 +264,6 @@ func (ix *Index) Lookup(key []byte) (Revision, bool) {
 	return l.rev, true
 }
 
-// isLive reports whether rev is the live revision of key. It is called for
-// every entry of the stream: a hashed key needs no read back here, because
-// a revision found in the bucket under this key's hash with rev's exact
-// revision is this entry itself.
-func (ix *Index) isLive(key []byte, rev Revision) bool {
-	if l, ok := ix.named[string(key)]; ok {
-		return !l.tomb && l.rev == rev
-	}
-	if ix.isNamed(key) {
-		return false
-	}
-	l, ok := ix.hashed[ix.opts.hash(key)]
-	return ok && !l.collided && !l.tomb && l.rev == rev
-}
-
 // KeyRev is a live key and its revision.
 type KeyRev struct {
 	Key string

@@ -81,9 +81,6 @@ func TestIndexAgreesWithReference(t *testing.T) {
 					if ok != !l.tomb || (ok && rev != l.rev) {
 						t.Errorf("Lookup(%s) = %v %v, want %v live=%v", k, rev, ok, l.rev, !l.tomb)
 					}
-					if got := ix.isLive([]byte(k), l.rev); got != !l.tomb {
-						t.Errorf("isLive(%s, newest) = %v", k, got)
-					}
 				}
 				for _, missing := range []string{"/registry/pods/ns/nope", "/x", "/registry/services/specs/ns/zz"} {
 					if _, ok := ix.Lookup([]byte(missing)); ok {
