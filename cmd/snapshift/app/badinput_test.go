@@ -244,8 +244,6 @@ type badRow struct {
 	fsize func(outputSize int64) int64
 	code  int
 	want  string // in the one line on stderr
-	// skip returns a reason to skip the row here, or "".
-	skip func() string
 }
 
 func transformTo(extra ...string) func(in, work string) []string {
@@ -578,11 +576,6 @@ func TestBadInputTable(t *testing.T) {
 	t.Logf("%d rows", len(rows))
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			if row.skip != nil {
-				if why := row.skip(); why != "" {
-					t.Skip(why)
-				}
-			}
 			inDir, work := t.TempDir(), t.TempDir()
 			in := filepath.Join(inDir, "in.db")
 			if row.input != nil {
