@@ -11,12 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/snapshift/snapshift/clusterinfo"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
-	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/state"
 )
 
 // Config configures Run.
@@ -47,7 +46,7 @@ type Report struct {
 	SecretTypes     []Count               `json:"secretTypes,omitempty"`
 	Encodings       []Count               `json:"encodings"`
 	Encrypted       []Count               `json:"encrypted,omitempty"`
-	Networks        *clusterinfo.Networks `json:"networks"`
+	Networks        *state.Networks       `json:"networks"`
 }
 
 // Count is a named count.
@@ -65,7 +64,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer snap.Close()
-	ix, err := snap.IndexWith(ctx, cfg.Progress, snapshot.IndexOptions{Named: []string{clusterinfo.PrefixNodes}})
+	ix, err := snap.IndexWith(ctx, cfg.Progress, snapshot.IndexOptions{Named: []string{state.PrefixNodes}})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +81,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	encrypted := map[string]int{}
 	err = snap.Live(ctx, ix, "inspect", cfg.Progress, func(e *snapshot.Entry) error {
 		key := string(e.KV.Key)
-		resources[Resource(key)]++
+		resources[state.Resource(key)]++
 		enc := codec.Detect(e.KV.Value)
 		encodings[enc.String()]++
 		if enc == codec.Encrypted {
@@ -109,7 +108,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r.Resources, r.SecretTypes, r.Encodings, r.Encrypted = sorted(resources), sorted(secretTypes), sorted(encodings), sorted(encrypted)
-	r.Networks, err = clusterinfo.Detect(ctx, transform.NewView(snap, ix, c, cfg.Encryption))
+	r.Networks, err = state.Detect(ctx, state.NewView(snap, ix, c, cfg.Encryption))
 	if err != nil {
 		return nil, err
 	}
@@ -128,36 +127,4 @@ func sorted(m map[string]int) []Count {
 		return out[i].Name < out[j].Name
 	})
 	return out
-}
-
-// Resource names the Kubernetes resource a key belongs to, from the
-// apiserver's key layout: /registry/<resource>/..., with the built-in
-// special cases (services/specs, services/endpoints, minions, controllers,
-// ranges/*) and group/resource for custom and aggregated resources.
-func Resource(key string) string {
-	rest, ok := strings.CutPrefix(key, "/registry/")
-	if !ok {
-		return "(outside /registry)"
-	}
-	parts := strings.SplitN(rest, "/", 3)
-	first := parts[0]
-	switch first {
-	case "services":
-		if len(parts) > 1 && parts[1] == "endpoints" {
-			return "endpoints"
-		}
-		return "services"
-	case "minions":
-		return "nodes"
-	case "controllers":
-		return "replicationcontrollers"
-	case "ranges":
-		if len(parts) > 1 {
-			return "ranges/" + parts[1]
-		}
-	}
-	if strings.Contains(first, ".") && len(parts) > 1 {
-		return first + "/" + parts[1]
-	}
-	return first
 }

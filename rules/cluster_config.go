@@ -10,7 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/snapshift/snapshift/clusterinfo"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
 
@@ -27,23 +27,23 @@ type ClusterConfig struct {
 }
 
 var clusterConfigKeys = map[string]bool{
-	clusterinfo.KeyKubeadmConfig: true,
-	clusterinfo.KeyKubeProxy:     true,
+	state.KeyKubeadmConfig: true,
+	state.KeyKubeProxy:     true,
 }
 
 func (r *ClusterConfig) Name() string { return NameClusterConfig }
 
 func (r *ClusterConfig) Prefixes() []string {
-	return append([]string{clusterinfo.KeyKubeadmConfig, clusterinfo.KeyKubeletConfig, clusterinfo.KeyKubeProxy}, clusterinfo.FlannelConfigKeys...)
+	return append([]string{state.KeyKubeadmConfig, state.KeyKubeletConfig, state.KeyKubeProxy}, state.FlannelConfigKeys...)
 }
 
 func (r *ClusterConfig) Notes() []string { return r.notes }
 
 func claimsConfigMap(key string) bool {
-	if clusterConfigKeys[key] || key == clusterinfo.KeyKubeletConfig || strings.HasPrefix(key, clusterinfo.KeyKubeletConfig+"-1.") {
+	if clusterConfigKeys[key] || key == state.KeyKubeletConfig || strings.HasPrefix(key, state.KeyKubeletConfig+"-1.") {
 		return true
 	}
-	for _, k := range clusterinfo.FlannelConfigKeys {
+	for _, k := range state.FlannelConfigKeys {
 		if key == k {
 			return true
 		}
@@ -52,7 +52,7 @@ func claimsConfigMap(key string) bool {
 }
 
 // Apply edits one ConfigMap.
-func (r *ClusterConfig) Apply(_ context.Context, obj *transform.Object) (transform.Result, error) {
+func (r *ClusterConfig) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
 	if !claimsConfigMap(obj.Key) {
 		return transform.Result{}, nil
 	}
@@ -80,7 +80,7 @@ func (r *ClusterConfig) Apply(_ context.Context, obj *transform.Object) (transfo
 	if len(changes) == 0 {
 		return transform.Result{}, nil
 	}
-	if strings.HasPrefix(obj.Key, clusterinfo.KeyKubeletConfig) {
+	if strings.HasPrefix(obj.Key, state.KeyKubeletConfig) {
 		r.notes = append(r.notes, "kubelet-config changed: every node's /var/lib/kubelet/config.yaml holds its own copy of clusterDNS; update it on each node (kubeadm upgrade node phase kubelet-config does) before restarting kubelets")
 	}
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
 
@@ -40,7 +41,7 @@ func (r *ClusterInfo) Name() string       { return NameClusterInfo }
 func (r *ClusterInfo) Prefixes() []string { return []string{keyClusterInfo} }
 func (r *ClusterInfo) Notes() []string    { return r.notes }
 
-func (r *ClusterInfo) Apply(_ context.Context, obj *transform.Object) (transform.Result, error) {
+func (r *ClusterInfo) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
 	if obj.Key != keyClusterInfo {
 		return transform.Result{}, nil
 	}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/snapshift/snapshift/clusterinfo"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
 
@@ -89,9 +89,9 @@ func newUID(key string, seed string) types.UID {
 }
 
 // networks detects once and shares the result between rules.
-func (p *Plan) networks(ctx context.Context, v *transform.View) (*clusterinfo.Networks, error) {
+func (p *Plan) networks(ctx context.Context, v *state.View) (*state.Networks, error) {
 	if p.detected == nil {
-		n, err := clusterinfo.Detect(ctx, v)
+		n, err := state.Detect(ctx, v)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +100,7 @@ func (p *Plan) networks(ctx context.Context, v *transform.View) (*clusterinfo.Ne
 	return p.detected, nil
 }
 
-func toDetected(srcs []clusterinfo.Source) ([]detected, error) {
+func toDetected(srcs []state.Source) ([]detected, error) {
 	var out []detected
 	for _, s := range srcs {
 		d := detected{source: s.Source}
@@ -189,8 +189,8 @@ func editManagedFields(meta *metav1.ObjectMeta, mapping map[string]string) bool 
 
 // recordedPrefixes is what the snapshot's records (not the Nodes' covering
 // prefix) agree on for a network; an error when they disagree or are absent.
-func recordedPrefixes(srcs []clusterinfo.Source) ([]netip.Prefix, error) {
-	var rec []clusterinfo.Source
+func recordedPrefixes(srcs []state.Source) ([]netip.Prefix, error) {
+	var rec []state.Source
 	for _, s := range srcs {
 		if !strings.HasPrefix(s.Source, "Node podCIDRs") {
 			rec = append(rec, s)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/snapshift/snapshift/internal/testfile"
+	"github.com/snapshift/snapshift/state"
 
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/transform"
@@ -38,10 +39,10 @@ type prepareOnly struct{ r transform.Rule }
 
 func (p prepareOnly) Name() string       { return p.r.Name() + " (prepare only)" }
 func (p prepareOnly) Prefixes() []string { return nil }
-func (p prepareOnly) Apply(context.Context, *transform.Object) (transform.Result, error) {
+func (p prepareOnly) Apply(context.Context, *state.Object) (transform.Result, error) {
 	return transform.Result{}, nil
 }
-func (p prepareOnly) Prepare(ctx context.Context, v *transform.View) error {
+func (p prepareOnly) Prepare(ctx context.Context, v *state.View) error {
 	if pr, ok := p.r.(transform.Preparer); ok {
 		return pr.Prepare(ctx, v)
 	}

@@ -21,12 +21,12 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/cidr"
-	"github.com/snapshift/snapshift/clusterinfo"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
 
@@ -43,7 +43,7 @@ type migration struct {
 	report *transform.Report
 	plan   *rules.Plan
 	left   *rules.LeftoverReport
-	in     *state                      // the input, read with snapshot.Open
+	in     *liveState                      // the input, read with snapshot.Open
 	etcd   map[string]*mvccpb.KeyValue // the restored member, by key
 	c      *codec.Codec
 	objs   map[string]*codec.Object   // decoded etcd values, by key
@@ -107,7 +107,7 @@ func migrateSample(t *testing.T, opts rules.Options) *migration {
 		case *corev1.Node:
 			m.nodes[x.Name] = x
 		case *networkingv1.IPAddress:
-			m.ipaddr[strings.TrimPrefix(k, clusterinfo.PrefixIPAddresses)] = x
+			m.ipaddr[strings.TrimPrefix(k, state.PrefixIPAddresses)] = x
 		}
 	}
 	if len(m.etcd) != len(m.in.Live)-rep.Deleted+rep.Created {
@@ -203,9 +203,9 @@ func (m *migration) checkServices(t *testing.T, kept map[string]string) (v4 map[
 		}
 	}
 	// The allocator state matches the Services exactly.
-	ra, ok := m.objs[clusterinfo.KeyServiceIPRange].Obj.(*corev1.RangeAllocation)
+	ra, ok := m.objs[state.KeyServiceIPRange].Obj.(*corev1.RangeAllocation)
 	if !ok {
-		t.Fatalf("%s is not a RangeAllocation", clusterinfo.KeyServiceIPRange)
+		t.Fatalf("%s is not a RangeAllocation", state.KeyServiceIPRange)
 	}
 	if ra.Range != newServiceCIDR.String() {
 		t.Errorf("RangeAllocation range %s, want %s", ra.Range, newServiceCIDR)
@@ -253,9 +253,9 @@ func (m *migration) checkServices(t *testing.T, kept map[string]string) (v4 map[
 	if !slices.Equal(names, wantNames) {
 		t.Errorf("IPAddress objects %v, want one per IPv4 ClusterIP %v", names, wantNames)
 	}
-	sc, ok := m.objs[clusterinfo.KeyDefaultServiceCIDR].Obj.(*networkingv1.ServiceCIDR)
+	sc, ok := m.objs[state.KeyDefaultServiceCIDR].Obj.(*networkingv1.ServiceCIDR)
 	if !ok {
-		t.Fatalf("%s is not a networking.k8s.io/v1 ServiceCIDR", clusterinfo.KeyDefaultServiceCIDR)
+		t.Fatalf("%s is not a networking.k8s.io/v1 ServiceCIDR", state.KeyDefaultServiceCIDR)
 	}
 	if !slices.Equal(sc.Spec.CIDRs, []string{newServiceCIDR.String()}) {
 		t.Errorf("ServiceCIDR kubernetes spec.cidrs = %v, want [%s]", sc.Spec.CIDRs, newServiceCIDR)
@@ -327,8 +327,8 @@ func (m *migration) configMap(t *testing.T, key string) *corev1.ConfigMap {
 
 func (m *migration) checkConfigs(t *testing.T, dns string) {
 	t.Helper()
-	var cc clusterinfo.ClusterConfiguration
-	if err := sigyaml.Unmarshal([]byte(m.configMap(t, clusterinfo.KeyKubeadmConfig).Data["ClusterConfiguration"]), &cc); err != nil {
+	var cc state.ClusterConfiguration
+	if err := sigyaml.Unmarshal([]byte(m.configMap(t, state.KeyKubeadmConfig).Data["ClusterConfiguration"]), &cc); err != nil {
 		t.Fatal(err)
 	}
 	if cc.Networking.ServiceSubnet != newServiceCIDR.String() || cc.Networking.PodSubnet != newPodCIDR.String() {
@@ -337,7 +337,7 @@ func (m *migration) checkConfigs(t *testing.T, dns string) {
 	var kc struct {
 		ClusterDNS []string `json:"clusterDNS"`
 	}
-	if err := sigyaml.Unmarshal([]byte(m.configMap(t, clusterinfo.KeyKubeletConfig).Data["kubelet"]), &kc); err != nil {
+	if err := sigyaml.Unmarshal([]byte(m.configMap(t, state.KeyKubeletConfig).Data["kubelet"]), &kc); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(kc.ClusterDNS, []string{dns}) {
@@ -346,7 +346,7 @@ func (m *migration) checkConfigs(t *testing.T, dns string) {
 	var kp struct {
 		ClusterCIDR string `json:"clusterCIDR"`
 	}
-	if err := sigyaml.Unmarshal([]byte(m.configMap(t, clusterinfo.KeyKubeProxy).Data["config.conf"]), &kp); err != nil {
+	if err := sigyaml.Unmarshal([]byte(m.configMap(t, state.KeyKubeProxy).Data["config.conf"]), &kp); err != nil {
 		t.Fatal(err)
 	}
 	if kp.ClusterCIDR != newPodCIDR.String() {
@@ -355,7 +355,7 @@ func (m *migration) checkConfigs(t *testing.T, dns string) {
 	var nc struct {
 		Network string `json:"Network"`
 	}
-	if err := json.Unmarshal([]byte(m.configMap(t, clusterinfo.FlannelConfigKeys[0]).Data["net-conf.json"]), &nc); err != nil {
+	if err := json.Unmarshal([]byte(m.configMap(t, state.FlannelConfigKeys[0]).Data["net-conf.json"]), &nc); err != nil {
 		t.Fatal(err)
 	}
 	if nc.Network != newPodCIDR.String() {
@@ -482,7 +482,7 @@ func TestEndToEndSampleDNSBridge(t *testing.T) {
 		t.Errorf("172.24.0.10 belongs to %q", v4[netip.MustParseAddr("172.24.0.10")])
 	}
 	// The exempt Service's IPAddress is kept as it was.
-	k := clusterinfo.PrefixIPAddresses + sample.DNSServiceIP
+	k := state.PrefixIPAddresses + sample.DNSServiceIP
 	if kv, ok := m.etcd[k]; !ok || string(kv.Value) != string(m.in.Live[k].KV.Value) {
 		t.Errorf("%s not kept byte for byte", k)
 	}
@@ -496,7 +496,7 @@ func TestEndToEndSampleDNSBridge(t *testing.T) {
 		case r == "pods" || r == "endpoints" || r == "endpointslices" || r == "crd.projectcalico.org/ippools":
 		case r == "ipaddresses (kept on purpose)":
 			// The exempt Service's own IPAddress.
-			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != clusterinfo.PrefixIPAddresses+sample.DNSServiceIP {
+			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != state.PrefixIPAddresses+sample.DNSServiceIP {
 				t.Errorf("leftover %s: %+v", r, g)
 			}
 		case r == "services (kept on purpose)":

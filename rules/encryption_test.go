@@ -16,6 +16,7 @@ import (
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
 
@@ -138,7 +139,7 @@ func TestEncryptedAtRest(t *testing.T) {
 
 	// Without the configuration: one clear refusal naming a key and the fix.
 	_, err = transform.Run(context.Background(), transform.Config{Input: in, Output: filepath.Join(dir, "no.db"), Rules: seedRules()})
-	if !errors.Is(err, transform.ErrEncrypted) || !strings.Contains(err.Error(), "--encryption-config") {
+	if !errors.Is(err, state.ErrEncrypted) || !strings.Contains(err.Error(), "--encryption-config") {
 		t.Fatalf("without --encryption-config: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "no.db")); !os.IsNotExist(err) {
@@ -209,7 +210,7 @@ func TestEncryptedAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = transform.Run(context.Background(), transform.Config{Input: in, DryRun: true, Rules: rs, Encryption: enc})
-	if !errors.Is(err, transform.ErrEncrypted) || !strings.Contains(err.Error(), "KMS") || !strings.Contains(err.Error(), "db-credentials") {
+	if !errors.Is(err, state.ErrEncrypted) || !strings.Contains(err.Error(), "KMS") || !strings.Contains(err.Error(), "db-credentials") {
 		t.Fatalf("a KMS value under a claimed prefix: %v", err)
 	}
 }

@@ -13,9 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigyaml "sigs.k8s.io/yaml"
 
-	"github.com/snapshift/snapshift/clusterinfo"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
 
@@ -160,7 +160,7 @@ func runGoldenCase(t *testing.T, dir string) {
 	}
 }
 
-func renderOutput(t *testing.T, c *codec.Codec, in, out *state, rep *transform.Report) ([]goldenRule, []string, []goldenObject) {
+func renderOutput(t *testing.T, c *codec.Codec, in, out *liveState, rep *transform.Report) ([]goldenRule, []string, []goldenObject) {
 	var rs []goldenRule
 	for _, r := range rep.Rules {
 		rs = append(rs, goldenRule{Name: r.Name, Seen: r.Seen, Changed: r.Changed, Deleted: r.Deleted, Created: r.Created, Notes: r.Notes})
@@ -183,7 +183,7 @@ func renderOutput(t *testing.T, c *codec.Codec, in, out *state, rep *transform.R
 		}
 		dec := decodeValue(t, c, k, o.KV.Value)
 		g := goldenObject{Key: k, Change: change, Object: objectTree(t, dec)}
-		if ra, ok := dec.Obj.(*corev1.RangeAllocation); ok && (k == clusterinfo.KeyServiceIPRange || k == clusterinfo.KeySecondaryIPRange) {
+		if ra, ok := dec.Obj.(*corev1.RangeAllocation); ok && (k == state.KeyServiceIPRange || k == state.KeySecondaryIPRange) {
 			// Show the bitmap as addresses; the bytes must be exactly what
 			// the independent encoder of internal/sample makes of them.
 			g.Bitmap = bitmapAddrs(t, ra)
@@ -201,7 +201,7 @@ func renderOutput(t *testing.T, c *codec.Codec, in, out *state, rep *transform.R
 // cluster-config rule claims: with the new CIDRs and addresses substituted
 // back by the old ones, each data document is byte-identical to the input
 // (only the CIDR scalars moved), and no old CIDR is left in it.
-func checkConfigMapsEditedInPlace(t *testing.T, c *codec.Codec, in, out *state, plan *rules.Plan) {
+func checkConfigMapsEditedInPlace(t *testing.T, c *codec.Codec, in, out *liveState, plan *rules.Plan) {
 	t.Helper()
 	back := reverseMapping(plan)
 	// The cluster-config rule's prefixes do not depend on the options.
@@ -260,10 +260,10 @@ func checkConfigMapsEditedInPlace(t *testing.T, c *codec.Codec, in, out *state, 
 // isNetworkConfigMap reports the ConfigMaps that must name no old range
 // after the transform (kubeadm, kube-proxy, flannel).
 func isNetworkConfigMap(k string) bool {
-	if k == clusterinfo.KeyKubeadmConfig || k == clusterinfo.KeyKubeProxy {
+	if k == state.KeyKubeadmConfig || k == state.KeyKubeProxy {
 		return true
 	}
-	for _, f := range clusterinfo.FlannelConfigKeys {
+	for _, f := range state.FlannelConfigKeys {
 		if k == f {
 			return true
 		}

@@ -179,13 +179,13 @@ type liveKV struct {
 	KV  snapshot.KV
 }
 
-// state is a snapshot read back through snapshot.Open/Index/Live.
-type state struct {
+// liveState is a snapshot read back through snapshot.Open/Index/Live.
+type liveState struct {
 	Current int64
 	Live    map[string]liveKV
 }
 
-func (s *state) keys() []string {
+func (s *liveState) keys() []string {
 	out := make([]string, 0, len(s.Live))
 	for k := range s.Live {
 		out = append(out, k)
@@ -194,7 +194,7 @@ func (s *state) keys() []string {
 	return out
 }
 
-func readState(t testing.TB, path string) *state {
+func readState(t testing.TB, path string) *liveState {
 	t.Helper()
 	s, err := snapshot.Open(path, snapshot.OpenOptions{})
 	if err != nil {
@@ -205,7 +205,7 @@ func readState(t testing.TB, path string) *state {
 	if err != nil {
 		t.Fatalf("index %s: %v", path, err)
 	}
-	st := &state{Current: ix.CurrentRevision, Live: map[string]liveKV{}}
+	st := &liveState{Current: ix.CurrentRevision, Live: map[string]liveKV{}}
 	err = s.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error {
 		kv := e.KV
 		kv.Key = bytes.Clone(kv.Key)
@@ -360,7 +360,7 @@ func ruleCounts(rep *transform.Report) map[string]transform.RuleReport {
 // stored KeyValue and revision; replaced keys are written at input current
 // revision + 1 with Version+1 and the same CreateRevision and Lease; created
 // keys start a new generation there.
-func checkRevisionMetadata(t testing.TB, in, out *state, rep *transform.Report) {
+func checkRevisionMetadata(t testing.TB, in, out *liveState, rep *transform.Report) {
 	t.Helper()
 	next := in.Current + 1
 	actions := map[string]string{}

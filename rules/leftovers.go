@@ -7,9 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/snapshift/snapshift/clusterinfo"
 	"github.com/snapshift/snapshift/codec"
-	"github.com/snapshift/snapshift/inspect"
+	"github.com/snapshift/snapshift/state"
 )
 
 // LeftoverScan finds addresses of the old ranges that remain in the output
@@ -98,7 +97,7 @@ func (s *LeftoverScan) prepare() {
 			if mv.Kept {
 				s.kept[mv.Key] = true
 				for _, ip := range mv.Old { // its own IPAddress objects
-					s.kept[clusterinfo.PrefixIPAddresses+ip] = true
+					s.kept[state.PrefixIPAddresses+ip] = true
 				}
 			}
 		}
@@ -198,7 +197,7 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		return
 	}
 	key := string(k)
-	res := inspect.Resource(key)
+	res := state.Resource(key)
 	intended := s.kept[key]
 	gk := res
 	if intended {

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/snapshift/snapshift/cidr"
-	"github.com/snapshift/snapshift/clusterinfo"
+	"github.com/snapshift/snapshift/state"
 )
 
 // Plan is what the network rules decided in Prepare; cluster-config and
@@ -16,7 +16,7 @@ type Plan struct {
 	Service *ServicePlan `json:"service,omitempty"`
 	Pod     *PodPlan     `json:"pod,omitempty"`
 
-	detected *clusterinfo.Networks
+	detected *state.Networks
 }
 
 // ServicePlan maps the service range.

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/snapshift/snapshift/cidr"
-	"github.com/snapshift/snapshift/clusterinfo"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
 
@@ -26,11 +26,11 @@ type PodCIDR struct {
 }
 
 func (r *PodCIDR) Name() string       { return NamePodCIDR }
-func (r *PodCIDR) Prefixes() []string { return []string{clusterinfo.PrefixNodes} }
-func (r *PodCIDR) Lists() []string    { return []string{clusterinfo.PrefixNodes} }
+func (r *PodCIDR) Prefixes() []string { return []string{state.PrefixNodes} }
+func (r *PodCIDR) Lists() []string    { return []string{state.PrefixNodes} }
 
 // Prepare maps every node and refuses before anything is written.
-func (r *PodCIDR) Prepare(ctx context.Context, v *transform.View) error {
+func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 	newP, err := parsePrefixes("--pod-network-cidr", r.opts.PodNetworkCIDR)
 	if err != nil {
 		return err
@@ -41,7 +41,7 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *transform.View) error {
 	}
 	// Node podCIDRs' covering prefix is evidence, not a record: leave it out
 	// of the agreement check (a cluster may use only part of its range).
-	var recorded []clusterinfo.Source
+	var recorded []state.Source
 	for _, s := range nets.PodCIDR {
 		if !strings.HasPrefix(s.Source, "Node podCIDRs") {
 			recorded = append(recorded, s)
@@ -70,7 +70,7 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *transform.View) error {
 	r.pp, r.plan.Pod = pp, pp
 	r.moves = map[string][]string{}
 
-	nodes, err := v.List(clusterinfo.PrefixNodes)
+	nodes, err := v.List(state.PrefixNodes)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func pairOfPrefix(old, new []netip.Prefix, p netip.Prefix) (netip.Prefix, netip.
 }
 
 // Apply rewrites one Node.
-func (r *PodCIDR) Apply(_ context.Context, obj *transform.Object) (transform.Result, error) {
+func (r *PodCIDR) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
 	out, ok := r.moves[obj.Key]
 	if !ok {
 		return transform.Result{}, nil

@@ -9,10 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/snapshift/snapshift/clusterinfo"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/state"
 )
 
 // The tests in this file expose bugs in non-test code, found while writing
@@ -92,7 +92,7 @@ func TestRegressionDNSBridgeOutsideKubeSystemSelectsNoPods(t *testing.T) {
 	var bridges []string
 	st := readState(t, out)
 	for _, k := range st.keys() {
-		if !strings.HasPrefix(k, clusterinfo.PrefixServices) || k == clusterinfo.PrefixServices+"dns/coredns" {
+		if !strings.HasPrefix(k, state.PrefixServices) || k == state.PrefixServices+"dns/coredns" {
 			continue
 		}
 		svc := decodeTyped[*corev1.Service](t, c, k, st.Live[k].KV.Value)
@@ -121,7 +121,7 @@ func TestRegressionLeftoverScanReportsExemptIPAddressAsUnintended(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := clusterinfo.PrefixIPAddresses + sample.DNSServiceIP
+	kept := state.PrefixIPAddresses + sample.DNSServiceIP
 	found := false
 	for _, g := range scan.Report().Groups {
 		for _, e := range g.Examples {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
 
@@ -45,7 +46,7 @@ func (r *SATokens) Prefixes() []string { return []string{prefixSecrets, prefixPo
 func (r *SATokens) Lists() []string    { return []string{prefixSecrets} }
 
 // Prepare finds the token Secrets (their names, for the Pod report).
-func (r *SATokens) Prepare(_ context.Context, v *transform.View) error {
+func (r *SATokens) Prepare(_ context.Context, v *state.View) error {
 	r.secrets = map[string]bool{}
 	objs, err := v.List(prefixSecrets)
 	if err != nil {
@@ -59,7 +60,7 @@ func (r *SATokens) Prepare(_ context.Context, v *transform.View) error {
 	return nil
 }
 
-func (r *SATokens) Apply(_ context.Context, obj *transform.Object) (transform.Result, error) {
+func (r *SATokens) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
 	switch o := obj.Value.Obj.(type) {
 	case *corev1.Secret:
 		if o.Type != corev1.SecretTypeServiceAccountToken {

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snapshift/snapshift/cidr"
-	"github.com/snapshift/snapshift/clusterinfo"
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
 
@@ -50,7 +50,7 @@ type rangeUpdate struct {
 }
 
 const (
-	keyDefaultKubernetes = clusterinfo.PrefixServices + "default/kubernetes"
+	keyDefaultKubernetes = state.PrefixServices + "default/kubernetes"
 )
 
 // bridgeFor names the bridge of a DNS Service "ns/name": "ns/name-bridge",
@@ -62,14 +62,14 @@ func bridgeFor(dnsService string) (ns, name string) {
 
 func (r *ServiceCIDR) bridgeKey() string {
 	ns, name := bridgeFor(r.opts.DNSService)
-	return clusterinfo.PrefixServices + ns + "/" + name
+	return state.PrefixServices + ns + "/" + name
 }
 
 func (r *ServiceCIDR) Name() string { return NameServiceCIDR }
 
 func (r *ServiceCIDR) Prefixes() []string {
-	return []string{clusterinfo.PrefixServices, clusterinfo.KeyServiceIPRange, clusterinfo.KeySecondaryIPRange,
-		clusterinfo.PrefixIPAddresses, clusterinfo.KeyDefaultServiceCIDR}
+	return []string{state.PrefixServices, state.KeyServiceIPRange, state.KeySecondaryIPRange,
+		state.PrefixIPAddresses, state.KeyDefaultServiceCIDR}
 }
 
 func (r *ServiceCIDR) Notes() []string { return r.notes }
@@ -77,7 +77,7 @@ func (r *ServiceCIDR) Notes() []string { return r.notes }
 // Lists names what Prepare lists (and what clusterinfo reads): Services,
 // IPAddresses, Nodes.
 func (r *ServiceCIDR) Lists() []string {
-	return []string{clusterinfo.PrefixServices, clusterinfo.PrefixIPAddresses, clusterinfo.PrefixNodes}
+	return []string{state.PrefixServices, state.PrefixIPAddresses, state.PrefixNodes}
 }
 
 func (r *ServiceCIDR) notef(format string, args ...any) {
@@ -92,7 +92,7 @@ type svcIPs struct {
 }
 
 // Prepare computes the whole mapping and refuses before anything is written.
-func (r *ServiceCIDR) Prepare(ctx context.Context, v *transform.View) error {
+func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	newP, err := parsePrefixes("--service-cidr", r.opts.ServiceCIDR)
 	if err != nil {
 		return err
@@ -126,13 +126,13 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *transform.View) error {
 	r.sp, r.plan.Service = sp, sp
 	r.newIPs = map[string][]string{}
 
-	objs, err := v.List(clusterinfo.PrefixServices)
+	objs, err := v.List(state.PrefixServices)
 	if err != nil {
 		return err
 	}
 	keep := map[string]bool{}
 	for _, k := range r.opts.KeepServiceIPs {
-		keep[clusterinfo.PrefixServices+k] = true
+		keep[state.PrefixServices+k] = true
 	}
 	var all []svcIPs
 	for _, o := range objs {
@@ -151,15 +151,15 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *transform.View) error {
 		if len(s.ips) > 0 {
 			all = append(all, s)
 		} else if keep[o.Key] {
-			return fmt.Errorf("--keep-service-ip %s: the Service has no cluster IP to keep (headless or ExternalName)", strings.TrimPrefix(o.Key, clusterinfo.PrefixServices))
+			return fmt.Errorf("--keep-service-ip %s: the Service has no cluster IP to keep (headless or ExternalName)", strings.TrimPrefix(o.Key, state.PrefixServices))
 		}
 		delete(keep, o.Key)
 	}
 	for k := range keep {
-		return fmt.Errorf("--keep-service-ip %s: no such Service with a cluster IP in the snapshot", strings.TrimPrefix(k, clusterinfo.PrefixServices))
+		return fmt.Errorf("--keep-service-ip %s: no such Service with a cluster IP in the snapshot", strings.TrimPrefix(k, state.PrefixServices))
 	}
 	for _, k := range r.opts.KeepServiceIPs {
-		keep[clusterinfo.PrefixServices+k] = true
+		keep[state.PrefixServices+k] = true
 	}
 
 	// First pass: addresses that keep their offset (or stay).
@@ -194,7 +194,7 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *transform.View) error {
 					repack = append(repack, s.key)
 					continue
 				}
-				misfits = append(misfits, fmt.Sprintf("%s (%s, offset %s)", strings.TrimPrefix(s.key, clusterinfo.PrefixServices), a, off))
+				misfits = append(misfits, fmt.Sprintf("%s (%s, offset %s)", strings.TrimPrefix(s.key, state.PrefixServices), a, off))
 				continue
 			}
 			out[i], _ = cidr.AddrAt(n, off)
@@ -221,7 +221,7 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *transform.View) error {
 					repack = append(repack, s.key)
 					continue
 				}
-				clashes = append(clashes, fmt.Sprintf("%s and %s at %s", strings.TrimPrefix(prev, clusterinfo.PrefixServices), strings.TrimPrefix(s.key, clusterinfo.PrefixServices), a))
+				clashes = append(clashes, fmt.Sprintf("%s and %s at %s", strings.TrimPrefix(prev, state.PrefixServices), strings.TrimPrefix(s.key, state.PrefixServices), a))
 				continue
 			}
 			owner[a] = s.key
@@ -232,7 +232,7 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *transform.View) error {
 		return fmt.Errorf("%w: after the mapping two Services would share an address: %s", transform.ErrRefused, strings.Join(clashes, "; "))
 	}
 	// DNS bridge: the address the kept DNS Service would have had.
-	dnsKey := clusterinfo.PrefixServices + r.opts.DNSService
+	dnsKey := state.PrefixServices + r.opts.DNSService
 	if r.opts.DNSBridge {
 		if err := r.planBridge(v, dnsKey, all, owner); err != nil {
 			return err
@@ -278,7 +278,7 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *transform.View) error {
 			for _, a := range s.ips {
 				if _, n, ok := pairOf(oldP, newP, a); ok && !n.Contains(a) {
 					r.notef("%s keeps %s, outside the new range %s: move it later (delete and recreate the Service with a new-range clusterIP) once nothing depends on the old address",
-						strings.TrimPrefix(s.key, clusterinfo.PrefixServices), a, n)
+						strings.TrimPrefix(s.key, state.PrefixServices), a, n)
 				}
 			}
 		}
@@ -320,7 +320,7 @@ func serviceIPs(svc *corev1.Service) []string {
 	return out
 }
 
-func (r *ServiceCIDR) planBridge(v *transform.View, dnsKey string, all []svcIPs, owner map[netip.Addr]string) error {
+func (r *ServiceCIDR) planBridge(v *state.View, dnsKey string, all []svcIPs, owner map[netip.Addr]string) error {
 	bridgeKey := r.bridgeKey()
 	bridgeNS, bridgeName := bridgeFor(r.opts.DNSService)
 	if _, exists := v.Index().Lookup([]byte(bridgeKey)); exists {
@@ -402,9 +402,9 @@ func lowestFree(n netip.Prefix, used map[netip.Addr]string) (netip.Addr, error) 
 }
 
 // planRanges recomputes the RangeAllocation bitmaps for the new ranges.
-func (r *ServiceCIDR) planRanges(v *transform.View, owner map[netip.Addr]string) error {
+func (r *ServiceCIDR) planRanges(v *state.View, owner map[netip.Addr]string) error {
 	r.ranges = map[string]rangeUpdate{}
-	for _, key := range []string{clusterinfo.KeyServiceIPRange, clusterinfo.KeySecondaryIPRange} {
+	for _, key := range []string{state.KeyServiceIPRange, state.KeySecondaryIPRange} {
 		o, ok, err := v.Get(key)
 		if err != nil {
 			return err
@@ -452,10 +452,10 @@ func (r *ServiceCIDR) planRanges(v *transform.View, owner map[netip.Addr]string)
 
 // scanIPAddresses records which IPs have IPAddress objects (and their
 // stored apiVersion, to create new ones alike).
-func (r *ServiceCIDR) scanIPAddresses(v *transform.View) error {
+func (r *ServiceCIDR) scanIPAddresses(v *state.View) error {
 	r.ipaddrs = map[netip.Addr]bool{}
-	for _, kr := range v.Index().LiveKeysWithPrefix(clusterinfo.PrefixIPAddresses) {
-		a, err := netip.ParseAddr(strings.TrimPrefix(kr.Key, clusterinfo.PrefixIPAddresses))
+	for _, kr := range v.Index().LiveKeysWithPrefix(state.PrefixIPAddresses) {
+		a, err := netip.ParseAddr(strings.TrimPrefix(kr.Key, state.PrefixIPAddresses))
 		if err != nil {
 			continue
 		}
@@ -474,11 +474,11 @@ func (r *ServiceCIDR) scanIPAddresses(v *transform.View) error {
 }
 
 // Apply rewrites one claimed object.
-func (r *ServiceCIDR) Apply(_ context.Context, obj *transform.Object) (transform.Result, error) {
+func (r *ServiceCIDR) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
 	switch {
-	case strings.HasPrefix(obj.Key, clusterinfo.PrefixServices):
+	case strings.HasPrefix(obj.Key, state.PrefixServices):
 		return r.applyService(obj)
-	case obj.Key == clusterinfo.KeyServiceIPRange || obj.Key == clusterinfo.KeySecondaryIPRange:
+	case obj.Key == state.KeyServiceIPRange || obj.Key == state.KeySecondaryIPRange:
 		u, ok := r.ranges[obj.Key]
 		ra, isRA := obj.Value.Obj.(*corev1.RangeAllocation)
 		if !ok || !isRA || (ra.Range == u.newRange && string(ra.Data) == string(u.data)) {
@@ -490,9 +490,9 @@ func (r *ServiceCIDR) Apply(_ context.Context, obj *transform.Object) (transform
 			{Field: "range", Old: u.oldRange, New: u.newRange},
 			{Field: "data", Old: fmt.Sprintf("bitmap of %d addresses", len(before)), New: fmt.Sprintf("bitmap of %d addresses", u.count)},
 		}}, nil
-	case strings.HasPrefix(obj.Key, clusterinfo.PrefixIPAddresses):
+	case strings.HasPrefix(obj.Key, state.PrefixIPAddresses):
 		return r.applyIPAddress(obj)
-	case obj.Key == clusterinfo.KeyDefaultServiceCIDR:
+	case obj.Key == state.KeyDefaultServiceCIDR:
 		return r.applyServiceCIDR(obj)
 	}
 	return transform.Result{}, nil
@@ -503,7 +503,7 @@ func mustPrefix(s string) netip.Prefix {
 	return p
 }
 
-func (r *ServiceCIDR) applyService(obj *transform.Object) (transform.Result, error) {
+func (r *ServiceCIDR) applyService(obj *state.Object) (transform.Result, error) {
 	newIPs, ok := r.newIPs[obj.Key]
 	if !ok {
 		return transform.Result{}, nil
@@ -527,8 +527,8 @@ func (r *ServiceCIDR) applyService(obj *transform.Object) (transform.Result, err
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
 }
 
-func (r *ServiceCIDR) applyIPAddress(obj *transform.Object) (transform.Result, error) {
-	a, err := netip.ParseAddr(strings.TrimPrefix(obj.Key, clusterinfo.PrefixIPAddresses))
+func (r *ServiceCIDR) applyIPAddress(obj *state.Object) (transform.Result, error) {
+	a, err := netip.ParseAddr(strings.TrimPrefix(obj.Key, state.PrefixIPAddresses))
 	if err != nil {
 		return transform.Result{}, nil
 	}
@@ -536,7 +536,7 @@ func (r *ServiceCIDR) applyIPAddress(obj *transform.Object) (transform.Result, e
 	if !moved {
 		return transform.Result{}, nil
 	}
-	newKey := clusterinfo.PrefixIPAddresses + na.String()
+	newKey := state.PrefixIPAddresses + na.String()
 	copyObj, err := renameIPAddress(obj.Value.Obj, na.String(), newUID(newKey, obj.Key))
 	if err != nil {
 		return transform.Result{}, fmt.Errorf("%s: %w", obj.Key, err)
@@ -565,7 +565,7 @@ func renameIPAddress(o runtime.Object, name string, uid types.UID) (runtime.Obje
 	return nil, fmt.Errorf("stored object is %T, not an IPAddress", o)
 }
 
-func (r *ServiceCIDR) applyServiceCIDR(obj *transform.Object) (transform.Result, error) {
+func (r *ServiceCIDR) applyServiceCIDR(obj *state.Object) (transform.Result, error) {
 	var cidrs *[]string
 	switch sc := obj.Value.Obj.(type) {
 	case *networkingv1.ServiceCIDR:
@@ -605,7 +605,7 @@ func (r *ServiceCIDR) Finish(context.Context) ([]transform.NewObject, error) {
 		out = append(out, transform.NewObject{Key: key,
 			Value:   &codec.Object{Encoding: codec.Protobuf, GVK: corev1.SchemeGroupVersion.WithKind("Service"), Obj: r.bridgeSvc},
 			Changes: []transform.Change{{Field: "spec.clusterIP", New: r.sp.Bridge.String()}, {Field: "bridge for", New: r.opts.DNSService}}})
-		r.notef("created %s at %s for %s: point kubelet clusterDNS there (the cluster-config rule does, in kubelet-config)", strings.TrimPrefix(key, clusterinfo.PrefixServices), r.sp.Bridge, r.opts.DNSService)
+		r.notef("created %s at %s for %s: point kubelet clusterDNS there (the cluster-config rule does, in kubelet-config)", strings.TrimPrefix(key, state.PrefixServices), r.sp.Bridge, r.opts.DNSService)
 	}
 	if len(r.ipaddrs) == 0 || r.ipaddrGVK.Empty() {
 		return out, nil
@@ -639,8 +639,8 @@ func (r *ServiceCIDR) Finish(context.Context) ([]transform.NewObject, error) {
 }
 
 func (r *ServiceCIDR) newIPAddress(a netip.Addr, svcKey string) (transform.NewObject, error) {
-	ns, name, _ := strings.Cut(strings.TrimPrefix(svcKey, clusterinfo.PrefixServices), "/")
-	key := clusterinfo.PrefixIPAddresses + a.String()
+	ns, name, _ := strings.Cut(strings.TrimPrefix(svcKey, state.PrefixServices), "/")
+	key := state.PrefixIPAddresses + a.String()
 	meta := metav1.ObjectMeta{Name: a.String(), UID: newUID(key, svcKey), CreationTimestamp: metav1.NewTime(r.opts.Now().UTC().Truncate(1e9)),
 		Labels: map[string]string{"ipaddress.kubernetes.io/ip-family": familyLabel(a), "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}}
 	var obj runtime.Object

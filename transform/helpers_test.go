@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/snapshift/snapshift/internal/testfile"
+	"github.com/snapshift/snapshift/state"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -246,13 +247,13 @@ func buildSnapshot(t *testing.T, ops []put) (string, []*mvccpb.KeyValue) {
 type testRule struct {
 	name     string
 	prefixes []string
-	apply    func(ctx context.Context, o *transform.Object) (transform.Result, error)
+	apply    func(ctx context.Context, o *state.Object) (transform.Result, error)
 	seen     []string
 }
 
 func (r *testRule) Name() string       { return r.name }
 func (r *testRule) Prefixes() []string { return r.prefixes }
-func (r *testRule) Apply(ctx context.Context, o *transform.Object) (transform.Result, error) {
+func (r *testRule) Apply(ctx context.Context, o *state.Object) (transform.Result, error) {
 	r.seen = append(r.seen, o.Key)
 	if r.apply == nil {
 		return transform.Result{}, nil

@@ -5,7 +5,7 @@ import (
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
-	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/state"
 )
 
 // Action is what a rule decides for one object.
@@ -28,22 +28,6 @@ func (a Action) String() string {
 		return "delete"
 	}
 	return "keep"
-}
-
-// Object is one live key shown to a rule.
-type Object struct {
-	// Key is the etcd key, e.g. /registry/services/specs/default/kubernetes.
-	Key string
-	// Revision is the object's revision in the input; Meta its stored
-	// KeyValue (Key and Value point into the input; do not modify them).
-	Revision snapshot.Revision
-	Meta     snapshot.KV
-	// Value is the decoded object. A rule that returns Replace has changed
-	// Value.Obj in place; the next rule sees the changed object.
-	Value *codec.Object
-	// Encryption is how the value was stored (provider "identity" when it
-	// was not encrypted); a changed value is re-encrypted the same way.
-	Encryption encryption.Info
 }
 
 // Change is one field change, for the report. Old and New are display
@@ -82,13 +66,13 @@ type Rule interface {
 	// shown. Values under no rule's prefix are never decoded.
 	Prefixes() []string
 	// Apply decides about one live object under one of Prefixes.
-	Apply(ctx context.Context, obj *Object) (Result, error)
+	Apply(ctx context.Context, obj *state.Object) (Result, error)
 }
 
 // Preparer is implemented by rules that must see live state before the
 // stream starts (to detect CIDRs, plan a mapping, or refuse up front).
 type Preparer interface {
-	Prepare(ctx context.Context, v *View) error
+	Prepare(ctx context.Context, v *state.View) error
 }
 
 // Lister is implemented by rules whose Prepare lists prefixes through the

@@ -15,11 +15,12 @@ import (
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/state"
 )
 
 // ErrRefused is wrapped by errors that refuse a change the input or the
 // flags make unsafe (a rule's refusal, an object that does not round-trip).
-var ErrRefused = errors.New("refused")
+var ErrRefused = state.ErrRefused
 
 // Config configures Run.
 type Config struct {
@@ -129,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	e.report.Rules = e.ruleReports
 
-	view := NewView(snap, ix, cfg.Codec, cfg.Encryption)
+	view := state.NewView(snap, ix, cfg.Codec, cfg.Encryption)
 	for _, r := range cfg.Rules {
 		if pr, ok := r.(Preparer); ok {
 			if err := pr.Prepare(ctx, view); err != nil {
@@ -238,15 +239,15 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 		return e.put(ent.RevKey, ent.Raw)
 	}
 	key := string(ent.KV.Key)
-	plain, info, err := decrypt(e.cfg.Encryption, key, ent.KV.Value)
+	plain, info, err := state.Decrypt(e.cfg.Encryption, key, ent.KV.Value)
 	if err != nil {
 		return err
 	}
 	val, err := e.cfg.Codec.Decode(plain)
 	if err != nil {
-		return decodeError(e.cfg.Input, key, ent.Rev, err)
+		return state.DecodeError(e.cfg.Input, key, ent.Rev, err)
 	}
-	obj := &Object{Key: key, Revision: ent.Rev, Meta: ent.KV, Value: val, Encryption: info}
+	obj := &state.Object{Key: key, Revision: ent.Rev, Meta: ent.KV, Value: val, Encryption: info}
 	var (
 		changed bool
 		names   []string
@@ -312,7 +313,7 @@ func (e *engine) encrypt(key string, plain []byte, info encryption.Info) ([]byte
 		return plain, nil
 	}
 	if e.cfg.Encryption == nil {
-		return nil, fmt.Errorf("%w: %s must be stored %s, but no --encryption-config was given", ErrEncrypted, key, info)
+		return nil, fmt.Errorf("%w: %s must be stored %s, but no --encryption-config was given", state.ErrEncrypted, key, info)
 	}
 	out, err := e.cfg.Encryption.Encrypt(key, plain, info)
 	if err != nil {
@@ -473,17 +474,6 @@ func (r *router) match(key []byte) []int {
 		}
 	}
 	return out
-}
-
-// decodeError classifies a claimed value that does not decode: a type this
-// build does not know (a newer cluster) is a refusal to edit what it cannot
-// write back faithfully; bytes that are no Kubernetes value are bad input.
-func decodeError(path, key string, rev snapshot.Revision, err error) error {
-	where := fmt.Sprintf("%s (revision %s)", key, snapshot.RevisionString(rev))
-	if errors.Is(err, codec.ErrUnknownType) {
-		return fmt.Errorf("%w: %s: %w; a rule claims this key and cannot edit it faithfully", ErrRefused, where, err)
-	}
-	return &snapshot.InputError{Path: path, Problem: where + " does not decode", Err: err}
 }
 
 // heldDone holds back a phase's Done until release: the index phase is

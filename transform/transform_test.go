@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snapshift/snapshift/internal/testfile"
+	"github.com/snapshift/snapshift/state"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -289,7 +290,7 @@ func bookkeepingInput(t *testing.T) string {
 // rename, each in the way a real rule would.
 func bookkeepingRules() []transform.Rule {
 	change := &testRule{name: "change", prefixes: []string{"/registry/configmaps/"},
-		apply: func(_ context.Context, o *transform.Object) (transform.Result, error) {
+		apply: func(_ context.Context, o *state.Object) (transform.Result, error) {
 			if o.Key != kChange {
 				return transform.Result{Action: transform.Keep}, nil
 			}
@@ -299,18 +300,18 @@ func bookkeepingRules() []transform.Rule {
 			return transform.Result{Action: transform.Replace, Changes: []transform.Change{{Field: "data.k", Old: old, New: "changed"}}}, nil
 		}}
 	del := &testRule{name: "delete", prefixes: []string{kDelete},
-		apply: func(context.Context, *transform.Object) (transform.Result, error) {
+		apply: func(context.Context, *state.Object) (transform.Result, error) {
 			return transform.Result{Action: transform.Delete}, nil
 		}}
 	create := &testRule{name: "create", prefixes: []string{kKeep},
-		apply: func(context.Context, *transform.Object) (transform.Result, error) {
+		apply: func(context.Context, *state.Object) (transform.Result, error) {
 			return transform.Result{Action: transform.Keep, Create: []transform.NewObject{
 				{Key: kCreated, Value: newCMObject("demo", "cm-created", map[string]string{"k": "created"})},
 				{Key: kGone, Value: newCMObject("demo", "cm-gone", map[string]string{"k": "again"})},
 			}}, nil
 		}}
 	rename := &testRule{name: "rename", prefixes: []string{kRenameOld},
-		apply: func(_ context.Context, o *transform.Object) (transform.Result, error) {
+		apply: func(_ context.Context, o *state.Object) (transform.Result, error) {
 			cm := o.Value.Obj.(*corev1.ConfigMap).DeepCopy()
 			cm.Name = "cm-rename-new"
 			return transform.Result{Action: transform.Delete, Create: []transform.NewObject{
@@ -516,7 +517,7 @@ func TestCreatingALiveKeyIsRefused(t *testing.T) {
 		t.Run(filepath.Base(target), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.db")
 			r := &testRule{name: "clobber", prefixes: []string{kKeep},
-				apply: func(context.Context, *transform.Object) (transform.Result, error) {
+				apply: func(context.Context, *state.Object) (transform.Result, error) {
 					return transform.Result{Create: []transform.NewObject{{Key: target, Value: newCMObject("demo", "x", nil)}}}, nil
 				}}
 			_, err := transform.Run(context.Background(), transform.Config{Input: in, Output: out, Rules: []transform.Rule{r}})
@@ -532,7 +533,7 @@ func TestCreatingALiveKeyIsRefused(t *testing.T) {
 	t.Run("deleted then created is allowed", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out.db")
 		r := &testRule{name: "recreate", prefixes: []string{kDelete},
-			apply: func(context.Context, *transform.Object) (transform.Result, error) {
+			apply: func(context.Context, *state.Object) (transform.Result, error) {
 				return transform.Result{Action: transform.Delete, Create: []transform.NewObject{{Key: kDelete, Value: newCMObject("demo", "cm-delete", map[string]string{"k": "new"})}}}, nil
 			}}
 		if _, err := transform.Run(context.Background(), transform.Config{Input: in, Output: out, Rules: []transform.Rule{r}}); err != nil {
@@ -549,7 +550,7 @@ func TestCreatingALiveKeyIsRefused(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out.db")
 		mk := func(name string) transform.Rule {
 			return &testRule{name: name, prefixes: []string{kKeep},
-				apply: func(context.Context, *transform.Object) (transform.Result, error) {
+				apply: func(context.Context, *state.Object) (transform.Result, error) {
 					return transform.Result{Create: []transform.NewObject{{Key: kCreated, Value: newCMObject("demo", "cm-created", nil)}}}, nil
 				}}
 		}
@@ -621,7 +622,7 @@ func TestRoundTripRefusal(t *testing.T) {
 	t.Run("edit refused", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out.db")
 		r := &testRule{name: "edit", prefixes: []string{"/registry/configmaps/"},
-			apply: func(_ context.Context, o *transform.Object) (transform.Result, error) {
+			apply: func(_ context.Context, o *state.Object) (transform.Result, error) {
 				if o.Key != kNewer {
 					return transform.Result{}, nil
 				}
@@ -718,7 +719,7 @@ func TestCancellation(t *testing.T) {
 		defer cancel()
 		out := filepath.Join(t.TempDir(), "out.db")
 		r := &testRule{name: "interrupt", prefixes: []string{"/registry/"},
-			apply: func(context.Context, *transform.Object) (transform.Result, error) {
+			apply: func(context.Context, *state.Object) (transform.Result, error) {
 				cancel() // as a SIGINT arriving mid-run
 				return transform.Result{}, nil
 			}}
@@ -748,12 +749,12 @@ type ctxRule struct {
 	prepared, applied []any
 }
 
-func (r *ctxRule) Prepare(ctx context.Context, _ *transform.View) error {
+func (r *ctxRule) Prepare(ctx context.Context, _ *state.View) error {
 	r.prepared = append(r.prepared, ctx.Value(ctxKey{}))
 	return nil
 }
 
-func (r *ctxRule) Apply(ctx context.Context, o *transform.Object) (transform.Result, error) {
+func (r *ctxRule) Apply(ctx context.Context, o *state.Object) (transform.Result, error) {
 	r.applied = append(r.applied, ctx.Value(ctxKey{}))
 	return transform.Result{}, ctx.Err()
 }

@@ -19,12 +19,11 @@ import (
 	networkingv1beta1 "k8s.io/api/networking/v1beta1"
 
 	"github.com/snapshift/snapshift/cidr"
-	"github.com/snapshift/snapshift/clusterinfo"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
-	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/state"
 )
 
 // ErrFailed is wrapped when at least one check failed.
@@ -153,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if cfg.ServiceCIDR != "" || cfg.PodNetworkCIDR != "" {
-		if err := checkNetworks(ctx, c, transform.NewView(snap, ix, cd, cfg.Encryption), cfg); err != nil {
+		if err := checkNetworks(ctx, c, state.NewView(snap, ix, cd, cfg.Encryption), cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -227,7 +226,7 @@ func checkDecode(ctx context.Context, c *checker, snap *snapshot.Snapshot, ix *s
 
 func parseList(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	for _, part := range clusterinfo.SplitCIDRs(s) {
+	for _, part := range state.SplitCIDRs(s) {
 		p, err := cidr.Parse(part)
 		if err != nil {
 			return nil, err
@@ -255,7 +254,7 @@ func familyOf(ps []netip.Prefix, a netip.Addr) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-func checkNetworks(ctx context.Context, c *checker, v *transform.View, cfg Config) error {
+func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) error {
 	svcNet, err := parseList(cfg.ServiceCIDR)
 	if err != nil {
 		return fmt.Errorf("--service-cidr: %w", err)
@@ -266,15 +265,15 @@ func checkNetworks(ctx context.Context, c *checker, v *transform.View, cfg Confi
 	}
 	keep := map[string]bool{}
 	for _, k := range cfg.KeepServiceIPs {
-		keep[clusterinfo.PrefixServices+k] = true
+		keep[state.PrefixServices+k] = true
 	}
-	nets, err := clusterinfo.Detect(ctx, v)
+	nets, err := state.Detect(ctx, v)
 	if err != nil {
 		return err
 	}
 	var dnsIPs []string
 	if len(svcNet) > 0 {
-		svcs, err := v.List(clusterinfo.PrefixServices)
+		svcs, err := v.List(state.PrefixServices)
 		if err != nil {
 			return err
 		}
@@ -294,7 +293,7 @@ func checkNetworks(ctx context.Context, c *checker, v *transform.View, cfg Confi
 				if err != nil || svc.Spec.Type == corev1.ServiceTypeExternalName {
 					continue
 				}
-				if o.Key == clusterinfo.PrefixServices+cfg.DNSService || svc.Annotations["snapshift.io/bridge-for"] != "" {
+				if o.Key == state.PrefixServices+cfg.DNSService || svc.Annotations["snapshift.io/bridge-for"] != "" {
 					dnsIPs = append(dnsIPs, a.String())
 				}
 				if prev, dup := owner[a]; dup {
@@ -315,7 +314,7 @@ func checkNetworks(ctx context.Context, c *checker, v *transform.View, cfg Confi
 
 		// RangeAllocation bitmaps equal what the Services imply.
 		var rangeProbs []string
-		for _, key := range []string{clusterinfo.KeyServiceIPRange, clusterinfo.KeySecondaryIPRange} {
+		for _, key := range []string{state.KeyServiceIPRange, state.KeySecondaryIPRange} {
 			o, ok, err := v.Get(key)
 			if err != nil {
 				return err
@@ -360,7 +359,7 @@ func checkNetworks(ctx context.Context, c *checker, v *transform.View, cfg Confi
 		c.add("RangeAllocation matches the Services", rangeProbs, "")
 
 		// IPAddress objects: one per ClusterIP, named after it, parentRef right.
-		ipKeys := v.Index().LiveKeysWithPrefix(clusterinfo.PrefixIPAddresses)
+		ipKeys := v.Index().LiveKeysWithPrefix(state.PrefixIPAddresses)
 		if len(ipKeys) > 0 {
 			var probs []string
 			seen := map[netip.Addr]bool{}
@@ -369,7 +368,7 @@ func checkNetworks(ctx context.Context, c *checker, v *transform.View, cfg Confi
 				if err != nil {
 					return err
 				}
-				a, err := netip.ParseAddr(strings.TrimPrefix(kr.Key, clusterinfo.PrefixIPAddresses))
+				a, err := netip.ParseAddr(strings.TrimPrefix(kr.Key, state.PrefixIPAddresses))
 				if err != nil {
 					probs = append(probs, kr.Key+": name is not an IP")
 					continue
@@ -380,7 +379,7 @@ func checkNetworks(ctx context.Context, c *checker, v *transform.View, cfg Confi
 				switch {
 				case !owned:
 					probs = append(probs, fmt.Sprintf("%s: no Service has this address (orphan)", kr.Key))
-				case group != "" || res != "services" || clusterinfo.PrefixServices+ns+"/"+name != want:
+				case group != "" || res != "services" || state.PrefixServices+ns+"/"+name != want:
 					probs = append(probs, fmt.Sprintf("%s: parentRef %s/%s %s/%s, want %s", kr.Key, group, res, ns, name, want))
 				}
 			}
@@ -393,7 +392,7 @@ func checkNetworks(ctx context.Context, c *checker, v *transform.View, cfg Confi
 			c.add("IPAddress objects match the Services", probs, "%d IPAddress objects", len(ipKeys))
 		}
 		// The default ServiceCIDR.
-		if o, ok, err := v.Get(clusterinfo.KeyDefaultServiceCIDR); err != nil {
+		if o, ok, err := v.Get(state.KeyDefaultServiceCIDR); err != nil {
 			return err
 		} else if ok {
 			var got []string
@@ -533,11 +532,11 @@ func contains(list []string, s string) bool {
 }
 
 // networkListed are the prefixes checkNetworks (and clusterinfo) list.
-var networkListed = []string{clusterinfo.PrefixServices, clusterinfo.PrefixIPAddresses, clusterinfo.PrefixNodes}
+var networkListed = []string{state.PrefixServices, state.PrefixIPAddresses, state.PrefixNodes}
 
 // networkKeyPrefixes are where everything checkNetworks reads lives.
 var networkKeyPrefixes = []string{
-	clusterinfo.PrefixServices, clusterinfo.PrefixIPAddresses, clusterinfo.PrefixNodes,
+	state.PrefixServices, state.PrefixIPAddresses, state.PrefixNodes,
 	"/registry/ranges/", "/registry/servicecidrs/",
 	"/registry/configmaps/kube-system/", "/registry/configmaps/kube-flannel/",
 }

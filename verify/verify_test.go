@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/snapshift/snapshift/internal/testfile"
+	"github.com/snapshift/snapshift/state"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -90,12 +91,12 @@ func TestSampleBeforeAndAfter(t *testing.T) {
 // breaker is a rule that damages one kind of object after the migration.
 type breaker struct {
 	prefix string
-	fn     func(o *transform.Object)
+	fn     func(o *state.Object)
 }
 
 func (b breaker) Name() string       { return "breaker" }
 func (b breaker) Prefixes() []string { return []string{b.prefix} }
-func (b breaker) Apply(_ context.Context, o *transform.Object) (transform.Result, error) {
+func (b breaker) Apply(_ context.Context, o *state.Object) (transform.Result, error) {
 	b.fn(o)
 	return transform.Result{Action: transform.Replace}, nil
 }
@@ -107,27 +108,27 @@ func TestVerifyCatchesBrokenOutputs(t *testing.T) {
 		rule  transform.Rule
 		check string
 	}{
-		{"bitmap missing an address", breaker{"/registry/ranges/serviceips", func(o *transform.Object) {
+		{"bitmap missing an address", breaker{"/registry/ranges/serviceips", func(o *state.Object) {
 			ra := o.Value.Obj.(*corev1.RangeAllocation)
 			ra.Data = ra.Data[1:]
 		}}, "RangeAllocation matches the Services"},
-		{"a Service left in the old range", breaker{"/registry/services/specs/demo/api", func(o *transform.Object) {
+		{"a Service left in the old range", breaker{"/registry/services/specs/demo/api", func(o *state.Object) {
 			svc := o.Value.Obj.(*corev1.Service)
 			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "192.168.200.14", []string{"192.168.200.14"}
 		}}, "Service ClusterIPs in the new range"},
-		{"two Services on one address", breaker{"/registry/services/specs/demo/api", func(o *transform.Object) {
+		{"two Services on one address", breaker{"/registry/services/specs/demo/api", func(o *state.Object) {
 			svc := o.Value.Obj.(*corev1.Service)
 			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "172.24.3.7", []string{"172.24.3.7"}
 		}}, "no duplicate ClusterIPs"},
-		{"a node outside the cluster CIDR", breaker{"/registry/minions/worker-vm1", func(o *transform.Object) {
+		{"a node outside the cluster CIDR", breaker{"/registry/minions/worker-vm1", func(o *state.Object) {
 			n := o.Value.Obj.(*corev1.Node)
 			n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.1.0/24", []string{"10.244.1.0/24"}
 		}}, "node pod CIDRs inside the cluster CIDR and disjoint"},
-		{"overlapping nodes", breaker{"/registry/minions/worker-vm1", func(o *transform.Object) {
+		{"overlapping nodes", breaker{"/registry/minions/worker-vm1", func(o *state.Object) {
 			n := o.Value.Obj.(*corev1.Node)
 			n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.55.8.0/24", []string{"10.55.8.0/24"}
 		}}, "node pod CIDRs inside the cluster CIDR and disjoint"},
-		{"clusterDNS pointing nowhere", breaker{"/registry/configmaps/kube-system/kubelet-config", func(o *transform.Object) {
+		{"clusterDNS pointing nowhere", breaker{"/registry/configmaps/kube-system/kubelet-config", func(o *state.Object) {
 			cm := o.Value.Obj.(*corev1.ConfigMap)
 			cm.Data["kubelet"] = strings.ReplaceAll(cm.Data["kubelet"], "172.24.0.10", "172.24.0.53")
 		}}, "configuration agrees with the CIDRs"},

@@ -20,6 +20,7 @@ import (
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/verify"
 )
@@ -133,7 +134,7 @@ func ExitCode(ctx context.Context, err error) int {
 		return ExitBadInput
 	case errors.Is(err, verify.ErrFailed):
 		return ExitVerify
-	case errors.Is(err, fsutil.ErrExists), errors.Is(err, transform.ErrRefused), errors.Is(err, errRefused), errors.Is(err, transform.ErrEncrypted):
+	case errors.Is(err, fsutil.ErrExists), errors.Is(err, transform.ErrRefused), errors.Is(err, errRefused), errors.Is(err, state.ErrEncrypted):
 		return ExitRefused
 	}
 	return ExitError

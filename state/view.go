@@ -1,4 +1,4 @@
-package transform
+package state
 
 import (
 	"errors"
@@ -41,13 +41,13 @@ func (v *View) Get(key string) (obj *Object, ok bool, err error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	plain, info, err := decrypt(v.enc, key, kv.Value)
+	plain, info, err := Decrypt(v.enc, key, kv.Value)
 	if err != nil {
 		return nil, false, err
 	}
 	val, err := v.codec.Decode(plain)
 	if err != nil {
-		return nil, false, decodeError(v.snap.Path, key, rev, err)
+		return nil, false, DecodeError(v.snap.Path, key, rev, err)
 	}
 	return &Object{Key: key, Revision: rev, Meta: kv, Value: val, Encryption: info}, true, nil
 }
@@ -77,12 +77,16 @@ func (v *View) Raw(key string) ([]byte, bool, error) {
 	return kv.Value, ok, err
 }
 
+// ErrRefused is wrapped by errors that refuse a change the input or the
+// options make unsafe (a rule's refusal, an object that does not round-trip).
+var ErrRefused = errors.New("refused")
+
 // ErrEncrypted is wrapped when a value a rule needs is encrypted and cannot
 // be decrypted here (no configuration, or KMS).
 var ErrEncrypted = errors.New("encrypted at rest")
 
-// decrypt returns the plaintext of a stored value and how it was stored.
-func decrypt(enc *encryption.Config, key string, value []byte) ([]byte, encryption.Info, error) {
+// Decrypt returns the plaintext of a stored value and how it was stored.
+func Decrypt(enc *encryption.Config, key string, value []byte) ([]byte, encryption.Info, error) {
 	identity := encryption.Info{Provider: encryption.ProviderIdentity}
 	if codec.Detect(value) != codec.Encrypted {
 		return value, identity, nil
@@ -99,4 +103,15 @@ func decrypt(enc *encryption.Config, key string, value []byte) ([]byte, encrypti
 		return nil, identity, fmt.Errorf("%w: %s: %w", ErrEncrypted, key, err)
 	}
 	return plain, how, nil
+}
+
+// DecodeError classifies a claimed value that does not decode: a type this
+// build does not know (a newer cluster) is a refusal to edit what it cannot
+// write back faithfully; bytes that are no Kubernetes value are bad input.
+func DecodeError(path, key string, rev snapshot.Revision, err error) error {
+	where := fmt.Sprintf("%s (revision %s)", key, snapshot.RevisionString(rev))
+	if errors.Is(err, codec.ErrUnknownType) {
+		return fmt.Errorf("%w: %s: %w; a rule claims this key and cannot edit it faithfully", ErrRefused, where, err)
+	}
+	return &snapshot.InputError{Path: path, Problem: where + " does not decode", Err: err}
 }

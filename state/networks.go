@@ -1,9 +1,10 @@
-// Package clusterinfo reads what a snapshot says about a Kubernetes
-// cluster's networks: the service CIDR and pod CIDR as recorded in the
-// kubeadm, kube-proxy and flannel ConfigMaps, the default ServiceCIDR
-// object, the service IP RangeAllocation, and the Nodes' podCIDRs. Rules use
-// it to detect the old ranges; inspect shows it.
-package clusterinfo
+package state
+
+// What a snapshot says about a Kubernetes cluster's networks: the service
+// CIDR and pod CIDR as recorded in the kubeadm, kube-proxy and flannel
+// ConfigMaps, the default ServiceCIDR object, the service IP RangeAllocation,
+// and the Nodes' podCIDRs. Rules use it to detect the old ranges; inspect
+// shows it.
 
 import (
 	"context"
@@ -16,28 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	networkingv1beta1 "k8s.io/api/networking/v1beta1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/snapshift/snapshift/transform"
 )
-
-// Well-known keys (kubeadm's names; flannel in either namespace).
-const (
-	KeyKubeadmConfig      = "/registry/configmaps/kube-system/kubeadm-config"
-	KeyKubeletConfig      = "/registry/configmaps/kube-system/kubelet-config"
-	KeyKubeProxy          = "/registry/configmaps/kube-system/kube-proxy"
-	KeyServiceIPRange     = "/registry/ranges/serviceips"
-	KeySecondaryIPRange   = "/registry/ranges/secondaryserviceips"
-	KeyDefaultServiceCIDR = "/registry/servicecidrs/kubernetes"
-	PrefixNodes           = "/registry/minions/"
-	PrefixServices        = "/registry/services/specs/"
-	PrefixIPAddresses     = "/registry/ipaddresses/"
-)
-
-// FlannelConfigKeys are where kube-flannel-cfg lives (current and older manifests).
-var FlannelConfigKeys = []string{
-	"/registry/configmaps/kube-flannel/kube-flannel-cfg",
-	"/registry/configmaps/kube-system/kube-flannel-cfg",
-}
 
 // Source is one place that records CIDRs.
 type Source struct {
@@ -95,7 +75,7 @@ func SplitCIDRs(s string) []string {
 
 // Detect reads every source it knows. Sources that are absent are skipped;
 // a source that is present but unreadable is an error naming its key.
-func Detect(ctx context.Context, v *transform.View) (*Networks, error) {
+func Detect(ctx context.Context, v *View) (*Networks, error) {
 	n := &Networks{}
 	if cm, ok, err := configMap(v, KeyKubeadmConfig); err != nil {
 		return nil, err
@@ -213,7 +193,7 @@ func Detect(ctx context.Context, v *transform.View) (*Networks, error) {
 	return n, nil
 }
 
-func configMap(v *transform.View, key string) (*corev1.ConfigMap, bool, error) {
+func configMap(v *View, key string) (*corev1.ConfigMap, bool, error) {
 	o, ok, err := v.Get(key)
 	if err != nil || !ok {
 		return nil, false, err

@@ -1,0 +1,23 @@
+package state
+
+import (
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/snapshot"
+)
+
+// Object is one live key shown to a rule.
+type Object struct {
+	// Key is the etcd key, e.g. /registry/services/specs/default/kubernetes.
+	Key string
+	// Revision is the object's revision in the input; Meta its stored
+	// KeyValue (Key and Value point into the input; do not modify them).
+	Revision snapshot.Revision
+	Meta     snapshot.KV
+	// Value is the decoded object. A rule that returns Replace has changed
+	// Value.Obj in place; the next rule sees the changed object.
+	Value *codec.Object
+	// Encryption is how the value was stored (provider "identity" when it
+	// was not encrypted); a changed value is re-encrypted the same way.
+	Encryption encryption.Info
+}
