@@ -1,0 +1,48 @@
+// Package option is the typed error every library package returns for an
+// invalid option. It names the option by its Go field (e.g. "ServiceCIDR",
+// "OldServiceCIDR"), never by a command-line flag or a config-file key: the
+// CLI renders the same error as "--old-service-cidr needs --service-cidr",
+// the rebuild command as "networking.oldServiceSubnet needs
+// networking.serviceSubnet".
+package option
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+)
+
+// Error is an invalid option. Message is one sentence in which every option
+// is written as {Field}; Field is the option at fault.
+type Error struct {
+	Field   string
+	Message string
+	// Err is the cause, if any (errors.Unwrap reaches it).
+	Err error
+}
+
+// Errorf returns an *Error for field. format is a fmt format whose text
+// names options as {Field}; "{}" stands for field itself.
+func Errorf(field, format string, args ...any) *Error {
+	err := fmt.Errorf(format, args...)
+	return &Error{Field: field, Message: err.Error(), Err: errors.Unwrap(err)}
+}
+
+var placeholder = regexp.MustCompile(`\{([A-Za-z0-9_.]*)\}`)
+
+// Render writes the message with every {Field} replaced by name(Field).
+func (e *Error) Render(name func(field string) string) string {
+	return placeholder.ReplaceAllStringFunc(e.Message, func(m string) string {
+		f := m[1 : len(m)-1]
+		if f == "" {
+			f = e.Field
+		}
+		return name(f)
+	})
+}
+
+// Error renders the options by their Go field names.
+func (e *Error) Error() string { return e.Render(func(f string) string { return f }) }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
