@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -98,9 +99,12 @@ func TestInterrupt(t *testing.T) {
 			}
 			before := dirState(t, work)
 			args := tc.args(work)
-			ready := func() bool { return true }
+			// Signal only a process that is at work on the input: on a busy
+			// machine the child may need longer than signalAfter to start,
+			// and a signal before its handler is set kills it outright.
+			ready := func(pid int) bool { return hasOpen(pid, in) }
 			if tc.when == whenTempExists {
-				ready = func() bool { return hasTemp(work) }
+				ready = func(pid int) bool { return hasOpen(pid, in) && hasTemp(work) }
 			}
 			r, at, ran := interruptChild(t, args, tc.sig, ready)
 			cmdline := "snapshift " + strings.Join(args, " ")
@@ -141,7 +145,7 @@ func TestInterrupt(t *testing.T) {
 // interruptChild starts `snapshift args...` as a child process, sends it sig once signalAfter has
 // passed and ready says so, and waits for it (killing it if it does not end within a minute). It
 // returns the result, when the signal was sent and when the child ended (since its start).
-func interruptChild(t *testing.T, args []string, sig syscall.Signal, ready func() bool) (result, time.Duration, time.Duration) {
+func interruptChild(t *testing.T, args []string, sig syscall.Signal, ready func(pid int) bool) (result, time.Duration, time.Duration) {
 	t.Helper()
 	cmdline := "snapshift " + strings.Join(args, " ")
 	cmd := childCommand(t, 0, args...)
@@ -160,7 +164,7 @@ func interruptChild(t *testing.T, args []string, sig syscall.Signal, ready func(
 		case err := <-done:
 			t.Fatalf("%s ended before the signal (after %v; %v): %s\nthe input is too small to interrupt", cmdline, time.Since(start), err, stderr.String())
 		case <-tick.C:
-			waiting = time.Since(start) < signalAfter || !ready()
+			waiting = time.Since(start) < signalAfter || !ready(cmd.Process.Pid)
 			if time.Since(start) > 30*time.Second {
 				cmd.Process.Kill()
 				<-done
@@ -196,6 +200,20 @@ func interruptChild(t *testing.T, args []string, sig syscall.Signal, ready func(
 }
 
 // hasTemp reports whether dir holds a temporary output of snapshift's (a name with ".snapshift-").
+// hasOpen reports whether process pid has path open (Linux /proc).
+func hasOpen(pid int, path string) bool {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && target == path {
+			return true
+		}
+	}
+	return false
+}
+
 func hasTemp(dir string) bool {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
