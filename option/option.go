@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Error is an invalid option. Message is one sentence in which every option
@@ -46,3 +47,14 @@ func (e *Error) Error() string { return e.Render(func(f string) string { return 
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Render writes err's message with the options of the first *Error in its
+// chain named by name, keeping whatever context wraps it ("rule
+// service-cidr: ..."). ok is false when err holds no *Error.
+func Render(err error, name func(field string) string) (msg string, ok bool) {
+	var oe *Error
+	if !errors.As(err, &oe) {
+		return err.Error(), false
+	}
+	return strings.Replace(err.Error(), oe.Error(), oe.Render(name), 1), true
+}

@@ -2,6 +2,7 @@ package option
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -22,5 +23,16 @@ func TestRender(t *testing.T) {
 	var oe *Error
 	if !errors.As(error(err), &oe) || oe.Field != "OldServiceCIDR" {
 		t.Errorf("errors.As: %v, field %q", oe, oe.Field)
+	}
+}
+
+func TestRenderWrapped(t *testing.T) {
+	err := fmt.Errorf("rule pod-cidr: %w", Errorf("OldPodNetworkCIDR", "{} 10.32.0.0/12 does not match what the snapshot holds"))
+	got, ok := Render(err, func(f string) string { return "<" + f + ">" })
+	if want := "rule pod-cidr: <OldPodNetworkCIDR> 10.32.0.0/12 does not match what the snapshot holds"; !ok || got != want {
+		t.Errorf("Render = %q, %v; want %q", got, ok, want)
+	}
+	if got, ok := Render(errors.New("plain"), strings.ToUpper); ok || got != "plain" {
+		t.Errorf("Render(plain) = %q, %v", got, ok)
 	}
 }

@@ -49,23 +49,15 @@ type Config struct {
 	Manifests Manifests `json:"manifests"`
 }
 
-// Networking is the new networks (kubeadm's names).
+// Networking is the new networks (kubeadm's names). Its fields are the
+// network rules' own options: their JSON names are the keys here, so a
+// rule's new option is a key of this section without touching this file.
 type Networking struct {
-	// ServiceSubnet is the new service CIDR (empty: unchanged).
-	ServiceSubnet string `json:"serviceSubnet,omitempty"`
-	// PodSubnet is the new pod CIDR (empty: unchanged).
-	PodSubnet string `json:"podSubnet,omitempty"`
-	// OldServiceSubnet and OldPodSubnet override detection.
-	OldServiceSubnet string `json:"oldServiceSubnet,omitempty"`
-	OldPodSubnet     string `json:"oldPodSubnet,omitempty"`
-	// KeepServiceIPs lists Services ("ns/name") that keep their address.
-	KeepServiceIPs []string `json:"keepServiceIPs,omitempty"`
-	// DNSBridge creates the DNS bridge Service (see snapshift plan --help).
-	DNSBridge bool `json:"dnsBridge,omitempty"`
-	// DNSService is the cluster DNS Service. Default kube-system/kube-dns.
-	DNSService string `json:"dnsService,omitempty"`
-	// Repack allows a smaller service range.
-	Repack bool `json:"repack,omitempty"`
+	// serviceSubnet (new service CIDR; empty: unchanged), oldServiceSubnet,
+	// keepServiceIPs, dnsBridge, dnsService, repack: see snapshift plan --help.
+	rules.ServiceCIDROptions
+	// podSubnet (new pod CIDR; empty: unchanged), oldPodSubnet.
+	rules.PodCIDROptions
 	// DNSDomain is the cluster domain. Default cluster.local.
 	DNSDomain string `json:"dnsDomain,omitempty"`
 }
@@ -211,7 +203,9 @@ func (c *Config) Validate() error {
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
-	return nil
+	// The rules' options, checked now so that --dry-run and every phase
+	// start from a valid file; their errors name the option's field.
+	return rules.Validate(c.RuleOptions())
 }
 
 // InitialCluster is etcd's --initial-cluster for the members.
@@ -225,14 +219,14 @@ func (c *Config) InitialCluster() string {
 
 // RuleOptions are the rule options this configuration selects.
 func (c *Config) RuleOptions() rules.Options {
-	o := rules.Options{
-		ServiceCIDR: c.Networking.ServiceSubnet, OldServiceCIDR: c.Networking.OldServiceSubnet,
-		PodNetworkCIDR: c.Networking.PodSubnet, OldPodNetworkCIDR: c.Networking.OldPodSubnet,
-		KeepServiceIPs: c.Networking.KeepServiceIPs, DNSBridge: c.Networking.DNSBridge,
-		DNSService: c.Networking.DNSService, Repack: c.Networking.Repack,
-	}
+	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions}
 	if c.ServiceAccountTokens != "keep" {
 		o.SATokens = c.ServiceAccountTokens
 	}
 	return o
 }
+
+// ConfigPath names an option field as this file does
+// ("networking.oldServiceSubnet"): the rules' options by their registered
+// config path.
+func ConfigPath(field string) string { return rules.ConfigPath(field) }

@@ -30,7 +30,7 @@ func (r *run) manifests(context.Context) error {
 		}
 		var changes []manifests.Change
 		set, changes, err = manifests.Update(src, manifests.Changes{
-			ServiceCIDR: c.Networking.ServiceSubnet, PodCIDR: c.Networking.PodSubnet,
+			ServiceCIDR: c.Networking.ServiceCIDR, PodCIDR: c.Networking.PodNetworkCIDR,
 			EtcdMember:     manifests.EtcdMember{Name: self.Name, PeerURL: self.PeerURL, ClientURL: self.ClientURL},
 			InitialCluster: c.InitialCluster(), DataDir: c.Etcd.DataDir,
 		})
@@ -38,17 +38,10 @@ func (r *run) manifests(context.Context) error {
 			return err
 		}
 		for _, ch := range changes {
-			line := fmt.Sprintf("%s: %s %s", ch.File, ch.Action, ch.Field)
-			if ch.Old != "" || ch.New != "" {
-				line += fmt.Sprintf(" %s -> %s", ch.Old, ch.New)
-			}
-			if ch.Note != "" {
-				line += " (" + ch.Note + ")"
-			}
-			r.report.Manifests = append(r.report.Manifests, line)
+			r.report.Manifests = append(r.report.Manifests, ch.String())
 		}
 	} else {
-		if c.Networking.ServiceSubnet == "" || c.Networking.PodSubnet == "" {
+		if c.Networking.ServiceCIDR == "" || c.Networking.PodNetworkCIDR == "" {
 			return fmt.Errorf("generating manifests needs networking.serviceSubnet and networking.podSubnet (give the current ones if they do not change)")
 		}
 		var ms []manifests.EtcdMember
@@ -59,7 +52,7 @@ func (r *run) manifests(context.Context) error {
 		set, err = manifests.Generate(manifests.GenerateConfig{
 			KubernetesVersion: c.Manifests.KubernetesVersion, ImageRepository: c.Manifests.ImageRepository,
 			NodeName: self.Name, AdvertiseAddress: c.PKI.AdvertiseAddress,
-			ServiceCIDR: c.Networking.ServiceSubnet, PodCIDR: c.Networking.PodSubnet, DNSDomain: c.Networking.DNSDomain,
+			ServiceCIDR: c.Networking.ServiceCIDR, PodCIDR: c.Networking.PodNetworkCIDR, DNSDomain: c.Networking.DNSDomain,
 			EtcdMembers: ms, EtcdDataDir: c.Etcd.DataDir,
 		})
 		if err != nil {

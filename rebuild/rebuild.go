@@ -157,7 +157,7 @@ func (r *run) path(parts ...string) string {
 
 func (r *run) pkiConfig() pki.Config {
 	c := pki.Config{
-		CertDir: r.path(KubeDir, "pki"), ServiceCIDR: r.cfg.Networking.ServiceSubnet,
+		CertDir: r.path(KubeDir, "pki"), ServiceCIDR: r.cfg.Networking.ServiceCIDR,
 		DNSDomain: r.cfg.Networking.DNSDomain, NodeName: r.cfg.PKI.NodeName,
 		AdvertiseAddress: r.cfg.PKI.AdvertiseAddress, ControlPlaneEndpoint: r.cfg.PKI.ControlPlaneEndpoint,
 		APIServerCertSANs: r.cfg.PKI.CertSANs, Now: r.opts.Now,
@@ -247,8 +247,8 @@ func (r *run) transform(ctx context.Context) error {
 		Input: r.cfg.Snapshot, Output: out, SkipHashCheck: r.cfg.SkipHashCheck, Rules: rs,
 		Observers: []transform.Observer{scan}, Encryption: r.enc, Progress: r.opts.Progress,
 		VerifyOutput: func(ctx context.Context, path string) error {
-			v, err := verify.Run(ctx, verify.Config{Path: path, ServiceCIDR: r.cfg.Networking.ServiceSubnet,
-				PodNetworkCIDR: r.cfg.Networking.PodSubnet, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs,
+			v, err := verify.Run(ctx, verify.Config{Path: path, ServiceCIDR: r.cfg.Networking.ServiceCIDR,
+				PodNetworkCIDR: r.cfg.Networking.PodNetworkCIDR, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs,
 				DNSService: r.cfg.Networking.DNSService, Encryption: r.enc, JustWritten: true, SkipHashCheck: true})
 			if err != nil {
 				return err

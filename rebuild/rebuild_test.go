@@ -22,6 +22,7 @@ import (
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/rebuild"
+	"github.com/snapshift/snapshift/rules"
 )
 
 const samplePath = "../testdata/sample.db"
@@ -51,7 +52,7 @@ func members(t *testing.T, n int) []rebuild.Member {
 func baseConfig(t *testing.T, out string, ms []rebuild.Member) *rebuild.Config {
 	return &rebuild.Config{
 		APIVersion: rebuild.APIVersion, Kind: rebuild.Kind, Snapshot: samplePath, Output: out,
-		Networking: rebuild.Networking{ServiceSubnet: "172.24.0.0/16", PodSubnet: "10.55.0.0/16"},
+		Networking: rebuild.Networking{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}},
 		Etcd:       rebuild.Etcd{Members: ms},
 		PKI:        rebuild.PKI{NodeName: ms[0].Name, AdvertiseAddress: "127.0.0.1"},
 		Manifests:  rebuild.Manifests{KubernetesVersion: "v1.36.3"},
@@ -292,7 +293,7 @@ func TestRefusals(t *testing.T) {
 	// A refused transform leaves no bundle behind.
 	out2 := filepath.Join(dir, "bundle2")
 	cfg := baseConfig(t, out2, members(t, 1))
-	cfg.Networking.ServiceSubnet = "172.24.0.0/28"
+	cfg.Networking.ServiceCIDR = "172.24.0.0/28"
 	if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow}); err == nil || !strings.Contains(err.Error(), "too small") {
 		t.Fatalf("a too small range: %v", err)
 	}

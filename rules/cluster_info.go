@@ -3,6 +3,8 @@ package rules
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -104,4 +107,65 @@ func (r *ClusterInfo) Finish(context.Context) ([]transform.NewObject, error) {
 	r.notes = append(r.notes, fmt.Sprintf("bootstrap token %s written (expires %s); the join command is in the runbook", r.token.ID, now.Add(ttl).Format(time.RFC3339)))
 	return []transform.NewObject{{Key: key, Value: &codec.Object{Encoding: codec.Protobuf, GVK: corev1.SchemeGroupVersion.WithKind("Secret"), Obj: s},
 		Changes: []transform.Change{{Field: "bootstrap token", New: r.token.ID + " (secret not shown)"}}}}, nil
+}
+
+// NameClusterInfo is the cluster-info rule.
+const NameClusterInfo = "cluster-info"
+
+// ClusterInfoOptions are the cluster-info rule's options. The rebuild
+// command sets them when it generates a new PKI; they are not flags.
+type ClusterInfoOptions struct {
+	// ClusterCA is the PEM of a new cluster CA: the cluster-info rule puts it
+	// into kube-public/cluster-info. Empty: cluster-info is off.
+	ClusterCA []byte `json:"-"`
+	// ClusterInfoServer, when set, also replaces cluster-info's server URL.
+	ClusterInfoServer string `json:"-"`
+	// BootstrapToken, with ClusterCA, is written as a bootstrap token Secret.
+	BootstrapToken *BootstrapToken `json:"-"`
+}
+
+var clusterInfoEntry = Entry{
+	Name:    NameClusterInfo,
+	Summary: "put a new cluster CA (and server) into kube-public/cluster-info; optionally write a bootstrap token so nodes can rejoin",
+	Touches: []string{"configmaps kube-public/cluster-info (kubeconfig)", "secrets kube-system/bootstrap-token-<id> (created)"},
+	Enabled: func(o *Options) bool { return len(o.ClusterCA) > 0 },
+	New: func(o Options, _ *Plan) transform.Rule {
+		return &ClusterInfo{ca: o.ClusterCA, server: o.ClusterInfoServer, token: o.BootstrapToken, now: o.Now}
+	},
+	Example: func() Options {
+		return Options{ClusterInfoOptions: ClusterInfoOptions{ClusterCA: []byte("-----BEGIN CERTIFICATE-----\nRVhBTVBMRQ==\n-----END CERTIFICATE-----\n")}}
+	},
+	Validate: func(o *Options) error {
+		if o.BootstrapToken == nil {
+			return nil
+		}
+		if len(o.ClusterCA) == 0 {
+			return option.Errorf("BootstrapToken", "a bootstrap token is written with a new cluster CA: {} needs {ClusterCA}")
+		}
+		if _, err := ParseBootstrapToken(o.BootstrapToken.ID + "." + o.BootstrapToken.Secret); err != nil {
+			return option.Errorf("BootstrapToken", "{}: %w", err)
+		}
+		return nil
+	},
+	Options: func(o *Options) []Option {
+		return []Option{
+			{Field: "ClusterCA", Name: "cluster-ca", Value: &o.ClusterCA, Usage: "PEM of the new cluster CA (set by rebuild when it generates a PKI)"},
+			{Field: "ClusterInfoServer", Name: "cluster-info-server", Value: &o.ClusterInfoServer, Usage: "the API server URL cluster-info gives joining nodes"},
+			{Field: "BootstrapToken", Name: "bootstrap-token", Value: &o.BootstrapToken, Usage: "a bootstrap token <id>.<secret> to write as a Secret"},
+		}
+	},
+}
+
+var (
+	bootstrapID     = regexp.MustCompile(`^[a-z0-9]{6}$`)
+	bootstrapSecret = regexp.MustCompile(`^[a-z0-9]{16}$`)
+)
+
+// ParseBootstrapToken parses "<id>.<secret>" as kubeadm writes tokens.
+func ParseBootstrapToken(s string) (*BootstrapToken, error) {
+	id, secret, _ := strings.Cut(s, ".")
+	if !bootstrapID.MatchString(id) || !bootstrapSecret.MatchString(secret) {
+		return nil, fmt.Errorf("a bootstrap token is [a-z0-9]{6}.[a-z0-9]{16}")
+	}
+	return &BootstrapToken{ID: id, Secret: secret}, nil
 }

@@ -15,22 +15,17 @@ import (
 	"github.com/snapshift/snapshift/transform"
 )
 
-// enablingOptions are, for every registered rule, options that enable it on
-// the sample snapshot (192.168.0.0/16 services, 10.244.0.0/16 pods).
+// enablingOptions are the registered example options of a rule: the
+// sample snapshot (192.168.0.0/16 services, 10.244.0.0/16 pods) migrates
+// with them.
 func enablingOptions(name string) (rules.Options, bool) {
-	switch name {
-	case rules.NameServiceCIDR:
-		return rules.Options{ServiceCIDR: "172.24.0.0/16", Now: nowFunc}, true
-	case rules.NamePodCIDR:
-		return rules.Options{PodNetworkCIDR: "10.55.0.0/16", Now: nowFunc}, true
-	case rules.NameClusterConfig:
-		return rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", Now: nowFunc}, true
-	case rules.NameSATokens:
-		return rules.Options{SATokens: rules.SATokensClear, Now: nowFunc}, true
-	case rules.NameClusterInfo:
-		return rules.Options{ClusterCA: []byte(testCA), Now: nowFunc}, true
+	e, err := rules.Lookup(name)
+	if err != nil || e.Example == nil {
+		return rules.Options{}, false
 	}
-	return rules.Options{}, false
+	o := e.Example()
+	o.Now = nowFunc
+	return o, e.Enabled(&o)
 }
 
 // prepareOnly runs a sibling rule's Prepare (which fills the shared plan)
@@ -76,15 +71,17 @@ func TestConformance(t *testing.T) {
 			t.Errorf("rule name %q is empty or registered twice (%v)", n, names)
 		}
 		seen[n] = true
-		if got, err := rules.Lookup(n); err != nil || got != n {
-			t.Errorf("Lookup(%q) = %q, %v", n, got, err)
+		if got, err := rules.Lookup(n); err != nil || got.Name != n {
+			t.Errorf("Lookup(%q) = %q, %v", n, got.Name, err)
 		}
 	}
 	if _, err := rules.Lookup("no-such-rule"); err == nil || !strings.Contains(err.Error(), strings.Join(sortedCopy(names), ", ")) {
 		t.Errorf("Lookup of an unknown rule = %v, want an error listing %v", err, names)
 	}
 	// Build with everything on returns every rule once, in registry order.
-	all, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", SATokens: rules.SATokensClear, ClusterCA: []byte(testCA)})
+	all, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"},
+		PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}, SATokensOptions: rules.SATokensOptions{SATokens: rules.SATokensClear},
+		ClusterInfoOptions: rules.ClusterInfoOptions{ClusterCA: []byte(testCA)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,11 +241,10 @@ func TestIdempotentVariants(t *testing.T) {
 		name string
 		opts rules.Options
 	}{
-		{"keep kube-dns", rules.Options{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"kube-system/kube-dns"}}},
-		{"keep kube-dns with a bridge", rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16",
-			KeepServiceIPs: []string{"kube-system/kube-dns"}, DNSBridge: true}},
-		{"shrink with repack", rules.Options{ServiceCIDR: "172.24.0.0/20", Repack: true}},
-		{"grow", rules.Options{ServiceCIDR: "10.96.0.0/12", PodNetworkCIDR: "10.128.0.0/12"}},
+		{"keep kube-dns", rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"kube-system/kube-dns"}}}},
+		{"keep kube-dns with a bridge", rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"kube-system/kube-dns"}, DNSBridge: true}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}}},
+		{"shrink with repack", rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/20", Repack: true}}},
+		{"grow", rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "10.96.0.0/12"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.128.0.0/12"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

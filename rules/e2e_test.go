@@ -43,7 +43,7 @@ type migration struct {
 	report *transform.Report
 	plan   *rules.Plan
 	left   *rules.LeftoverReport
-	in     *liveState                      // the input, read with snapshot.Open
+	in     *liveState                  // the input, read with snapshot.Open
 	etcd   map[string]*mvccpb.KeyValue // the restored member, by key
 	c      *codec.Codec
 	objs   map[string]*codec.Object   // decoded etcd values, by key
@@ -425,7 +425,7 @@ func (m *migration) leftoverResources() map[string]*rules.LeftoverGroup {
 // every promise of DESIGN 8-11 and 14.
 func TestEndToEndSample(t *testing.T) {
 	t.Parallel()
-	m := migrateSample(t, rules.Options{ServiceCIDR: newServiceCIDR.String(), PodNetworkCIDR: newPodCIDR.String(), Now: nowFunc})
+	m := migrateSample(t, rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String()}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}, Now: nowFunc})
 	m.checkServices(t, nil)
 	if got := m.svcs["kube-system/kube-dns"].Spec.ClusterIP; got != "172.24.0.10" {
 		t.Errorf("kube-dns clusterIP %s, want 172.24.0.10", got)
@@ -456,8 +456,7 @@ func TestEndToEndSample(t *testing.T) {
 // a DNS bridge.
 func TestEndToEndSampleDNSBridge(t *testing.T) {
 	t.Parallel()
-	m := migrateSample(t, rules.Options{ServiceCIDR: newServiceCIDR.String(), PodNetworkCIDR: newPodCIDR.String(),
-		KeepServiceIPs: []string{"kube-system/kube-dns"}, DNSBridge: true, Now: nowFunc})
+	m := migrateSample(t, rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String(), KeepServiceIPs: []string{"kube-system/kube-dns"}, DNSBridge: true}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}, Now: nowFunc})
 	v4 := m.checkServices(t, map[string]string{"kube-system/kube-dns": sample.DNSServiceIP})
 	dns, bridge := m.svcs["kube-system/kube-dns"], m.svcs["kube-system/kube-dns-bridge"]
 	if dns.Spec.ClusterIP != sample.DNSServiceIP {

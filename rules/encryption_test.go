@@ -14,8 +14,8 @@ import (
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/internal/testfile"
 	"github.com/snapshift/snapshift/rules"
-	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -57,26 +57,8 @@ resources:
 // and one Secret with a (fake) KMS v2 envelope.
 func encryptSample(t *testing.T, enc *encryption.Config) string {
 	t.Helper()
-	s, err := snapshot.Open(samplePath, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ix, err := s.Index(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(t.TempDir(), "encrypted.db")
-	w, err := snapshot.Create(snapshot.WriterConfig{Path: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Abort()
-	if err := w.CopyBuckets(s); err != nil {
-		t.Fatal(err)
-	}
-	err = s.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error {
-		key := string(e.KV.Key)
+	return testfile.RewriteLive(t, samplePath, out, func(key string, value []byte) ([]byte, error) {
 		var info *encryption.Info
 		switch {
 		case strings.HasPrefix(key, "/registry/services/specs/"):
@@ -86,36 +68,13 @@ func encryptSample(t *testing.T, enc *encryption.Config) string {
 		case strings.HasPrefix(key, "/registry/configmaps/"):
 			info = &encryption.Info{Provider: "secretbox", KeyName: "cm-key"}
 		case key == "/registry/secrets/demo/db-credentials":
-			kv := e.KV
-			kv.Value = []byte("k8s:enc:kms:v2:vault:\x0a\x05opaque-kms-envelope")
-			raw, err := kv.Marshal()
-			if err != nil {
-				return err
-			}
-			return w.Put(e.RevKey, raw)
+			return []byte("k8s:enc:kms:v2:vault:\x0a\x05opaque-kms-envelope"), nil
 		}
 		if info == nil {
-			return w.Put(e.RevKey, e.Raw)
+			return value, nil
 		}
-		ct, err := enc.Encrypt(key, e.KV.Value, *info)
-		if err != nil {
-			return err
-		}
-		kv := e.KV
-		kv.Value = ct
-		raw, err := kv.Marshal()
-		if err != nil {
-			return err
-		}
-		return w.Put(e.RevKey, raw)
+		return enc.Encrypt(key, value, *info)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func TestEncryptedAtRest(t *testing.T) {
@@ -130,7 +89,7 @@ func TestEncryptedAtRest(t *testing.T) {
 	}
 	in := encryptSample(t, enc)
 	seedRules := func() []transform.Rule {
-		rs, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16", Now: nowFunc})
+		rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}, Now: nowFunc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +164,7 @@ func TestEncryptedAtRest(t *testing.T) {
 	}
 
 	// A claimed value encrypted with KMS cannot be read offline: refused.
-	rs, _, err := rules.Build(rules.Options{SATokens: rules.SATokensClear})
+	rs, _, err := rules.Build(rules.Options{SATokensOptions: rules.SATokensOptions{SATokens: rules.SATokensClear}})
 	if err != nil {
 		t.Fatal(err)
 	}

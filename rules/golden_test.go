@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,33 +24,47 @@ var update = flag.Bool("update", false, "rewrite testdata/golden/*/*/expected.ya
 
 const goldenDir = "../testdata/golden"
 
-// caseFlags is a golden case's case.yaml: the CLI flags of the run.
+// caseFlags is a golden case's case.yaml: a description and the run's
+// options, by their registered names (the CLI's flag names), so a new
+// rule's options work in golden cases without touching this file.
 type caseFlags struct {
-	Description       string   `json:"description"`
-	ServiceCIDR       string   `json:"service-cidr,omitempty"`
-	OldServiceCIDR    string   `json:"old-service-cidr,omitempty"`
-	Repack            bool     `json:"repack,omitempty"`
-	Keep              []string `json:"keep,omitempty"`
-	DNSBridge         bool     `json:"dns-bridge,omitempty"`
-	DNSService        string   `json:"dns-service,omitempty"`
-	PodNetworkCIDR    string   `json:"pod-network-cidr,omitempty"`
-	OldPodNetworkCIDR string   `json:"old-pod-network-cidr,omitempty"`
-	SATokens          string   `json:"sa-tokens,omitempty"`
-	ClusterCA         string   `json:"cluster-ca,omitempty"`
-	ClusterInfoServer string   `json:"cluster-info-server,omitempty"`
-	BootstrapToken    string   `json:"bootstrap-token,omitempty"`
+	Description string
+	opts        rules.Options
 }
 
-func (f caseFlags) options() rules.Options {
-	return rules.Options{
-		ServiceCIDR: f.ServiceCIDR, OldServiceCIDR: f.OldServiceCIDR, Repack: f.Repack,
-		KeepServiceIPs: f.Keep, DNSBridge: f.DNSBridge, DNSService: f.DNSService,
-		PodNetworkCIDR: f.PodNetworkCIDR, OldPodNetworkCIDR: f.OldPodNetworkCIDR,
-		SATokens: f.SATokens, Now: nowFunc,
-		ClusterCA: []byte(f.ClusterCA), ClusterInfoServer: f.ClusterInfoServer,
-		BootstrapToken: bootstrapToken(f.BootstrapToken),
+func parseCaseFlags(b []byte) (caseFlags, error) {
+	var raw map[string]any
+	if err := sigyaml.UnmarshalStrict(b, &raw); err != nil {
+		return caseFlags{}, err
 	}
+	f := caseFlags{opts: rules.Options{Now: nowFunc}}
+	byName := map[string]rules.Option{}
+	for _, o := range rules.AllOptions(&f.opts) {
+		byName[o.Name] = o
+	}
+	for k, v := range raw {
+		if k == "description" {
+			f.Description, _ = v.(string)
+			continue
+		}
+		o, ok := byName[k]
+		if !ok {
+			return caseFlags{}, fmt.Errorf("unknown option %q (not a registered rule option)", k)
+		}
+		vals, isList := v.([]any)
+		if !isList {
+			vals = []any{v}
+		}
+		for _, x := range vals {
+			if err := o.Set(fmt.Sprint(x)); err != nil {
+				return caseFlags{}, err
+			}
+		}
+	}
+	return f, nil
 }
+
+func (f caseFlags) options() rules.Options { return f.opts }
 
 // goldenResult is what expected.yaml holds.
 type goldenResult struct {
@@ -116,8 +131,8 @@ func runGoldenCase(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var flags caseFlags
-	if err := sigyaml.UnmarshalStrict(b, &flags); err != nil {
+	flags, err := parseCaseFlags(b)
+	if err != nil {
 		t.Fatalf("case.yaml: %v", err)
 	}
 	c := codec.New()
@@ -206,7 +221,7 @@ func checkConfigMapsEditedInPlace(t *testing.T, c *codec.Codec, in, out *liveSta
 	back := reverseMapping(plan)
 	// The cluster-config rule's prefixes do not depend on the options.
 	var cc transform.Rule
-	rs, _, err := rules.Build(rules.Options{ServiceCIDR: "203.0.113.0/24"})
+	rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "203.0.113.0/24"}})
 	if err != nil {
 		t.Fatal(err)
 	}

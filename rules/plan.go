@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 )
 
@@ -70,21 +71,22 @@ func pairOf(old, new []netip.Prefix, a netip.Addr) (o, n netip.Prefix, ok bool) 
 	return o, n, false
 }
 
-// parseCIDRList parses one CIDR or two of different families.
-func parseCIDRList(flag, s string) ([]string, error) {
+// parseCIDRList parses one CIDR or two of different families, the value
+// of the option field; errors name the option.
+func parseCIDRList(field, s string) ([]string, error) {
 	parts := strings.Split(s, ",")
 	if len(parts) > 2 {
-		return nil, fmt.Errorf("%s %q: at most two CIDRs (one per family)", flag, s)
+		return nil, option.Errorf(field, "{} %q: at most two CIDRs (one per family)", s)
 	}
 	var out []string
 	var prev netip.Prefix
 	for i, p := range parts {
 		pr, err := cidr.Parse(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", flag, err)
+			return nil, option.Errorf(field, "{}: %w", err)
 		}
 		if i == 1 && cidr.SameFamily(prev, pr) {
-			return nil, fmt.Errorf("%s %q: two CIDRs must be one IPv4 and one IPv6", flag, s)
+			return nil, option.Errorf(field, "{} %q: two CIDRs must be one IPv4 and one IPv6", s)
 		}
 		prev = pr
 		out = append(out, pr.String())

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -185,4 +186,65 @@ func (r *PodCIDR) Apply(_ context.Context, obj *state.Object) (transform.Result,
 	}
 	changes = append(changes, more...)
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
+}
+
+// NamePodCIDR is the pod-cidr rule.
+const NamePodCIDR = "pod-cidr"
+
+// PodCIDROptions are the pod-cidr rule's options.
+type PodCIDROptions struct {
+	// PodNetworkCIDR is the new cluster (pod) CIDR. Empty: pod-cidr is off.
+	PodNetworkCIDR string `json:"podSubnet,omitempty"`
+	// OldPodNetworkCIDR overrides detection of the old one.
+	OldPodNetworkCIDR string `json:"oldPodSubnet,omitempty"`
+}
+
+var podCIDREntry = Entry{
+	Name:    NamePodCIDR,
+	Summary: "move every Node's pod CIDRs to the new cluster CIDR, each node's mask size and offset kept",
+	Touches: []string{"nodes (spec.podCIDR, spec.podCIDRs, last-applied and managedFields copies)"},
+	Enabled: func(o *Options) bool { return o.PodNetworkCIDR != "" },
+	New:     func(o Options, p *Plan) transform.Rule { return &PodCIDR{opts: o, plan: p} },
+	Example: func() Options {
+		return Options{PodCIDROptions: PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}}
+	},
+	Validate: validatePodOptions,
+	Options: func(o *Options) []Option {
+		return []Option{
+			{Field: "PodNetworkCIDR", Name: "pod-network-cidr", CLI: true, Verify: true, Config: "networking.podSubnet", Value: &o.PodNetworkCIDR,
+				Usage: "new cluster (pod) CIDR, e.g. 10.55.0.0/16"},
+			{Field: "OldPodNetworkCIDR", Name: "old-pod-network-cidr", CLI: true, Config: "networking.oldPodSubnet", Value: &o.OldPodNetworkCIDR,
+				Usage: "the old pod CIDR (default: detected from kubeadm-config, kube-proxy and flannel)"},
+		}
+	},
+}
+
+// validatePodOptions checks the pod-cidr options, and that the new pod and
+// service ranges (when both move) are disjoint.
+func validatePodOptions(o *Options) error {
+	if o.PodNetworkCIDR == "" {
+		if o.OldPodNetworkCIDR != "" {
+			return option.Errorf("OldPodNetworkCIDR", "{} needs {PodNetworkCIDR}")
+		}
+		return nil
+	}
+	pod, err := parseCIDRList("PodNetworkCIDR", o.PodNetworkCIDR)
+	if err != nil {
+		return err
+	}
+	if o.ServiceCIDR == "" {
+		return nil
+	}
+	svc, err := parseCIDRList("ServiceCIDR", o.ServiceCIDR)
+	if err != nil {
+		return err
+	}
+	for _, s := range svc {
+		for _, p := range pod {
+			if overlaps(s, p) {
+				return option.Errorf("PodNetworkCIDR", "the new service CIDR %s overlaps the new pod CIDR %s: they must be disjoint", s, p)
+			}
+		}
+	}
+	return nil
 }

@@ -2,183 +2,278 @@ package rules
 
 import (
 	"fmt"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/transform"
 )
 
-// Options select and configure the rules. The zero value selects none.
+// Options select and configure the rules. Each rule's options are a
+// fragment declared in the rule's own file and embedded here; the zero value
+// selects no rule. The fragments' JSON names are the keys of a rebuild
+// file's networking section.
 type Options struct {
-	// ServiceCIDR is the new service CIDR ("172.24.0.0/16", or two
-	// comma-separated for dual stack). Empty: service-cidr is off.
-	ServiceCIDR string
-	// OldServiceCIDR overrides detection of the old one from the snapshot.
-	OldServiceCIDR string
-	// Repack allows a smaller new service range: Services whose offset does
-	// not fit get the lowest free addresses, in key order.
-	Repack bool
-	// KeepServiceIPs lists Services ("namespace/name") that keep their old
-	// address (with their IPAddress objects).
-	KeepServiceIPs []string
-	// DNSBridge creates "<name>-bridge" beside the kept DNS Service (in its
-	// namespace: kube-system/kube-dns-bridge by default) at the address the
-	// DNS Service would have been mapped to.
-	DNSBridge bool
-	// DNSService names the cluster DNS Service. Default kube-system/kube-dns.
-	DNSService string
-
-	// PodNetworkCIDR is the new cluster (pod) CIDR. Empty: pod-cidr is off.
-	PodNetworkCIDR string
-	// OldPodNetworkCIDR overrides detection of the old one.
-	OldPodNetworkCIDR string
-
-	// SATokens handles legacy ServiceAccount token Secrets when sa.key is
-	// regenerated: "clear" (empty data.token; re-signed by the token
-	// controller), "delete", or "" (off).
-	SATokens string
-
-	// ClusterCA is the PEM of a new cluster CA: the cluster-info rule puts it
-	// into kube-public/cluster-info. Empty: cluster-info is off.
-	ClusterCA []byte
-	// ClusterInfoServer, when set, also replaces cluster-info's server URL.
-	ClusterInfoServer string
-	// BootstrapToken, with ClusterCA, is written as a bootstrap token Secret.
-	BootstrapToken *BootstrapToken
+	ServiceCIDROptions
+	PodCIDROptions
+	SATokensOptions
+	ClusterInfoOptions
 
 	// Now stamps objects the rules create. Default time.Now.
-	Now func() time.Time
+	Now func() time.Time `json:"-"`
 }
 
-// Rule names, in the order they run.
-const (
-	NameServiceCIDR   = "service-cidr"
-	NamePodCIDR       = "pod-cidr"
-	NameClusterConfig = "cluster-config"
-	NameSATokens      = "sa-tokens"
-	NameClusterInfo   = "cluster-info"
-)
+// registry lists every rule, in the order they run when no prerequisite
+// says otherwise. Adding a rule: its file (the rule, its options fragment
+// embedded in Options, its Entry) and one line here.
+var registry = []Entry{
+	serviceCIDREntry,
+	podCIDREntry,
+	clusterConfigEntry,
+	saTokensEntry,
+	clusterInfoEntry,
+}
 
-// Names lists every rule snapshift has.
+// Entry is one registered rule: everything the CLI, the rebuild
+// configuration, the plan and the tests need to know about it.
+type Entry struct {
+	// Name is unique, e.g. "service-cidr".
+	Name string
+	// Summary says in one line what the rule does; Touches lists what it
+	// edits (resources or keys), for `snapshift rules`.
+	Summary string
+	Touches []string
+	// Options describes the rule's options, bound to o's fields.
+	Options func(o *Options) []Option
+	// After names rules whose Prepare must run before this one's (when
+	// they run at all): their plans are this rule's input.
+	After []string
+	// Enabled reports whether the options turn the rule on.
+	Enabled func(o *Options) bool
+	// Validate checks the rule's options on their own, before the snapshot
+	// is read, whether or not the rule is enabled (an option of a rule that
+	// is off is a mistake too). Optional.
+	Validate func(o *Options) error
+	// New builds the rule for one run; the rules of a run share plan.
+	New func(o Options, plan *Plan) transform.Rule
+	// Example returns options that turn the rule on (the conformance suite
+	// runs every rule with them; `snapshift rules` shows them).
+	Example func() Options
+}
+
+// Option is one option of a rule. Field is what option.Error names; the
+// CLI shows it as --Name, a rebuild file as Config, a golden case as Name.
+type Option struct {
+	// Field is the Go field in Options, e.g. "ServiceCIDR".
+	Field string
+	// Name is the option's kebab-case name, e.g. "service-cidr".
+	Name string
+	// CLI is true when Name is a flag of plan and transform (Value is then
+	// a *string, *bool or *[]string). Options the rebuild command sets
+	// itself (a new CA) are not flags.
+	CLI bool
+	// Verify is true when verify takes the option too: it states an
+	// invariant of the output (the new ranges, the kept Services).
+	Verify bool
+	// Config is the path in a rebuild file, e.g. "networking.serviceSubnet";
+	// empty when a rebuild file does not set it directly.
+	Config string
+	// Usage is the help text; Default the value an empty option takes.
+	Usage   string
+	Default string
+	// Value points into Options: *string, *bool, *[]string, *[]byte or
+	// **BootstrapToken.
+	Value any
+}
+
+// Set sets the option from text: a list option appends, a bool parses
+// "true"/"false", a bootstrap token parses "<id>.<secret>".
+func (o Option) Set(s string) error {
+	switch v := o.Value.(type) {
+	case *string:
+		*v = s
+	case *bool:
+		switch s {
+		case "true":
+			*v = true
+		case "false":
+			*v = false
+		default:
+			return option.Errorf(o.Field, "{} takes true or false, not %q", s)
+		}
+	case *[]string:
+		*v = append(*v, s)
+	case *[]byte:
+		*v = []byte(s)
+	case **BootstrapToken:
+		t, err := ParseBootstrapToken(s)
+		if err != nil {
+			return option.Errorf(o.Field, "{}: %w", err)
+		}
+		*v = t
+	default:
+		return fmt.Errorf("option %s: unsupported value type %T", o.Field, o.Value)
+	}
+	return nil
+}
+
+// Registry returns every registered rule, in registry order.
+func Registry() []Entry { return slices.Clone(registry) }
+
+// Names lists every rule's name, in registry order.
 func Names() []string {
-	return []string{NameServiceCIDR, NamePodCIDR, NameClusterConfig, NameSATokens, NameClusterInfo}
+	out := make([]string, len(registry))
+	for i, e := range registry {
+		out[i] = e.Name
+	}
+	return out
 }
 
-// Build returns the rules Options select, in their fixed order. The
-// cluster-config rule runs whenever a network rule does.
+// Lookup returns a registered rule or an error listing the valid names.
+func Lookup(name string) (Entry, error) {
+	for _, e := range registry {
+		if e.Name == name {
+			return e, nil
+		}
+	}
+	names := Names()
+	sort.Strings(names)
+	return Entry{}, fmt.Errorf("unknown rule %q (rules: %s)", name, strings.Join(names, ", "))
+}
+
+// AllOptions lists every rule's options, bound to o, in registry order.
+func AllOptions(o *Options) []Option {
+	var out []Option
+	for _, e := range registry {
+		out = append(out, e.Options(o)...)
+	}
+	return out
+}
+
+// OptionByField finds the option whose Go field is field.
+func OptionByField(field string) (Option, bool) {
+	var scratch Options
+	for _, opt := range AllOptions(&scratch) {
+		if opt.Field == field {
+			return opt, true
+		}
+	}
+	return Option{}, false
+}
+
+// Build returns the rules Options select, in dependency order, and the plan
+// they share.
 func Build(o Options) ([]transform.Rule, *Plan, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.DNSService == "" {
-		o.DNSService = "kube-system/kube-dns"
+	for _, opt := range AllOptions(&o) {
+		if s, ok := opt.Value.(*string); ok && *s == "" && opt.Default != "" {
+			*s = opt.Default
+		}
 	}
-	if err := o.validate(); err != nil {
+	if err := validate(&o); err != nil {
+		return nil, nil, err
+	}
+	var on []Entry
+	for _, e := range registry {
+		if e.Enabled(&o) {
+			on = append(on, e)
+		}
+	}
+	ordered, err := Order(on)
+	if err != nil {
 		return nil, nil, err
 	}
 	plan := &Plan{}
-	var out []transform.Rule
-	if o.ServiceCIDR != "" {
-		out = append(out, &ServiceCIDR{opts: o, plan: plan})
-	}
-	if o.PodNetworkCIDR != "" {
-		out = append(out, &PodCIDR{opts: o, plan: plan})
-	}
-	if len(out) > 0 {
-		out = append(out, &ClusterConfig{plan: plan})
-	}
-	if o.SATokens != "" {
-		out = append(out, &SATokens{mode: o.SATokens})
-	}
-	if len(o.ClusterCA) > 0 {
-		out = append(out, &ClusterInfo{ca: o.ClusterCA, server: o.ClusterInfoServer, token: o.BootstrapToken, now: o.Now})
+	out := make([]transform.Rule, len(ordered))
+	for i, e := range ordered {
+		out[i] = e.New(o, plan)
 	}
 	return out, plan, nil
 }
 
-// validate checks the flags themselves (the snapshot is checked in Prepare).
-func (o Options) validate() error {
-	if o.ServiceCIDR == "" {
-		switch {
-		case o.OldServiceCIDR != "":
-			return fmt.Errorf("--old-service-cidr needs --service-cidr")
-		case len(o.KeepServiceIPs) > 0:
-			return fmt.Errorf("--keep-service-ip needs --service-cidr")
-		case o.DNSBridge:
-			return fmt.Errorf("--dns-bridge needs --service-cidr")
-		case o.Repack:
-			return fmt.Errorf("--repack needs --service-cidr")
+// Validate checks the options on their own, as Build does, without
+// building the rules: errors are *option.Error values naming the field.
+func Validate(o Options) error {
+	for _, opt := range AllOptions(&o) {
+		if s, ok := opt.Value.(*string); ok && *s == "" && opt.Default != "" {
+			*s = opt.Default
 		}
 	}
-	switch o.SATokens {
-	case "", SATokensClear, SATokensDelete:
-	default:
-		return fmt.Errorf("--sa-tokens %q: want %s or %s", o.SATokens, SATokensClear, SATokensDelete)
-	}
-	if o.BootstrapToken != nil && len(o.ClusterCA) == 0 {
-		return fmt.Errorf("a bootstrap token is written with a new cluster CA (cluster-info)")
-	}
-	if t := o.BootstrapToken; t != nil && (!bootstrapID.MatchString(t.ID) || !bootstrapSecret.MatchString(t.Secret)) {
-		return fmt.Errorf("bootstrap token: want [a-z0-9]{6}.[a-z0-9]{16}")
-	}
-	if o.PodNetworkCIDR == "" && o.OldPodNetworkCIDR != "" {
-		return fmt.Errorf("--old-pod-network-cidr needs --pod-network-cidr")
-	}
-	for _, k := range o.KeepServiceIPs {
-		if ns, name, ok := strings.Cut(k, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return fmt.Errorf("--keep-service-ip %q: want NAMESPACE/NAME", k)
-		}
-	}
-	if o.DNSBridge && !contains(o.KeepServiceIPs, o.DNSService) {
-		return fmt.Errorf("--dns-bridge bridges a kept DNS Service: add --keep-service-ip %s", o.DNSService)
-	}
-	var svc, pod []string
-	var err error
-	if o.ServiceCIDR != "" {
-		if svc, err = parseCIDRList("--service-cidr", o.ServiceCIDR); err != nil {
-			return err
-		}
-	}
-	if o.PodNetworkCIDR != "" {
-		if pod, err = parseCIDRList("--pod-network-cidr", o.PodNetworkCIDR); err != nil {
-			return err
-		}
-	}
-	for _, s := range svc {
-		for _, p := range pod {
-			if overlaps(s, p) {
-				return fmt.Errorf("the new service CIDR %s overlaps the new pod CIDR %s: they must be disjoint", s, p)
+	return validate(&o)
+}
+
+func validate(o *Options) error {
+	for _, e := range registry {
+		if e.Validate != nil {
+			if err := e.Validate(o); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
-// Lookup returns a rule name's canonical form or an error listing the
-// valid ones.
-func Lookup(name string) (string, error) {
-	for _, n := range Names() {
-		if n == name {
-			return n, nil
+// Order sorts entries so that every rule comes after the rules it names in
+// After (those among entries), keeping the given order otherwise. A cycle
+// is an error naming the rules in it.
+func Order(entries []Entry) ([]Entry, error) {
+	present := map[string]bool{}
+	for _, e := range entries {
+		present[e.Name] = true
+	}
+	done := map[string]bool{}
+	var out []Entry
+	for len(out) < len(entries) {
+		progressed := false
+		for _, e := range entries {
+			if done[e.Name] || !ready(e, present, done) {
+				continue
+			}
+			out, done[e.Name], progressed = append(out, e), true, true
+			break // restart from the front: the given order decides ties
+		}
+		if !progressed {
+			var stuck []string
+			for _, e := range entries {
+				if !done[e.Name] {
+					stuck = append(stuck, e.Name)
+				}
+			}
+			return nil, fmt.Errorf("the rules %s wait for each other (a cycle in their prerequisites)", strings.Join(stuck, ", "))
 		}
 	}
-	names := Names()
-	sort.Strings(names)
-	return "", fmt.Errorf("unknown rule %q (rules: %s)", name, strings.Join(names, ", "))
+	return out, nil
 }
 
-var (
-	bootstrapID     = regexp.MustCompile(`^[a-z0-9]{6}$`)
-	bootstrapSecret = regexp.MustCompile(`^[a-z0-9]{16}$`)
-)
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+func ready(e Entry, present, done map[string]bool) bool {
+	for _, a := range e.After {
+		if present[a] && !done[a] {
+			return false
 		}
 	}
-	return false
+	return true
+}
+
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+// FlagName renders an option as the CLI names it ("--service-cidr"); a
+// field that is no flag keeps its Go name.
+func FlagName(field string) string {
+	if o, ok := OptionByField(field); ok && o.CLI {
+		return "--" + o.Name
+	}
+	return field
+}
+
+// ConfigPath renders an option as a rebuild file names it
+// ("networking.serviceSubnet"); a field with no key there keeps its Go name.
+func ConfigPath(field string) string {
+	if o, ok := OptionByField(field); ok && o.Config != "" {
+		return o.Config
+	}
+	return field
 }

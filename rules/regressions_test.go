@@ -33,9 +33,9 @@ func TestRegressionNewServiceCIDROverlappingCurrentPodCIDRAccepted(t *testing.T)
 		opts rules.Options
 		want string
 	}{
-		{"service CIDR onto the unchanged pod network", rules.Options{ServiceCIDR: "10.244.0.0/16"}, "overlaps"},
-		{"pod CIDR onto the unchanged service network", rules.Options{PodNetworkCIDR: "192.168.0.0/16"}, "overlaps"},
-		{"service CIDR containing the unchanged pod network", rules.Options{ServiceCIDR: "10.0.0.0/8"}, "overlaps"},
+		{"service CIDR onto the unchanged pod network", rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "10.244.0.0/16"}}, "overlaps"},
+		{"pod CIDR onto the unchanged service network", rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "192.168.0.0/16"}}, "overlaps"},
+		{"service CIDR containing the unchanged pod network", rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "10.0.0.0/8"}}, "overlaps"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep, _, _, err := runRules(t, in, "", c.opts)
@@ -85,8 +85,7 @@ func TestRegressionDNSBridgeOutsideKubeSystemSelectsNoPods(t *testing.T) {
       - {name: dns, port: 53, protocol: UDP, targetPort: 53}
 `)
 	out := filepath.Join(t.TempDir(), "out.db")
-	if _, _, _, err := runRules(t, in, out, rules.Options{ServiceCIDR: "172.24.0.0/16",
-		KeepServiceIPs: []string{"dns/coredns"}, DNSBridge: true, DNSService: "dns/coredns"}); err != nil {
+	if _, _, _, err := runRules(t, in, out, rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"dns/coredns"}, DNSBridge: true, DNSService: "dns/coredns"}}); err != nil {
 		t.Fatal(err)
 	}
 	var bridges []string
@@ -116,8 +115,7 @@ func TestRegressionDNSBridgeOutsideKubeSystemSelectsNoPods(t *testing.T) {
 // should count the exempt Services' IPAddress keys as intended too.
 func TestRegressionLeftoverScanReportsExemptIPAddressAsUnintended(t *testing.T) {
 	in := testfile.Copy(t, samplePath, t.TempDir())
-	_, _, scan, err := runRules(t, in, "", rules.Options{ServiceCIDR: "172.24.0.0/16",
-		KeepServiceIPs: []string{"kube-system/kube-dns"}})
+	_, _, scan, err := runRules(t, in, "", rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"kube-system/kube-dns"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -113,4 +114,35 @@ func (r *SATokens) Notes() []string {
 			len(r.pods), strings.Join(shown, ", "), more))
 	}
 	return out
+}
+
+// NameSATokens is the sa-tokens rule.
+const NameSATokens = "sa-tokens"
+
+// SATokensOptions are the sa-tokens rule's options.
+type SATokensOptions struct {
+	// SATokens handles legacy ServiceAccount token Secrets when sa.key is
+	// regenerated: "clear" (empty data.token; re-signed by the token
+	// controller), "delete", or "" (off).
+	SATokens string `json:"-"`
+}
+
+var saTokensEntry = Entry{
+	Name:    NameSATokens,
+	Summary: "clear (or delete) legacy ServiceAccount token Secrets signed by an old sa.key; list the Pods to restart",
+	Touches: []string{"secrets of type kubernetes.io/service-account-token (data.token)", "pods (read only: the restart list)"},
+	Enabled: func(o *Options) bool { return o.SATokens != "" },
+	New:     func(o Options, _ *Plan) transform.Rule { return &SATokens{mode: o.SATokens} },
+	Example: func() Options { return Options{SATokensOptions: SATokensOptions{SATokens: SATokensClear}} },
+	Validate: func(o *Options) error {
+		switch o.SATokens {
+		case "", SATokensClear, SATokensDelete:
+			return nil
+		}
+		return option.Errorf("SATokens", "{} %q: want %s or %s", o.SATokens, SATokensClear, SATokensDelete)
+	},
+	Options: func(o *Options) []Option {
+		return []Option{{Field: "SATokens", Name: "sa-tokens", CLI: true, Config: "serviceAccountTokens", Value: &o.SATokens,
+			Usage: "when sa.key is regenerated: clear (empty each legacy token Secret's data.token so kube-controller-manager re-signs it; works on 1.24+) or delete"}}
+	},
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -679,4 +680,85 @@ func intsToKeys(is []int) []string {
 		out[i] = fmt.Sprint(x)
 	}
 	return out
+}
+
+// NameServiceCIDR is the service-cidr rule.
+const NameServiceCIDR = "service-cidr"
+
+// ServiceCIDROptions are the service-cidr rule's options.
+type ServiceCIDROptions struct {
+	// ServiceCIDR is the new service CIDR ("172.24.0.0/16", or two
+	// comma-separated for dual stack). Empty: service-cidr is off.
+	ServiceCIDR string `json:"serviceSubnet,omitempty"`
+	// OldServiceCIDR overrides detection of the old one from the snapshot.
+	OldServiceCIDR string `json:"oldServiceSubnet,omitempty"`
+	// Repack allows a smaller new service range: Services whose offset does
+	// not fit get free addresses.
+	Repack bool `json:"repack,omitempty"`
+	// KeepServiceIPs lists Services ("namespace/name") that keep their old
+	// address (with their IPAddress objects).
+	KeepServiceIPs []string `json:"keepServiceIPs,omitempty"`
+	// DNSBridge creates "<name>-bridge" beside the kept DNS Service (in its
+	// namespace: kube-system/kube-dns-bridge by default) at the address the
+	// DNS Service would have been mapped to.
+	DNSBridge bool `json:"dnsBridge,omitempty"`
+	// DNSService names the cluster DNS Service. Default kube-system/kube-dns.
+	DNSService string `json:"dnsService,omitempty"`
+}
+
+var serviceCIDREntry = Entry{
+	Name:    NameServiceCIDR,
+	Summary: "move every Service cluster IP to the new service range, offsets kept, with the allocator state",
+	Touches: []string{"services (spec.clusterIP, spec.clusterIPs, last-applied copies)", "ranges/serviceips, ranges/secondaryserviceips",
+		"ipaddresses (renamed)", "servicecidrs/kubernetes"},
+	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" },
+	New:     func(o Options, p *Plan) transform.Rule { return &ServiceCIDR{opts: o, plan: p} },
+	Example: func() Options {
+		return Options{ServiceCIDROptions: ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}}
+	},
+	Validate: validateServiceOptions,
+	Options: func(o *Options) []Option {
+		return []Option{
+			{Field: "ServiceCIDR", Name: "service-cidr", CLI: true, Verify: true, Config: "networking.serviceSubnet", Value: &o.ServiceCIDR,
+				Usage: "new service CIDR, e.g. 172.24.0.0/16 (two, comma-separated, for dual stack)"},
+			{Field: "OldServiceCIDR", Name: "old-service-cidr", CLI: true, Config: "networking.oldServiceSubnet", Value: &o.OldServiceCIDR,
+				Usage: "the old service CIDR (default: detected from kubeadm-config, the ServiceCIDR object and the RangeAllocation)"},
+			{Field: "Repack", Name: "repack", CLI: true, Config: "networking.repack", Value: &o.Repack,
+				Usage: "allow a smaller new range: Services whose offset does not fit get free addresses"},
+			{Field: "KeepServiceIPs", Name: "keep-service-ip", CLI: true, Verify: true, Config: "networking.keepServiceIPs", Value: &o.KeepServiceIPs,
+				Usage: "NAMESPACE/NAME of a Service that keeps its old address (repeatable), e.g. kube-system/kube-dns"},
+			{Field: "DNSBridge", Name: "dns-bridge", CLI: true, Config: "networking.dnsBridge", Value: &o.DNSBridge,
+				Usage: "with --keep-service-ip for the DNS Service: create kube-system/kube-dns-bridge at its mapped address and point clusterDNS there"},
+			{Field: "DNSService", Name: "dns-service", CLI: true, Verify: true, Config: "networking.dnsService", Value: &o.DNSService,
+				Default: "kube-system/kube-dns", Usage: "the cluster DNS Service"},
+		}
+	},
+}
+
+// validateServiceOptions checks the service-cidr options themselves (the
+// snapshot is checked in Prepare).
+func validateServiceOptions(o *Options) error {
+	if o.ServiceCIDR == "" {
+		for _, f := range []struct {
+			field string
+			set   bool
+		}{{"OldServiceCIDR", o.OldServiceCIDR != ""}, {"KeepServiceIPs", len(o.KeepServiceIPs) > 0}, {"DNSBridge", o.DNSBridge}, {"Repack", o.Repack}} {
+			if f.set {
+				return option.Errorf(f.field, "{} needs {ServiceCIDR}")
+			}
+		}
+		return nil
+	}
+	if _, err := parseCIDRList("ServiceCIDR", o.ServiceCIDR); err != nil {
+		return err
+	}
+	for _, k := range o.KeepServiceIPs {
+		if ns, name, ok := strings.Cut(k, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return option.Errorf("KeepServiceIPs", "{} %q: want NAMESPACE/NAME", k)
+		}
+	}
+	if o.DNSBridge && !contains(o.KeepServiceIPs, o.DNSService) {
+		return option.Errorf("DNSBridge", "{} bridges a kept DNS Service: add {KeepServiceIPs} %s", o.DNSService)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snapshift/snapshift/internal/testfile"
 
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -30,51 +31,51 @@ func TestValidationErrors(t *testing.T) {
 		refused  bool     // wraps transform.ErrRefused
 		want     []string // substrings, in order
 	}{
-		{name: "malformed service CIDR", opts: rules.Options{ServiceCIDR: "172.24.0.0/33"},
+		{name: "malformed service CIDR", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/33"}},
 			want: []string{"--service-cidr", `"172.24.0.0/33" is not a CIDR`}},
-		{name: "garbage service CIDR", opts: rules.Options{ServiceCIDR: "banana"},
+		{name: "garbage service CIDR", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "banana"}},
 			want: []string{"--service-cidr", `"banana" is not a CIDR`}},
-		{name: "service CIDR with host bits", opts: rules.Options{ServiceCIDR: "172.24.0.1/16"},
+		{name: "service CIDR with host bits", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.1/16"}},
 			want: []string{"--service-cidr", `"172.24.0.1/16" has host bits set; the network is 172.24.0.0/16`}},
-		{name: "malformed pod CIDR", opts: rules.Options{PodNetworkCIDR: "10.55.0.0"},
+		{name: "malformed pod CIDR", opts: rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0"}},
 			want: []string{"--pod-network-cidr", `"10.55.0.0" is not a CIDR`}},
-		{name: "three service CIDRs", opts: rules.Options{ServiceCIDR: "172.24.0.0/16,fd00::/108,10.0.0.0/16"},
+		{name: "three service CIDRs", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16,fd00::/108,10.0.0.0/16"}},
 			want: []string{"--service-cidr", "at most two CIDRs (one per family)"}},
-		{name: "two IPv4 service CIDRs", opts: rules.Options{ServiceCIDR: "172.24.0.0/16,172.25.0.0/16"},
+		{name: "two IPv4 service CIDRs", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16,172.25.0.0/16"}},
 			want: []string{"--service-cidr", "two CIDRs must be one IPv4 and one IPv6"}},
-		{name: "new service CIDR overlaps new pod CIDR", opts: rules.Options{ServiceCIDR: "10.0.0.0/8", PodNetworkCIDR: "10.55.0.0/16"},
+		{name: "new service CIDR overlaps new pod CIDR", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "10.0.0.0/8"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}},
 			want: []string{"the new service CIDR 10.0.0.0/8 overlaps the new pod CIDR 10.55.0.0/16"}},
-		{name: "dual-stack overlap in the IPv6 family", opts: rules.Options{ServiceCIDR: "172.24.0.0/16,fd00:55::/108", PodNetworkCIDR: "10.55.0.0/16,fd00:55::/56"},
+		{name: "dual-stack overlap in the IPv6 family", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16,fd00:55::/108"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16,fd00:55::/56"}},
 			want: []string{"the new service CIDR fd00:55::/108 overlaps the new pod CIDR fd00:55::/56"}},
-		{name: "dns bridge without keep", opts: rules.Options{ServiceCIDR: "172.24.0.0/16", DNSBridge: true},
+		{name: "dns bridge without keep", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", DNSBridge: true}},
 			want: []string{"--dns-bridge", "add --keep-service-ip kube-system/kube-dns"}},
-		{name: "dns bridge keeping another service", opts: rules.Options{ServiceCIDR: "172.24.0.0/16", DNSBridge: true, KeepServiceIPs: []string{"demo/web"}},
+		{name: "dns bridge keeping another service", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", DNSBridge: true, KeepServiceIPs: []string{"demo/web"}}},
 			want: []string{"--dns-bridge", "add --keep-service-ip kube-system/kube-dns"}},
-		{name: "dns bridge without service CIDR", opts: rules.Options{DNSBridge: true, KeepServiceIPs: []string{"kube-system/kube-dns"}},
+		{name: "dns bridge without service CIDR", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{DNSBridge: true, KeepServiceIPs: []string{"kube-system/kube-dns"}}},
 			want: []string{"--keep-service-ip needs --service-cidr"}},
-		{name: "keep without service CIDR", opts: rules.Options{KeepServiceIPs: []string{"kube-system/kube-dns"}, PodNetworkCIDR: "10.55.0.0/16"},
+		{name: "keep without service CIDR", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{KeepServiceIPs: []string{"kube-system/kube-dns"}}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}},
 			want: []string{"--keep-service-ip needs --service-cidr"}},
-		{name: "old service CIDR without service CIDR", opts: rules.Options{OldServiceCIDR: "192.168.0.0/16"},
+		{name: "old service CIDR without service CIDR", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{OldServiceCIDR: "192.168.0.0/16"}},
 			want: []string{"--old-service-cidr needs --service-cidr"}},
-		{name: "old pod CIDR without pod CIDR", opts: rules.Options{OldPodNetworkCIDR: "10.244.0.0/16", ServiceCIDR: "172.24.0.0/16"},
+		{name: "old pod CIDR without pod CIDR", opts: rules.Options{PodCIDROptions: rules.PodCIDROptions{OldPodNetworkCIDR: "10.244.0.0/16"}, ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}},
 			want: []string{"--old-pod-network-cidr needs --pod-network-cidr"}},
-		{name: "repack without service CIDR", opts: rules.Options{Repack: true},
+		{name: "repack without service CIDR", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{Repack: true}},
 			want: []string{"--repack needs --service-cidr"}},
-		{name: "keep without a namespace", opts: rules.Options{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"kube-dns"}},
+		{name: "keep without a namespace", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"kube-dns"}}},
 			want: []string{`--keep-service-ip "kube-dns": want NAMESPACE/NAME`}},
 
 		// These need the snapshot.
-		{name: "mixed-family service mapping", snapshot: true, opts: rules.Options{ServiceCIDR: "fd00:20:96::/108"},
+		{name: "mixed-family service mapping", snapshot: true, opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "fd00:20:96::/108"}},
 			want: []string{"rule service-cidr: ", "the new service CIDR fd00:20:96::/108 is IPv6, but the old one (IPv4 192.168.0.0/16) has no IPv6 range: a mapping must stay within one family"}},
-		{name: "mixed-family pod mapping", snapshot: true, opts: rules.Options{PodNetworkCIDR: "fd00:55::/56"},
+		{name: "mixed-family pod mapping", snapshot: true, opts: rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "fd00:55::/56"}},
 			want: []string{"rule pod-cidr: ", "the new pod network CIDR fd00:55::/56 is IPv6, but the old one (IPv4 10.244.0.0/16) has no IPv6 range"}},
-		{name: "old service CIDR not in the snapshot", snapshot: true, opts: rules.Options{ServiceCIDR: "172.24.0.0/16", OldServiceCIDR: "10.96.0.0/12"},
+		{name: "old service CIDR not in the snapshot", snapshot: true, opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", OldServiceCIDR: "10.96.0.0/12"}},
 			want: []string{"--old-service-cidr 10.96.0.0/12 does not match what the snapshot holds", "kubeadm-config networking.serviceSubnet says 192.168.0.0/16"}},
-		{name: "old pod CIDR not in the snapshot", snapshot: true, opts: rules.Options{PodNetworkCIDR: "10.55.0.0/16", OldPodNetworkCIDR: "10.32.0.0/12"},
+		{name: "old pod CIDR not in the snapshot", snapshot: true, opts: rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16", OldPodNetworkCIDR: "10.32.0.0/12"}},
 			want: []string{"--old-pod-network-cidr 10.32.0.0/12 does not match what the snapshot holds", "kube-proxy clusterCIDR says 10.244.0.0/16"}},
-		{name: "unknown keep-service-ip", snapshot: true, opts: rules.Options{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"demo/nope"}},
+		{name: "unknown keep-service-ip", snapshot: true, opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"demo/nope"}}},
 			want: []string{"--keep-service-ip demo/nope: no such Service"}},
-		{name: "shrink too far", snapshot: true, refused: true, opts: rules.Options{ServiceCIDR: "172.24.0.0/24"},
+		{name: "shrink too far", snapshot: true, refused: true, opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/24"}},
 			want: []string{"refused: the new service range 172.24.0.0/24 is too small", "demo/api (192.168.200.14, offset 51214)", "pass --repack"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,7 +97,8 @@ func TestValidationErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no error, want %q", c.want)
 			}
-			msg := err.Error()
+			// Options are named as the CLI names them.
+			msg, _ := option.Render(err, rules.FlagName)
 			at := 0
 			for _, w := range c.want {
 				i := strings.Index(msg[at:], w)

@@ -38,6 +38,18 @@ type Change struct {
 	New   string `json:"new,omitempty"`
 }
 
+// String is the change as the reports print it: "field: old -> new",
+// "field: new" for an added value, "field: old (removed)".
+func (c Change) String() string {
+	switch {
+	case c.Old != "" && c.New != "":
+		return c.Field + ": " + c.Old + " -> " + c.New
+	case c.New != "":
+		return c.Field + ": " + c.New
+	}
+	return c.Field + ": " + c.Old + " (removed)"
+}
+
 // NewObject is a key a rule creates.
 type NewObject struct {
 	Key     string

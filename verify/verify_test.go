@@ -29,7 +29,7 @@ func copySample(t *testing.T) string {
 // migrate runs the seed migration, plus extra rules that break things.
 func migrate(t *testing.T, in string, extra ...transform.Rule) string {
 	t.Helper()
-	rs, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16"})
+	rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func TestGenerate(t *testing.T) {
 	})
 
 	t.Run("seed migration", func(t *testing.T) {
-		rs, _, err := rules.Build(rules.Options{ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.55.0.0/16"})
+		rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}})
 		if err != nil {
 			t.Fatal(err)
 		}

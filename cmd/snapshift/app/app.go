@@ -17,8 +17,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/option"
+	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
@@ -85,6 +86,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			certsCommand(),
 			manifestsCommand(),
 			rebuildCommand(),
+			rulesCommand(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -109,7 +111,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitOK
 	}
 	code := ExitCode(ctx, err)
-	msg := oneLine(err.Error())
+	// Library errors name options by their Go fields: say them as flags.
+	msg, _ := option.Render(err, rules.FlagName)
+	msg = oneLine(msg)
 	if code == ExitInterrupted {
 		msg = "interrupted: " + msg + " (temporary files removed; no output was written)"
 	}
@@ -136,6 +140,8 @@ func ExitCode(ctx context.Context, err error) int {
 		return ExitVerify
 	case errors.Is(err, fsutil.ErrExists), errors.Is(err, transform.ErrRefused), errors.Is(err, errRefused), errors.Is(err, state.ErrEncrypted):
 		return ExitRefused
+	case errors.As(err, new(*option.Error)):
+		return ExitUsage // an option that is wrong on its own or for this snapshot
 	}
 	return ExitError
 }
@@ -145,51 +151,6 @@ var errRefused = errors.New("refused")
 // refusedf is a refusal from the command line layer (exit 4).
 func refusedf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errRefused}, args...)...)
-}
-
-// Common flags.
-var (
-	flagSkipHash = func() cli.Flag {
-		return &cli.BoolFlag{Name: "skip-hash-check", Usage: "accept a snapshot without a sha256 trailer (a raw member/snap/db)"}
-	}
-	flagOutput = func() cli.Flag {
-		return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "report format: text or json"}
-	}
-	flagEncryption = func() cli.Flag {
-		return &cli.StringFlag{Name: "encryption-config", Usage: "the apiserver's EncryptionConfiguration file, to read values encrypted at rest (aescbc, aesgcm, secretbox)"}
-	}
-	flagQuiet = func() cli.Flag {
-		return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"}
-	}
-)
-
-// oneArg returns the single positional argument or a usage error.
-func oneArg(c *cli.Context, what string) (string, error) {
-	if c.NArg() != 1 {
-		return "", usagef("%s needs exactly one argument, %s (got %d)", c.Command.Name, what, c.NArg())
-	}
-	return c.Args().First(), nil
-}
-
-func outputFormat(c *cli.Context) (string, error) {
-	f := c.String("output")
-	if f != "text" && f != "json" {
-		return "", usagef("--output must be text or json, not %q", f)
-	}
-	return f, nil
-}
-
-// loadEncryption reads --encryption-config, if given.
-func loadEncryption(c *cli.Context) (*encryption.Config, error) {
-	path := c.String("encryption-config")
-	if path == "" {
-		return nil, nil
-	}
-	cfg, err := encryption.Load(path)
-	if err != nil {
-		return nil, usagef("--encryption-config: %v", err)
-	}
-	return cfg, nil
 }
 
 // oneLine escapes control characters: an error may quote bytes from the

@@ -464,6 +464,22 @@ func badRows() []badRow {
 		{name: "pod CIDR with host bits", args: transformTo("--pod-network-cidr", "10.55.3.0/16"), code: ExitUsage, want: "host bits"},
 		{name: "two service CIDRs of one family", args: transformTo("--service-cidr", "172.24.0.0/16,172.25.0.0/16"), code: ExitUsage, want: "one IPv4 and one IPv6"},
 		{name: "overlapping new CIDRs", args: transformTo("--service-cidr", svc, "--pod-network-cidr", "172.24.128.0/17"), code: ExitUsage, want: "overlaps"},
+		{name: "an option that needs another", args: transformTo("--old-service-cidr", "192.168.0.0/16"), code: ExitUsage,
+			want: "--old-service-cidr needs --service-cidr"},
+		{name: "plan: an option that needs another", args: func(in, _ string) []string { return []string{"plan", in, "--keep-service-ip", "a/b"} },
+			code: ExitUsage, want: "--keep-service-ip needs --service-cidr"},
+		{name: "rebuild file with a lone oldServiceSubnet", code: ExitUsage, want: "networking.oldServiceSubnet needs networking.serviceSubnet",
+			args: func(_, work string) []string {
+				return []string{"rebuild", "--config", filepath.Join(work, "rebuild.yaml")}
+			},
+			prepare: func(t *testing.T, work string) {
+				cfg := "apiVersion: snapshift.io/v1alpha1\nkind: RebuildConfiguration\nsnapshot: " + samplePath + "\noutput: " + filepath.Join(work, "bundle") +
+					"\nnetworking: {oldServiceSubnet: 192.168.0.0/16}\netcd: {members: [{name: cp1, peerURL: 'https://10.0.0.10:2380', clientURL: 'https://10.0.0.10:2379'}]}" +
+					"\npki: {advertiseAddress: 10.0.0.10}\nmanifests: {kubernetesVersion: v1.36.3}\n"
+				if err := os.WriteFile(filepath.Join(work, "rebuild.yaml"), []byte(cfg), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}},
 		{name: "new service range too small", args: transformTo("--service-cidr", "172.24.0.0/28", "--pod-network-cidr", pod), code: ExitRefused, want: "too small"},
 		{name: "existing output without --force", args: transformTo("--service-cidr", svc), code: ExitRefused, want: "already exists",
 			prepare: func(t *testing.T, work string) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,7 +12,105 @@ import (
 	"github.com/snapshift/snapshift/pki"
 )
 
+// certsOptions are certs' options, named as kubeadm's.
+type certsOptions struct {
+	common
+	cfg           pki.Config
+	renew         string
+	all           bool
+	kubeconfigDir string
+	sans, members cli.StringSlice
+}
+
+func (o *certsOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "cert-dir", Value: "/etc/kubernetes/pki", Destination: &o.cfg.CertDir, Usage: "the certificate directory"},
+		&cli.StringFlag{Name: "renew", Destination: &o.renew, Usage: "apiserver or etcd"},
+		&cli.BoolFlag{Name: "all", Destination: &o.all, Usage: "generate a whole new PKI and the kubeconfigs"},
+		&cli.StringFlag{Name: "kubeconfig-dir", Destination: &o.kubeconfigDir, Usage: "where --all writes admin.conf etc. (default: the cert dir's parent)"},
+		&cli.StringFlag{Name: "service-cidr", Destination: &o.cfg.ServiceCIDR, Usage: "the (new) service CIDR"},
+		&cli.StringFlag{Name: "old-service-cidr", Destination: &o.cfg.OldServiceCIDR, Usage: "the service CIDR the existing apiserver certificate was issued for"},
+		&cli.StringFlag{Name: "node-name", Destination: &o.cfg.NodeName, Usage: "this control-plane node's name"},
+		&cli.StringFlag{Name: "apiserver-advertise-address", Destination: &o.cfg.AdvertiseAddress, Usage: "this node's API server address"},
+		&cli.StringFlag{Name: "control-plane-endpoint", Destination: &o.cfg.ControlPlaneEndpoint, Usage: "the shared endpoint host[:port]"},
+		&cli.StringSliceFlag{Name: "apiserver-cert-extra-sans", Destination: &o.sans, Usage: "extra apiserver certificate SANs"},
+		&cli.StringSliceFlag{Name: "etcd-member", Destination: &o.members, Usage: "NAME=PEER_URL[,CLIENT_URL] (repeatable)"},
+		&cli.StringFlag{Name: "service-dns-domain", Value: "cluster.local", Destination: &o.cfg.DNSDomain, Usage: "the cluster DNS domain"},
+		&cli.BoolFlag{Name: "force", Destination: &o.cfg.Force, Usage: "--all: write into a non-empty --cert-dir (replaced files kept as .bak)"},
+		o.outputFlag(),
+	}
+}
+
+func (o *certsOptions) setup(c *cli.Context) error {
+	o.streams(c)
+	if _, err := args(c, 0, 0, ""); err != nil {
+		return err
+	}
+	o.cfg.APIServerCertSANs = o.sans.Value()
+	for _, m := range o.members.Value() {
+		em, err := parseEtcdMember(m)
+		if err != nil {
+			return err
+		}
+		o.cfg.EtcdMembers = append(o.cfg.EtcdMembers, em)
+	}
+	return nil
+}
+
+func (o *certsOptions) Validate() error {
+	if err := o.validateFormat(); err != nil {
+		return err
+	}
+	switch {
+	case o.all && o.renew != "":
+		return usagef("give --all or --renew, not both")
+	case !o.all && o.renew != "apiserver" && o.renew != "etcd":
+		return usagef("certs needs --renew apiserver, --renew etcd or --all")
+	}
+	o.cfg.SetDefaults()
+	if err := o.cfg.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+func (o *certsOptions) Run(context.Context) error {
+	results, err := o.write()
+	if err != nil {
+		return err
+	}
+	if o.json() {
+		return writeJSON(o.stdout, results)
+	}
+	for _, r := range results {
+		printCerts(o.stdout, r)
+	}
+	return nil
+}
+
+func (o *certsOptions) write() ([]pki.Result, error) {
+	switch o.renew {
+	case "apiserver":
+		r, err := pki.RenewAPIServer(o.cfg)
+		return []pki.Result{r}, err
+	case "etcd":
+		r, err := pki.RenewEtcd(o.cfg)
+		return []pki.Result{r}, err
+	}
+	r, err := pki.GenerateAll(o.cfg)
+	if err != nil {
+		return nil, err
+	}
+	dir := o.kubeconfigDir
+	if dir == "" {
+		dir = filepath.Dir(filepath.Clean(o.cfg.CertDir))
+	}
+	k, err := pki.WriteKubeconfigs(o.cfg, dir)
+	return []pki.Result{r, k}, err
+}
+
 func certsCommand() *cli.Command {
+	o := &certsOptions{}
 	return &cli.Command{
 		Name:  "certs",
 		Usage: "write kubeadm-layout certificates and kubeconfigs for the new networks or members",
@@ -23,89 +122,8 @@ func certsCommand() *cli.Command {
 			"File names and layout are kubeadm's. Keys are 0600; every replaced file is kept as <file>.bak.\n\n" +
 			"Example:\n   snapshift certs --renew apiserver --cert-dir /etc/kubernetes/pki \\\n" +
 			"     --old-service-cidr 192.168.0.0/16 --service-cidr 172.24.0.0/16",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "cert-dir", Value: "/etc/kubernetes/pki", Usage: "the certificate directory"},
-			&cli.StringFlag{Name: "renew", Usage: "apiserver or etcd"},
-			&cli.BoolFlag{Name: "all", Usage: "generate a whole new PKI and the kubeconfigs"},
-			&cli.StringFlag{Name: "kubeconfig-dir", Usage: "where --all writes admin.conf etc. (default: the cert dir's parent)"},
-			&cli.StringFlag{Name: "service-cidr", Usage: "the (new) service CIDR"},
-			&cli.StringFlag{Name: "old-service-cidr", Usage: "the service CIDR the existing apiserver certificate was issued for"},
-			&cli.StringFlag{Name: "node-name", Usage: "this control-plane node's name"},
-			&cli.StringFlag{Name: "apiserver-advertise-address", Usage: "this node's API server address"},
-			&cli.StringFlag{Name: "control-plane-endpoint", Usage: "the shared endpoint host[:port]"},
-			&cli.StringSliceFlag{Name: "apiserver-cert-extra-sans", Usage: "extra apiserver certificate SANs"},
-			&cli.StringSliceFlag{Name: "etcd-member", Usage: "NAME=PEER_URL[,CLIENT_URL] (repeatable)"},
-			&cli.StringFlag{Name: "service-dns-domain", Value: "cluster.local", Usage: "the cluster DNS domain"},
-			&cli.BoolFlag{Name: "force", Usage: "--all: write into a non-empty --cert-dir (replaced files kept as .bak)"},
-			flagOutput(),
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usagef("certs takes no arguments")
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			cfg := pki.Config{
-				CertDir: c.String("cert-dir"), ServiceCIDR: c.String("service-cidr"), OldServiceCIDR: c.String("old-service-cidr"),
-				NodeName: c.String("node-name"), AdvertiseAddress: c.String("apiserver-advertise-address"),
-				ControlPlaneEndpoint: c.String("control-plane-endpoint"), APIServerCertSANs: c.StringSlice("apiserver-cert-extra-sans"),
-				DNSDomain: c.String("service-dns-domain"), Force: c.Bool("force"),
-			}
-			for _, m := range c.StringSlice("etcd-member") {
-				em, err := parseEtcdMember(m)
-				if err != nil {
-					return err
-				}
-				cfg.EtcdMembers = append(cfg.EtcdMembers, em)
-			}
-			cfg.SetDefaults()
-			if err := cfg.Validate(); err != nil {
-				return usagef("%v", err)
-			}
-			var results []pki.Result
-			switch {
-			case c.Bool("all") && c.String("renew") != "":
-				return usagef("give --all or --renew, not both")
-			case c.Bool("all"):
-				r, err := pki.GenerateAll(cfg)
-				if err != nil {
-					return err
-				}
-				results = append(results, r)
-				dir := c.String("kubeconfig-dir")
-				if dir == "" {
-					dir = filepath.Dir(filepath.Clean(cfg.CertDir))
-				}
-				k, err := pki.WriteKubeconfigs(cfg, dir)
-				if err != nil {
-					return err
-				}
-				results = append(results, k)
-			case c.String("renew") == "apiserver":
-				r, err := pki.RenewAPIServer(cfg)
-				if err != nil {
-					return err
-				}
-				results = append(results, r)
-			case c.String("renew") == "etcd":
-				r, err := pki.RenewEtcd(cfg)
-				if err != nil {
-					return err
-				}
-				results = append(results, r)
-			default:
-				return usagef("certs needs --renew apiserver, --renew etcd or --all")
-			}
-			if format == "json" {
-				return writeJSON(c.App.Writer, results)
-			}
-			for _, r := range results {
-				printCerts(c.App.Writer, r)
-			}
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o),
 	}
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -9,53 +10,78 @@ import (
 	"github.com/snapshift/snapshift/inspect"
 )
 
+// getOptions are get's options. Like kubectl's, -o yaml|json prints the
+// object itself, so it pipes into `kubectl apply -f -` or jq;
+// --show-entry wraps it with the etcd entry's metadata instead.
+type getOptions struct {
+	common
+	path, key   string
+	showSecrets bool
+	showEntry   bool
+}
+
+func (o *getOptions) setup(c *cli.Context) error {
+	o.streams(c)
+	a, err := args(c, 2, 2, "SNAPSHOT and KEY")
+	if err != nil {
+		return err
+	}
+	o.path, o.key = a[0], a[1]
+	return nil
+}
+
+func (o *getOptions) Validate() error { return o.validateFormat() }
+
+func (o *getOptions) Run(ctx context.Context) error {
+	enc, err := o.encryption()
+	if err != nil {
+		return err
+	}
+	r, err := inspect.Get(ctx, inspect.GetConfig{Path: o.path, Key: o.key, SkipHashCheck: o.skipHash, ShowSecrets: o.showSecrets, Encryption: enc})
+	if err != nil {
+		return err
+	}
+	var doc any = r
+	switch {
+	case o.showEntry:
+	case r.Object != nil:
+		doc = r.Object
+	case r.Text != "" && !o.json():
+		_, err := fmt.Fprintln(o.stdout, r.Text)
+		return err
+	case !o.json():
+		// Not an object (encrypted, unknown type): say what it is.
+		_, err := fmt.Fprintf(o.stdout, "# %s (revision %d, %d bytes, %s)\n# %s\n", r.Entry.Key, r.Entry.ModRevision, r.Entry.Size, r.Entry.Encoding, r.Note)
+		return err
+	}
+	if o.json() {
+		return writeJSON(o.stdout, doc)
+	}
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	_, err = o.stdout.Write(b)
+	return err
+}
+
 func getCommand() *cli.Command {
+	o := &getOptions{}
 	return &cli.Command{
 		Name:      "get",
 		Usage:     "print one live key's decoded object (Secret data redacted)",
 		ArgsUsage: "SNAPSHOT KEY",
-		Description: "Decodes the stored value as kube-apiserver wrote it (protobuf or JSON) and prints it.\n" +
+		Description: "Decodes the stored value as kube-apiserver wrote it (protobuf or JSON) and prints the object,\n" +
+			"as kubectl get -o yaml|json would: it pipes into kubectl apply -f - or jq. --show-entry prints\n" +
+			"{entry, object} instead, with the etcd entry's revision, version, size and encoding (a value that\n" +
+			"is no object, e.g. one that cannot be decrypted, prints that wrapper in JSON, a comment in YAML).\n" +
 			"Secret data is replaced by its length unless --show-secrets is given.\n\n" +
-			"Example:\n   snapshift get snapshot.db /registry/services/specs/kube-system/kube-dns -o json",
+			"Example:\n   snapshift get snapshot.db /registry/services/specs/kube-system/kube-dns -o json | jq .spec.clusterIP",
 		Flags: []cli.Flag{
-			flagSkipHash(), flagEncryption(),
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml or json"},
-			&cli.BoolFlag{Name: "show-secrets", Usage: "print Secret data in full"},
+			o.skipHashFlag(), o.encryptionFlag(), o.outputFlag("yaml", "json"),
+			&cli.BoolFlag{Name: "show-secrets", Destination: &o.showSecrets, Usage: "print Secret data in full"},
+			&cli.BoolFlag{Name: "show-entry", Destination: &o.showEntry, Usage: "print {entry, object}: the etcd entry's metadata with the object"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 2 {
-				return usagef("get needs SNAPSHOT and KEY (got %d arguments)", c.NArg())
-			}
-			format := c.String("output")
-			if format != "yaml" && format != "json" {
-				return usagef("--output must be yaml or json, not %q", format)
-			}
-			enc, err := loadEncryption(c)
-			if err != nil {
-				return err
-			}
-			r, err := inspect.Get(c.Context, inspect.GetConfig{Path: c.Args().Get(0), Key: c.Args().Get(1),
-				SkipHashCheck: c.Bool("skip-hash-check"), ShowSecrets: c.Bool("show-secrets"), Encryption: enc})
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				return writeJSON(c.App.Writer, r)
-			}
-			switch {
-			case r.Object != nil:
-				b, err := yaml.Marshal(r.Object)
-				if err != nil {
-					return err
-				}
-				_, err = c.App.Writer.Write(b)
-				return err
-			case r.Text != "":
-				fmt.Fprintln(c.App.Writer, r.Text)
-			default:
-				fmt.Fprintf(c.App.Writer, "# %s (revision %d, %d bytes, %s)\n# %s\n", r.Entry.Key, r.Entry.ModRevision, r.Entry.Size, r.Entry.Encoding, r.Note)
-			}
-			return nil
-		},
+		Action: action(o),
 	}
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -11,7 +12,41 @@ import (
 	"github.com/snapshift/snapshift/inspect"
 )
 
+type inspectOptions struct {
+	common
+	path string
+}
+
+func (o *inspectOptions) setup(c *cli.Context) error {
+	o.streams(c)
+	a, err := args(c, 1, 1, "exactly one argument, the snapshot file")
+	if err != nil {
+		return err
+	}
+	o.path = a[0]
+	return nil
+}
+
+func (o *inspectOptions) Validate() error { return o.validateFormat() }
+
+func (o *inspectOptions) Run(ctx context.Context) error {
+	enc, err := o.encryption()
+	if err != nil {
+		return err
+	}
+	r, err := inspect.Run(ctx, inspect.Config{Path: o.path, SkipHashCheck: o.skipHash, Progress: o.progress(), Encryption: enc})
+	if err != nil {
+		return err
+	}
+	if o.json() {
+		return writeJSON(o.stdout, r)
+	}
+	printInspect(o.stdout, r)
+	return nil
+}
+
 func inspectCommand() *cli.Command {
+	o := &inspectOptions{}
 	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "summarise a snapshot: hash, revisions, key counts per resource, encodings, detected CIDRs",
@@ -19,30 +54,8 @@ func inspectCommand() *cli.Command {
 		Description: "Checks the sha256 trailer and the bbolt structure, indexes every revision, and reports what\n" +
 			"the cluster holds. Reads the file only.\n\n" +
 			"Example:\n   snapshift inspect /backup/etcd-2026-11-21.db\n   snapshift inspect -o json snapshot.db | jq .networks",
-		Flags: []cli.Flag{flagSkipHash(), flagEncryption(), flagOutput(), flagQuiet()},
-		Action: func(c *cli.Context) error {
-			path, err := oneArg(c, "the snapshot file")
-			if err != nil {
-				return err
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			enc, err := loadEncryption(c)
-			if err != nil {
-				return err
-			}
-			r, err := inspect.Run(c.Context, inspect.Config{Path: path, SkipHashCheck: c.Bool("skip-hash-check"), Progress: newProgress(c), Encryption: enc})
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				return writeJSON(c.App.Writer, r)
-			}
-			printInspect(c.App.Writer, r)
-			return nil
-		},
+		Flags:  []cli.Flag{o.skipHashFlag(), o.encryptionFlag(), o.outputFlag(), o.quietFlag()},
+		Action: action(o),
 	}
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 
@@ -9,42 +10,58 @@ import (
 	"github.com/snapshift/snapshift/inspect"
 )
 
+type lsOptions struct {
+	common
+	path, prefix string
+}
+
+func (o *lsOptions) setup(c *cli.Context) error {
+	o.streams(c)
+	a, err := args(c, 1, 2, "SNAPSHOT and an optional PREFIX")
+	if err != nil {
+		return err
+	}
+	o.path = a[0]
+	if len(a) == 2 {
+		o.prefix = a[1]
+	}
+	return nil
+}
+
+func (o *lsOptions) Validate() error { return o.validateFormat() }
+
+func (o *lsOptions) Run(ctx context.Context) error {
+	entries, err := inspect.List(ctx, inspect.ListConfig{Path: o.path, Prefix: o.prefix, SkipHashCheck: o.skipHash})
+	if err != nil {
+		return err
+	}
+	if o.json() {
+		if entries == nil {
+			entries = []inspect.ListEntry{}
+		}
+		return writeJSON(o.stdout, entries)
+	}
+	w := tabwriter.NewWriter(o.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "KEY\tREVISION\tVERSION\tSIZE\tTYPE")
+	for _, e := range entries {
+		t := e.Type
+		if t == "" {
+			t = "(" + e.Encoding + ")"
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", e.Key, e.ModRevision, e.Version, e.Size, t)
+	}
+	return w.Flush()
+}
+
 func lsCommand() *cli.Command {
+	o := &lsOptions{}
 	return &cli.Command{
 		Name:      "ls",
 		Usage:     "list live keys with their revision and type",
 		ArgsUsage: "SNAPSHOT [PREFIX]",
 		Description: "Lists the live keys (newest revision of each, deleted keys left out), sorted by key.\n\n" +
 			"Example:\n   snapshift ls snapshot.db /registry/services/specs/",
-		Flags: []cli.Flag{flagSkipHash(), flagOutput()},
-		Action: func(c *cli.Context) error {
-			if c.NArg() < 1 || c.NArg() > 2 {
-				return usagef("ls needs SNAPSHOT and an optional PREFIX (got %d arguments)", c.NArg())
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			entries, err := inspect.List(c.Context, inspect.ListConfig{Path: c.Args().Get(0), Prefix: c.Args().Get(1), SkipHashCheck: c.Bool("skip-hash-check")})
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				if entries == nil {
-					entries = []inspect.ListEntry{}
-				}
-				return writeJSON(c.App.Writer, entries)
-			}
-			w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "KEY\tREVISION\tVERSION\tSIZE\tTYPE")
-			for _, e := range entries {
-				t := e.Type
-				if t == "" {
-					t = "(" + e.Encoding + ")"
-				}
-				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", e.Key, e.ModRevision, e.Version, e.Size, t)
-			}
-			return w.Flush()
-		},
+		Flags:  []cli.Flag{o.skipHashFlag(), o.outputFlag()},
+		Action: action(o),
 	}
 }

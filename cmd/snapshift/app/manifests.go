@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -9,7 +10,110 @@ import (
 	"github.com/snapshift/snapshift/manifests"
 )
 
+// manifestsOptions are the manifests command's options.
+type manifestsOptions struct {
+	common
+	manifestDir, outDir, backupDir string
+	generate, force                bool
+	member                         string
+	// The fields both modes share; the rest of the generate config.
+	changes manifests.Changes
+	gen     manifests.GenerateConfig
+}
+
+func (o *manifestsOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "manifest-dir", Value: "/etc/kubernetes/manifests", Destination: &o.manifestDir, Usage: "the manifests to read"},
+		&cli.StringFlag{Name: "out-dir", Destination: &o.outDir, Usage: "where to write (default: --manifest-dir, in place)"},
+		&cli.StringFlag{Name: "backup-dir", Destination: &o.backupDir, Usage: "where replaced files are kept (default: <out-dir>/../manifests-backup)"},
+		&cli.BoolFlag{Name: "generate", Destination: &o.generate, Usage: "generate kubeadm-equivalent manifests instead of rewriting"},
+		&cli.StringFlag{Name: "service-cidr", Destination: &o.changes.ServiceCIDR, Usage: "the new service CIDR"},
+		&cli.StringFlag{Name: "pod-network-cidr", Destination: &o.changes.PodCIDR, Usage: "the new pod CIDR"},
+		&cli.StringFlag{Name: "etcd-member", Destination: &o.member, Usage: "this node's etcd member, NAME=PEER_URL[,CLIENT_URL]"},
+		&cli.StringFlag{Name: "initial-cluster", Destination: &o.changes.InitialCluster, Usage: "etcd --initial-cluster (default: the member alone)"},
+		&cli.StringFlag{Name: "etcd-data-dir", Destination: &o.changes.DataDir, Usage: "the restored etcd data dir on the host"},
+		&cli.StringFlag{Name: "apiserver-advertise-address", Destination: &o.changes.AdvertiseAddress, Usage: "--generate: this node's address (rewrite: only if it changes)"},
+		&cli.StringFlag{Name: "kubernetes-version", Destination: &o.gen.KubernetesVersion, Usage: "--generate: e.g. v1.36.3"},
+		&cli.StringFlag{Name: "node-name", Destination: &o.gen.NodeName, Usage: "--generate: this node's name"},
+		&cli.BoolFlag{Name: "force", Destination: &o.force, Usage: "replace files that changed since they were read, or that were not read"},
+		o.outputFlag(),
+	}
+}
+
+func (o *manifestsOptions) setup(c *cli.Context) error {
+	o.streams(c)
+	if _, err := args(c, 0, 0, ""); err != nil {
+		return err
+	}
+	if o.member != "" {
+		em, err := parseEtcdMember(o.member)
+		if err != nil {
+			return err
+		}
+		o.changes.EtcdMember = manifests.EtcdMember{Name: em.Name, PeerURL: em.PeerURL, ClientURL: em.ClientURL}
+	}
+	if o.outDir == "" {
+		o.outDir = o.manifestDir
+	}
+	if o.backupDir == "" {
+		o.backupDir = strings.TrimSuffix(o.outDir, "/") + "-backup"
+	}
+	return nil
+}
+
+func (o *manifestsOptions) Validate() error { return o.validateFormat() }
+
+// build makes the manifests: generated, or the read ones with the changes.
+func (o *manifestsOptions) build() (*manifests.Set, []manifests.Change, error) {
+	if o.generate {
+		g := o.gen
+		g.AdvertiseAddress, g.ServiceCIDR, g.PodCIDR, g.EtcdDataDir = o.changes.AdvertiseAddress, o.changes.ServiceCIDR, o.changes.PodCIDR, o.changes.DataDir
+		if o.changes.EtcdMember.Name != "" {
+			g.EtcdMembers = []manifests.EtcdMember{o.changes.EtcdMember}
+		}
+		set, err := manifests.Generate(g)
+		if err != nil {
+			return nil, nil, usagef("%v", err)
+		}
+		return set, nil, nil
+	}
+	src, err := manifests.Read(o.manifestDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, changes, err := manifests.Update(src, o.changes)
+	if err != nil {
+		return nil, nil, refusedf("%v", err)
+	}
+	return set, changes, nil
+}
+
+func (o *manifestsOptions) Run(context.Context) error {
+	set, changes, err := o.build()
+	if err != nil {
+		return err
+	}
+	res, err := manifests.WriteWith(set, manifests.WriteOptions{Dir: o.outDir, Force: o.force || o.generate, BackupDir: o.backupDir})
+	if err != nil {
+		return err
+	}
+	if o.json() {
+		return writeJSON(o.stdout, map[string]any{"changes": changes, "written": res})
+	}
+	for _, ch := range changes {
+		fmt.Fprintf(o.stdout, "[manifests] %s\n", ch)
+	}
+	for _, p := range res.Written() {
+		fmt.Fprintf(o.stdout, "[manifests] wrote %s\n", p)
+	}
+	if len(res.Written()) == 0 {
+		fmt.Fprintln(o.stdout, "[manifests] nothing to change")
+	}
+	return nil
+}
+
 func manifestsCommand() *cli.Command {
+	o := &manifestsOptions{}
 	return &cli.Command{
 		Name:  "manifests",
 		Usage: "rewrite the static-pod manifests for the new networks or etcd member, or generate kubeadm-equivalent ones",
@@ -21,99 +125,7 @@ func manifestsCommand() *cli.Command {
 			"a .bak as a static pod).\n\n" +
 			"Example:\n   snapshift manifests --manifest-dir /etc/kubernetes/manifests --out-dir /root/new-manifests \\\n" +
 			"     --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "manifest-dir", Value: "/etc/kubernetes/manifests", Usage: "the manifests to read"},
-			&cli.StringFlag{Name: "out-dir", Usage: "where to write (default: --manifest-dir, in place)"},
-			&cli.StringFlag{Name: "backup-dir", Usage: "where replaced files are kept (default: <out-dir>/../manifests-backup)"},
-			&cli.BoolFlag{Name: "generate", Usage: "generate kubeadm-equivalent manifests instead of rewriting"},
-			&cli.StringFlag{Name: "service-cidr", Usage: "the new service CIDR"},
-			&cli.StringFlag{Name: "pod-network-cidr", Usage: "the new pod CIDR"},
-			&cli.StringFlag{Name: "etcd-member", Usage: "this node's etcd member, NAME=PEER_URL[,CLIENT_URL]"},
-			&cli.StringFlag{Name: "initial-cluster", Usage: "etcd --initial-cluster (default: the member alone)"},
-			&cli.StringFlag{Name: "etcd-data-dir", Usage: "the restored etcd data dir on the host"},
-			&cli.StringFlag{Name: "apiserver-advertise-address", Usage: "--generate: this node's address (rewrite: only if it changes)"},
-			&cli.StringFlag{Name: "kubernetes-version", Usage: "--generate: e.g. v1.36.3"},
-			&cli.StringFlag{Name: "node-name", Usage: "--generate: this node's name"},
-			&cli.BoolFlag{Name: "force", Usage: "replace files that changed since they were read, or that were not read"},
-			flagOutput(),
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usagef("manifests takes no arguments")
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			var member manifests.EtcdMember
-			if m := c.String("etcd-member"); m != "" {
-				em, err := parseEtcdMember(m)
-				if err != nil {
-					return err
-				}
-				member = manifests.EtcdMember{Name: em.Name, PeerURL: em.PeerURL, ClientURL: em.ClientURL}
-			}
-			out := c.String("out-dir")
-			if out == "" {
-				out = c.String("manifest-dir")
-			}
-			backup := c.String("backup-dir")
-			if backup == "" {
-				backup = strings.TrimSuffix(out, "/") + "-backup"
-			}
-			var set *manifests.Set
-			var changes []manifests.Change
-			if c.Bool("generate") {
-				var ms []manifests.EtcdMember
-				if member.Name != "" {
-					ms = append(ms, member)
-				}
-				set, err = manifests.Generate(manifests.GenerateConfig{
-					KubernetesVersion: c.String("kubernetes-version"), NodeName: c.String("node-name"),
-					AdvertiseAddress: c.String("apiserver-advertise-address"), ServiceCIDR: c.String("service-cidr"),
-					PodCIDR: c.String("pod-network-cidr"), EtcdMembers: ms, EtcdDataDir: c.String("etcd-data-dir"),
-				})
-				if err != nil {
-					return usagef("%v", err)
-				}
-			} else {
-				src, err := manifests.Read(c.String("manifest-dir"))
-				if err != nil {
-					return err
-				}
-				set, changes, err = manifests.Update(src, manifests.Changes{
-					ServiceCIDR: c.String("service-cidr"), PodCIDR: c.String("pod-network-cidr"), EtcdMember: member,
-					InitialCluster: c.String("initial-cluster"), DataDir: c.String("etcd-data-dir"),
-					AdvertiseAddress: c.String("apiserver-advertise-address"),
-				})
-				if err != nil {
-					return refusedf("%v", err)
-				}
-			}
-			res, err := manifests.WriteWith(set, manifests.WriteOptions{Dir: out, Force: c.Bool("force") || c.Bool("generate"), BackupDir: backup})
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				return writeJSON(c.App.Writer, map[string]any{"changes": changes, "written": res})
-			}
-			for _, ch := range changes {
-				line := fmt.Sprintf("[manifests] %s: %s %s", ch.File, ch.Action, ch.Field)
-				if ch.Old != "" || ch.New != "" {
-					line += fmt.Sprintf(" %s -> %s", ch.Old, ch.New)
-				}
-				if ch.Note != "" {
-					line += " (" + ch.Note + ")"
-				}
-				fmt.Fprintln(c.App.Writer, line)
-			}
-			for _, p := range res.Written() {
-				fmt.Fprintf(c.App.Writer, "[manifests] wrote %s\n", p)
-			}
-			if len(res.Written()) == 0 {
-				fmt.Fprintln(c.App.Writer, "[manifests] nothing to change")
-			}
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o),
 	}
 }

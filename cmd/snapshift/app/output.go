@@ -4,15 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
-
-	"github.com/snapshift/snapshift/progress"
 )
 
 func writeJSON(w io.Writer, v any) error {
@@ -33,22 +27,6 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// newProgress picks the renderer: a one-line bar on a terminal, one
-// "[phase] ..." line per finished phase otherwise, JSON lines on stderr with
-// --output json, nothing with --quiet.
-func newProgress(c *cli.Context) progress.Reporter {
-	if c.Bool("quiet") {
-		return progress.Nop{}
-	}
-	w := c.App.ErrWriter
-	json := c.String("output") == "json"
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
-	return &renderer{w: w, tty: tty && !json, json: json}
 }
 
 type renderer struct {

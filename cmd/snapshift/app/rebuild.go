@@ -1,15 +1,100 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rebuild"
 )
 
+// rebuildOptions are rebuild's options: the rest is in the config file.
+type rebuildOptions struct {
+	common
+	config string
+	dryRun bool
+	cfg    *rebuild.Config
+}
+
+func (o *rebuildOptions) setup(c *cli.Context) error {
+	o.streams(c)
+	if c.NArg() != 0 {
+		return usagef("rebuild takes no arguments (give --config)")
+	}
+	return nil
+}
+
+func (o *rebuildOptions) Validate() error {
+	if err := o.validateFormat(); err != nil {
+		return err
+	}
+	cfg, err := rebuild.Load(o.config)
+	if err != nil {
+		return configError(err)
+	}
+	o.cfg = cfg
+	return nil
+}
+
+// configError renders an option error as the rebuild file names the option
+// (networking.oldServiceSubnet), as a usage error (exit 2): the file is the
+// command line here.
+func configError(err error) error {
+	if msg, ok := option.Render(err, rebuild.ConfigPath); ok {
+		return usagef("%s", msg)
+	}
+	return usagef("%v", err)
+}
+
+func (o *rebuildOptions) Run(ctx context.Context) error {
+	opts := rebuild.Options{DryRun: o.dryRun, Progress: o.progress()}
+	if !o.quiet && !o.json() {
+		opts.Log = o.stderr
+	}
+	r, err := rebuild.Run(ctx, o.cfg, opts)
+	if err != nil {
+		var oe *option.Error
+		if errors.As(err, &oe) {
+			return configError(err)
+		}
+		return err
+	}
+	if o.json() {
+		return writeJSON(o.stdout, r)
+	}
+	printRebuild(o.stdout, r)
+	return nil
+}
+
+func printRebuild(w io.Writer, r *rebuild.Report) {
+	printTransform(w, &Result{Report: r.Transform, Plan: r.Plan, Leftovers: r.Leftovers})
+	fmt.Fprintln(w)
+	for _, p := range r.PKI {
+		printCerts(w, p)
+	}
+	for _, m := range r.Members {
+		fmt.Fprintf(w, "[restore] member %s: %s\n", m.Name, filepath.Join(r.Output, m.DataDir))
+	}
+	for _, m := range r.Manifests {
+		fmt.Fprintf(w, "[manifests] %s\n", m)
+	}
+	if r.JoinCommand != "" {
+		fmt.Fprintf(w, "[join] %s\n", r.JoinCommand)
+	}
+	if r.DryRun {
+		fmt.Fprintln(w, "Dry run: nothing was written.")
+	} else {
+		fmt.Fprintf(w, "Bundle: %s — next: %s\n", r.Output, filepath.Join(r.Output, rebuild.RunbookFile))
+	}
+}
+
 func rebuildCommand() *cli.Command {
+	o := &rebuildOptions{}
 	return &cli.Command{
 		Name:  "rebuild",
 		Usage: "run the whole chain from one config file into a bundle: transform, verify, restore, certs, manifests, runbook",
@@ -20,53 +105,10 @@ func rebuildCommand() *cli.Command {
 			"succeeded. --dry-run builds and checks it in a temporary directory and removes it.\n\n" +
 			"Example:\n   snapshift rebuild --config testdata/rebuild.yaml",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Required: true, Usage: "the RebuildConfiguration file"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "build and check everything in a temporary directory; write nothing"},
-			flagOutput(), flagQuiet(),
+			&cli.StringFlag{Name: "config", Required: true, Destination: &o.config, Usage: "the RebuildConfiguration file"},
+			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing"},
+			o.outputFlag(), o.quietFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usagef("rebuild takes no arguments (give --config)")
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			cfg, err := rebuild.Load(c.String("config"))
-			if err != nil {
-				return usagef("%v", err)
-			}
-			opts := rebuild.Options{DryRun: c.Bool("dry-run"), Progress: newProgress(c)}
-			if !c.Bool("quiet") && format == "text" {
-				opts.Log = c.App.ErrWriter
-			}
-			r, err := rebuild.Run(c.Context, cfg, opts)
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				return writeJSON(c.App.Writer, r)
-			}
-			printTransform(c.App.Writer, &Result{Report: r.Transform, Plan: r.Plan, Leftovers: r.Leftovers})
-			fmt.Fprintln(c.App.Writer)
-			for _, p := range r.PKI {
-				printCerts(c.App.Writer, p)
-			}
-			for _, m := range r.Members {
-				fmt.Fprintf(c.App.Writer, "[restore] member %s: %s\n", m.Name, filepath.Join(r.Output, m.DataDir))
-			}
-			for _, m := range r.Manifests {
-				fmt.Fprintf(c.App.Writer, "[manifests] %s\n", m)
-			}
-			if r.JoinCommand != "" {
-				fmt.Fprintf(c.App.Writer, "[join] %s\n", r.JoinCommand)
-			}
-			if r.DryRun {
-				fmt.Fprintln(c.App.Writer, "Dry run: nothing was written.")
-			} else {
-				fmt.Fprintf(c.App.Writer, "Bundle: %s — next: %s\n", r.Output, filepath.Join(r.Output, rebuild.RunbookFile))
-			}
-			return nil
-		},
+		Action: action(o),
 	}
 }

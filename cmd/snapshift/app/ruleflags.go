@@ -4,35 +4,50 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/rules"
-	"github.com/snapshift/snapshift/transform"
 )
 
-// ruleFlags are the flags that choose and configure rules (plan, transform).
-func ruleFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "service-cidr", Category: "Service CIDR", Usage: "new service CIDR, e.g. 172.24.0.0/16 (two, comma-separated, for dual stack)"},
-		&cli.StringFlag{Name: "old-service-cidr", Category: "Service CIDR", Usage: "the old service CIDR (default: detected from kubeadm-config, the ServiceCIDR object and the RangeAllocation)"},
-		&cli.BoolFlag{Name: "repack", Category: "Service CIDR", Usage: "allow a smaller new range: Services whose offset does not fit get the lowest free addresses"},
-		&cli.StringSliceFlag{Name: "keep-service-ip", Category: "Service CIDR", Usage: "NAMESPACE/NAME of a Service that keeps its old address (repeatable), e.g. kube-system/kube-dns"},
-		&cli.BoolFlag{Name: "dns-bridge", Category: "Service CIDR", Usage: "with --keep-service-ip for the DNS Service: create kube-system/kube-dns-bridge at its mapped address and point clusterDNS there"},
-		&cli.StringFlag{Name: "dns-service", Category: "Service CIDR", Value: "kube-system/kube-dns", Usage: "the cluster DNS Service"},
-		&cli.StringFlag{Name: "pod-network-cidr", Category: "Pod CIDR", Usage: "new cluster (pod) CIDR, e.g. 10.55.0.0/16"},
-		&cli.StringFlag{Name: "old-pod-network-cidr", Category: "Pod CIDR", Usage: "the old pod CIDR (default: detected from kubeadm-config, kube-proxy and flannel)"},
-		&cli.StringFlag{Name: "sa-tokens", Category: "ServiceAccount tokens", Usage: "when sa.key is regenerated: clear (empty each legacy token Secret's data.token so kube-controller-manager re-signs it; works on 1.24+) or delete"},
-	}
+// ruleFlags binds the registered rules' options to flags: every option a
+// rule declares as a CLI option becomes a flag of plan and transform (and,
+// if it states an invariant, of verify), in the rule's help category. A new
+// rule's flags appear here without touching this file.
+type ruleFlags struct {
+	opts  rules.Options
+	lists map[*[]string]*cli.StringSlice // list options, copied in after parsing
 }
 
-// selectedRules builds the rules the flags choose, the plan they share, and
-// the leftover scan over the old ranges.
-func selectedRules(c *cli.Context) ([]transform.Rule, *rules.Plan, *rules.LeftoverScan, error) {
-	rs, plan, err := rules.Build(rules.Options{
-		ServiceCIDR: c.String("service-cidr"), OldServiceCIDR: c.String("old-service-cidr"), Repack: c.Bool("repack"),
-		KeepServiceIPs: c.StringSlice("keep-service-ip"), DNSBridge: c.Bool("dns-bridge"), DNSService: c.String("dns-service"),
-		PodNetworkCIDR: c.String("pod-network-cidr"), OldPodNetworkCIDR: c.String("old-pod-network-cidr"),
-		SATokens: c.String("sa-tokens"),
-	})
-	if err != nil {
-		return nil, nil, nil, usagef("%v", err)
+// flags returns the flags of the options keep selects.
+func (r *ruleFlags) flags(keep func(rules.Option) bool) []cli.Flag {
+	r.lists = map[*[]string]*cli.StringSlice{}
+	var out []cli.Flag
+	for _, e := range rules.Registry() {
+		for _, o := range e.Options(&r.opts) {
+			if !o.CLI || !keep(o) {
+				continue
+			}
+			cat := "Rule " + e.Name
+			switch v := o.Value.(type) {
+			case *string:
+				out = append(out, &cli.StringFlag{Name: o.Name, Category: cat, Usage: o.Usage, Value: o.Default, Destination: v})
+			case *bool:
+				out = append(out, &cli.BoolFlag{Name: o.Name, Category: cat, Usage: o.Usage, Destination: v})
+			case *[]string:
+				s := cli.NewStringSlice()
+				r.lists[v] = s
+				out = append(out, &cli.StringSliceFlag{Name: o.Name, Category: cat, Usage: o.Usage, Destination: s})
+			}
+		}
 	}
-	return rs, plan, rules.NewLeftoverScan(plan), nil
+	return out
 }
+
+// options returns the parsed rule options.
+func (r *ruleFlags) options() rules.Options {
+	for field, s := range r.lists {
+		*field = s.Value()
+	}
+	return r.opts
+}
+
+func allRuleOptions(rules.Option) bool { return true }
+
+func verifyRuleOptions(o rules.Option) bool { return o.Verify }

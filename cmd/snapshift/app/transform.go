@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -8,8 +9,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/verify"
 )
 
 // Result is what plan and transform print: the engine's report, the
@@ -20,21 +23,118 @@ type Result struct {
 	Leftovers *rules.LeftoverReport `json:"leftovers,omitempty"`
 }
 
+// transformOptions are plan's and transform's options: plan is a transform
+// that writes nothing.
+type transformOptions struct {
+	common
+	rules  ruleFlags
+	plan   bool // the plan command (always a dry run, no --out)
+	input  string
+	out    string
+	force  bool
+	dryRun bool
+}
+
+func (o *transformOptions) flags() []cli.Flag {
+	var fs []cli.Flag
+	if !o.plan {
+		fs = append(fs,
+			&cli.StringFlag{Name: "out", Destination: &o.out, Usage: "the new snapshot file (required unless --dry-run)"},
+			&cli.BoolFlag{Name: "force", Destination: &o.force, Usage: "replace an existing --out"},
+			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "write nothing; report what would change (as plan does)"})
+	}
+	fs = append(fs, o.rules.flags(allRuleOptions)...)
+	return append(fs, o.skipHashFlag(), o.encryptionFlag(), o.outputFlag(), o.quietFlag())
+}
+
+func (o *transformOptions) setup(c *cli.Context) error {
+	o.streams(c)
+	a, err := args(c, 1, 1, "exactly one argument, the snapshot file")
+	if err != nil {
+		return err
+	}
+	o.input = a[0]
+	if o.plan {
+		o.dryRun = true
+	}
+	return nil
+}
+
+func (o *transformOptions) Validate() error {
+	if !o.dryRun && o.out == "" {
+		return usagef("transform needs --out FILE (or --dry-run)")
+	}
+	return o.validateFormat()
+}
+
+func (o *transformOptions) Run(ctx context.Context) error {
+	ropts := o.rules.options()
+	rs, plan, err := rules.Build(ropts)
+	if err != nil {
+		return err
+	}
+	scan := rules.NewLeftoverScan(plan)
+	enc, err := o.encryption()
+	if err != nil {
+		return err
+	}
+	cfg := transform.Config{
+		Input: o.input, Output: o.out, Force: o.force, DryRun: o.dryRun, SkipHashCheck: o.skipHash, Progress: o.progress(),
+		Rules: rs, Observers: []transform.Observer{scan}, Encryption: enc,
+		VerifyOutput: verifyOutput(ropts, enc),
+	}
+	if o.dryRun {
+		cfg.Output = ""
+	}
+	r, err := transform.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	res := &Result{Report: r}
+	if plan.Service != nil || plan.Pod != nil {
+		res.Plan, res.Leftovers = plan, scan.Report()
+	}
+	if o.json() {
+		return writeJSON(o.stdout, res)
+	}
+	printTransform(o.stdout, res)
+	return nil
+}
+
+// verifyOutput is transform's check of its own output before publishing it.
+func verifyOutput(ropts rules.Options, enc *encryption.Config) func(ctx context.Context, path string) error {
+	return func(ctx context.Context, path string) error {
+		cfg := verifyConfig(ropts)
+		cfg.Path, cfg.Encryption, cfg.JustWritten, cfg.SkipHashCheck = path, enc, true, true
+		r, err := verify.Run(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("checking the new snapshot: %w", err)
+		}
+		if err := r.Err(); err != nil {
+			return fmt.Errorf("the new snapshot was not published: %w", err)
+		}
+		return nil
+	}
+}
+
 func planCommand() *cli.Command {
+	o := &transformOptions{plan: true}
 	return &cli.Command{
 		Name:      "plan",
 		Usage:     "show what transform would change, writing nothing",
 		ArgsUsage: "SNAPSHOT",
 		Description: "Runs every rule chosen by flags on SNAPSHOT without writing anything: per rule the objects\n" +
 			"that would change (old -> new), exemptions, refusals, and a scan for addresses of the old ranges\n" +
-			"that no rule moves (pod IPs, endpoints, annotations, other ConfigMaps, custom resources).\n\n" +
+			"that no rule moves (pod IPs, endpoints, annotations, other ConfigMaps, custom resources).\n" +
+			"`snapshift rules` lists the rules and their flags.\n\n" +
 			"Example:\n   snapshift plan etcd.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
-		Flags:  append(ruleFlags(), flagSkipHash(), flagOutput(), flagQuiet()),
-		Action: func(c *cli.Context) error { return runTransform(c, true) },
+		Flags:  o.flags(),
+		Action: action(o),
 	}
 }
 
 func transformCommand() *cli.Command {
+	o := &transformOptions{}
 	return &cli.Command{
 		Name:      "transform",
 		Usage:     "write a new snapshot with the chosen rules applied",
@@ -44,55 +144,9 @@ func transformCommand() *cli.Command {
 			"it is an identity transform: the same live keys and values, old revisions dropped, marked\n" +
 			"compacted. With --dry-run nothing is written and the report says what would change.\n\n" +
 			"Example:\n   snapshift transform /backup/etcd.db --out /backup/etcd-new.db",
-		Flags: append(append([]cli.Flag{
-			&cli.StringFlag{Name: "out", Usage: "the new snapshot file (required unless --dry-run)"},
-			&cli.BoolFlag{Name: "force", Usage: "replace an existing --out"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "write nothing; report what would change (as plan does)"},
-		}, ruleFlags()...), flagSkipHash(), flagEncryption(), flagOutput(), flagQuiet()),
-		Action: func(c *cli.Context) error { return runTransform(c, c.Bool("dry-run")) },
+		Flags:  o.flags(),
+		Action: action(o),
 	}
-}
-
-func runTransform(c *cli.Context, dryRun bool) error {
-	in, err := oneArg(c, "the snapshot file")
-	if err != nil {
-		return err
-	}
-	format, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	rs, plan, scan, err := selectedRules(c)
-	if err != nil {
-		return err
-	}
-	enc, err := loadEncryption(c)
-	if err != nil {
-		return err
-	}
-	cfg := transform.Config{
-		Input: in, DryRun: dryRun, SkipHashCheck: c.Bool("skip-hash-check"), Progress: newProgress(c),
-		Rules: rs, Observers: []transform.Observer{scan}, VerifyOutput: verifyOutput(c, enc), Encryption: enc,
-	}
-	if c.Command.Name == "transform" {
-		cfg.Output, cfg.Force = c.String("out"), c.Bool("force")
-		if !dryRun && cfg.Output == "" {
-			return usagef("transform needs --out FILE (or --dry-run)")
-		}
-	}
-	r, err := transform.Run(c.Context, cfg)
-	if err != nil {
-		return err
-	}
-	res := &Result{Report: r}
-	if plan.Service != nil || plan.Pod != nil {
-		res.Plan, res.Leftovers = plan, scan.Report()
-	}
-	if format == "json" {
-		return writeJSON(c.App.Writer, res)
-	}
-	printTransform(c.App.Writer, res)
-	return nil
 }
 
 // maxChangesPerRule bounds the changed objects the text report lists per
@@ -144,14 +198,7 @@ func printTransform(out io.Writer, res *Result) {
 			shown[rule]++
 			fmt.Fprintf(out, "  %-7s %s  [%s]\n", o.Action, o.Key, strings.Join(o.Rules, ","))
 			for _, ch := range o.Changes {
-				switch {
-				case ch.Old != "" && ch.New != "":
-					fmt.Fprintf(out, "          %s: %s -> %s\n", ch.Field, ch.Old, ch.New)
-				case ch.New != "":
-					fmt.Fprintf(out, "          %s: %s\n", ch.Field, ch.New)
-				default:
-					fmt.Fprintf(out, "          %s: %s (removed)\n", ch.Field, ch.Old)
-				}
+				fmt.Fprintf(out, "          %s\n", ch)
 			}
 		}
 		if hidden > 0 {

@@ -8,11 +8,60 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/verify"
 )
 
+// verifyOptions are verify's options: the rules' invariant options (the
+// new ranges, the kept Services) come from the registry.
+type verifyOptions struct {
+	common
+	rules ruleFlags
+	path  string
+}
+
+func (o *verifyOptions) setup(c *cli.Context) error {
+	o.streams(c)
+	a, err := args(c, 1, 1, "exactly one argument, the snapshot file")
+	if err != nil {
+		return err
+	}
+	o.path = a[0]
+	return nil
+}
+
+func (o *verifyOptions) Validate() error { return o.validateFormat() }
+
+func (o *verifyOptions) Run(ctx context.Context) error {
+	enc, err := o.encryption()
+	if err != nil {
+		return err
+	}
+	cfg := verifyConfig(o.rules.options())
+	cfg.Path, cfg.SkipHashCheck, cfg.Structure, cfg.Progress, cfg.Encryption = o.path, o.skipHash, true, o.progress(), enc
+	r, err := verify.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if o.json() {
+		if err := writeJSON(o.stdout, r); err != nil {
+			return err
+		}
+	} else {
+		printVerify(o.stdout, r)
+	}
+	return r.Err()
+}
+
+// verifyConfig is the verify configuration that checks what the rules
+// with these options promise.
+func verifyConfig(ro rules.Options) verify.Config {
+	return verify.Config{ServiceCIDR: ro.ServiceCIDR, PodNetworkCIDR: ro.PodNetworkCIDR,
+		KeepServiceIPs: ro.KeepServiceIPs, DNSService: ro.DNSService}
+}
+
 func verifyCommand() *cli.Command {
+	o := &verifyOptions{}
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "check a snapshot: file, etcd revisions, Kubernetes values, and the new networks' invariants",
@@ -24,41 +73,8 @@ func verifyCommand() *cli.Command {
 			"IPAddress objects equal to what the Services imply, the default ServiceCIDR, node CIDRs inside the\n" +
 			"cluster CIDR and disjoint, and the ConfigMaps in agreement. Exit code 5 when a check fails.\n\n" +
 			"Example:\n   snapshift verify etcd-new.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "service-cidr", Usage: "the service CIDR the snapshot should use"},
-			&cli.StringFlag{Name: "pod-network-cidr", Usage: "the pod CIDR the snapshot should use"},
-			&cli.StringSliceFlag{Name: "keep-service-ip", Usage: "NAMESPACE/NAME of a Service allowed outside the range (repeatable)"},
-			&cli.StringFlag{Name: "dns-service", Value: "kube-system/kube-dns", Usage: "the cluster DNS Service kubelet clusterDNS must point at"},
-			flagSkipHash(), flagEncryption(), flagOutput(), flagQuiet(),
-		},
-		Action: func(c *cli.Context) error {
-			path, err := oneArg(c, "the snapshot file")
-			if err != nil {
-				return err
-			}
-			enc, err := loadEncryption(c)
-			if err != nil {
-				return err
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			r, err := verify.Run(c.Context, verify.Config{Path: path, SkipHashCheck: c.Bool("skip-hash-check"),
-				ServiceCIDR: c.String("service-cidr"), PodNetworkCIDR: c.String("pod-network-cidr"),
-				KeepServiceIPs: c.StringSlice("keep-service-ip"), DNSService: c.String("dns-service"), Structure: true, Progress: newProgress(c), Encryption: enc})
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				if err := writeJSON(c.App.Writer, r); err != nil {
-					return err
-				}
-			} else {
-				printVerify(c.App.Writer, r)
-			}
-			return r.Err()
-		},
+		Flags:  append(o.rules.flags(verifyRuleOptions), o.skipHashFlag(), o.encryptionFlag(), o.outputFlag(), o.quietFlag()),
+		Action: action(o),
 	}
 }
 
@@ -80,21 +96,5 @@ func printVerify(w io.Writer, r *verify.Report) {
 	}
 	if r.OK {
 		fmt.Fprintln(w, "All checks passed.")
-	}
-}
-
-// verifyOutput is transform's check of its own output before publishing it.
-func verifyOutput(c *cli.Context, enc *encryption.Config) func(ctx context.Context, path string) error {
-	return func(ctx context.Context, path string) error {
-		r, err := verify.Run(ctx, verify.Config{Path: path, ServiceCIDR: c.String("service-cidr"),
-			PodNetworkCIDR: c.String("pod-network-cidr"), KeepServiceIPs: c.StringSlice("keep-service-ip"), DNSService: c.String("dns-service"),
-			Encryption: enc, JustWritten: true, SkipHashCheck: true})
-		if err != nil {
-			return fmt.Errorf("checking the new snapshot: %w", err)
-		}
-		if err := r.Err(); err != nil {
-			return fmt.Errorf("the new snapshot was not published: %w", err)
-		}
-		return nil
 	}
 }

@@ -1,0 +1,137 @@
+package app
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/internal/testfile"
+	"github.com/snapshift/snapshift/rules"
+)
+
+// TestPlanEncrypted: plan takes --encryption-config as transform does. The
+// sample's ConfigMaps stored with secretbox: the pod-cidr migration must
+// read and plan the kube-proxy and kubeadm ConfigMaps, and without the
+// configuration it is refused naming the flag.
+func TestPlanEncrypted(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "enc.yaml")
+	conf := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [configmaps]\n  providers:\n" +
+		"  - secretbox:\n      keys:\n      - {name: cm-key, secret: Y29uZmlnbWFwcy1zZWNyZXRib3gta2V5LTMyYnl0ZXM=}\n  - identity: {}\n"
+	if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encryption.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := testfile.RewriteLive(t, samplePath, filepath.Join(dir, "in.db"), func(key string, v []byte) ([]byte, error) {
+		if !strings.HasPrefix(key, "/registry/configmaps/") {
+			return v, nil
+		}
+		return enc.Encrypt(key, v, encryption.Info{Provider: "secretbox", KeyName: "cm-key"})
+	})
+	r := run(t, "plan", in, "--pod-network-cidr", "10.55.0.0/16", "--encryption-config", cfgPath, "--quiet", "-o", "json")
+	if r.code != ExitOK {
+		t.Fatalf("plan --encryption-config: exit %d: %s", r.code, r.stderr)
+	}
+	var res struct {
+		Objects []struct {
+			Key   string   `json:"key"`
+			Rules []string `json:"rules"`
+		} `json:"objects"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	planned := map[string]bool{}
+	for _, o := range res.Objects {
+		planned[o.Key] = true
+	}
+	for _, k := range []string{"/registry/configmaps/kube-system/kube-proxy", "/registry/configmaps/kube-system/kubeadm-config"} {
+		if !planned[k] {
+			t.Errorf("plan with --encryption-config does not change the encrypted %s (planned: %v)", k, res.Objects)
+		}
+	}
+	r = run(t, "plan", in, "--pod-network-cidr", "10.55.0.0/16", "--quiet")
+	if r.code != ExitRefused || !strings.Contains(r.stderr, "--encryption-config") {
+		t.Errorf("plan without the configuration: exit %d, stderr %q; want %d naming --encryption-config", r.code, r.stderr, ExitRefused)
+	}
+}
+
+// TestGetPrintsTheObject: -o json and -o yaml print the object itself, as
+// kubectl does, so it pipes into jq or kubectl apply; --show-entry wraps it
+// with the etcd entry.
+func TestGetPrintsTheObject(t *testing.T) {
+	in := copySample(t)
+	key := "/registry/services/specs/kube-system/kube-dns"
+	for _, format := range []string{"json", "yaml"} {
+		r := run(t, "get", in, key, "-o", format)
+		if r.code != ExitOK {
+			t.Fatalf("get -o %s: exit %d: %s", format, r.code, r.stderr)
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(r.stdout), &obj); err != nil {
+			t.Fatalf("get -o %s: %v", format, err)
+		}
+		meta, _ := obj["metadata"].(map[string]any)
+		if obj["kind"] != "Service" || obj["apiVersion"] != "v1" || meta["name"] != "kube-dns" || obj["entry"] != nil {
+			t.Errorf("get -o %s printed %v, want the Service object itself", format, obj)
+		}
+		r = run(t, "get", in, key, "-o", format, "--show-entry")
+		var wrapped struct {
+			Entry  map[string]any `json:"entry"`
+			Object map[string]any `json:"object"`
+		}
+		if err := yaml.Unmarshal([]byte(r.stdout), &wrapped); err != nil || wrapped.Entry["key"] != key || wrapped.Object["kind"] != "Service" {
+			t.Errorf("get -o %s --show-entry printed %q (%v), want {entry, object}", format, r.stdout, err)
+		}
+	}
+}
+
+// TestRulesCommand: `snapshift rules` lists every registered rule with its
+// flags, and the flags of plan and transform are exactly the registered
+// CLI options (so a new rule's flags cannot be forgotten).
+func TestRulesCommand(t *testing.T) {
+	r := run(t, "rules", "-o", "json")
+	if r.code != ExitOK {
+		t.Fatalf("rules: exit %d: %s", r.code, r.stderr)
+	}
+	var listed []ruleInfo
+	if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(listed), len(rules.Names()); got != want {
+		t.Fatalf("rules lists %d rules, want %d", got, want)
+	}
+	var scratch rules.Options
+	want := map[string]bool{}
+	for _, o := range rules.AllOptions(&scratch) {
+		if o.CLI {
+			want[o.Name] = true
+		}
+	}
+	app := New(nil, nil, nil)
+	for _, cmd := range []string{"plan", "transform"} {
+		have := map[string]bool{}
+		for _, f := range app.Command(cmd).Flags {
+			have[f.Names()[0]] = true
+		}
+		for name := range want {
+			if !have[name] {
+				t.Errorf("%s has no --%s flag, which a rule registers", cmd, name)
+			}
+		}
+	}
+	text := run(t, "rules")
+	for _, n := range rules.Names() {
+		if !strings.Contains(text.stdout, n+": ") {
+			t.Errorf("rules text output does not list %s:\n%s", n, text.stdout)
+		}
+	}
+}
