@@ -97,60 +97,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	// The trailer is checked on the other core while the index is built;
-	// nothing is decided on the input before the hash has matched.
-	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck, ParallelHash: true, Progress: p})
+	snap, ix, err := openIndexed(ctx, cfg, p)
 	if err != nil {
 		return nil, err
 	}
 	defer snap.Close()
-	var named []string
-	for _, r := range cfg.Rules {
-		if l, ok := r.(Lister); ok {
-			named = append(named, l.Lists()...)
-		}
-	}
-	gate := &heldDone{Reporter: p}
-	ix, err := snap.IndexWith(ctx, gate, snapshot.IndexOptions{Named: named})
-	if herr := snap.WaitHash(); herr != nil {
-		return nil, herr // the index phase is not reported done: the input is bad
-	}
-	if err != nil {
+	e := newEngine(ctx, cfg, snap, ix)
+	if err := e.prepare(ctx); err != nil {
 		return nil, err
 	}
-	gate.release()
-	e := &engine{ctx: ctx, cfg: cfg, snap: snap, index: ix, router: newRouter(cfg.Rules)}
-	e.report = &Report{
-		DryRun: cfg.DryRun,
-		Input: InputSummary{Path: cfg.Input, SHA256: snap.SHA256, Size: snap.Size,
-			CurrentRevision: ix.CurrentRevision, Entries: ix.Entries, LiveKeys: ix.LiveKeys},
-	}
-	for _, r := range cfg.Rules {
-		e.ruleReports = append(e.ruleReports, &RuleReport{Name: r.Name()})
-	}
-	e.report.Rules = e.ruleReports
-
-	view := state.NewView(snap, ix, cfg.Codec, cfg.Encryption)
-	for _, r := range cfg.Rules {
-		if pr, ok := r.(Preparer); ok {
-			if err := pr.Prepare(ctx, view); err != nil {
-				return nil, fmt.Errorf("rule %s: %w", r.Name(), err)
-			}
-		}
-	}
-
 	if !cfg.DryRun {
-		wc := snapshot.WriterConfig{Path: cfg.Output, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: snap.DBSize}
-		if cfg.VerifyOutput != nil {
-			wc.BeforePublish = func(tmp string) error { return cfg.VerifyOutput(ctx, tmp) }
-		}
-		e.w, err = snapshot.Create(wc)
-		if err != nil {
-			return nil, err
-		}
-		defer e.w.Abort() // no-op after a successful Commit
-		defer func() { e.spill.close() }()
-		if err := e.w.CopyBuckets(snap); err != nil {
+		defer func() {
+			if e.w != nil {
+				e.w.Abort() // no-op after a successful Commit
+			}
+			e.spill.close()
+		}()
+		if err := e.startOutput(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -158,35 +121,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		e.pump = newObserverPump(cfg.Observers)
 		defer e.pump.wait() // before snap.Close: the observers read its mapping
 	}
-	if err := snap.Live(ctx, ix, "transform", p, e.entry); err != nil {
+	if err := e.stream(ctx, p); err != nil {
 		return nil, err
-	}
-	for i, r := range cfg.Rules {
-		if f, ok := r.(Finisher); ok {
-			objs, err := f.Finish(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("rule %s: %w", r.Name(), err)
-			}
-			for _, o := range objs {
-				if err := e.create(i, o); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	if err := e.checkCreates(); err != nil {
-		return nil, err
-	}
-	if err := e.writePending(); err != nil {
-		return nil, err
-	}
-	if e.pump != nil {
-		e.pump.wait() // every value observed: the observers' reports are complete
-	}
-	for i, r := range cfg.Rules {
-		if n, ok := r.(Noter); ok {
-			e.ruleReports[i].Notes = n.Notes()
-		}
 	}
 	e.report.Dropped = ix.Entries - ix.LiveKeys // old revisions, tombstones, bump markers
 	if err := ctx.Err(); err != nil {
@@ -197,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	// The input's index is no longer needed: let it go before the output
 	// is checked (which builds an index of its own).
-	e.index, ix, view = nil, nil, nil
+	e.index, ix = nil, nil
 	runtime.GC() // so the output's check reuses that memory instead of adding to it
 	res, err := e.w.Commit()
 	if err != nil {
@@ -205,6 +141,114 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	e.report.Output = res
 	return e.report, nil
+}
+
+// openIndexed opens the input and indexes it. The trailer is checked on
+// the other core while the index is built; nothing is decided on the input
+// before the hash has matched.
+func openIndexed(ctx context.Context, cfg Config, p progress.Reporter) (*snapshot.Snapshot, *snapshot.Index, error) {
+	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck, ParallelHash: true, Progress: p})
+	if err != nil {
+		return nil, nil, err
+	}
+	var named []string
+	for _, r := range cfg.Rules {
+		if l, ok := r.(Lister); ok {
+			named = append(named, l.Lists()...)
+		}
+	}
+	gate := &heldDone{Reporter: p}
+	ix, err := snap.IndexWith(ctx, gate, snapshot.IndexOptions{Named: named})
+	if herr := snap.WaitHash(); herr != nil {
+		snap.Close()
+		return nil, nil, herr // the index phase is not reported done: the input is bad
+	}
+	if err != nil {
+		snap.Close()
+		return nil, nil, err
+	}
+	gate.release()
+	return snap, ix, nil
+}
+
+func newEngine(ctx context.Context, cfg Config, snap *snapshot.Snapshot, ix *snapshot.Index) *engine {
+	e := &engine{ctx: ctx, cfg: cfg, snap: snap, index: ix, router: newRouter(cfg.Rules)}
+	e.report = &Report{
+		DryRun: cfg.DryRun,
+		Input: InputSummary{Path: cfg.Input, SHA256: snap.SHA256, Size: snap.Size,
+			CurrentRevision: ix.CurrentRevision, Entries: ix.Entries, LiveKeys: ix.LiveKeys},
+	}
+	for _, r := range cfg.Rules {
+		e.ruleReports = append(e.ruleReports, &RuleReport{Name: r.Name()})
+	}
+	e.report.Rules = e.ruleReports
+	return e
+}
+
+// prepare runs every rule's Prepare over a view of the input, in order.
+func (e *engine) prepare(ctx context.Context) error {
+	view := state.NewView(e.snap, e.index, e.cfg.Codec, e.cfg.Encryption)
+	for _, r := range e.cfg.Rules {
+		if pr, ok := r.(Preparer); ok {
+			if err := pr.Prepare(ctx, view); err != nil {
+				return fmt.Errorf("rule %s: %w", r.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// startOutput creates the output under its temporary name and copies the
+// buckets other than key into it.
+func (e *engine) startOutput(ctx context.Context) error {
+	cfg := e.cfg
+	wc := snapshot.WriterConfig{Path: cfg.Output, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: e.snap.DBSize}
+	if cfg.VerifyOutput != nil {
+		wc.BeforePublish = func(tmp string) error { return cfg.VerifyOutput(ctx, tmp) }
+	}
+	w, err := snapshot.Create(wc)
+	if err != nil {
+		return err
+	}
+	e.w = w
+	return e.w.CopyBuckets(e.snap)
+}
+
+// stream passes every live key through the rules, then creates what the
+// rules finish with and writes the changed objects above the input's
+// revisions.
+func (e *engine) stream(ctx context.Context, p progress.Reporter) error {
+	if err := e.snap.Live(ctx, e.index, "transform", p, e.entry); err != nil {
+		return err
+	}
+	for i, r := range e.cfg.Rules {
+		if f, ok := r.(Finisher); ok {
+			objs, err := f.Finish(ctx)
+			if err != nil {
+				return fmt.Errorf("rule %s: %w", r.Name(), err)
+			}
+			for _, o := range objs {
+				if err := e.create(i, o); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := e.checkCreates(); err != nil {
+		return err
+	}
+	if err := e.writePending(); err != nil {
+		return err
+	}
+	if e.pump != nil {
+		e.pump.wait() // every value observed: the observers' reports are complete
+	}
+	for i, r := range e.cfg.Rules {
+		if n, ok := r.(Noter); ok {
+			e.ruleReports[i].Notes = n.Notes()
+		}
+	}
+	return nil
 }
 
 func checkOutput(out string, force bool, in string) error {
