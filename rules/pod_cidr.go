@@ -31,7 +31,7 @@ func (r *PodCIDR) Lists() []string    { return []string{state.PrefixNodes} }
 
 // Prepare maps every node and refuses before anything is written.
 func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
-	newP, err := parsePrefixes("--pod-network-cidr", r.opts.PodNetworkCIDR)
+	newP, err := optionPrefixes("PodNetworkCIDR", r.opts.PodNetworkCIDR)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 	if err != nil {
 		return err
 	}
-	oldP, oldSrc, err := resolveOld("pod network CIDR", "--old-pod-network-cidr", r.opts.OldPodNetworkCIDR, srcs, newP)
+	oldP, oldSrc, err := resolveOld("pod network CIDR", "OldPodNetworkCIDR", r.opts.OldPodNetworkCIDR, srcs, newP)
 	if err != nil {
 		return err
 	}

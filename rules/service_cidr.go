@@ -93,7 +93,7 @@ type svcIPs struct {
 
 // Prepare computes the whole mapping and refuses before anything is written.
 func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
-	newP, err := parsePrefixes("--service-cidr", r.opts.ServiceCIDR)
+	newP, err := optionPrefixes("ServiceCIDR", r.opts.ServiceCIDR)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	if err != nil {
 		return err
 	}
-	oldP, oldSrc, err := resolveOld("service CIDR", "--old-service-cidr", r.opts.OldServiceCIDR, srcs, newP)
+	oldP, oldSrc, err := resolveOld("service CIDR", "OldServiceCIDR", r.opts.OldServiceCIDR, srcs, newP)
 	if err != nil {
 		return err
 	}
