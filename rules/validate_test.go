@@ -73,9 +73,11 @@ func TestValidationErrors(t *testing.T) {
 		{name: "old pod CIDR not in the snapshot", snapshot: true, opts: rules.Options{PodNetworkCIDR: "10.55.0.0/16", OldPodNetworkCIDR: "10.32.0.0/12"},
 			want: []string{"OldPodNetworkCIDR 10.32.0.0/12 does not match what the snapshot holds", "kube-proxy clusterCIDR says 10.244.0.0/16"}},
 		{name: "unknown keep-service-ip", snapshot: true, opts: rules.Options{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"demo/nope"}},
-			want: []string{"--keep-service-ip demo/nope: no such Service"}},
+			want: []string{"KeepServiceIPs demo/nope: no such Service"}},
+		{name: "two unknown keep-service-ips", snapshot: true, opts: rules.Options{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"demo/zz", "demo/nope"}},
+			want: []string{"KeepServiceIPs demo/nope, demo/zz: no such Service with a cluster IP in the snapshot"}},
 		{name: "shrink too far", snapshot: true, refused: true, opts: rules.Options{ServiceCIDR: "172.24.0.0/24"},
-			want: []string{"refused: the new service range 172.24.0.0/24 is too small", "demo/api (192.168.200.14, offset 51214)", "pass --repack"}},
+			want: []string{"refused: the new service range 172.24.0.0/24 is too small", "demo/api (192.168.200.14, offset 51214)", "pass Repack"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.opts.Now = nowFunc
