@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -116,26 +118,26 @@ func toDetected(srcs []state.Source) ([]detected, error) {
 	return out, nil
 }
 
-// resolveOld finds the old CIDRs: the override if given (it must agree
-// with at least one place the snapshot records, if any records one), else
-// what every source agrees on.
+// resolveOld finds the old CIDRs: the override, option field, if given (it
+// must agree with at least one place the snapshot records, if any records
+// one), else what every source agrees on.
 //
 // When every source already records the new CIDRs (a second run of the same
 // command on its own output), the old CIDRs are the new ones: nothing moves.
-func resolveOld(kind, flag, override string, srcs []detected, newP []netip.Prefix) ([]netip.Prefix, string, error) {
+func resolveOld(kind, field, override string, srcs []detected, newP []netip.Prefix) ([]netip.Prefix, string, error) {
 	if override != "" {
-		old, err := parsePrefixes(flag, override)
+		old, err := optionPrefixes(field, override)
 		if err != nil {
 			return nil, "", err
 		}
 		if len(srcs) == 0 {
-			return old, flag, nil
+			return old, "given", nil
 		}
 		var seen []string
 		migrated := true
 		for _, s := range srcs {
 			if prefixesString(s.prefixes) == prefixesString(old) {
-				return old, flag + " (matches " + s.source + ")", nil
+				return old, "given (matches " + s.source + ")", nil
 			}
 			if prefixesString(s.prefixes) != prefixesString(newP) {
 				migrated = false
@@ -145,16 +147,31 @@ func resolveOld(kind, flag, override string, srcs []detected, newP []netip.Prefi
 		if migrated {
 			return newP, "already migrated (every source records " + prefixesString(newP) + ")", nil
 		}
-		return nil, "", fmt.Errorf("%s %s does not match what the snapshot holds (%s)", flag, override, strings.Join(seen, "; "))
+		return nil, "", option.Errorf(field, "{} %s does not match what the snapshot holds (%s)", override, strings.Join(seen, "; "))
 	}
-	old, src, err := agree(kind, flag, srcs)
+	old, src, err := agree(kind, field, srcs)
 	if err != nil {
 		return nil, "", err
 	}
 	if len(old) == 0 {
-		return nil, "", fmt.Errorf("the snapshot records no %s (no kubeadm-config, no matching object): give it with %s", kind, flag)
+		return nil, "", option.Errorf(field, "the snapshot records no %s (no kubeadm-config, no matching object): give it with {}", kind)
 	}
 	return old, src, nil
+}
+
+// optionPrefixes parses option field's CIDR list; its error is an
+// *option.Error naming field.
+func optionPrefixes(field, s string) ([]netip.Prefix, error) {
+	ps, err := parsePrefixes(field, s)
+	var oe *option.Error
+	if err == nil || errors.As(err, &oe) {
+		return ps, err
+	}
+	msg, found := strings.CutPrefix(err.Error(), field)
+	if !found {
+		msg = ": " + msg
+	}
+	return nil, &option.Error{Field: field, Message: "{}" + msg, Err: err}
 }
 
 func addrStrings(as []netip.Addr) []string {

@@ -146,8 +146,9 @@ func prefixesString(ps []netip.Prefix) string {
 }
 
 // agree checks detected sources agree with each other (as sets per
-// family) and returns the agreed prefixes and their sources.
-func agree(kind, flag string, sources []detected) ([]netip.Prefix, string, error) {
+// family) and returns the agreed prefixes and their sources. A
+// disagreement is an *option.Error asking for option field.
+func agree(kind, field string, sources []detected) ([]netip.Prefix, string, error) {
 	if len(sources) == 0 {
 		return nil, "", nil
 	}
@@ -159,8 +160,8 @@ func agree(kind, flag string, sources []detected) ([]netip.Prefix, string, error
 			for _, s := range sources {
 				lines = append(lines, fmt.Sprintf("%s says %s", s.source, prefixesString(s.prefixes)))
 			}
-			return nil, "", fmt.Errorf("the snapshot records different old %ss (%s): give the right one with %s",
-				kind, strings.Join(lines, "; "), flag)
+			return nil, "", option.Errorf(field, "the snapshot records different old %ss (%s): give the right one with {}",
+				kind, strings.Join(lines, "; "))
 		}
 		names = append(names, s.source)
 	}

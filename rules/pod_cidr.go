@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
@@ -32,13 +30,34 @@ func (r *PodCIDR) Lists() []string    { return []string{state.PrefixNodes} }
 
 // Prepare maps every node and refuses before anything is written.
 func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
-	newP, err := parsePrefixes("--pod-network-cidr", r.opts.PodNetworkCIDR)
+	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)
 	if err != nil {
 		return err
 	}
-	nets, err := r.plan.networks(ctx, v)
+	nodes, err := listNodePods(v)
 	if err != nil {
 		return err
+	}
+	lay, err := planPods(podWish{Old: oldP, New: newP, Nodes: nodes})
+	if err != nil {
+		return err
+	}
+	r.pp = &PodPlan{Old: oldP, New: newP, OldSource: oldSrc, Nodes: lay.Nodes}
+	r.plan.Pod = r.pp
+	r.moves = lay.Moves
+	return nil
+}
+
+// resolveRanges returns the old and new cluster CIDRs, paired by family,
+// and where the old ones were found.
+func (r *PodCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, newP []netip.Prefix, oldSrc string, err error) {
+	newP, err = optionPrefixes("PodNetworkCIDR", r.opts.PodNetworkCIDR)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	nets, err := r.plan.networks(ctx, v)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	// Node podCIDRs' covering prefix is evidence, not a record: leave it out
 	// of the agreement check (a cluster may use only part of its range).
@@ -50,115 +69,45 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 	}
 	srcs, err := toDetected(recorded)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
-	oldP, oldSrc, err := resolveOld("pod network CIDR", "--old-pod-network-cidr", r.opts.OldPodNetworkCIDR, srcs, newP)
+	oldP, oldSrc, err = resolveOld("pod network CIDR", "OldPodNetworkCIDR", r.opts.OldPodNetworkCIDR, srcs, newP)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	oldP, newP, err = pairByFamily("pod network CIDR", oldP, newP)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	if r.opts.ServiceCIDR == "" {
 		if svc, err := recordedPrefixes(nets.ServiceCIDR); err == nil {
 			if err := disjoint("pod", newP, "service", svc); err != nil {
-				return err
+				return nil, nil, "", err
 			}
 		}
 	}
-	pp := &PodPlan{Old: oldP, New: newP, OldSource: oldSrc}
-	r.pp, r.plan.Pod = pp, pp
-	r.moves = map[string][]string{}
+	return oldP, newP, oldSrc, nil
+}
 
-	nodes, err := v.List(state.PrefixNodes)
+// listNodePods reads every Node's pod CIDRs.
+func listNodePods(v *state.View) ([]nodePods, error) {
+	objs, err := v.List(state.PrefixNodes)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	type placed struct {
-		node string
-		p    netip.Prefix
-	}
-	var all []placed
-	var problems []string
-	for _, o := range nodes {
+	var out []nodePods
+	for _, o := range objs {
 		node, ok := o.Value.Obj.(*corev1.Node)
 		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a Node", o.Key, o.Value.GVK)
+			return nil, fmt.Errorf("%s: stored object is %s, not a Node", o.Key, o.Value.GVK)
 		}
-		cur := nodeCIDRs(node)
-		if len(cur) == 0 {
-			continue
-		}
-		if node.Spec.PodCIDR != "" && len(node.Spec.PodCIDRs) > 0 && node.Spec.PodCIDRs[0] != node.Spec.PodCIDR {
-			problems = append(problems, fmt.Sprintf("node %s: podCIDR %s differs from podCIDRs[0] %s", node.Name, node.Spec.PodCIDR, node.Spec.PodCIDRs[0]))
-			continue
-		}
-		out := make([]string, len(cur))
-		for i, c := range cur {
-			out[i] = c
-			p, err := netip.ParsePrefix(c)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("node %s: podCIDR %q is not a CIDR", node.Name, c))
-				continue
-			}
-			p = p.Masked()
-			mapped := p
-			o, n, ok := pairOfPrefix(oldP, newP, p)
-			switch {
-			case !ok:
-				// family not remapped: stays
-			case n.Contains(p.Addr()) && n.Bits() <= p.Bits() && !o.Contains(p.Addr()):
-				// already in the new range (a second run): stays
-			case !o.Contains(p.Addr()) || p.Bits() < o.Bits():
-				problems = append(problems, fmt.Sprintf("node %s: %s is outside the old cluster CIDR %s", node.Name, p, o))
-				continue
-			default:
-				m, _ := cidr.NewMapper(o, n)
-				mapped, err = m.MapPrefix(p)
-				if err != nil {
-					problems = append(problems, fmt.Sprintf("node %s: %v", node.Name, err))
-					continue
-				}
-			}
-			out[i] = mapped.String()
-			all = append(all, placed{node.Name, mapped})
-		}
-		if strings.Join(out, ",") != strings.Join(cur, ",") {
-			r.moves[o.Key] = out
-			pp.Nodes = append(pp.Nodes, NodeMove{Node: node.Name, Old: cur, New: out})
-		}
+		out = append(out, nodePods{Key: o.Key, Name: node.Name, PodCIDR: node.Spec.PodCIDR, PodCIDRs: node.Spec.PodCIDRs})
 	}
-	// Every new node CIDR inside the new cluster CIDR, none overlapping.
-	for i := range all {
-		if _, n, ok := pairOfPrefix(oldP, newP, all[i].p); ok && !(n.Contains(all[i].p.Addr()) && all[i].p.Bits() >= n.Bits()) {
-			problems = append(problems, fmt.Sprintf("node %s: %s would be outside the new cluster CIDR %s", all[i].node, all[i].p, n))
-		}
-		for j := i + 1; j < len(all); j++ {
-			if all[i].p.Overlaps(all[j].p) {
-				problems = append(problems, fmt.Sprintf("nodes %s (%s) and %s (%s) overlap", all[i].node, all[i].p, all[j].node, all[j].p))
-			}
-		}
-	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return fmt.Errorf("%w: kube-controller-manager would exit at start with these node CIDRs: %s", transform.ErrRefused, strings.Join(problems, "; "))
-	}
-	return nil
+	return out, nil
 }
 
 func nodeCIDRs(n *corev1.Node) []string {
-	if len(n.Spec.PodCIDRs) > 0 {
-		return append([]string(nil), n.Spec.PodCIDRs...)
-	}
-	if n.Spec.PodCIDR != "" {
-		return []string{n.Spec.PodCIDR}
-	}
-	return nil
-}
-
-func pairOfPrefix(old, new []netip.Prefix, p netip.Prefix) (netip.Prefix, netip.Prefix, bool) {
-	return pairOf(old, new, p.Addr())
+	return nodePods{PodCIDR: n.Spec.PodCIDR, PodCIDRs: n.Spec.PodCIDRs}.cidrs()
 }
 
 // Apply rewrites one Node.

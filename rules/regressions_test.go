@@ -50,7 +50,7 @@ func TestRegressionNewServiceCIDROverlappingCurrentPodCIDRAccepted(t *testing.T)
 }
 
 // TestBugDNSBridgeOutsideKubeSystemSelectsNoPods: with --dns-service naming
-// a DNS Service outside kube-system, ServiceCIDR.planBridge and Finish
+// a DNS Service outside kube-system, ServiceCIDR.newBridge and Finish
 // (service_cidr.go, bridgeKey "kube-system/"+bridgeName and
 // ObjectMeta.Namespace "kube-system") still create the bridge in kube-system
 // with the DNS Service's selector. A selector only selects pods in the

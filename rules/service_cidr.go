@@ -3,9 +3,8 @@ package rules
 import (
 	"context"
 	"fmt"
-	"math/big"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,221 +84,104 @@ func (r *ServiceCIDR) notef(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
 
-// svcIPs is one Service's current cluster IPs.
-type svcIPs struct {
-	key string
-	svc *corev1.Service
-	ips []netip.Addr
-}
-
 // Prepare computes the whole mapping and refuses before anything is written.
 func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
-	newP, err := parsePrefixes("--service-cidr", r.opts.ServiceCIDR)
+	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)
 	if err != nil {
 		return err
 	}
-	nets, err := r.plan.networks(ctx, v)
+	svcs, ips, err := listServices(v)
 	if err != nil {
 		return err
 	}
-	srcs, err := toDetected(nets.ServiceCIDR)
-	if err != nil {
-		return err
-	}
-	oldP, oldSrc, err := resolveOld("service CIDR", "--old-service-cidr", r.opts.OldServiceCIDR, srcs, newP)
-	if err != nil {
-		return err
-	}
-	oldP, newP, err = pairByFamily("service CIDR", oldP, newP)
-	if err != nil {
-		return err
-	}
-	// The pod network: the new one if it moves too (validated with the
-	// flags), else the one the snapshot records, which stays.
-	if r.opts.PodNetworkCIDR == "" {
-		if pod, err := recordedPrefixes(nets.PodCIDR); err == nil {
-			if err := disjoint("service", newP, "pod", pod); err != nil {
-				return err
-			}
-		}
-	}
-	sp := &ServicePlan{Old: oldP, New: newP, OldSource: oldSrc, IPs: map[netip.Addr]netip.Addr{}}
-	r.sp, r.plan.Service = sp, sp
-	r.newIPs = map[string][]string{}
-
-	objs, err := v.List(state.PrefixServices)
-	if err != nil {
-		return err
-	}
-	keep := map[string]bool{}
+	w := serviceWish{IPs: ips, Old: oldP, New: newP, Repack: r.opts.Repack, DNS: state.PrefixServices + r.opts.DNSService}
 	for _, k := range r.opts.KeepServiceIPs {
-		keep[state.PrefixServices+k] = true
+		w.Keep = append(w.Keep, state.PrefixServices+k)
 	}
-	var all []svcIPs
-	for _, o := range objs {
-		svc, ok := o.Value.Obj.(*corev1.Service)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a Service", o.Key, o.Value.GVK)
-		}
-		s := svcIPs{key: o.Key, svc: svc}
-		for _, ip := range serviceIPs(svc) {
-			a, err := netip.ParseAddr(ip)
-			if err != nil {
-				return fmt.Errorf("%s: clusterIP %q is not an IP address", o.Key, ip)
-			}
-			s.ips = append(s.ips, a)
-		}
-		if len(s.ips) > 0 {
-			all = append(all, s)
-		} else if keep[o.Key] {
-			return fmt.Errorf("--keep-service-ip %s: the Service has no cluster IP to keep (headless or ExternalName)", strings.TrimPrefix(o.Key, state.PrefixServices))
-		}
-		delete(keep, o.Key)
-	}
-	for k := range keep {
-		return fmt.Errorf("--keep-service-ip %s: no such Service with a cluster IP in the snapshot", strings.TrimPrefix(k, state.PrefixServices))
-	}
-	for _, k := range r.opts.KeepServiceIPs {
-		keep[state.PrefixServices+k] = true
-	}
-
-	// First pass: addresses that keep their offset (or stay).
-	final := map[string][]netip.Addr{}
-	owner := map[netip.Addr]string{}
-	var misfits, repack []string
-	var clashes []string
-	needs := map[string][]int{} // key -> indexes needing a repacked address
-	for _, s := range all {
-		out := make([]netip.Addr, len(s.ips))
-		for i, a := range s.ips {
-			out[i] = a
-			o, n, ok := pairOf(oldP, newP, a)
-			switch {
-			case !ok:
-				continue // family not remapped
-			case !o.Contains(a):
-				if !n.Contains(a) {
-					r.notef("%s: %s is outside the old range %s and is left unchanged", s.key, a, o)
-				}
-				continue
-			case keep[s.key]:
-				continue
-			}
-			off, _ := cidr.Offset(o, a)
-			if s.key == keyDefaultKubernetes {
-				off = big.NewInt(1) // the apiserver's own Service: first address of the range
-			}
-			if !cidr.Usable(n, off) {
-				if r.opts.Repack {
-					needs[s.key] = append(needs[s.key], i)
-					repack = append(repack, s.key)
-					continue
-				}
-				misfits = append(misfits, fmt.Sprintf("%s (%s, offset %s)", strings.TrimPrefix(s.key, state.PrefixServices), a, off))
-				continue
-			}
-			out[i], _ = cidr.AddrAt(n, off)
-		}
-		final[s.key] = out
-	}
-	if len(misfits) > 0 {
-		sort.Strings(misfits)
-		return fmt.Errorf("%w: the new service range %s is too small to keep these Services at their offsets: %s; choose a larger range or pass --repack",
-			transform.ErrRefused, prefixesString(newP), strings.Join(misfits, ", "))
-	}
-	// Ownership and collisions (kept addresses first, so they win).
-	order := make([]svcIPs, len(all))
-	copy(order, all)
-	sort.SliceStable(order, func(i, j int) bool { return keep[order[i].key] && !keep[order[j].key] })
-	for _, s := range order {
-		for i, a := range final[s.key] {
-			if contains(intsToKeys(needs[s.key]), fmt.Sprint(i)) {
-				continue
-			}
-			if prev, dup := owner[a]; dup && prev != s.key {
-				if r.opts.Repack && !keep[s.key] && s.key != keyDefaultKubernetes {
-					needs[s.key] = append(needs[s.key], i)
-					repack = append(repack, s.key)
-					continue
-				}
-				clashes = append(clashes, fmt.Sprintf("%s and %s at %s", strings.TrimPrefix(prev, state.PrefixServices), strings.TrimPrefix(s.key, state.PrefixServices), a))
-				continue
-			}
-			owner[a] = s.key
-		}
-	}
-	if len(clashes) > 0 {
-		sort.Strings(clashes)
-		return fmt.Errorf("%w: after the mapping two Services would share an address: %s", transform.ErrRefused, strings.Join(clashes, "; "))
-	}
-	// DNS bridge: the address the kept DNS Service would have had.
-	dnsKey := state.PrefixServices + r.opts.DNSService
 	if r.opts.DNSBridge {
-		if err := r.planBridge(v, dnsKey, all, owner); err != nil {
-			return err
+		w.Bridge = r.bridgeKey()
+	}
+	lay, err := planServices(w)
+	if err != nil {
+		return err
+	}
+	lay.Plan.OldSource = oldSrc
+	r.sp, r.plan.Service = lay.Plan, lay.Plan
+	r.notes = append(r.notes, lay.Notes...)
+	r.newIPs = map[string][]string{}
+	for _, mv := range lay.Plan.Services {
+		if !slices.Equal(mv.Old, mv.New) {
+			r.newIPs[mv.Key] = mv.New
 		}
 	}
-	// Repack, deterministic: keys in order, lowest free usable offsets.
-	sort.Strings(repack)
-	for _, key := range dedupe(repack) {
-		for _, i := range needs[key] {
-			a := final[key][i]
-			_, n, _ := pairOf(oldP, newP, a)
-			na, err := lowestFree(n, owner)
-			if err != nil {
-				return fmt.Errorf("%w: --repack: %v", transform.ErrRefused, err)
-			}
-			owner[na] = key
-			final[key][i] = na
-		}
+	if lay.Plan.Bridge.IsValid() {
+		r.bridgeSvc = r.newBridge(svcs[w.DNS], lay.Plan.Bridge)
 	}
-	// Record the moves.
-	for _, s := range all {
-		mv := ServiceMove{Key: s.key, Old: addrStrings(s.ips), New: addrStrings(final[s.key]), Kept: keep[s.key]}
-		changed := false
-		for i, a := range s.ips {
-			if final[s.key][i] != a {
-				sp.IPs[a] = final[s.key][i]
-				changed = true
-			}
-		}
-		if contains(repack, s.key) {
-			mv.Packed = true
-		}
-		if changed {
-			r.newIPs[s.key] = mv.New
-		}
-		if changed || mv.Kept {
-			sp.Services = append(sp.Services, mv)
-		}
-		if s.key == dnsKey && len(final[s.key]) > 0 {
-			sp.DNS = final[s.key][0]
-		}
-		if mv.Kept {
-			for _, a := range s.ips {
-				if _, n, ok := pairOf(oldP, newP, a); ok && !n.Contains(a) {
-					r.notef("%s keeps %s, outside the new range %s: move it later (delete and recreate the Service with a new-range clusterIP) once nothing depends on the old address",
-						strings.TrimPrefix(s.key, state.PrefixServices), a, n)
-				}
-			}
-		}
-	}
-	// Capacity: the bitmap must hold every address of its family in range.
-	for _, n := range newP {
-		used := 0
-		for a := range owner {
-			if n.Contains(a) {
-				used++
-			}
-		}
-		if big.NewInt(int64(used)).Cmp(cidr.NewServiceRange(n).Count) > 0 {
-			return fmt.Errorf("%w: the new service range %s holds %s addresses, but %d Services need one", transform.ErrRefused, n, cidr.NewServiceRange(n).Count, used)
-		}
-	}
-	if err := r.planRanges(v, owner); err != nil {
+	if err := r.planRanges(v, lay.Used); err != nil {
 		return err
 	}
 	return r.scanIPAddresses(v)
+}
+
+// resolveRanges returns the old and new service CIDRs, paired by family,
+// and where the old ones were found.
+func (r *ServiceCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, newP []netip.Prefix, oldSrc string, err error) {
+	newP, err = optionPrefixes("ServiceCIDR", r.opts.ServiceCIDR)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	nets, err := r.plan.networks(ctx, v)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	srcs, err := toDetected(nets.ServiceCIDR)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	oldP, oldSrc, err = resolveOld("service CIDR", "OldServiceCIDR", r.opts.OldServiceCIDR, srcs, newP)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	oldP, newP, err = pairByFamily("service CIDR", oldP, newP)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	// The pod network: the new one if it moves too (validated with the
+	// options), else the one the snapshot records, which stays.
+	if r.opts.PodNetworkCIDR == "" {
+		if pod, err := recordedPrefixes(nets.PodCIDR); err == nil {
+			if err := disjoint("service", newP, "pod", pod); err != nil {
+				return nil, nil, "", err
+			}
+		}
+	}
+	return oldP, newP, oldSrc, nil
+}
+
+// listServices reads every Service, by key, and its cluster IPs (none for
+// a headless or ExternalName Service).
+func listServices(v *state.View) (map[string]*corev1.Service, map[string][]netip.Addr, error) {
+	objs, err := v.List(state.PrefixServices)
+	if err != nil {
+		return nil, nil, err
+	}
+	svcs, ips := map[string]*corev1.Service{}, map[string][]netip.Addr{}
+	for _, o := range objs {
+		svc, ok := o.Value.Obj.(*corev1.Service)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s: stored object is %s, not a Service", o.Key, o.Value.GVK)
+		}
+		var as []netip.Addr
+		for _, ip := range serviceIPs(svc) {
+			a, err := netip.ParseAddr(ip)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: clusterIP %q is not an IP address", o.Key, ip)
+			}
+			as = append(as, a)
+		}
+		svcs[o.Key], ips[o.Key] = svc, as
+	}
+	return svcs, ips, nil
 }
 
 // serviceIPs returns a Service's allocated cluster IPs (none for headless
@@ -321,37 +203,11 @@ func serviceIPs(svc *corev1.Service) []string {
 	return out
 }
 
-func (r *ServiceCIDR) planBridge(v *state.View, dnsKey string, all []svcIPs, owner map[netip.Addr]string) error {
+// newBridge builds the DNS bridge: a copy of the DNS Service src at
+// address a, in its namespace, selecting the same Pods.
+func (r *ServiceCIDR) newBridge(src *corev1.Service, a netip.Addr) *corev1.Service {
 	bridgeKey := r.bridgeKey()
 	bridgeNS, bridgeName := bridgeFor(r.opts.DNSService)
-	if _, exists := v.Index().Lookup([]byte(bridgeKey)); exists {
-		r.notef("%s already exists; no new bridge created", bridgeKey)
-		return nil
-	}
-	var dns *svcIPs
-	for i := range all {
-		if all[i].key == dnsKey {
-			dns = &all[i]
-		}
-	}
-	if dns == nil {
-		return fmt.Errorf("--dns-bridge: the DNS Service %s has no cluster IP in the snapshot", r.opts.DNSService)
-	}
-	o, n, ok := pairOf(r.sp.Old, r.sp.New, dns.ips[0])
-	if !ok || !o.Contains(dns.ips[0]) {
-		return fmt.Errorf("--dns-bridge: %s (%s) is not in the old service range", r.opts.DNSService, dns.ips[0])
-	}
-	off, _ := cidr.Offset(o, dns.ips[0])
-	if !cidr.Usable(n, off) {
-		return fmt.Errorf("%w: --dns-bridge: offset %s of %s does not fit the new range %s", transform.ErrRefused, off, dns.ips[0], n)
-	}
-	a, _ := cidr.AddrAt(n, off)
-	if prev, taken := owner[a]; taken {
-		return fmt.Errorf("%w: --dns-bridge: %s is taken by %s", transform.ErrRefused, a, prev)
-	}
-	owner[a] = bridgeKey
-	r.sp.Bridge = a
-	src := dns.svc
 	fam := corev1.IPv4Protocol
 	if a.Is6() {
 		fam = corev1.IPv6Protocol
@@ -383,23 +239,7 @@ func (r *ServiceCIDR) planBridge(v *state.View, dnsKey string, all []svcIPs, own
 		p.NodePort = 0
 		b.Spec.Ports = append(b.Spec.Ports, p)
 	}
-	r.bridgeSvc = b
-	return nil
-}
-
-// lowestFree returns the lowest usable address of n not in used.
-func lowestFree(n netip.Prefix, used map[netip.Addr]string) (netip.Addr, error) {
-	count := cidr.NewServiceRange(n).Count
-	for off := big.NewInt(1); off.Cmp(count) <= 0; off.Add(off, big.NewInt(1)) {
-		a, err := cidr.AddrAt(n, off)
-		if err != nil {
-			break
-		}
-		if _, taken := used[a]; !taken && cidr.Usable(n, off) {
-			return a, nil
-		}
-	}
-	return netip.Addr{}, fmt.Errorf("no free address left in %s", n)
+	return b
 }
 
 // planRanges recomputes the RangeAllocation bitmaps for the new ranges.
@@ -662,24 +502,6 @@ func familyLabel(a netip.Addr) string {
 		return "IPv4"
 	}
 	return "IPv6"
-}
-
-func dedupe(s []string) []string {
-	var out []string
-	for i, x := range s {
-		if i == 0 || s[i-1] != x {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-func intsToKeys(is []int) []string {
-	out := make([]string, len(is))
-	for i, x := range is {
-		out[i] = fmt.Sprint(x)
-	}
-	return out
 }
 
 // NameServiceCIDR is the service-cidr rule.

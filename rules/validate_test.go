@@ -75,6 +75,8 @@ func TestValidationErrors(t *testing.T) {
 			want: []string{"--old-pod-network-cidr 10.32.0.0/12 does not match what the snapshot holds", "kube-proxy clusterCIDR says 10.244.0.0/16"}},
 		{name: "unknown keep-service-ip", snapshot: true, opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"demo/nope"}}},
 			want: []string{"--keep-service-ip demo/nope: no such Service"}},
+		{name: "two unknown keep-service-ips", snapshot: true, opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"demo/zz", "demo/nope"}}},
+			want: []string{"--keep-service-ip demo/nope, demo/zz: no such Service with a cluster IP in the snapshot"}},
 		{name: "shrink too far", snapshot: true, refused: true, opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/24"}},
 			want: []string{"refused: the new service range 172.24.0.0/24 is too small", "demo/api (192.168.200.14, offset 51214)", "pass --repack"}},
 	} {

@@ -1,0 +1,324 @@
+package rules
+
+import (
+	"fmt"
+	"math/big"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/option"
+	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/transform"
+)
+
+// serviceWish is what the service-IP planner starts from: the Services'
+// addresses and what the options ask for. It needs no snapshot.
+type serviceWish struct {
+	// IPs maps every Service's key to its cluster IPs, in order. A headless
+	// or ExternalName Service is present with none.
+	IPs map[string][]netip.Addr
+	// Old and New are the service ranges, paired by family (pairByFamily).
+	Old, New []netip.Prefix
+	// Keep lists the keys of the Services that keep their addresses.
+	Keep []string
+	// Repack gives the Services whose address does not fit (or clashes) the
+	// lowest free addresses, in key order, instead of refusing.
+	Repack bool
+	// DNS is the cluster DNS Service's key.
+	DNS string
+	// Bridge is the key of the DNS bridge to create beside the kept DNS
+	// Service, "" for none. An existing Service of that name is left alone.
+	Bridge string
+}
+
+// serviceLayout is the service-IP planner's answer.
+type serviceLayout struct {
+	// Plan holds the ranges, the moves, the bridge and the DNS address;
+	// OldSource is left to the caller.
+	Plan *ServicePlan
+	// Used maps every address in use after the move (the bridge's
+	// included) to its Service's key.
+	Used map[netip.Addr]string
+	// Notes are what the user should know about the layout.
+	Notes []string
+}
+
+// servicePlanner carries the planner's state from one step to the next.
+type servicePlanner struct {
+	w     serviceWish
+	keep  map[string]bool
+	keys  []string                // the Services with a cluster IP, sorted
+	final map[string][]netip.Addr // each Service's addresses after the move
+	needs map[string][]int        // indexes of addresses awaiting a repacked one
+	owner map[netip.Addr]string
+	notes []string
+
+	bridge netip.Addr
+}
+
+// planServices maps every Service's cluster IPs to the new ranges: each
+// address keeps its offset (default/kubernetes takes the first address),
+// kept Services keep theirs, and with Repack the ones that do not fit or
+// clash take the lowest free addresses. It refuses, listing every
+// Service at fault, when an offset does not fit or two Services would
+// share an address.
+func planServices(w serviceWish) (*serviceLayout, error) {
+	if err := checkKept(w.Keep, w.IPs); err != nil {
+		return nil, err
+	}
+	p := &servicePlanner{w: w, keep: map[string]bool{}, final: map[string][]netip.Addr{},
+		needs: map[string][]int{}, owner: map[netip.Addr]string{}}
+	for _, k := range w.Keep {
+		p.keep[k] = true
+	}
+	for k, ips := range w.IPs {
+		if len(ips) > 0 {
+			p.keys = append(p.keys, k)
+		}
+	}
+	sort.Strings(p.keys)
+	for _, step := range []func() error{p.mapOffsets, p.claim, p.planBridge, p.repack, p.checkCapacity} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	return p.layout(), nil
+}
+
+// checkKept refuses kept Services that are not in the snapshot or have no
+// cluster IP, naming all of them, sorted.
+func checkKept(keep []string, ips map[string][]netip.Addr) error {
+	var missing, headless []string
+	keys := slices.Clone(keep)
+	sort.Strings(keys)
+	for _, k := range slices.Compact(keys) {
+		switch as, ok := ips[k]; {
+		case !ok:
+			missing = append(missing, svcName(k))
+		case len(as) == 0:
+			headless = append(headless, svcName(k))
+		}
+	}
+	var problems []string
+	if len(missing) > 0 {
+		problems = append(problems, strings.Join(missing, ", ")+": no such Service with a cluster IP in the snapshot")
+	}
+	if len(headless) > 0 {
+		problems = append(problems, strings.Join(headless, ", ")+": the Service has no cluster IP to keep (headless or ExternalName)")
+	}
+	if len(problems) > 0 {
+		return option.Errorf("KeepServiceIPs", "{} %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// mapOffsets gives every address that moves the address at its offset in
+// the new range of its family; with Repack, the ones that do not fit wait
+// for a repacked address.
+func (p *servicePlanner) mapOffsets() error {
+	var misfits []string
+	for _, key := range p.keys {
+		ips := p.w.IPs[key]
+		out := slices.Clone(ips)
+		for i, a := range ips {
+			n, off, moves := p.target(key, a)
+			switch {
+			case !moves:
+			case cidr.Usable(n, off):
+				out[i], _ = cidr.AddrAt(n, off)
+			case p.w.Repack:
+				p.needs[key] = append(p.needs[key], i)
+			default:
+				misfits = append(misfits, fmt.Sprintf("%s (%s, offset %s)", svcName(key), a, off))
+			}
+		}
+		p.final[key] = out
+	}
+	if len(misfits) > 0 {
+		sort.Strings(misfits)
+		return option.Errorf("ServiceCIDR", "%w: the new service range %s is too small to keep these Services at their offsets: %s; choose a larger range or pass {Repack}",
+			transform.ErrRefused, prefixesString(p.w.New), strings.Join(misfits, ", "))
+	}
+	return nil
+}
+
+// target returns the new range and the offset Service key's address a
+// moves to, and false when a stays: its family is not remapped, it is
+// outside the old range, or the Service is kept.
+func (p *servicePlanner) target(key string, a netip.Addr) (netip.Prefix, *big.Int, bool) {
+	o, n, ok := pairOf(p.w.Old, p.w.New, a)
+	switch {
+	case !ok:
+		return n, nil, false
+	case !o.Contains(a):
+		if !n.Contains(a) {
+			p.notef("%s: %s is outside the old range %s and is left unchanged", key, a, o)
+		}
+		return n, nil, false
+	case p.keep[key]:
+		return n, nil, false
+	}
+	off, _ := cidr.Offset(o, a)
+	if key == keyDefaultKubernetes {
+		off = big.NewInt(1) // the apiserver's own Service: first address of the range
+	}
+	return n, off, true
+}
+
+// claim gives every address its owner, kept Services first so they win;
+// two Services on one address are a clash, which Repack resolves by moving
+// the later one (unless it is kept or default/kubernetes).
+func (p *servicePlanner) claim() error {
+	order := slices.Clone(p.keys)
+	sort.SliceStable(order, func(i, j int) bool { return p.keep[order[i]] && !p.keep[order[j]] })
+	var clashes []string
+	for _, key := range order {
+		for i, a := range p.final[key] {
+			if slices.Contains(p.needs[key], i) {
+				continue
+			}
+			prev, taken := p.owner[a]
+			switch {
+			case !taken || prev == key:
+				p.owner[a] = key
+			case p.w.Repack && !p.keep[key] && key != keyDefaultKubernetes:
+				p.needs[key] = append(p.needs[key], i)
+			default:
+				clashes = append(clashes, fmt.Sprintf("%s and %s at %s", svcName(prev), svcName(key), a))
+			}
+		}
+	}
+	if len(clashes) > 0 {
+		sort.Strings(clashes)
+		return fmt.Errorf("%w: after the mapping two Services would share an address: %s", transform.ErrRefused, strings.Join(clashes, "; "))
+	}
+	return nil
+}
+
+// planBridge reserves the address the kept DNS Service would have been
+// mapped to for its bridge.
+func (p *servicePlanner) planBridge() error {
+	if p.w.Bridge == "" {
+		return nil
+	}
+	if _, exists := p.w.IPs[p.w.Bridge]; exists {
+		p.notef("%s already exists; no new bridge created", p.w.Bridge)
+		return nil
+	}
+	dns := p.w.IPs[p.w.DNS]
+	if len(dns) == 0 {
+		return option.Errorf("DNSBridge", "{}: the DNS Service %s has no cluster IP in the snapshot", svcName(p.w.DNS))
+	}
+	o, n, ok := pairOf(p.w.Old, p.w.New, dns[0])
+	if !ok || !o.Contains(dns[0]) {
+		return option.Errorf("DNSBridge", "{}: %s (%s) is not in the old service range", svcName(p.w.DNS), dns[0])
+	}
+	off, _ := cidr.Offset(o, dns[0])
+	if !cidr.Usable(n, off) {
+		return option.Errorf("DNSBridge", "%w: {}: offset %s of %s does not fit the new range %s", transform.ErrRefused, off, dns[0], n)
+	}
+	a, _ := cidr.AddrAt(n, off)
+	if prev, taken := p.owner[a]; taken {
+		return option.Errorf("DNSBridge", "%w: {}: %s is taken by %s", transform.ErrRefused, a, prev)
+	}
+	p.owner[a] = p.w.Bridge
+	p.bridge = a
+	return nil
+}
+
+// repack gives the waiting addresses the lowest free usable addresses of
+// their new range, Services in key order.
+func (p *servicePlanner) repack() error {
+	for _, key := range p.keys {
+		for _, i := range p.needs[key] {
+			_, n, _ := pairOf(p.w.Old, p.w.New, p.final[key][i])
+			a, err := lowestFree(n, p.owner)
+			if err != nil {
+				return option.Errorf("Repack", "%w: {}: %v", transform.ErrRefused, err)
+			}
+			p.owner[a] = key
+			p.final[key][i] = a
+		}
+	}
+	return nil
+}
+
+// checkCapacity refuses a new range whose bitmap cannot hold every address
+// of its family.
+func (p *servicePlanner) checkCapacity() error {
+	for _, n := range p.w.New {
+		used := 0
+		for a := range p.owner {
+			if n.Contains(a) {
+				used++
+			}
+		}
+		if count := cidr.NewServiceRange(n).Count; big.NewInt(int64(used)).Cmp(count) > 0 {
+			return fmt.Errorf("%w: the new service range %s holds %s addresses, but %d Services need one", transform.ErrRefused, n, count, used)
+		}
+	}
+	return nil
+}
+
+// layout records the moves: every Service that changes or is kept, in key
+// order.
+func (p *servicePlanner) layout() *serviceLayout {
+	sp := &ServicePlan{Old: p.w.Old, New: p.w.New, IPs: map[netip.Addr]netip.Addr{}, Bridge: p.bridge}
+	for _, key := range p.keys {
+		ips, final := p.w.IPs[key], p.final[key]
+		mv := ServiceMove{Key: key, Old: addrStrings(ips), New: addrStrings(final), Kept: p.keep[key], Packed: len(p.needs[key]) > 0}
+		changed := false
+		for i, a := range ips {
+			if final[i] != a {
+				sp.IPs[a] = final[i]
+				changed = true
+			}
+		}
+		if changed || mv.Kept {
+			sp.Services = append(sp.Services, mv)
+		}
+		if key == p.w.DNS {
+			sp.DNS = final[0]
+		}
+		if mv.Kept {
+			p.noteKeptOutside(key)
+		}
+	}
+	return &serviceLayout{Plan: sp, Used: p.owner, Notes: p.notes}
+}
+
+// noteKeptOutside tells the user to move a kept address that is outside
+// the new range later.
+func (p *servicePlanner) noteKeptOutside(key string) {
+	for _, a := range p.w.IPs[key] {
+		if _, n, ok := pairOf(p.w.Old, p.w.New, a); ok && !n.Contains(a) {
+			p.notef("%s keeps %s, outside the new range %s: move it later (delete and recreate the Service with a new-range clusterIP) once nothing depends on the old address",
+				svcName(key), a, n)
+		}
+	}
+}
+
+func (p *servicePlanner) notef(format string, args ...any) {
+	p.notes = append(p.notes, fmt.Sprintf(format, args...))
+}
+
+// lowestFree returns the lowest usable address of n not in used.
+func lowestFree(n netip.Prefix, used map[netip.Addr]string) (netip.Addr, error) {
+	count := cidr.NewServiceRange(n).Count
+	for off := big.NewInt(1); off.Cmp(count) <= 0; off.Add(off, big.NewInt(1)) {
+		a, err := cidr.AddrAt(n, off)
+		if err != nil {
+			break
+		}
+		if _, taken := used[a]; !taken && cidr.Usable(n, off) {
+			return a, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("no free address left in %s", n)
+}
+
+// svcName is a Service's "namespace/name" from its key.
+func svcName(key string) string { return strings.TrimPrefix(key, state.PrefixServices) }
