@@ -70,38 +70,28 @@ func pairOf(old, new []netip.Prefix, a netip.Addr) (o, n netip.Prefix, ok bool) 
 	return o, n, false
 }
 
-// parseCIDRList parses one CIDR or two of different families.
+// parseCIDRList parses the value of flag with cidr.ParseList (one CIDR, or
+// two of different families) and returns the CIDRs as text.
 func parseCIDRList(flag, s string) ([]string, error) {
-	parts := strings.Split(s, ",")
-	if len(parts) > 2 {
-		return nil, fmt.Errorf("%s %q: at most two CIDRs (one per family)", flag, s)
+	ps, err := parsePrefixes(flag, s)
+	if err != nil {
+		return nil, err
 	}
-	var out []string
-	var prev netip.Prefix
-	for i, p := range parts {
-		pr, err := cidr.Parse(p)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", flag, err)
-		}
-		if i == 1 && cidr.SameFamily(prev, pr) {
-			return nil, fmt.Errorf("%s %q: two CIDRs must be one IPv4 and one IPv6", flag, s)
-		}
-		prev = pr
-		out = append(out, pr.String())
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
 	}
 	return out, nil
 }
 
+// parsePrefixes parses the value of flag with cidr.ParseList; the error
+// names the flag.
 func parsePrefixes(flag, s string) ([]netip.Prefix, error) {
-	strs, err := parseCIDRList(flag, s)
+	ps, err := cidr.ParseList(s)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	out := make([]netip.Prefix, len(strs))
-	for i, x := range strs {
-		out[i] = netip.MustParsePrefix(x)
-	}
-	return out, nil
+	return ps, nil
 }
 
 func overlaps(a, b string) bool {
