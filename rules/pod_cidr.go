@@ -43,7 +43,7 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 	// of the agreement check (a cluster may use only part of its range).
 	var recorded []state.Source
 	for _, s := range nets.PodCIDR {
-		if !strings.HasPrefix(s.Source, "Node podCIDRs") {
+		if s.Kind != state.SourceNodes {
 			recorded = append(recorded, s)
 		}
 	}
