@@ -23,7 +23,8 @@ import (
 // display string.
 type SourceKind string
 
-// The kinds of Source, one per detector.
+// The kinds of Source, one per detector that records CIDRs (kubelet-config
+// gives ClusterDNS only).
 const (
 	SourceKubeadm         SourceKind = "kubeadm-config"
 	SourceServiceCIDR     SourceKind = "servicecidr"
