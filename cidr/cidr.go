@@ -16,8 +16,17 @@ import (
 // ErrDoesNotFit is wrapped when an offset is outside the target range.
 var ErrDoesNotFit = errors.New("does not fit in the new range")
 
-// Parse parses a CIDR and requires it to be in canonical form (no host
-// bits), as kube-apiserver and kube-controller-manager do.
+// Parse parses one CIDR and requires it to be in canonical form: no host
+// bits, no zone, IPv4 written as IPv4. Surrounding blanks are ignored.
+//
+// kube-apiserver masks its --service-cluster-ip-range flag silently
+// (k8s.io/utils/net ParseCIDRSloppy: 10.96.0.1/12 runs as 10.96.0.0/12), but
+// Kubernetes' strict API validation (k8s.io/apimachinery validation
+// IsValidCIDR) refuses a CIDR with "bits set beyond the prefix length" in an
+// object's field. snapshift writes the new CIDRs into stored objects
+// (ServiceCIDR spec.cidrs, RangeAllocation range, Node podCIDRs), so it
+// follows the object rule and refuses, naming the network meant: a typo such
+// as 10.55.3.0/16 must not move a cluster to 10.55.0.0/16 unnoticed.
 func Parse(s string) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(strings.TrimSpace(s))
 	if err != nil {
@@ -33,6 +42,34 @@ func Parse(s string) (netip.Prefix, error) {
 		return p, fmt.Errorf("%q is an IPv4-mapped IPv6 CIDR; write it as IPv4", s)
 	}
 	return p, nil
+}
+
+// ParseList parses a dual-stack CIDR list as kubeadm's networking.serviceSubnet
+// and kube-apiserver's --service-cluster-ip-range write it: one CIDR, or two
+// separated by a comma, one IPv4 and one IPv6, in the order given (the first
+// is the primary family). Blanks around each CIDR are ignored; an empty list
+// or an empty element is an error. Each CIDR must be canonical (see Parse).
+//
+// k8s.io/utils/net has ParseCIDRs and IsDualStackCIDRs for the same rules,
+// but they work on net.IPNet and mask host bits silently; this package works
+// in net/netip and refuses them.
+func ParseList(s string) ([]netip.Prefix, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		return nil, fmt.Errorf("%q: at most two CIDRs (one per family)", s)
+	}
+	out := make([]netip.Prefix, len(parts))
+	for i, part := range parts {
+		p, err := Parse(part)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	if len(out) == 2 && SameFamily(out[0], out[1]) {
+		return nil, fmt.Errorf("%q: two CIDRs must be one IPv4 and one IPv6", s)
+	}
+	return out, nil
 }
 
 // Size is the number of addresses in p.

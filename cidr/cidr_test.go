@@ -55,6 +55,63 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestParseList(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string // the prefixes, in order; nil when refused
+		err  string   // a part of the error when refused
+	}{
+		{in: "172.24.0.0/16", want: []string{"172.24.0.0/16"}},
+		{in: "fd00:10:96::/108", want: []string{"fd00:10:96::/108"}},
+		{in: "172.24.0.0/16,fd00:10:96::/108", want: []string{"172.24.0.0/16", "fd00:10:96::/108"}},
+		{in: "fd00:10:96::/108,172.24.0.0/16", want: []string{"fd00:10:96::/108", "172.24.0.0/16"}}, // order kept: the first is the primary family
+		{in: " 172.24.0.0/16 , fd00:10:96::/108 ", want: []string{"172.24.0.0/16", "fd00:10:96::/108"}},
+		{in: "\t10.0.0.0/8\n", want: []string{"10.0.0.0/8"}},
+
+		{in: "172.24.0.0/16,172.25.0.0/16", err: `"172.24.0.0/16,172.25.0.0/16": two CIDRs must be one IPv4 and one IPv6`},
+		{in: "fd00::/64,fd01::/64", err: "two CIDRs must be one IPv4 and one IPv6"},
+		{in: "10.0.0.0/8,10.0.0.0/8", err: "two CIDRs must be one IPv4 and one IPv6"},
+		{in: "172.24.0.0/16,fd00::/108,10.0.0.0/16", err: "at most two CIDRs (one per family)"},
+		{in: "10.0.0.0/8,,fd00::/8", err: "at most two CIDRs"},
+		{in: "172.24.0.1/16", err: `"172.24.0.1/16" has host bits set; the network is 172.24.0.0/16`},
+		{in: "172.24.0.0/16,fd00:10:96::1/108", err: "the network is fd00:10:96::/108"},
+		{in: "::ffff:10.0.0.0/104", err: "IPv4-mapped"},
+		{in: "", err: `"" is not a CIDR`},
+		{in: " ", err: `" " is not a CIDR`},
+		{in: ",", err: `"" is not a CIDR`},
+		{in: "10.0.0.0/8,", err: `"" is not a CIDR`},
+		{in: ",10.0.0.0/8", err: `"" is not a CIDR`},
+		{in: "10.0.0.0/8 fd00::/8", err: "is not a CIDR"},
+		{in: "10.0.0.0/8;fd00::/8", err: "is not a CIDR"},
+		{in: "banana,fd00::/8", err: `"banana" is not a CIDR`},
+		{in: "10.0.0.0", err: `"10.0.0.0" is not a CIDR`},
+		{in: "fe80::/64%eth0", err: "is not a CIDR"},
+	} {
+		got, err := cidr.ParseList(c.in)
+		if c.want == nil {
+			if err == nil {
+				t.Errorf("ParseList(%q) = %v, want an error containing %q", c.in, got, c.err)
+			} else if !strings.Contains(err.Error(), c.err) {
+				t.Errorf("ParseList(%q) = %q, want it to say %q", c.in, err, c.err)
+			} else if strings.Contains(err.Error(), "--") {
+				t.Errorf("ParseList(%q) = %q: a library error names no flag", c.in, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseList(%q): %v", c.in, err)
+			continue
+		}
+		var gotS []string
+		for _, p := range got {
+			gotS = append(gotS, p.String())
+		}
+		if !slices.Equal(gotS, c.want) {
+			t.Errorf("ParseList(%q) = %v, want %v", c.in, gotS, c.want)
+		}
+	}
+}
+
 func TestOffsetAddrAtRoundTrip(t *testing.T) {
 	for _, c := range []struct {
 		p   string

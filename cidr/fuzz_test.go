@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/big"
+	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/snapshift/snapshift/cidr"
@@ -159,6 +161,83 @@ func FuzzBitmap(f *testing.F) {
 		slices.SortFunc(want, func(a, b netip.Addr) int { return a.Compare(b) })
 		if !slices.Equal(back, want) && (len(back) != 0 || len(want) != 0) {
 			t.Fatalf("BitmapAddrs(%s, Bitmap(%v)) = %v, want %v", p, set, back, want)
+		}
+	})
+}
+
+// refParseList is ParseList written with the older net package, as
+// kube-apiserver reads its --service-cluster-ip-range (split on commas,
+// net.ParseCIDR), plus the refusals of Kubernetes' strict API validation
+// that ParseList shares: host bits, IPv4 written as IPv4-mapped IPv6, a
+// prefix length with a leading zero; and two CIDRs of one family.
+func refParseList(s string) ([]netip.Prefix, bool) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		return nil, false
+	}
+	var out []netip.Prefix
+	for _, part := range parts {
+		part = strings.TrimSpace(part)
+		if _, length, _ := strings.Cut(part, "/"); len(length) > 1 && length[0] == '0' {
+			return nil, false
+		}
+		ip, n, err := net.ParseCIDR(part)
+		if err != nil || !ip.Equal(n.IP) {
+			return nil, false
+		}
+		ones, bits := n.Mask.Size()
+		if bits == 128 && n.IP.To4() != nil {
+			return nil, false
+		}
+		a, _ := netip.AddrFromSlice(n.IP)
+		if bits == 32 {
+			a = a.Unmap()
+		}
+		out = append(out, netip.PrefixFrom(a, ones))
+	}
+	if len(out) == 2 && out[0].Addr().Is4() == out[1].Addr().Is4() {
+		return nil, false
+	}
+	return out, true
+}
+
+// FuzzParseList checks ParseList against refParseList: both accept the same
+// lists and give the same prefixes, in order; what ParseList accepts is one
+// or two canonical prefixes that read back the same from their own text.
+func FuzzParseList(f *testing.F) {
+	for _, s := range []string{
+		"172.24.0.0/16", "fd00:10:96::/108", "172.24.0.0/16,fd00:10:96::/108", " fd00::/8 , 10.0.0.0/8 ",
+		"172.24.0.0/16,172.25.0.0/16", "10.0.0.0/8,fd00::/8,10.0.0.0/8", "172.24.0.1/16", "::ffff:10.0.0.0/104",
+		"", ",", "10.0.0.0/8,", "0.0.0.0/0,::/0", "255.255.255.255/32", "10.0.0.0/08", "010.0.0.0/8",
+		"fe80::%eth0/64", "1.2.3.4/33", "::/129", "::ffff:0:0/96", "\u00a010.0.0.0/8",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := cidr.ParseList(s)
+		want, ok := refParseList(s)
+		if (err == nil) != ok {
+			t.Fatalf("ParseList(%q) = %v, %v; the net package reference accepts: %v (%v)", s, got, err, ok, want)
+		}
+		if err != nil {
+			return
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("ParseList(%q) = %v, the net package reference gives %v", s, got, want)
+		}
+		if len(got) < 1 || len(got) > 2 {
+			t.Fatalf("ParseList(%q) = %v: want one or two prefixes", s, got)
+		}
+		text := make([]string, len(got))
+		for i, p := range got {
+			if p != p.Masked() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
+				t.Fatalf("ParseList(%q) gives %s, which is not canonical", s, p)
+			}
+			text[i] = p.String()
+		}
+		back, err := cidr.ParseList(strings.Join(text, ","))
+		if err != nil || !slices.Equal(back, got) {
+			t.Fatalf("ParseList(%q) = %v, but its own text reads back as %v, %v", s, got, back, err)
 		}
 	})
 }

@@ -100,11 +100,11 @@ func (c Changes) Validate() error {
 		}
 	}
 	if c.ServiceCIDR != "" {
-		_, err := parseCIDRs(c.ServiceCIDR)
+		_, err := cidr.ParseList(c.ServiceCIDR)
 		add("service CIDR", err)
 	}
 	if c.PodCIDR != "" {
-		_, err := parseCIDRs(c.PodCIDR)
+		_, err := cidr.ParseList(c.PodCIDR)
 		add("pod CIDR", err)
 	}
 	if c.EtcdMember.Name != "" && strings.ContainsAny(c.EtcdMember.Name, "=, \t\n") {
@@ -133,23 +133,6 @@ func (c Changes) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// parseCIDRs parses a comma-separated CIDR list: one CIDR, or two of
-// different families.
-func parseCIDRs(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, part := range strings.Split(s, ",") {
-		p, err := cidr.Parse(part)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	if len(out) > 2 || len(out) == 2 && cidr.SameFamily(out[0], out[1]) {
-		return nil, fmt.Errorf("%q: give one CIDR, or one IPv4 and one IPv6 CIDR", s)
-	}
-	return out, nil
 }
 
 // checkURL accepts an etcd URL: http or https, a host and a port.

@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/snapshift/snapshift/cidr"
 )
 
 // kubeadm v1.36's defaults (cmd/kubeadm/app/constants and
@@ -206,11 +208,11 @@ func (c GenerateConfig) Validate() error {
 	if c.BindPort < 1 || c.BindPort > 65535 {
 		add(fmt.Errorf("bind port %d is not in 1-65535", c.BindPort))
 	}
-	if _, err := parseCIDRs(c.ServiceCIDR); err != nil {
+	if _, err := cidr.ParseList(c.ServiceCIDR); err != nil {
 		add(fmt.Errorf("service CIDR: %w", err))
 	}
 	if c.PodCIDR != "" {
-		ps, err := parseCIDRs(c.PodCIDR)
+		ps, err := cidr.ParseList(c.PodCIDR)
 		if err != nil {
 			add(fmt.Errorf("pod CIDR: %w", err))
 		} else if c.NodeCIDRMaskSize != 0 {
@@ -597,7 +599,7 @@ func controllerManagerPod(c GenerateConfig) *corev1.Pod {
 		if c.ServiceCIDR != "" {
 			args = append(args, Arg{"service-cluster-ip-range", c.ServiceCIDR})
 		}
-		if ps, err := parseCIDRs(c.PodCIDR); err == nil && len(ps) == 1 && c.NodeCIDRMaskSize != 0 {
+		if ps, err := cidr.ParseList(c.PodCIDR); err == nil && len(ps) == 1 && c.NodeCIDRMaskSize != 0 {
 			def := DefaultNodeCIDRMaskSize
 			if ps[0].Addr().Is6() {
 				def = 64

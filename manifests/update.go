@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/snapshift/snapshift/cidr"
 )
 
 // Update returns a copy of set with the flags, annotations, probes and
@@ -171,7 +173,7 @@ func (u *updater) podCIDR(ch Changes) error {
 // (nodeipam/ipam/cidrset: the node mask must be at least the cluster mask
 // and at most 16 bits longer).
 func checkNodeMask(l cmdLine, podCIDR string) error {
-	prefixes, err := parseCIDRs(podCIDR)
+	prefixes, err := cidr.ParseList(podCIDR)
 	if err != nil {
 		return err
 	}

@@ -209,7 +209,7 @@ func editManagedFields(meta *metav1.ObjectMeta, mapping map[string]string) bool 
 func recordedPrefixes(srcs []state.Source) ([]netip.Prefix, error) {
 	var rec []state.Source
 	for _, s := range srcs {
-		if !strings.HasPrefix(s.Source, "Node podCIDRs") {
+		if s.Kind != state.SourceNodes {
 			rec = append(rec, s)
 		}
 	}

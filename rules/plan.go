@@ -71,39 +71,31 @@ func pairOf(old, new []netip.Prefix, a netip.Addr) (o, n netip.Prefix, ok bool) 
 	return o, n, false
 }
 
-// parseCIDRList parses one CIDR or two of different families, the value
-// of the option field; errors name the option.
+// parseCIDRList parses the value of an option field with cidr.ParseList
+// (one CIDR, or two of different families) and returns the CIDRs as text;
+// errors name the option.
 func parseCIDRList(field, s string) ([]string, error) {
-	parts := strings.Split(s, ",")
-	if len(parts) > 2 {
-		return nil, option.Errorf(field, "{} %q: at most two CIDRs (one per family)", s)
+	ps, err := parsePrefixes(field, s)
+	if err != nil {
+		return nil, err
 	}
-	var out []string
-	var prev netip.Prefix
-	for i, p := range parts {
-		pr, err := cidr.Parse(p)
-		if err != nil {
-			return nil, option.Errorf(field, "{}: %w", err)
-		}
-		if i == 1 && cidr.SameFamily(prev, pr) {
-			return nil, option.Errorf(field, "{} %q: two CIDRs must be one IPv4 and one IPv6", s)
-		}
-		prev = pr
-		out = append(out, pr.String())
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
 	}
 	return out, nil
 }
 
-func parsePrefixes(flag, s string) ([]netip.Prefix, error) {
-	strs, err := parseCIDRList(flag, s)
+// parsePrefixes parses the value of flag with cidr.ParseList; the error
+// names the flag.
+// parsePrefixes parses the value of an option field as a CIDR list; errors
+// name the option.
+func parsePrefixes(field, s string) ([]netip.Prefix, error) {
+	ps, err := cidr.ParseList(s)
 	if err != nil {
-		return nil, err
+		return nil, option.Errorf(field, "{}: %w", err)
 	}
-	out := make([]netip.Prefix, len(strs))
-	for i, x := range strs {
-		out[i] = netip.MustParsePrefix(x)
-	}
-	return out, nil
+	return ps, nil
 }
 
 func overlaps(a, b string) bool {

@@ -63,7 +63,7 @@ func (r *PodCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, newP 
 	// of the agreement check (a cluster may use only part of its range).
 	var recorded []state.Source
 	for _, s := range nets.PodCIDR {
-		if !strings.HasPrefix(s.Source, "Node podCIDRs") {
+		if s.Kind != state.SourceNodes {
 			recorded = append(recorded, s)
 		}
 	}

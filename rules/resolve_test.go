@@ -27,7 +27,7 @@ func TestResolveOldOptionErrors(t *testing.T) {
 		{name: "override not a CIDR", override: "banana", srcs: []detected{kubeadm}, field: "OldServiceCIDR",
 			err: `OldServiceCIDR: "banana" is not a CIDR (want e.g. 172.24.0.0/16 or fd00:10:96::/108)`},
 		{name: "override with three CIDRs", override: "10.0.0.0/8,fd00::/64,11.0.0.0/8", field: "OldServiceCIDR",
-			err: `OldServiceCIDR "10.0.0.0/8,fd00::/64,11.0.0.0/8": at most two CIDRs (one per family)`},
+			err: `OldServiceCIDR: "10.0.0.0/8,fd00::/64,11.0.0.0/8": at most two CIDRs (one per family)`},
 		{name: "override not in the snapshot", override: "10.32.0.0/12", srcs: []detected{kubeadm}, field: "OldServiceCIDR",
 			err: "OldServiceCIDR 10.32.0.0/12 does not match what the snapshot holds (kubeadm-config networking.serviceSubnet says 192.168.0.0/16)"},
 		{name: "nothing recorded", field: "OldServiceCIDR",

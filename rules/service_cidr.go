@@ -223,7 +223,7 @@ func (r *ServiceCIDR) newBridge(src *corev1.Service, a netip.Addr) *corev1.Servi
 			UID:               newUID(bridgeKey, string(src.UID)),
 			CreationTimestamp: metav1.NewTime(r.opts.Now().UTC().Truncate(1e9)),
 			Labels:            map[string]string{"app.kubernetes.io/managed-by": "snapshift"},
-			Annotations: map[string]string{"snapshift.io/bridge-for": r.opts.DNSService,
+			Annotations: map[string]string{state.AnnotationBridgeFor: r.opts.DNSService,
 				"snapshift.io/note": fmt.Sprintf("serves cluster DNS at %s in the new range while %s keeps its old address; delete once %s has moved", a, r.opts.DNSService, r.opts.DNSService)},
 		},
 		Spec: corev1.ServiceSpec{

@@ -15,6 +15,10 @@ const (
 	PrefixIPAddresses     = "/registry/ipaddresses/"
 )
 
+// AnnotationBridgeFor marks the DNS bridge Service snapshift creates; its
+// value is the namespace/name of the DNS Service it bridges.
+const AnnotationBridgeFor = "snapshift.io/bridge-for"
+
 // FlannelConfigKeys are where kube-flannel-cfg lives (current and older manifests).
 var FlannelConfigKeys = []string{
 	"/registry/configmaps/kube-flannel/kube-flannel-cfg",

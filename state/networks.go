@@ -19,10 +19,29 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Source is one place that records CIDRs.
+// SourceKind says which kind of record a Source is. Compare kinds, not the
+// display string.
+type SourceKind string
+
+// The kinds of Source, one per detector that records CIDRs (kubelet-config
+// gives ClusterDNS only).
+const (
+	SourceKubeadm         SourceKind = "kubeadm-config"
+	SourceServiceCIDR     SourceKind = "servicecidr"
+	SourceRangeAllocation SourceKind = "rangeallocation"
+	SourceKubeProxy       SourceKind = "kube-proxy"
+	SourceFlannel         SourceKind = "flannel"
+	// SourceNodes is the smallest prefix covering the Nodes' podCIDRs:
+	// evidence of the pod range, not a record of it.
+	SourceNodes SourceKind = "nodes"
+)
+
+// Source is one place that records CIDRs: its kind, a display string that
+// names the object and field, and the CIDRs as recorded (not validated).
 type Source struct {
-	Source string   `json:"source"`
-	CIDRs  []string `json:"cidrs"`
+	Kind   SourceKind `json:"kind"`
+	Source string     `json:"source"`
+	CIDRs  []string   `json:"cidrs"`
 }
 
 // NodeCIDR is one Node's pod CIDRs.
@@ -62,7 +81,9 @@ type ClusterConfiguration struct {
 	} `json:"networking"`
 }
 
-// SplitCIDRs splits kubeadm's comma-separated dual-stack form.
+// SplitCIDRs splits kubeadm's comma-separated dual-stack form as recorded,
+// for display, dropping empty elements; it validates nothing. To parse a
+// CIDR list, use cidr.ParseList.
 func SplitCIDRs(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -73,79 +94,125 @@ func SplitCIDRs(s string) []string {
 	return out
 }
 
+// A detector reads one source of network facts into n. An absent source is
+// no error; a present but unreadable one is, naming its key.
+type detector func(v *View, n *Networks) error
+
+// detectors are every source Detect reads, in the order their Sources are
+// listed (the first service and pod Source is the one Service and Pod give).
+var detectors = []detector{
+	detectKubeadm,
+	detectServiceCIDR,
+	detectRangeAllocations,
+	detectKubeProxy,
+	detectFlannel,
+	detectKubeletConfig,
+	detectNodes,
+}
+
 // Detect reads every source it knows. Sources that are absent are skipped;
 // a source that is present but unreadable is an error naming its key.
 func Detect(ctx context.Context, v *View) (*Networks, error) {
 	n := &Networks{}
-	if cm, ok, err := configMap(v, KeyKubeadmConfig); err != nil {
-		return nil, err
-	} else if ok {
-		if doc := cm.Data["ClusterConfiguration"]; doc != "" {
-			var cc ClusterConfiguration
-			if err := yaml.Unmarshal([]byte(doc), &cc); err != nil {
-				return nil, fmt.Errorf("%s: ClusterConfiguration: %w", KeyKubeadmConfig, err)
-			}
-			if c := SplitCIDRs(cc.Networking.ServiceSubnet); len(c) > 0 {
-				n.ServiceCIDR = append(n.ServiceCIDR, Source{"kubeadm-config networking.serviceSubnet", c})
-			}
-			if c := SplitCIDRs(cc.Networking.PodSubnet); len(c) > 0 {
-				n.PodCIDR = append(n.PodCIDR, Source{"kubeadm-config networking.podSubnet", c})
-			}
-			n.DNSDomain = cc.Networking.DNSDomain
+	for _, d := range detectors {
+		if err := d(v, n); err != nil {
+			return nil, err
 		}
 	}
-	if o, ok, err := v.Get(KeyDefaultServiceCIDR); err != nil {
-		return nil, err
-	} else if ok {
-		switch sc := o.Value.Obj.(type) {
-		case *networkingv1.ServiceCIDR:
-			n.ServiceCIDR = append(n.ServiceCIDR, Source{"ServiceCIDR kubernetes", sc.Spec.CIDRs})
-		case *networkingv1beta1.ServiceCIDR:
-			n.ServiceCIDR = append(n.ServiceCIDR, Source{"ServiceCIDR kubernetes", sc.Spec.CIDRs})
-		}
+	return n, nil
+}
+
+// detectKubeadm reads kubeadm's ClusterConfiguration: both subnets and the
+// DNS domain.
+func detectKubeadm(v *View, n *Networks) error {
+	var cc ClusterConfiguration
+	if ok, err := configDoc(v, KeyKubeadmConfig, "ClusterConfiguration", unmarshalYAML, &cc); err != nil || !ok {
+		return err
 	}
+	if c := SplitCIDRs(cc.Networking.ServiceSubnet); len(c) > 0 {
+		n.ServiceCIDR = append(n.ServiceCIDR, Source{SourceKubeadm, "kubeadm-config networking.serviceSubnet", c})
+	}
+	if c := SplitCIDRs(cc.Networking.PodSubnet); len(c) > 0 {
+		n.PodCIDR = append(n.PodCIDR, Source{SourceKubeadm, "kubeadm-config networking.podSubnet", c})
+	}
+	n.DNSDomain = cc.Networking.DNSDomain
+	return nil
+}
+
+// detectServiceCIDR reads the default ServiceCIDR object (v1 or v1beta1).
+func detectServiceCIDR(v *View, n *Networks) error {
+	o, ok, err := v.Get(KeyDefaultServiceCIDR)
+	if err != nil || !ok {
+		return err
+	}
+	if c, ok := ServiceCIDRSpec(o.Value.Obj); ok {
+		n.ServiceCIDR = append(n.ServiceCIDR, Source{SourceServiceCIDR, "ServiceCIDR kubernetes", c})
+	}
+	return nil
+}
+
+// ServiceCIDRSpec returns a ServiceCIDR's spec.cidrs, for either API
+// version it is stored as; ok is false for any other object.
+func ServiceCIDRSpec(obj any) (cidrs []string, ok bool) {
+	switch sc := obj.(type) {
+	case *networkingv1.ServiceCIDR:
+		return sc.Spec.CIDRs, true
+	case *networkingv1beta1.ServiceCIDR:
+		return sc.Spec.CIDRs, true
+	}
+	return nil, false
+}
+
+// detectRangeAllocations reads the service IP allocator's ranges, primary
+// then secondary family, as one Source.
+func detectRangeAllocations(v *View, n *Networks) error {
 	var ranges []string
 	for _, k := range []string{KeyServiceIPRange, KeySecondaryIPRange} {
-		if o, ok, err := v.Get(k); err != nil {
-			return nil, err
-		} else if ok {
-			if ra, ok := o.Value.Obj.(*corev1.RangeAllocation); ok && ra.Range != "" {
-				ranges = append(ranges, ra.Range)
-			}
+		o, ok, err := v.Get(k)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if ra, ok := o.Value.Obj.(*corev1.RangeAllocation); ok && ra.Range != "" {
+			ranges = append(ranges, ra.Range)
 		}
 	}
 	if len(ranges) > 0 {
-		n.ServiceCIDR = append(n.ServiceCIDR, Source{"RangeAllocation serviceips", ranges})
+		n.ServiceCIDR = append(n.ServiceCIDR, Source{SourceRangeAllocation, "RangeAllocation serviceips", ranges})
 	}
-	if cm, ok, err := configMap(v, KeyKubeProxy); err != nil {
-		return nil, err
-	} else if ok {
-		var kp struct {
-			ClusterCIDR string `json:"clusterCIDR"`
-		}
-		if doc := cm.Data["config.conf"]; doc != "" {
-			if err := yaml.Unmarshal([]byte(doc), &kp); err != nil {
-				return nil, fmt.Errorf("%s: config.conf: %w", KeyKubeProxy, err)
-			}
-			if c := SplitCIDRs(kp.ClusterCIDR); len(c) > 0 {
-				n.PodCIDR = append(n.PodCIDR, Source{"kube-proxy clusterCIDR", c})
-			}
-		}
+	return nil
+}
+
+// detectKubeProxy reads kube-proxy's clusterCIDR.
+func detectKubeProxy(v *View, n *Networks) error {
+	var kp struct {
+		ClusterCIDR string `json:"clusterCIDR"`
 	}
+	if ok, err := configDoc(v, KeyKubeProxy, "config.conf", unmarshalYAML, &kp); err != nil || !ok {
+		return err
+	}
+	if c := SplitCIDRs(kp.ClusterCIDR); len(c) > 0 {
+		n.PodCIDR = append(n.PodCIDR, Source{SourceKubeProxy, "kube-proxy clusterCIDR", c})
+	}
+	return nil
+}
+
+// detectFlannel reads flannel's Network and IPv6Network, in every
+// namespace flannel's manifests have used.
+func detectFlannel(v *View, n *Networks) error {
 	for _, k := range FlannelConfigKeys {
-		cm, ok, err := configMap(v, k)
-		if err != nil {
-			return nil, err
-		}
-		if !ok || cm.Data["net-conf.json"] == "" {
-			continue
-		}
 		var nc struct {
 			Network     string `json:"Network"`
 			IPv6Network string `json:"IPv6Network"`
 		}
-		if err := json.Unmarshal([]byte(cm.Data["net-conf.json"]), &nc); err != nil {
-			return nil, fmt.Errorf("%s: net-conf.json: %w", k, err)
+		ok, err := configDoc(v, k, "net-conf.json", json.Unmarshal, &nc)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
 		}
 		var c []string
 		for _, s := range []string{nc.Network, nc.IPv6Network} {
@@ -154,25 +221,30 @@ func Detect(ctx context.Context, v *View) (*Networks, error) {
 			}
 		}
 		if len(c) > 0 {
-			n.PodCIDR = append(n.PodCIDR, Source{"kube-flannel-cfg net-conf.json Network", c})
+			n.PodCIDR = append(n.PodCIDR, Source{SourceFlannel, "kube-flannel-cfg net-conf.json Network", c})
 		}
 	}
-	if cm, ok, err := configMap(v, KeyKubeletConfig); err != nil {
-		return nil, err
-	} else if ok {
-		var kc struct {
-			ClusterDNS []string `json:"clusterDNS"`
-		}
-		if doc := cm.Data["kubelet"]; doc != "" {
-			if err := yaml.Unmarshal([]byte(doc), &kc); err != nil {
-				return nil, fmt.Errorf("%s: kubelet: %w", KeyKubeletConfig, err)
-			}
-			n.ClusterDNS = kc.ClusterDNS
-		}
+	return nil
+}
+
+// detectKubeletConfig reads kubelet's clusterDNS.
+func detectKubeletConfig(v *View, n *Networks) error {
+	var kc struct {
+		ClusterDNS []string `json:"clusterDNS"`
 	}
+	if ok, err := configDoc(v, KeyKubeletConfig, "kubelet", unmarshalYAML, &kc); err != nil || !ok {
+		return err
+	}
+	n.ClusterDNS = kc.ClusterDNS
+	return nil
+}
+
+// detectNodes reads every Node's podCIDRs, and the smallest prefix per
+// family that covers them as a pod Source of kind SourceNodes.
+func detectNodes(v *View, n *Networks) error {
 	nodes, err := v.List(PrefixNodes)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, o := range nodes {
 		node, ok := o.Value.Obj.(*corev1.Node)
@@ -185,13 +257,31 @@ func Detect(ctx context.Context, v *View) (*Networks, error) {
 		}
 		n.Nodes = append(n.Nodes, NodeCIDR{Node: node.Name, PodCIDRs: cidrs})
 	}
-	if len(n.Nodes) > 0 {
-		if c := coveringNodeCIDRs(n.Nodes); len(c) > 0 {
-			n.PodCIDR = append(n.PodCIDR, Source{"Node podCIDRs (smallest covering prefix)", c})
-		}
+	if c := coveringNodeCIDRs(n.Nodes); len(c) > 0 {
+		n.PodCIDR = append(n.PodCIDR, Source{SourceNodes, "Node podCIDRs (smallest covering prefix)", c})
 	}
-	return n, nil
+	return nil
 }
+
+// configDoc decodes the document in field of the ConfigMap at key into
+// into. ok is false when the ConfigMap or the field is absent or empty.
+func configDoc(v *View, key, field string, decode func([]byte, any) error, into any) (ok bool, err error) {
+	cm, ok, err := configMap(v, key)
+	if err != nil || !ok {
+		return false, err
+	}
+	doc := cm.Data[field]
+	if doc == "" {
+		return false, nil
+	}
+	if err := decode([]byte(doc), into); err != nil {
+		return false, fmt.Errorf("%s: %s: %w", key, field, err)
+	}
+	return true, nil
+}
+
+// unmarshalYAML is yaml.Unmarshal without its options.
+func unmarshalYAML(b []byte, into any) error { return yaml.Unmarshal(b, into) }
 
 func configMap(v *View, key string) (*corev1.ConfigMap, bool, error) {
 	o, ok, err := v.Get(key)

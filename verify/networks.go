@@ -1,0 +1,476 @@
+package verify
+
+// The network invariants: with the new service and pod CIDRs given, the
+// snapshot is read once into plain data (serviceState, state.Networks) and
+// every check is a pure function of that data returning its problems.
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	networkingv1beta1 "k8s.io/api/networking/v1beta1"
+
+	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/option"
+	"github.com/snapshift/snapshift/state"
+)
+
+// serviceIP is one ClusterIP of one Service.
+type serviceIP struct {
+	key  string // the Service's etcd key
+	addr netip.Addr
+	dns  bool // the Service is the cluster DNS Service or a DNS bridge
+}
+
+// rangeAlloc is one service IP RangeAllocation as stored.
+type rangeAlloc struct {
+	key   string
+	valid bool // the stored object is a RangeAllocation
+	cidr  string
+	data  []byte
+}
+
+// ipAddress is one IPAddress object and its parentRef.
+type ipAddress struct {
+	key                   string
+	ns, name, group, resc string
+}
+
+// serviceState is what the Service checks read.
+type serviceState struct {
+	ips         []serviceIP // every ClusterIP of every Service but ExternalName ones, in key order
+	ranges      []rangeAlloc
+	ipAddresses []ipAddress
+	defaultCIDR []string // the default ServiceCIDR's spec.cidrs
+	hasDefault  bool     // the default ServiceCIDR exists
+}
+
+// checkNetworks checks the snapshot against the new CIDRs of cfg.
+func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) error {
+	svcNet, podNet, err := parseNetworks(cfg)
+	if err != nil {
+		return err
+	}
+	nets, err := state.Detect(ctx, v)
+	if err != nil {
+		return err
+	}
+	var dnsIPs []string
+	if len(svcNet) > 0 {
+		s, err := readServiceState(v, state.PrefixServices+cfg.DNSService)
+		if err != nil {
+			return err
+		}
+		dnsIPs = s.dnsIPs()
+		addServiceChecks(c, s, svcNet, cfg.KeepServiceIPs)
+	}
+	if len(podNet) > 0 {
+		c.add("node pod CIDRs inside the cluster CIDR and disjoint", checkNodeCIDRs(nets.Nodes, podNet), "%d nodes", len(nets.Nodes))
+	}
+	c.add("configuration agrees with the CIDRs", checkConfiguration(nets, svcNet, podNet, dnsIPs),
+		"kubeadm-config, kubelet-config, kube-proxy, flannel, ServiceCIDR, RangeAllocation")
+	return nil
+}
+
+// parseNetworks parses the new CIDRs; an empty one is not given (nil).
+func parseNetworks(cfg Config) (svc, pod []netip.Prefix, err error) {
+	if cfg.ServiceCIDR != "" {
+		if svc, err = cidr.ParseList(cfg.ServiceCIDR); err != nil {
+			return nil, nil, option.Errorf("ServiceCIDR", "{}: %w", err)
+		}
+	}
+	if cfg.PodNetworkCIDR != "" {
+		if pod, err = cidr.ParseList(cfg.PodNetworkCIDR); err != nil {
+			return nil, nil, option.Errorf("PodNetworkCIDR", "{}: %w", err)
+		}
+	}
+	return svc, pod, nil
+}
+
+// addServiceChecks runs the checks of the service range.
+func addServiceChecks(c *checker, s *serviceState, svcNet []netip.Prefix, keep []string) {
+	owner := owners(s.ips)
+	exempt := ""
+	if len(keep) > 0 {
+		exempt = "; exempt: " + strings.Join(keep, ",")
+	}
+	c.add("Service ClusterIPs in the new range", checkServicesInRange(s.ips, svcNet, keep), "%d Service addresses%s", len(owner), exempt)
+	c.add("no duplicate ClusterIPs", checkDuplicateIPs(s.ips), "")
+	c.add("RangeAllocation matches the Services", checkRangeAllocations(s.ranges, svcNet, owner), "")
+	if len(s.ipAddresses) > 0 {
+		c.add("IPAddress objects match the Services", checkIPAddresses(s.ipAddresses, svcNet, owner), "%d IPAddress objects", len(s.ipAddresses))
+	}
+	if s.hasDefault {
+		c.add("default ServiceCIDR is the new range", checkDefaultServiceCIDR(s.defaultCIDR, svcNet), "")
+	}
+}
+
+// readServiceState reads the Services, the RangeAllocations, the IPAddress
+// objects and the default ServiceCIDR. dnsKey is the DNS Service's key.
+func readServiceState(v *state.View, dnsKey string) (*serviceState, error) {
+	s := &serviceState{}
+	var err error
+	if s.ips, err = readServiceIPs(v, dnsKey); err != nil {
+		return nil, err
+	}
+	if s.ranges, err = readRanges(v); err != nil {
+		return nil, err
+	}
+	if s.ipAddresses, err = readIPAddresses(v); err != nil {
+		return nil, err
+	}
+	o, ok, err := v.Get(state.KeyDefaultServiceCIDR)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		s.defaultCIDR, _ = state.ServiceCIDRSpec(o.Value.Obj)
+		s.hasDefault = true
+	}
+	return s, nil
+}
+
+// readServiceIPs lists every parsable ClusterIP of every Service that is not
+// of type ExternalName.
+func readServiceIPs(v *state.View, dnsKey string) ([]serviceIP, error) {
+	svcs, err := v.List(state.PrefixServices)
+	if err != nil {
+		return nil, err
+	}
+	var out []serviceIP
+	for _, o := range svcs {
+		svc, ok := o.Value.Obj.(*corev1.Service)
+		if !ok || svc.Spec.Type == corev1.ServiceTypeExternalName {
+			continue
+		}
+		ips := svc.Spec.ClusterIPs
+		if len(ips) == 0 && svc.Spec.ClusterIP != "" {
+			ips = []string{svc.Spec.ClusterIP}
+		}
+		dns := o.Key == dnsKey || svc.Annotations[state.AnnotationBridgeFor] != ""
+		for _, ip := range ips {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				out = append(out, serviceIP{key: o.Key, addr: a, dns: dns})
+			}
+		}
+	}
+	return out, nil
+}
+
+// readRanges reads the primary and secondary service IP RangeAllocations.
+func readRanges(v *state.View) ([]rangeAlloc, error) {
+	var out []rangeAlloc
+	for _, key := range []string{state.KeyServiceIPRange, state.KeySecondaryIPRange} {
+		o, ok, err := v.Get(key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		r := rangeAlloc{key: key}
+		if ra, ok := o.Value.Obj.(*corev1.RangeAllocation); ok {
+			r.valid, r.cidr, r.data = true, ra.Range, ra.Data
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// readIPAddresses reads every IPAddress object's parentRef.
+func readIPAddresses(v *state.View) ([]ipAddress, error) {
+	objs, err := v.List(state.PrefixIPAddresses)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ipAddress, len(objs))
+	for i, o := range objs {
+		out[i].key = o.Key
+		switch ip := o.Value.Obj.(type) {
+		case *networkingv1.IPAddress:
+			if r := ip.Spec.ParentRef; r != nil {
+				out[i].ns, out[i].name, out[i].group, out[i].resc = r.Namespace, r.Name, r.Group, r.Resource
+			}
+		case *networkingv1beta1.IPAddress:
+			if r := ip.Spec.ParentRef; r != nil {
+				out[i].ns, out[i].name, out[i].group, out[i].resc = r.Namespace, r.Name, r.Group, r.Resource
+			}
+		}
+	}
+	return out, nil
+}
+
+// dnsIPs are the addresses of the DNS Service and of any DNS bridge.
+func (s *serviceState) dnsIPs() []string {
+	var out []string
+	for _, ip := range s.ips {
+		if ip.dns {
+			out = append(out, ip.addr.String())
+		}
+	}
+	return out
+}
+
+// owners maps each ClusterIP to its Service's key (the last one listed
+// when two Services claim it).
+func owners(ips []serviceIP) map[netip.Addr]string {
+	owner := map[netip.Addr]string{}
+	for _, ip := range ips {
+		owner[ip.addr] = ip.key
+	}
+	return owner
+}
+
+// checkServicesInRange: every ClusterIP is inside the new range of its
+// family, but those of the kept Services (namespace/name).
+func checkServicesInRange(ips []serviceIP, svcNet []netip.Prefix, keep []string) []string {
+	var probs []string
+	for _, ip := range ips {
+		kept := slices.Contains(keep, strings.TrimPrefix(ip.key, state.PrefixServices))
+		if fam, ok := familyOf(svcNet, ip.addr); ok && !fam.Contains(ip.addr) && !kept {
+			probs = append(probs, fmt.Sprintf("%s: %s is outside %s", ip.key, ip.addr, fam))
+		}
+	}
+	return probs
+}
+
+// checkDuplicateIPs: no two Services share a ClusterIP.
+func checkDuplicateIPs(ips []serviceIP) []string {
+	var probs []string
+	owner := map[netip.Addr]string{}
+	for _, ip := range ips {
+		if prev, dup := owner[ip.addr]; dup {
+			probs = append(probs, fmt.Sprintf("%s: %s and %s", ip.addr, prev, ip.key))
+		}
+		owner[ip.addr] = ip.key
+	}
+	return probs
+}
+
+// checkRangeAllocations: each RangeAllocation of a family the new range has
+// covers the new range, and its bitmap holds exactly the Services'
+// addresses the bitmap can hold.
+func checkRangeAllocations(ranges []rangeAlloc, svcNet []netip.Prefix, owner map[netip.Addr]string) []string {
+	var probs []string
+	for _, r := range ranges {
+		if !r.valid {
+			probs = append(probs, r.key+": not a RangeAllocation")
+			continue
+		}
+		rp, err := netip.ParsePrefix(r.cidr)
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("%s: range %q is not a CIDR", r.key, r.cidr))
+			continue
+		}
+		want, ok := familyOf(svcNet, rp.Addr())
+		if !ok {
+			continue
+		}
+		if rp != want {
+			probs = append(probs, fmt.Sprintf("%s: range %s, want %s", r.key, rp, want))
+			continue
+		}
+		have, err := cidr.BitmapAddrs(rp, r.data)
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("%s: %v", r.key, err))
+			continue
+		}
+		var expect []netip.Addr
+		sr := cidr.NewServiceRange(rp)
+		for a := range owner {
+			if off, err := cidr.Offset(rp, a); err == nil && off.Sign() > 0 && off.Cmp(sr.Count) <= 0 {
+				expect = append(expect, a)
+			}
+		}
+		if d := diffAddrs(have, expect); d != "" {
+			probs = append(probs, fmt.Sprintf("%s: bitmap differs from the Services: %s", r.key, d))
+		}
+	}
+	return probs
+}
+
+// checkIPAddresses: one IPAddress object per ClusterIP in the new range,
+// named after it, its parentRef the Service; no orphans.
+func checkIPAddresses(objs []ipAddress, svcNet []netip.Prefix, owner map[netip.Addr]string) []string {
+	var probs []string
+	seen := map[netip.Addr]bool{}
+	for _, o := range objs {
+		a, err := netip.ParseAddr(strings.TrimPrefix(o.key, state.PrefixIPAddresses))
+		if err != nil {
+			probs = append(probs, o.key+": name is not an IP")
+			continue
+		}
+		seen[a] = true
+		want, owned := owner[a]
+		switch {
+		case !owned:
+			probs = append(probs, fmt.Sprintf("%s: no Service has this address (orphan)", o.key))
+		case o.group != "" || o.resc != "services" || state.PrefixServices+o.ns+"/"+o.name != want:
+			probs = append(probs, fmt.Sprintf("%s: parentRef %s/%s %s/%s, want %s", o.key, o.group, o.resc, o.ns, o.name, want))
+		}
+	}
+	for a, k := range owner {
+		if _, ok := inAny(svcNet, a); ok && !seen[a] {
+			probs = append(probs, fmt.Sprintf("%s: %s has no IPAddress object", k, a))
+		}
+	}
+	sort.Strings(probs)
+	return probs
+}
+
+// checkDefaultServiceCIDR: the default ServiceCIDR's spec.cidrs are the new range.
+func checkDefaultServiceCIDR(got []string, svcNet []netip.Prefix) []string {
+	if strings.Join(got, ",") != prefixes(svcNet) {
+		return []string{fmt.Sprintf("spec.cidrs %s, want %s", strings.Join(got, ","), prefixes(svcNet))}
+	}
+	return nil
+}
+
+// checkNodeCIDRs: every node's pod CIDRs are inside the cluster CIDR of
+// their family, and no two overlap (kube-controller-manager exits otherwise).
+func checkNodeCIDRs(nodes []state.NodeCIDR, podNet []netip.Prefix) []string {
+	var probs []string
+	type nodeCIDR struct {
+		node string
+		p    netip.Prefix
+	}
+	var all []nodeCIDR
+	for _, n := range nodes {
+		for _, s := range n.PodCIDRs {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				probs = append(probs, fmt.Sprintf("node %s: %q is not a CIDR", n.Node, s))
+				continue
+			}
+			fam, ok := familyOf(podNet, p.Addr())
+			if !ok {
+				probs = append(probs, fmt.Sprintf("node %s: %s has a family the cluster CIDR does not (kube-controller-manager exits)", n.Node, p))
+				continue
+			}
+			if !fam.Contains(p.Addr()) || p.Bits() < fam.Bits() {
+				probs = append(probs, fmt.Sprintf("node %s: %s is outside the cluster CIDR %s (kube-controller-manager exits)", n.Node, p, fam))
+			}
+			all = append(all, nodeCIDR{n.Node, p})
+		}
+	}
+	for i := range all {
+		for j := i + 1; j < len(all); j++ {
+			if all[i].p.Overlaps(all[j].p) {
+				probs = append(probs, fmt.Sprintf("nodes %s (%s) and %s (%s) overlap", all[i].node, all[i].p, all[j].node, all[j].p))
+			}
+		}
+	}
+	return probs
+}
+
+// checkConfiguration: every recorded service and pod CIDR is the new one
+// (the Nodes' covering prefix is evidence, not a record: left out), and
+// kubelet's clusterDNS is the DNS Service's or its bridge's address.
+func checkConfiguration(nets *state.Networks, svcNet, podNet []netip.Prefix, dnsIPs []string) []string {
+	probs := append(disagreements(nets.ServiceCIDR, svcNet), disagreements(nets.PodCIDR, podNet)...)
+	if len(svcNet) > 0 {
+		for _, d := range nets.ClusterDNS {
+			if !slices.Contains(dnsIPs, d) {
+				probs = append(probs, fmt.Sprintf("kubelet-config clusterDNS %s is not the address of kube-dns or kube-dns-bridge (%s)", d, strings.Join(dnsIPs, ",")))
+			}
+		}
+	}
+	return probs
+}
+
+// disagreements lists the records among srcs that do not say want (none
+// when want is not given).
+func disagreements(srcs []state.Source, want []netip.Prefix) []string {
+	var probs []string
+	for _, s := range srcs {
+		if s.Kind == state.SourceNodes || len(want) == 0 {
+			continue
+		}
+		if strings.Join(s.CIDRs, ",") != prefixes(want) {
+			probs = append(probs, fmt.Sprintf("%s says %s, want %s", s.Source, strings.Join(s.CIDRs, ","), prefixes(want)))
+		}
+	}
+	return probs
+}
+
+func inAny(ps []netip.Prefix, a netip.Addr) (netip.Prefix, bool) {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return p, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+func familyOf(ps []netip.Prefix, a netip.Addr) (netip.Prefix, bool) {
+	for _, p := range ps {
+		if p.Addr().Is4() == a.Is4() {
+			return p, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+func prefixes(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func diffAddrs(have, want []netip.Addr) string {
+	h, w := map[netip.Addr]bool{}, map[netip.Addr]bool{}
+	for _, a := range have {
+		h[a] = true
+	}
+	for _, a := range want {
+		w[a] = true
+	}
+	var extra, missing []string
+	for a := range h {
+		if !w[a] {
+			extra = append(extra, a.String())
+		}
+	}
+	for a := range w {
+		if !h[a] {
+			missing = append(missing, a.String())
+		}
+	}
+	sort.Strings(extra)
+	sort.Strings(missing)
+	var parts []string
+	if len(extra) > 0 {
+		parts = append(parts, "allocated but no Service: "+strings.Join(extra, ","))
+	}
+	if len(missing) > 0 {
+		parts = append(parts, "Service but not allocated: "+strings.Join(missing, ","))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// networkListed are the prefixes checkNetworks (and state.Detect) list.
+var networkListed = []string{state.PrefixServices, state.PrefixIPAddresses, state.PrefixNodes}
+
+// networkKeyPrefixes are where everything checkNetworks reads lives.
+var networkKeyPrefixes = []string{
+	state.PrefixServices, state.PrefixIPAddresses, state.PrefixNodes,
+	"/registry/ranges/", "/registry/servicecidrs/",
+	"/registry/configmaps/kube-system/", "/registry/configmaps/kube-flannel/",
+}
+
+func networkKey(key []byte) bool {
+	for _, p := range networkKeyPrefixes {
+		if len(key) >= len(p) && string(key[:len(p)]) == p {
+			return true
+		}
+	}
+	return false
+}
