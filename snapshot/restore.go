@@ -121,7 +121,7 @@ func Restore(ctx context.Context, cfg RestoreConfig) error {
 	}
 	// The structure is checked here for a clear error; etcd's restore
 	// hashes the file itself, so it is not hashed twice.
-	s, err := Open(cfg.SnapshotPath, OpenOptions{SkipHashCheck: cfg.SkipHashCheck, DeferHash: true})
+	s, err := Open(cfg.SnapshotPath, OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: HashTrailerOnly})
 	if err != nil {
 		return err
 	}

@@ -310,7 +310,7 @@ func TestOpenRefusesBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := testfile.Sum(t, p)
-			s, err := snapshot.Open(p, snapshot.OpenOptions{SkipHashCheck: tc.skip})
+			s, err := snapshot.Open(p, snapshot.OpenOptions{AllowNoTrailer: tc.skip})
 			if err == nil {
 				s.Close()
 				t.Fatal("opened a bad snapshot")
@@ -334,11 +334,77 @@ func TestOpenRefusesBadInput(t *testing.T) {
 	if err := os.WriteFile(p, db, 0o400); err != nil {
 		t.Fatal(err)
 	}
-	s, err := snapshot.Open(p, snapshot.OpenOptions{SkipHashCheck: true})
+	s, err := snapshot.Open(p, snapshot.OpenOptions{AllowNoTrailer: true})
 	if err != nil {
 		t.Fatalf("raw db with --skip-hash-check: %v", err)
 	}
 	s.Close()
+}
+
+// TestOpenHashModes: what each HashMode does with a good trailer, a wrong
+// one and none, with and without AllowNoTrailer.
+func TestOpenHashModes(t *testing.T) {
+	good, err := os.ReadFile("../testdata/sample.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := bytes.Clone(good)
+	wrong[len(wrong)-1] ^= 1 // the bbolt part is intact
+	raw := good[:len(good)-32]
+	write := func(t *testing.T, data []byte) string {
+		p := filepath.Join(t.TempDir(), "in.db")
+		if err := os.WriteFile(p, data, 0o400); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	trailer := func(data []byte) string { return fmt.Sprintf("%x", data[len(data)-32:]) }
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		opts  snapshot.OpenOptions
+		open  bool // Open succeeds
+		wait  bool // then WaitHash succeeds
+		sha   string
+		notes string // in the error, when one is expected
+	}{
+		{"verify, good", good, snapshot.OpenOptions{}, true, true, trailer(good), ""},
+		{"verify, wrong trailer", wrong, snapshot.OpenOptions{}, false, false, "", "does not match"},
+		{"background, good", good, snapshot.OpenOptions{Hash: snapshot.HashInBackground}, true, true, trailer(good), ""},
+		{"background, wrong trailer", wrong, snapshot.OpenOptions{Hash: snapshot.HashInBackground}, true, false, "", "does not match"},
+		{"trailer only, good", good, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly}, true, true, trailer(good), ""},
+		{"trailer only, wrong trailer taken as is", wrong, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly}, true, true, trailer(wrong), ""},
+		{"no trailer, not allowed", raw, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly}, false, false, "", "no sha256 trailer"},
+		{"no trailer, allowed", raw, snapshot.OpenOptions{AllowNoTrailer: true}, true, true, "", ""},
+		{"no trailer, allowed, background", raw, snapshot.OpenOptions{AllowNoTrailer: true, Hash: snapshot.HashInBackground}, true, true, "", ""},
+		{"trailer there, allowed to be absent: still checked", wrong, snapshot.OpenOptions{AllowNoTrailer: true}, false, false, "", "does not match"},
+		{"unknown mode", good, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly + 1}, false, false, "", "unknown hash mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := snapshot.Open(write(t, tc.data), tc.opts)
+			if err == nil {
+				defer s.Close()
+				err = s.WaitHash()
+				if err == nil && !tc.wait {
+					t.Fatal("WaitHash accepted a wrong trailer")
+				}
+				if err != nil && tc.open && tc.wait {
+					t.Fatalf("WaitHash: %v", err)
+				}
+			} else if tc.open {
+				t.Fatalf("Open: %v", err)
+			}
+			if err != nil {
+				if !strings.Contains(err.Error(), tc.notes) || (tc.notes != "unknown hash mode" && !errors.Is(err, snapshot.ErrInvalidInput)) {
+					t.Fatalf("error %q: want an invalid input saying %q", err, tc.notes)
+				}
+				return
+			}
+			if s.SHA256 != tc.sha || s.HasTrailer != (tc.sha != "") {
+				t.Fatalf("SHA256 %q, HasTrailer %v; want %q", s.SHA256, s.HasTrailer, tc.sha)
+			}
+		})
+	}
 }
 
 func TestParseKVMatchesProtobuf(t *testing.T) {

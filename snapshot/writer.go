@@ -34,7 +34,7 @@ type WriterConfig struct {
 	SizeHint int64
 	// BeforePublish, if set, checks the finished database under its
 	// temporary name (complete, but its sha256 trailer is being computed at
-	// the same time and is not there yet: open it with SkipHashCheck) before
+	// the same time and is not there yet: open it with AllowNoTrailer) before
 	// it is renamed to Path; an error stops the publication and removes it.
 	BeforePublish func(tmpPath string) error
 }
