@@ -463,31 +463,81 @@ func TestParseRevisionKey(t *testing.T) {
 
 // TestRestoreRefusesCorruptInput: the pre-check defers hashing to etcd's
 // restore, which must still refuse a flipped byte with this package's error
-// and leave no data dir behind.
+// (etcd's own says it only in its text: Restore hashes the file again to
+// tell) and leave no data dir behind.
 func TestRestoreRefusesCorruptInput(t *testing.T) {
 	good, _ := makeSnapshot(t)
 	data, err := os.ReadFile(good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data[len(data)/2] ^= 0xff
+	// A byte of a stored value: the structure stays readable, so only the
+	// hash can tell (a byte at random may break a page, which the pre-check
+	// reports before etcd runs).
+	at := bytes.Index(data, []byte("value-4"))
+	if at < 0 {
+		t.Fatal("value-4 not found in the snapshot")
+	}
+	data[at+len("value-")] ^= 1
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.db")
 	if err := os.WriteFile(bad, data, 0o400); err != nil {
 		t.Fatal(err)
 	}
-	dataDir := filepath.Join(dir, "m1.etcd")
-	err = snapshot.Restore(context.Background(), snapshot.RestoreConfig{SnapshotPath: bad, Name: "m1", DataDir: dataDir,
-		PeerURLs: []string{"http://127.0.0.1:2380"}, RevisionBump: 1000, MarkCompacted: true})
-	if !errors.Is(err, snapshot.ErrInvalidInput) || !strings.Contains(err.Error(), "sha256") {
-		t.Fatalf("restore of a corrupt snapshot: %v", err)
+	// SkipHashCheck accepts a file without a trailer; one that has a
+	// trailer is checked all the same.
+	for _, skip := range []bool{false, true} {
+		dataDir := filepath.Join(dir, "m1.etcd")
+		err = snapshot.Restore(context.Background(), snapshot.RestoreConfig{SnapshotPath: bad, Name: "m1", DataDir: dataDir,
+			PeerURLs: []string{"http://127.0.0.1:2380"}, RevisionBump: 1000, MarkCompacted: true, SkipHashCheck: skip})
+		if !errors.Is(err, snapshot.ErrInvalidInput) || !strings.Contains(err.Error(), "sha256 trailer does not match its contents") {
+			t.Fatalf("restore of a corrupt snapshot (skip %v): %v", skip, err)
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 1 {
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			t.Errorf("restore (skip %v) left %v behind", skip, names)
+		}
+	}
+}
+
+// TestRestoreKeepsAFullDataDir: Restore validates a config that has not
+// passed Validate, and only such a one: a data dir filled after Validate is
+// not seen by a second validation, but is still never replaced, and nothing
+// is left behind.
+func TestRestoreKeepsAFullDataDir(t *testing.T) {
+	dir := t.TempDir()
+	cfg := snapshot.RestoreConfig{SnapshotPath: "../testdata/sample.db", Name: "m1", DataDir: filepath.Join(dir, "m1.etcd"),
+		PeerURLs: []string{"http://127.0.0.1:2380"}}
+	unvalidated := cfg
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	precious := filepath.Join(cfg.DataDir, "precious")
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(precious, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.Restore(context.Background(), unvalidated); !errors.Is(err, fsutil.ErrExists) {
+		t.Fatalf("restore of an unvalidated config into a full data dir: %v, want Validate's refusal", err)
+	}
+	err := snapshot.Restore(context.Background(), cfg)
+	if err == nil {
+		t.Fatal("restore replaced a data dir that is not empty")
+	}
+	if errors.Is(err, fsutil.ErrExists) {
+		t.Errorf("a validated config was validated again: %v", err)
+	}
+	if b, err := os.ReadFile(precious); err != nil || string(b) != "keep" {
+		t.Fatalf("the data dir's file is gone or changed: %q %v", b, err)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		t.Errorf("restore left %v behind", names)
+		t.Errorf("restore left %d entries in %s, want only the data dir", len(entries), dir)
 	}
 }
