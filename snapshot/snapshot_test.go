@@ -541,3 +541,47 @@ func TestRestoreKeepsAFullDataDir(t *testing.T) {
 		t.Errorf("restore left %d entries in %s, want only the data dir", len(entries), dir)
 	}
 }
+
+// TestWriterBuckets: CreateBuckets and PutBucket write etcd's other buckets
+// for a writer that has no snapshot to copy them from, across transactions.
+func TestWriterBuckets(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.db")
+	w, err := snapshot.Create(snapshot.WriterConfig{Path: out, TxBytes: 64}) // tiny: many transactions
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if err := w.CreateBuckets([]byte("alarm"), snapshot.MetaBucket, []byte("alarm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.PutBucket(snapshot.KeyBucket, []byte("k"), []byte("v")); err == nil {
+		t.Error("PutBucket wrote into the key bucket")
+	}
+	for i := range 20 {
+		if err := w.PutBucket([]byte("lease"), []byte(fmt.Sprintf("lease-%02d", i)), bytes.Repeat([]byte{'x'}, 30)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.PutBucket(snapshot.MetaBucket, []byte("storageVersion"), []byte("3.7.0")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open(out, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Buckets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []snapshot.BucketInfo{{Name: "alarm"}, {Name: "key"}, {Name: "lease", Keys: 20}, {Name: "meta", Keys: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("buckets %v, want %v", got, want)
+	}
+	if s.Meta.StorageVersion != "3.7.0" {
+		t.Errorf("meta storageVersion %q", s.Meta.StorageVersion)
+	}
+}

@@ -143,6 +143,35 @@ func (w *Writer) Put(revKey, raw []byte) error {
 	return w.flushIfFull()
 }
 
+// CreateBuckets creates top-level buckets that do not exist yet, empty
+// (etcd creates all of its buckets at start, whether it uses them or not).
+func (w *Writer) CreateBuckets(names ...[]byte) error {
+	for _, name := range names {
+		if _, err := w.tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
+		}
+	}
+	return nil
+}
+
+// PutBucket stores one entry of a top-level bucket other than `key` (meta,
+// lease, members ...), creating the bucket if needed. k and v must stay
+// valid until the next Commit of the transaction, as with Put.
+func (w *Writer) PutBucket(name, k, v []byte) error {
+	if bytes.Equal(name, KeyBucket) {
+		return fmt.Errorf("internal error: PutBucket on the %q bucket; use Put", name)
+	}
+	b, err := w.tx.CreateBucketIfNotExists(name)
+	if err == nil {
+		err = b.Put(k, v)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
+	}
+	w.pending += int64(len(k) + len(v))
+	return w.flushIfFull()
+}
+
 // CopyBuckets copies every top-level bucket of src except `key`, byte for
 // byte (meta, lease, auth*, cluster, members, alarm ...).
 func (w *Writer) CopyBuckets(src *Snapshot) error {
