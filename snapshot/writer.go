@@ -294,32 +294,6 @@ func (w *Writer) finish(size int64) ([]byte, error) {
 	return hs.sum, f.Close()
 }
 
-// AppendTrailer turns a closed bbolt file into a snapshot file: it
-// truncates it to its high-water mark size (tx.Size()), appends the sha256
-// of those bytes, as `etcdctl snapshot save` does, and fsyncs.
-func AppendTrailer(path string, size int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		return nil, err
-	}
-	h := sha256.New()
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, size), make([]byte, 1<<20)); err != nil {
-		return nil, err
-	}
-	sum := h.Sum(nil)
-	if _, err := f.WriteAt(sum, size); err != nil {
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
-	return sum, f.Close()
-}
-
 // Abort discards everything written. It is safe to call more than once and
 // after Commit (then it does nothing).
 func (w *Writer) Abort() {
