@@ -33,7 +33,7 @@ type ListEntry struct {
 
 // List returns the live keys under Prefix, sorted by key, with their type.
 func List(ctx context.Context, cfg ListConfig) ([]ListEntry, error) {
-	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck})
+	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck})
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ type GetResult struct {
 
 // Get decodes the live value of one key.
 func Get(ctx context.Context, cfg GetConfig) (*GetResult, error) {
-	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck})
+	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck})
 	if err != nil {
 		return nil, err
 	}

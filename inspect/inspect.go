@@ -59,7 +59,7 @@ type Count struct {
 // and the live keys once, decoding only Secrets (for their type) and the
 // few objects clusterinfo reads.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck, Progress: cfg.Progress})
+	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Progress: cfg.Progress})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -329,7 +330,7 @@ func TestCheckStructureChild(t *testing.T) {
 	if p == "" {
 		return
 	}
-	s, err := snapshot.Open(p, snapshot.OpenOptions{SkipHashCheck: true})
+	s, err := snapshot.Open(p, snapshot.OpenOptions{AllowNoTrailer: true})
 	if err != nil {
 		fmt.Printf("open: %v\n", err)
 		os.Exit(0)
@@ -361,13 +362,24 @@ func fuzzing() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-// Modes of FuzzOpen: how the fuzzed bytes become a file.
+// Modes of FuzzOpen: how the fuzzed bytes become a file (the low six bits
+// of the mode, modulo openModes).
 const (
 	openAsIs       = iota // the bytes are the file
-	openSkipHash          // the bytes are the file, opened with SkipHashCheck
+	openSkipHash          // the bytes are the file, opened with AllowNoTrailer
 	openAddTrailer        // the bytes plus their sha256: reaches bbolt with a matching trailer
 	openModes
 )
+
+// fuzzMode packs a file mode and a snapshot.HashMode (the top two bits) into
+// FuzzOpen's mode byte.
+func fuzzMode(file int, hash snapshot.HashMode) uint8 { return uint8(file) | uint8(hash)<<6 }
+
+// unpackFuzzMode is the inverse of fuzzMode for any byte (a top-bits value
+// of 3 is HashVerify again).
+func unpackFuzzMode(mode uint8) (file int, hash snapshot.HashMode) {
+	return int(mode&0x3f) % openModes, snapshot.HashMode((mode >> 6) % 3)
+}
 
 // FuzzOpen: Open, and every read a command makes after it (Buckets, Index, Live, Get, CheckKeys,
 // CheckStructure, ForEachInBucket), never panic on any file contents, never modify the file, and
@@ -390,9 +402,11 @@ func FuzzOpen(f *testing.F) {
 		f.Add(db[:len(db)-4096], uint8(openSkipHash))
 		f.Add(db, uint8(openAddTrailer))
 		f.Add(db[:len(db)-4096], uint8(openAddTrailer))
-		f.Add(flip(db, 4096+16), uint8(openAddTrailer)) // the second meta page's magic
-		f.Add(d, uint8(openAsIs|0x80))                  // trailer checked in parallel
-		f.Add(flip(d, len(db)/2), uint8(openAsIs|0x80))
+		f.Add(flip(db, 4096+16), uint8(openAddTrailer))         // the second meta page's magic
+		f.Add(d, fuzzMode(openAsIs, snapshot.HashInBackground)) // trailer checked in parallel
+		f.Add(flip(d, len(db)/2), fuzzMode(openAsIs, snapshot.HashInBackground))
+		f.Add(flip(d, len(db)/2), fuzzMode(openAsIs, snapshot.HashTrailerOnly)) // trailer read, not checked
+		f.Add(db[:len(db)-4096], fuzzMode(openSkipHash, snapshot.HashTrailerOnly))
 	}
 	// Page damage behind a matching trailer, in the small snapshot (crashers found by fuzzing
 	// are under testdata/fuzz/FuzzOpen).
@@ -405,7 +419,8 @@ func FuzzOpen(f *testing.F) {
 	f.Add([]byte{}, uint8(openAsIs))
 	f.Add([]byte(strings.Repeat("apiVersion: v1\n", 40)), uint8(openSkipHash))
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
-		if mode%openModes == openAddTrailer {
+		file, hash := unpackFuzzMode(mode)
+		if file == openAddTrailer {
 			data = withTrailer(data)
 		}
 		p := filepath.Join(t.TempDir(), "in.db")
@@ -430,18 +445,20 @@ func FuzzOpen(f *testing.F) {
 				t.Fatalf("the input file changed (%v)", err)
 			}
 		}()
-		// The high bit checks the trailer in parallel with the reads (as transform does).
-		parallel := mode&0x80 != 0
-		s, err := snapshot.Open(p, snapshot.OpenOptions{SkipHashCheck: mode%openModes == openSkipHash, ParallelHash: parallel})
+		s, err := snapshot.Open(p, snapshot.OpenOptions{AllowNoTrailer: file == openSkipHash, Hash: hash})
 		if !check("Open", err) {
 			return
 		}
 		defer s.Close()
-		if parallel {
+		if hash == snapshot.HashTrailerOnly && s.HasTrailer && s.SHA256 != hex.EncodeToString(data[len(data)-sha256.Size:]) {
+			t.Fatalf("SHA256 %s is not the trailer's value", s.SHA256)
+		}
+		if hash == snapshot.HashInBackground {
+			// The trailer is checked in parallel with the reads (as transform does).
 			defer func() {
 				herr := s.WaitHash()
 				check("WaitHash", herr)
-				if herr == nil && mode%openModes == openAsIs && len(data)%512 == sha256.Size {
+				if herr == nil && file == openAsIs && len(data)%512 == sha256.Size {
 					if sum := sha256.Sum256(data[:len(data)-sha256.Size]); !bytes.Equal(sum[:], data[len(data)-sha256.Size:]) {
 						t.Fatal("WaitHash accepted a trailer that does not match")
 					}

@@ -27,21 +27,36 @@ var (
 	MetaBucket = schema.Meta.Name()
 )
 
+// HashMode says what Open does with a sha256 trailer that is present.
+// Whether a file without one is accepted is OpenOptions.AllowNoTrailer's
+// business: the two are independent, and every combination means something.
+type HashMode int
+
+const (
+	// HashVerify hashes the bbolt part in Open and refuses a file whose
+	// trailer does not match, as etcdutl does. The default.
+	HashVerify HashMode = iota
+	// HashInBackground hashes in a goroutine while the caller goes on
+	// reading the database (both cores; the same page cache). The caller
+	// must call WaitHash, and trust nothing it read, before acting on it.
+	HashInBackground
+	// HashTrailerOnly reads the trailer but does not hash the file: for a
+	// caller that has just written it, or hands it to etcd's restore, which
+	// hashes it anyway. SHA256 is then the trailer's value, unchecked.
+	HashTrailerOnly
+)
+
 // OpenOptions configure Open.
 type OpenOptions struct {
-	// SkipHashCheck accepts a file without a sha256 trailer (a raw
-	// member/snap/db copied from a data dir). A trailer that is present is
-	// always checked. Default false, as in etcdutl.
-	SkipHashCheck bool
-	// DeferHash checks that a trailer is there but does not hash the file:
-	// for a caller that has just written it, or hands it to etcd's restore,
-	// which hashes it anyway. SHA256 is then the trailer's value, unchecked.
-	DeferHash bool
-	// ParallelHash checks the trailer in a goroutine while the caller goes
-	// on reading the database (both cores; the same page cache). The caller
-	// must call WaitHash, and trust nothing it read, before acting on it.
-	ParallelHash bool
-	// Progress receives the hash check as a "hash" phase. Optional.
+	// Hash says how a sha256 trailer is checked. Default HashVerify.
+	Hash HashMode
+	// AllowNoTrailer accepts a file without a sha256 trailer (a raw
+	// member/snap/db copied from a data dir), as etcdutl's --skip-hash-check
+	// does. It says nothing about a trailer that is there: Hash does.
+	// Default false, as in etcdutl.
+	AllowNoTrailer bool
+	// Progress receives the hash check as a "hash" phase (HashVerify
+	// only). Optional.
 	Progress progress.Reporter
 }
 
@@ -51,9 +66,14 @@ type Snapshot struct {
 	Path string
 	// Size is the file size; DBSize the bbolt part (Size minus the trailer).
 	Size, DBSize int64
-	// HasTrailer reports a sha256 trailer; when true it has been verified.
+	// HasTrailer reports that the file ends in a sha256 trailer. Whether its
+	// value has been checked depends on OpenOptions.Hash: by Open with
+	// HashVerify, by WaitHash with HashInBackground, never with
+	// HashTrailerOnly.
 	HasTrailer bool
-	// SHA256 is the hex sha256 of the bbolt part (the trailer's value).
+	// SHA256 is the hex sha256 of the bbolt part: the trailer's value, empty
+	// without a trailer. With HashInBackground it is set once WaitHash has
+	// returned nil; with HashTrailerOnly it is unchecked.
 	SHA256 string
 	// PageSize of the bbolt database.
 	PageSize int
@@ -63,7 +83,7 @@ type Snapshot struct {
 	db *bolt.DB
 	tx *bolt.Tx
 
-	hashDone   chan error // ParallelHash: the trailer check's result
+	hashDone   chan error // HashInBackground: the trailer check's result
 	hashErr    error
 	hashWaited bool
 }
@@ -85,8 +105,8 @@ type BucketInfo struct {
 	Keys int    `json:"keys"`
 }
 
-// Open opens path read-only, checks its sha256 trailer and its bbolt
-// structure, and reads the meta bucket. It never modifies the file.
+// Open opens path read-only, checks its sha256 trailer as opts say and its
+// bbolt structure, and reads the meta bucket. It never modifies the file.
 func Open(path string, opts OpenOptions) (*Snapshot, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -107,36 +127,15 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 	if s.Size == 0 {
 		return nil, invalid(path, "is empty")
 	}
-	s.HasTrailer = s.Size%512 == sha256.Size
+	s.HasTrailer = hasTrailer(s.Size)
 	if s.HasTrailer {
 		s.DBSize = s.Size - sha256.Size
 	}
 	if err := checkHeader(f, path, s.DBSize); err != nil {
 		return nil, err
 	}
-	switch {
-	case s.HasTrailer && opts.DeferHash:
-		want := make([]byte, sha256.Size)
-		if _, err := f.ReadAt(want, s.DBSize); err != nil {
-			return nil, fmt.Errorf("snapshot %s: reading trailer: %w", path, err)
-		}
-		s.SHA256 = hex.EncodeToString(want)
-	case s.HasTrailer && opts.ParallelHash:
-		s.hashDone = make(chan error, 1)
-		go func() {
-			hf, err := os.Open(path)
-			if err == nil {
-				err = s.verifyTrailer(hf, progress.Nop{})
-				hf.Close()
-			}
-			s.hashDone <- err
-		}()
-	case s.HasTrailer:
-		if err := s.verifyTrailer(f, progress.OrNop(opts.Progress)); err != nil {
-			return nil, err
-		}
-	case !opts.SkipHashCheck:
-		return nil, invalid(path, "has no sha256 trailer (size %d is not 32 more than a multiple of 512): it is truncated, or a raw member/snap/db that needs --skip-hash-check", s.Size)
+	if err := s.checkTrailer(f, opts); err != nil {
+		return nil, err
 	}
 
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: time.Second})
@@ -162,6 +161,44 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 	}
 	return s, nil
 }
+
+// checkTrailer applies opts to the trailer, or to its absence.
+func (s *Snapshot) checkTrailer(f *os.File, opts OpenOptions) error {
+	if !s.HasTrailer {
+		if opts.AllowNoTrailer {
+			return nil
+		}
+		return invalid(s.Path, "has no sha256 trailer (size %d is not 32 more than a multiple of 512): it is truncated, or a raw member/snap/db that needs --skip-hash-check", s.Size)
+	}
+	switch opts.Hash {
+	case HashVerify:
+		return s.verifyTrailer(f, progress.OrNop(opts.Progress))
+	case HashInBackground:
+		s.hashDone = make(chan error, 1)
+		go func() {
+			hf, err := os.Open(s.Path)
+			if err == nil {
+				err = s.verifyTrailer(hf, progress.Nop{})
+				hf.Close()
+			}
+			s.hashDone <- err
+		}()
+		return nil
+	case HashTrailerOnly:
+		want, err := readTrailer(f, s.Path, s.DBSize)
+		if err != nil {
+			return err
+		}
+		s.SHA256 = hex.EncodeToString(want)
+		return nil
+	}
+	return fmt.Errorf("snapshot %s: unknown hash mode %d", s.Path, opts.Hash)
+}
+
+// hasTrailer reports whether a file of this size ends in a sha256 trailer:
+// a bbolt file is a whole number of pages (512 bytes at least), so 32 bytes
+// more than a multiple of 512 is the trailer etcd's snapshot save appends.
+func hasTrailer(size int64) bool { return size%512 == sha256.Size }
 
 // bolt's meta page: page header (16 bytes), then magic (4) and version (4).
 const boltMagic = 0xED0CDAED
@@ -214,9 +251,9 @@ func (s *Snapshot) verifyTrailer(f *os.File, p progress.Reporter) error {
 		}
 	}
 	got := h.Sum(nil)
-	want := make([]byte, sha256.Size)
-	if _, err := f.ReadAt(want, s.DBSize); err != nil {
-		return fmt.Errorf("snapshot %s: reading trailer: %w", s.Path, err)
+	want, err := readTrailer(f, s.Path, s.DBSize)
+	if err != nil {
+		return err
 	}
 	if !bytes.Equal(got, want) {
 		return invalid(s.Path, "sha256 trailer does not match its contents (expected %x, got %x): the file is corrupt or truncated", want, got)
@@ -224,6 +261,16 @@ func (s *Snapshot) verifyTrailer(f *os.File, p progress.Reporter) error {
 	s.SHA256 = hex.EncodeToString(got)
 	p.Done()
 	return nil
+}
+
+// readTrailer reads the sha256 trailer that follows the dbSize bytes of
+// the bbolt part.
+func readTrailer(f *os.File, path string, dbSize int64) ([]byte, error) {
+	sum := make([]byte, sha256.Size)
+	if _, err := f.ReadAt(sum, dbSize); err != nil {
+		return nil, fmt.Errorf("snapshot %s: reading trailer: %w", path, err)
+	}
+	return sum, nil
 }
 
 // load checks the bbolt structure that later passes rely on and reads meta.
@@ -286,8 +333,8 @@ func guard(path string, err *error, oldFault bool) {
 	}
 }
 
-// WaitHash waits for a ParallelHash trailer check and returns its result
-// (nil at once when the hash was checked in Open, deferred, or skipped).
+// WaitHash waits for a HashInBackground trailer check and returns its
+// result (nil at once with any other mode, or without a trailer).
 // SHA256 is valid only after it returned nil.
 func (s *Snapshot) WaitHash() error {
 	if s == nil || s.hashDone == nil {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/progress"
 )
 
 // DefaultRevisionBump is how far a restore moves the revision up by default:
@@ -51,6 +53,11 @@ type RestoreConfig struct {
 	InitialMmapSize uint64
 	// Logger receives etcd's own restore log. Default: none.
 	Logger *zap.Logger
+
+	// validated is set by a successful Validate: Restore does not validate
+	// a config again that its caller has just validated (change no field
+	// after Validate).
+	validated bool
 }
 
 // Validate fills defaults and checks the configuration without touching
@@ -107,6 +114,7 @@ func (c *RestoreConfig) Validate() error {
 			return fmt.Errorf("parent directory of %s does not exist", d)
 		}
 	}
+	c.validated = true
 	return nil
 }
 
@@ -114,54 +122,85 @@ func (c *RestoreConfig) Validate() error {
 // own restore code (new member metadata, optional revision bump). It first
 // opens the snapshot with Open, so a bad file gets this package's clear
 // error; then it restores into a temporary directory beside DataDir and
-// renames it into place, so a failure leaves nothing behind.
+// renames it into place, so a failure leaves nothing behind. A config that
+// has not passed Validate is validated here.
 func Restore(ctx context.Context, cfg RestoreConfig) error {
-	if err := cfg.Validate(); err != nil {
-		return err
+	if !cfg.validated {
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
 	}
-	// The structure is checked here for a clear error; etcd's restore
-	// hashes the file itself, so it is not hashed twice.
-	s, err := Open(cfg.SnapshotPath, OpenOptions{SkipHashCheck: cfg.SkipHashCheck, DeferHash: true})
+	trailer, err := precheck(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	// Everything is read here first, as etcd will read it: etcd's restore
-	// opens the file with bbolt, whose freelist rebuild panics on a corrupt
-	// page in a goroutine of its own (killing the process), and it copies a
-	// malformed KeyValue without a word, on which etcd then exits at boot.
-	err = s.Validate(ctx)
-	s.Close()
+	tmpData, tmpWAL, err := tempDirs(cfg)
 	if err != nil {
+		return err
+	}
+	// Once renamed into place the temporary names are gone: then this
+	// removes nothing.
+	defer func() {
+		for _, t := range []string{tmpData, tmpWAL} {
+			if t != "" {
+				os.RemoveAll(t)
+			}
+		}
+	}()
+	// etcd hashes its copy of the file unless told to skip: it is told to
+	// only for a file without a trailer, which precheck let through only
+	// with SkipHashCheck. A trailer that is there is always checked.
+	if err := etcdRestore(cfg, tmpData, tmpWAL, !trailer); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return publish(cfg, tmpData, tmpWAL)
+}
 
-	tmpData, err := os.MkdirTemp(filepath.Dir(cfg.DataDir), "."+filepath.Base(cfg.DataDir)+".snapshift-*")
+// precheck opens the snapshot and reads all of it as etcd will: etcd's
+// restore opens the file with bbolt, whose freelist rebuild panics on a
+// corrupt page in a goroutine of its own (killing the process), and it
+// copies a malformed KeyValue without a word, on which etcd then exits at
+// boot. The trailer is not hashed here: etcd's restore hashes the file
+// itself, so it is not hashed twice.
+func precheck(ctx context.Context, cfg RestoreConfig) (trailer bool, err error) {
+	s, err := Open(cfg.SnapshotPath, OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: HashTrailerOnly})
 	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return false, err
 	}
-	tmps := []string{tmpData}
-	defer func() {
-		for _, t := range tmps {
-			os.RemoveAll(t)
-		}
-	}()
-	// etcd wants to create the data dir itself (it must be empty or absent).
+	err = s.Validate(ctx)
+	s.Close()
+	if err != nil {
+		return false, err
+	}
+	return s.HasTrailer, ctx.Err()
+}
+
+// tempDirs names the temporary data and WAL directories beside the final
+// ones. Neither exists on return: etcd wants to create them itself.
+func tempDirs(cfg RestoreConfig) (tmpData, tmpWAL string, err error) {
+	tmpData, err = os.MkdirTemp(filepath.Dir(cfg.DataDir), "."+filepath.Base(cfg.DataDir)+".snapshift-*")
+	if err != nil {
+		return "", "", fmt.Errorf("restore: %w", err)
+	}
 	if err := os.Remove(tmpData); err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return "", "", fmt.Errorf("restore: %w", err)
 	}
-	tmpWAL := ""
 	if cfg.WALDir != "" {
 		tmpWAL = filepath.Join(filepath.Dir(cfg.WALDir), "."+filepath.Base(cfg.WALDir)+".snapshift-"+filepath.Base(tmpData))
-		tmps = append(tmps, tmpWAL)
 	}
+	return tmpData, tmpWAL, nil
+}
+
+// etcdRestore runs etcd's restore into the temporary directories.
+func etcdRestore(cfg RestoreConfig, tmpData, tmpWAL string, skipHash bool) error {
 	lg := cfg.Logger
 	if lg == nil {
 		lg = zap.NewNop()
 	}
-	err = etcdsnapshot.NewV3(lg).Restore(etcdsnapshot.RestoreConfig{
+	err := etcdsnapshot.NewV3(lg).Restore(etcdsnapshot.RestoreConfig{
 		SnapshotPath:        cfg.SnapshotPath,
 		Name:                cfg.Name,
 		OutputDataDir:       tmpData,
@@ -169,38 +208,69 @@ func Restore(ctx context.Context, cfg RestoreConfig) error {
 		PeerURLs:            cfg.PeerURLs,
 		InitialCluster:      cfg.InitialCluster,
 		InitialClusterToken: cfg.InitialClusterToken,
-		SkipHashCheck:       cfg.SkipHashCheck,
+		SkipHashCheck:       skipHash,
 		InitialMmapSize:     cfg.InitialMmapSize,
 		RevisionBump:        cfg.RevisionBump,
 		MarkCompacted:       cfg.MarkCompacted,
 	})
-	if err != nil {
-		if strings.Contains(err.Error(), "expected sha256") {
-			return &InputError{Path: cfg.SnapshotPath, Problem: "sha256 trailer does not match its contents: the file is corrupt", Err: err}
+	if err == nil {
+		return nil
+	}
+	// etcd reports a trailer mismatch only in its error text: hash the file
+	// again to tell a corrupt snapshot from any other failure.
+	if !skipHash {
+		if herr := recheckTrailer(cfg.SnapshotPath); errors.Is(herr, ErrInvalidInput) {
+			return herr
 		}
-		return fmt.Errorf("restore of member %q: %w", cfg.Name, err)
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	return fmt.Errorf("restore of member %q: %w", cfg.Name, err)
+}
+
+// recheckTrailer hashes the bbolt part of a snapshot file and compares it
+// with its trailer: an InputError when they differ.
+func recheckTrailer(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", path, err)
 	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	if !hasTrailer(st.Size()) {
+		return nil
+	}
+	s := &Snapshot{Path: path, Size: st.Size(), DBSize: st.Size() - sha256.Size}
+	return s.verifyTrailer(f, progress.Nop{})
+}
+
+// publish renames the restored directories into place and syncs their
+// parent. An empty DataDir is replaced; Validate checked it is empty. On
+// failure the WAL dir already renamed is removed again.
+func publish(cfg RestoreConfig, tmpData, tmpWAL string) error {
 	if tmpWAL != "" {
 		if err := os.Rename(tmpWAL, cfg.WALDir); err != nil {
 			return fmt.Errorf("restore: %w", err)
 		}
-		tmps = tmps[:1]
 	}
-	// An empty DataDir is replaced; Validate checked it is empty.
-	if _, err := os.Lstat(cfg.DataDir); err == nil {
-		if err := os.Remove(cfg.DataDir); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-	}
-	if err := os.Rename(tmpData, cfg.DataDir); err != nil {
+	err := replaceDir(tmpData, cfg.DataDir)
+	if err != nil {
 		if tmpWAL != "" {
 			os.RemoveAll(cfg.WALDir)
 		}
 		return fmt.Errorf("restore: %w", err)
 	}
-	tmps = nil
 	return fsutil.SyncDir(filepath.Dir(cfg.DataDir))
+}
+
+// replaceDir renames src to dst, removing dst first if it is an empty
+// directory.
+func replaceDir(src, dst string) error {
+	if _, err := os.Lstat(dst); err == nil {
+		if err := os.Remove(dst); err != nil {
+			return err
+		}
+	}
+	return os.Rename(src, dst)
 }

@@ -310,7 +310,7 @@ func TestOpenRefusesBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := testfile.Sum(t, p)
-			s, err := snapshot.Open(p, snapshot.OpenOptions{SkipHashCheck: tc.skip})
+			s, err := snapshot.Open(p, snapshot.OpenOptions{AllowNoTrailer: tc.skip})
 			if err == nil {
 				s.Close()
 				t.Fatal("opened a bad snapshot")
@@ -334,11 +334,77 @@ func TestOpenRefusesBadInput(t *testing.T) {
 	if err := os.WriteFile(p, db, 0o400); err != nil {
 		t.Fatal(err)
 	}
-	s, err := snapshot.Open(p, snapshot.OpenOptions{SkipHashCheck: true})
+	s, err := snapshot.Open(p, snapshot.OpenOptions{AllowNoTrailer: true})
 	if err != nil {
 		t.Fatalf("raw db with --skip-hash-check: %v", err)
 	}
 	s.Close()
+}
+
+// TestOpenHashModes: what each HashMode does with a good trailer, a wrong
+// one and none, with and without AllowNoTrailer.
+func TestOpenHashModes(t *testing.T) {
+	good, err := os.ReadFile("../testdata/sample.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := bytes.Clone(good)
+	wrong[len(wrong)-1] ^= 1 // the bbolt part is intact
+	raw := good[:len(good)-32]
+	write := func(t *testing.T, data []byte) string {
+		p := filepath.Join(t.TempDir(), "in.db")
+		if err := os.WriteFile(p, data, 0o400); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	trailer := func(data []byte) string { return fmt.Sprintf("%x", data[len(data)-32:]) }
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		opts  snapshot.OpenOptions
+		open  bool // Open succeeds
+		wait  bool // then WaitHash succeeds
+		sha   string
+		notes string // in the error, when one is expected
+	}{
+		{"verify, good", good, snapshot.OpenOptions{}, true, true, trailer(good), ""},
+		{"verify, wrong trailer", wrong, snapshot.OpenOptions{}, false, false, "", "does not match"},
+		{"background, good", good, snapshot.OpenOptions{Hash: snapshot.HashInBackground}, true, true, trailer(good), ""},
+		{"background, wrong trailer", wrong, snapshot.OpenOptions{Hash: snapshot.HashInBackground}, true, false, "", "does not match"},
+		{"trailer only, good", good, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly}, true, true, trailer(good), ""},
+		{"trailer only, wrong trailer taken as is", wrong, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly}, true, true, trailer(wrong), ""},
+		{"no trailer, not allowed", raw, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly}, false, false, "", "no sha256 trailer"},
+		{"no trailer, allowed", raw, snapshot.OpenOptions{AllowNoTrailer: true}, true, true, "", ""},
+		{"no trailer, allowed, background", raw, snapshot.OpenOptions{AllowNoTrailer: true, Hash: snapshot.HashInBackground}, true, true, "", ""},
+		{"trailer there, allowed to be absent: still checked", wrong, snapshot.OpenOptions{AllowNoTrailer: true}, false, false, "", "does not match"},
+		{"unknown mode", good, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly + 1}, false, false, "", "unknown hash mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := snapshot.Open(write(t, tc.data), tc.opts)
+			if err == nil {
+				defer s.Close()
+				err = s.WaitHash()
+				if err == nil && !tc.wait {
+					t.Fatal("WaitHash accepted a wrong trailer")
+				}
+				if err != nil && tc.open && tc.wait {
+					t.Fatalf("WaitHash: %v", err)
+				}
+			} else if tc.open {
+				t.Fatalf("Open: %v", err)
+			}
+			if err != nil {
+				if !strings.Contains(err.Error(), tc.notes) || (tc.notes != "unknown hash mode" && !errors.Is(err, snapshot.ErrInvalidInput)) {
+					t.Fatalf("error %q: want an invalid input saying %q", err, tc.notes)
+				}
+				return
+			}
+			if s.SHA256 != tc.sha || s.HasTrailer != (tc.sha != "") {
+				t.Fatalf("SHA256 %q, HasTrailer %v; want %q", s.SHA256, s.HasTrailer, tc.sha)
+			}
+		})
+	}
 }
 
 func TestParseKVMatchesProtobuf(t *testing.T) {
@@ -397,31 +463,125 @@ func TestParseRevisionKey(t *testing.T) {
 
 // TestRestoreRefusesCorruptInput: the pre-check defers hashing to etcd's
 // restore, which must still refuse a flipped byte with this package's error
-// and leave no data dir behind.
+// (etcd's own says it only in its text: Restore hashes the file again to
+// tell) and leave no data dir behind.
 func TestRestoreRefusesCorruptInput(t *testing.T) {
 	good, _ := makeSnapshot(t)
 	data, err := os.ReadFile(good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data[len(data)/2] ^= 0xff
+	// A byte of a stored value: the structure stays readable, so only the
+	// hash can tell (a byte at random may break a page, which the pre-check
+	// reports before etcd runs).
+	at := bytes.Index(data, []byte("value-4"))
+	if at < 0 {
+		t.Fatal("value-4 not found in the snapshot")
+	}
+	data[at+len("value-")] ^= 1
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.db")
 	if err := os.WriteFile(bad, data, 0o400); err != nil {
 		t.Fatal(err)
 	}
-	dataDir := filepath.Join(dir, "m1.etcd")
-	err = snapshot.Restore(context.Background(), snapshot.RestoreConfig{SnapshotPath: bad, Name: "m1", DataDir: dataDir,
-		PeerURLs: []string{"http://127.0.0.1:2380"}, RevisionBump: 1000, MarkCompacted: true})
-	if !errors.Is(err, snapshot.ErrInvalidInput) || !strings.Contains(err.Error(), "sha256") {
-		t.Fatalf("restore of a corrupt snapshot: %v", err)
+	// SkipHashCheck accepts a file without a trailer; one that has a
+	// trailer is checked all the same.
+	for _, skip := range []bool{false, true} {
+		dataDir := filepath.Join(dir, "m1.etcd")
+		err = snapshot.Restore(context.Background(), snapshot.RestoreConfig{SnapshotPath: bad, Name: "m1", DataDir: dataDir,
+			PeerURLs: []string{"http://127.0.0.1:2380"}, RevisionBump: 1000, MarkCompacted: true, SkipHashCheck: skip})
+		if !errors.Is(err, snapshot.ErrInvalidInput) || !strings.Contains(err.Error(), "sha256 trailer does not match its contents") {
+			t.Fatalf("restore of a corrupt snapshot (skip %v): %v", skip, err)
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 1 {
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			t.Errorf("restore (skip %v) left %v behind", skip, names)
+		}
+	}
+}
+
+// TestRestoreKeepsAFullDataDir: Restore validates a config that has not
+// passed Validate, and only such a one: a data dir filled after Validate is
+// not seen by a second validation, but is still never replaced, and nothing
+// is left behind.
+func TestRestoreKeepsAFullDataDir(t *testing.T) {
+	dir := t.TempDir()
+	cfg := snapshot.RestoreConfig{SnapshotPath: "../testdata/sample.db", Name: "m1", DataDir: filepath.Join(dir, "m1.etcd"),
+		PeerURLs: []string{"http://127.0.0.1:2380"}}
+	unvalidated := cfg
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	precious := filepath.Join(cfg.DataDir, "precious")
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(precious, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.Restore(context.Background(), unvalidated); !errors.Is(err, fsutil.ErrExists) {
+		t.Fatalf("restore of an unvalidated config into a full data dir: %v, want Validate's refusal", err)
+	}
+	err := snapshot.Restore(context.Background(), cfg)
+	if err == nil {
+		t.Fatal("restore replaced a data dir that is not empty")
+	}
+	if errors.Is(err, fsutil.ErrExists) {
+		t.Errorf("a validated config was validated again: %v", err)
+	}
+	if b, err := os.ReadFile(precious); err != nil || string(b) != "keep" {
+		t.Fatalf("the data dir's file is gone or changed: %q %v", b, err)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
+		t.Errorf("restore left %d entries in %s, want only the data dir", len(entries), dir)
+	}
+}
+
+// TestWriterBuckets: CreateBuckets and PutBucket write etcd's other buckets
+// for a writer that has no snapshot to copy them from, across transactions.
+func TestWriterBuckets(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.db")
+	w, err := snapshot.Create(snapshot.WriterConfig{Path: out, TxBytes: 64}) // tiny: many transactions
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if err := w.CreateBuckets([]byte("alarm"), snapshot.MetaBucket, []byte("alarm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.PutBucket(snapshot.KeyBucket, []byte("k"), []byte("v")); err == nil {
+		t.Error("PutBucket wrote into the key bucket")
+	}
+	for i := range 20 {
+		if err := w.PutBucket([]byte("lease"), []byte(fmt.Sprintf("lease-%02d", i)), bytes.Repeat([]byte{'x'}, 30)); err != nil {
+			t.Fatal(err)
 		}
-		t.Errorf("restore left %v behind", names)
+	}
+	if err := w.PutBucket(snapshot.MetaBucket, []byte("storageVersion"), []byte("3.7.0")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open(out, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Buckets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []snapshot.BucketInfo{{Name: "alarm"}, {Name: "key"}, {Name: "lease", Keys: 20}, {Name: "meta", Keys: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("buckets %v, want %v", got, want)
+	}
+	if s.Meta.StorageVersion != "3.7.0" {
+		t.Errorf("meta storageVersion %q", s.Meta.StorageVersion)
 	}
 }

@@ -34,7 +34,7 @@ type WriterConfig struct {
 	SizeHint int64
 	// BeforePublish, if set, checks the finished database under its
 	// temporary name (complete, but its sha256 trailer is being computed at
-	// the same time and is not there yet: open it with SkipHashCheck) before
+	// the same time and is not there yet: open it with AllowNoTrailer) before
 	// it is renamed to Path; an error stops the publication and removes it.
 	BeforePublish func(tmpPath string) error
 }
@@ -140,6 +140,35 @@ func (w *Writer) Put(revKey, raw []byte) error {
 	}
 	w.last = revKey
 	w.pending += int64(len(revKey) + len(raw))
+	return w.flushIfFull()
+}
+
+// CreateBuckets creates top-level buckets that do not exist yet, empty
+// (etcd creates all of its buckets at start, whether it uses them or not).
+func (w *Writer) CreateBuckets(names ...[]byte) error {
+	for _, name := range names {
+		if _, err := w.tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
+		}
+	}
+	return nil
+}
+
+// PutBucket stores one entry of a top-level bucket other than `key` (meta,
+// lease, members ...), creating the bucket if needed. k and v must stay
+// valid until the next Commit of the transaction, as with Put.
+func (w *Writer) PutBucket(name, k, v []byte) error {
+	if bytes.Equal(name, KeyBucket) {
+		return fmt.Errorf("internal error: PutBucket on the %q bucket; use Put", name)
+	}
+	b, err := w.tx.CreateBucketIfNotExists(name)
+	if err == nil {
+		err = b.Put(k, v)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
+	}
+	w.pending += int64(len(k) + len(v))
 	return w.flushIfFull()
 }
 
@@ -263,32 +292,6 @@ func (w *Writer) finish(size int64) ([]byte, error) {
 		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
 	return hs.sum, f.Close()
-}
-
-// AppendTrailer turns a closed bbolt file into a snapshot file: it
-// truncates it to its high-water mark size (tx.Size()), appends the sha256
-// of those bytes, as `etcdctl snapshot save` does, and fsyncs.
-func AppendTrailer(path string, size int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		return nil, err
-	}
-	h := sha256.New()
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, size), make([]byte, 1<<20)); err != nil {
-		return nil, err
-	}
-	sum := h.Sum(nil)
-	if _, err := f.WriteAt(sum, size); err != nil {
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
-	return sum, f.Close()
 }
 
 // Abort discards everything written. It is safe to call more than once and

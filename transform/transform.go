@@ -147,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // the other core while the index is built; nothing is decided on the input
 // before the hash has matched.
 func openIndexed(ctx context.Context, cfg Config, p progress.Reporter) (*snapshot.Snapshot, *snapshot.Index, error) {
-	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck, ParallelHash: true, Progress: p})
+	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: snapshot.HashInBackground, Progress: p})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -88,7 +88,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.DNSService == "" {
 		cfg.DNSService = "kube-system/kube-dns"
 	}
-	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{SkipHashCheck: cfg.SkipHashCheck, DeferHash: cfg.JustWritten, Progress: cfg.Progress})
+	hash := snapshot.HashVerify
+	if cfg.JustWritten {
+		hash = snapshot.HashTrailerOnly
+	}
+	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: hash, Progress: cfg.Progress})
 	if err != nil {
 		return nil, err
 	}

@@ -213,6 +213,19 @@ func Input(ctx context.Context, cacheDir string, size gen.Size, seed int64, log 
 	return res, true, nil
 }
 
+// caseOrder is the order of the cases in a report.
+var caseOrder = []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate, CaseRestore, CaseEtcdutlRestore}
+
+// sizeRun is the measurement of one size in progress.
+type sizeRun struct {
+	cfg     Config
+	size    gen.Size
+	in      *gen.Result
+	work    string
+	cases   map[string]*CaseReport
+	targets []float64 // per round: (transform-migrate + restore) / etcdutl-restore
+}
+
 func runSize(ctx context.Context, cfg Config, size gen.Size) (*SizeReport, error) {
 	in, generated, err := Input(ctx, cfg.Cache, size, cfg.Seed, cfg.Log)
 	if err != nil {
@@ -232,95 +245,133 @@ func runSize(ctx context.Context, cfg Config, size gen.Size) (*SizeReport, error
 	if err := warm(in.Path); err != nil {
 		return nil, err
 	}
-	migrate := []string{"--service-cidr", NewServiceCIDR, "--pod-network-cidr", NewPodNetworkCIDR}
-	snapshift := func(args ...string) []string { return append(slices.Clone(cfg.Snapshift), args...) }
-	childCmd := func(args ...string) []string { return append(slices.Clone(cfg.Child), args...) }
-
-	cases := map[string]*CaseReport{}
-	order := []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate, CaseRestore, CaseEtcdutlRestore}
-	for _, name := range order {
-		cases[name] = &CaseReport{Name: name, Description: caseDescriptions[name], InputBytes: in.Size, InputEntries: in.Entries}
+	r := &sizeRun{cfg: cfg, size: size, in: in, work: work, cases: map[string]*CaseReport{}}
+	for _, name := range caseOrder {
+		r.cases[name] = &CaseReport{Name: name, Description: caseDescriptions[name], InputBytes: in.Size, InputEntries: in.Entries}
 	}
-	var targets []float64
 	for round := 1; round <= cfg.Runs; round++ {
-		dir := filepath.Join(work, fmt.Sprintf("round%d", round))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := r.round(ctx, round); err != nil {
 			return nil, err
 		}
-		migrated := filepath.Join(dir, "transform-migrate.db")
-		outputs := map[string]string{ // removed after their case unless Keep
-			CaseFloor: filepath.Join(dir, "floor.db"), CaseTransform: filepath.Join(dir, "transform.db"),
-			CaseRestore: filepath.Join(dir, "restore.etcd"), CaseEtcdutlRestore: filepath.Join(dir, "etcdutl-restore.etcd"),
-		}
-		argv := map[string][]string{
-			CaseFloor:            childCmd("floor", in.Path, outputs[CaseFloor]),
-			CaseTransform:        snapshift("transform", in.Path, "--out", outputs[CaseTransform], "--quiet"),
-			CaseTransformMigrate: snapshift(append([]string{"transform", in.Path, "--out", migrated, "--quiet"}, migrate...)...),
-			CasePlanMigrate:      snapshift(append([]string{"plan", in.Path, "--quiet"}, migrate...)...),
-			CaseRestore:          snapshift("restore", migrated, "--data-dir", outputs[CaseRestore]),
-			CaseEtcdutlRestore:   childCmd("etcdutl-restore", migrated, outputs[CaseEtcdutlRestore]),
-		}
-		// The independent cases rotate each round; the two restores need transform-migrate's
-		// output, and alternate with each other.
-		first := []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate}
-		k := (round - 1) % len(first)
-		seq := append(append([]string(nil), first[k:]...), first[:k]...)
-		restores := []string{CaseRestore, CaseEtcdutlRestore}
-		if round%2 == 0 {
-			restores = []string{CaseEtcdutlRestore, CaseRestore}
-		}
-		seq = append(seq, restores...)
-		got := map[string]Measurement{}
-		for _, name := range seq {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			// Write back what earlier cases (and other processes) left dirty, so that a case
-			// does not pay for its predecessor's writeback. Not timed.
-			syscall.Sync()
-			m, err := Measure(ctx, cfg.Child, argv[name])
-			if err != nil {
-				return nil, fmt.Errorf("round %d, %s: %w", round, name, err)
-			}
-			got[name] = m
-			fmt.Fprintf(cfg.Log, "[bench] %s round %d/%d  %-18s %7.2fs  rss %s  anon %s\n", size.Name, round, cfg.Runs, name,
-				m.Wall.Seconds(), humanBytes(m.MaxRSS), humanBytes(m.PeakRssAnon))
-			if out := outputs[name]; out != "" && !cfg.Keep {
-				os.RemoveAll(out)
-			}
-		}
-		if round == 1 {
-			// The restores read transform-migrate's output: their throughput is over that file.
-			st, err := os.Stat(migrated)
-			if err != nil {
-				return nil, err
-			}
-			n, err := entries(migrated)
-			if err != nil {
-				return nil, err
-			}
-			for _, name := range restores {
-				cases[name].InputBytes, cases[name].InputEntries = st.Size(), n
-			}
-		}
-		if !cfg.Keep {
-			os.Remove(migrated)
-		}
-		floor := got[CaseFloor].Wall.Seconds()
-		for _, name := range order {
-			m := got[name]
-			cases[name].Runs = append(cases[name].Runs, RunResult{Round: round, Measurement: m, RatioToFloor: m.Wall.Seconds() / floor})
-		}
-		targets = append(targets, (got[CaseTransformMigrate].Wall+got[CaseRestore].Wall).Seconds()/got[CaseEtcdutlRestore].Wall.Seconds())
 	}
-	for _, name := range order {
-		c := cases[name]
+	r.summarize(sr)
+	return sr, nil
+}
+
+// round runs every case once and records the round's measurements.
+func (r *sizeRun) round(ctx context.Context, round int) error {
+	dir := filepath.Join(r.work, fmt.Sprintf("round%d", round))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	migrated := filepath.Join(dir, "transform-migrate.db")
+	outputs := map[string]string{ // removed after their case unless Keep
+		CaseFloor: filepath.Join(dir, "floor.db"), CaseTransform: filepath.Join(dir, "transform.db"),
+		CaseRestore: filepath.Join(dir, "restore.etcd"), CaseEtcdutlRestore: filepath.Join(dir, "etcdutl-restore.etcd"),
+	}
+	seq, restores := roundOrder(round)
+	got, err := r.measureRound(ctx, round, seq, r.argv(migrated, outputs), outputs)
+	if err != nil {
+		return err
+	}
+	if round == 1 {
+		// The restores read transform-migrate's output: their throughput is over that file.
+		if err := r.setRestoreInput(migrated, restores); err != nil {
+			return err
+		}
+	}
+	if !r.cfg.Keep {
+		os.Remove(migrated)
+	}
+	floor := got[CaseFloor].Wall.Seconds()
+	for _, name := range caseOrder {
+		m := got[name]
+		r.cases[name].Runs = append(r.cases[name].Runs, RunResult{Round: round, Measurement: m, RatioToFloor: m.Wall.Seconds() / floor})
+	}
+	r.targets = append(r.targets, (got[CaseTransformMigrate].Wall+got[CaseRestore].Wall).Seconds()/got[CaseEtcdutlRestore].Wall.Seconds())
+	return nil
+}
+
+// argv is every case's command line in a round whose transform-migrate writes migrated.
+func (r *sizeRun) argv(migrated string, outputs map[string]string) map[string][]string {
+	in := r.in.Path
+	migrate := []string{"--service-cidr", NewServiceCIDR, "--pod-network-cidr", NewPodNetworkCIDR}
+	snapshift := func(args ...string) []string { return append(slices.Clone(r.cfg.Snapshift), args...) }
+	childCmd := func(args ...string) []string { return append(slices.Clone(r.cfg.Child), args...) }
+	return map[string][]string{
+		CaseFloor:            childCmd("floor", in, outputs[CaseFloor]),
+		CaseTransform:        snapshift("transform", in, "--out", outputs[CaseTransform], "--quiet"),
+		CaseTransformMigrate: snapshift(append([]string{"transform", in, "--out", migrated, "--quiet"}, migrate...)...),
+		CasePlanMigrate:      snapshift(append([]string{"plan", in, "--quiet"}, migrate...)...),
+		CaseRestore:          snapshift("restore", migrated, "--data-dir", outputs[CaseRestore]),
+		CaseEtcdutlRestore:   childCmd("etcdutl-restore", migrated, outputs[CaseEtcdutlRestore]),
+	}
+}
+
+// roundOrder is the order of the cases in a round: the independent cases rotate each round; the
+// two restores need transform-migrate's output, and alternate with each other.
+func roundOrder(round int) (seq, restores []string) {
+	first := []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate}
+	k := (round - 1) % len(first)
+	seq = append(append([]string(nil), first[k:]...), first[:k]...)
+	restores = []string{CaseRestore, CaseEtcdutlRestore}
+	if round%2 == 0 {
+		restores = []string{CaseEtcdutlRestore, CaseRestore}
+	}
+	return append(seq, restores...), restores
+}
+
+// measureRound runs the cases of seq in order, each as a child process, and removes each case's
+// output after it unless Keep.
+func (r *sizeRun) measureRound(ctx context.Context, round int, seq []string, argv map[string][]string, outputs map[string]string) (map[string]Measurement, error) {
+	got := map[string]Measurement{}
+	for _, name := range seq {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// Write back what earlier cases (and other processes) left dirty, so that a case
+		// does not pay for its predecessor's writeback. Not timed.
+		syscall.Sync()
+		m, err := Measure(ctx, r.cfg.Child, argv[name])
+		if err != nil {
+			return nil, fmt.Errorf("round %d, %s: %w", round, name, err)
+		}
+		got[name] = m
+		fmt.Fprintf(r.cfg.Log, "[bench] %s round %d/%d  %-18s %7.2fs  rss %s  anon %s\n", r.size.Name, round, r.cfg.Runs, name,
+			m.Wall.Seconds(), humanBytes(m.MaxRSS), humanBytes(m.PeakRssAnon))
+		if out := outputs[name]; out != "" && !r.cfg.Keep {
+			os.RemoveAll(out)
+		}
+	}
+	return got, nil
+}
+
+// setRestoreInput makes the restores' input transform-migrate's output.
+func (r *sizeRun) setRestoreInput(migrated string, restores []string) error {
+	st, err := os.Stat(migrated)
+	if err != nil {
+		return err
+	}
+	n, err := entries(migrated)
+	if err != nil {
+		return err
+	}
+	for _, name := range restores {
+		r.cases[name].InputBytes, r.cases[name].InputEntries = st.Size(), n
+	}
+	return nil
+}
+
+// summarize fills the per-case medians, peaks and throughputs and the target into sr.
+func (r *sizeRun) summarize(sr *SizeReport) {
+	for _, name := range caseOrder {
+		c := r.cases[name]
 		var walls, ratios []float64
-		for _, r := range c.Runs {
-			walls = append(walls, r.Wall.Seconds())
-			ratios = append(ratios, r.RatioToFloor)
-			c.PeakRSSBytes = max(c.PeakRSSBytes, r.MaxRSS)
-			c.PeakRssAnonBytes = max(c.PeakRssAnonBytes, r.PeakRssAnon)
+		for _, run := range c.Runs {
+			walls = append(walls, run.Wall.Seconds())
+			ratios = append(ratios, run.RatioToFloor)
+			c.PeakRSSBytes = max(c.PeakRSSBytes, run.MaxRSS)
+			c.PeakRssAnonBytes = max(c.PeakRssAnonBytes, run.PeakRssAnon)
 		}
 		c.MedianSeconds, c.RatioToFloor = median(walls), median(ratios)
 		if c.MedianSeconds > 0 {
@@ -329,9 +380,8 @@ func runSize(ctx context.Context, cfg Config, size gen.Size) (*SizeReport, error
 		}
 		sr.Cases = append(sr.Cases, *c)
 	}
-	t := median(targets)
+	t := median(r.targets)
 	sr.Target = &Target{Ratio: t, Limit: 2, Met: t <= 2}
-	return sr, nil
 }
 
 // entries counts the `key` bucket entries of a snapshot (not timed).

@@ -4,8 +4,9 @@
 // For each size, every case runs as a child process, in rounds (each round runs every case once,
 // so that drift of the machine over time hits all cases alike):
 //
-//	floor              a plain bbolt copy of every bucket (FloorCopy): bounded transactions of 32 MiB,
-//	                   NoSync, FillPercent 1.0 on `key`, one fsync at the end, sha256 trailer
+//	floor              a plain copy of every bucket through snapshot.Writer (FloorCopy): bounded
+//	                   transactions of 32 MiB, NoSync, FillPercent 1.0 on `key`, one fsync at the
+//	                   end, sha256 trailer
 //	transform          snapshift transform without rules
 //	transform-migrate  snapshift transform with the seed migration (service and pod CIDR)
 //	plan-migrate       snapshift plan of the same

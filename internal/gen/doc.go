@@ -1,4 +1,4 @@
-// Package gen writes large, realistic Kubernetes etcd snapshot files directly with bbolt, for
+// Package gen writes large, realistic Kubernetes etcd snapshot files through snapshot.Writer, for
 // benchmarks and scale tests.
 //
 // A generated file has exactly the structure `etcdctl snapshot save` produces: a bbolt database with
@@ -17,6 +17,6 @@
 //
 // Everything is a function of Config.Seed: the same configuration writes the same bytes. Values are
 // built as typed k8s.io/api objects and encoded with package codec (protobuf envelope, JSON for
-// custom resources) on all CPUs; one goroutine writes them in revision order in bounded bbolt
-// transactions.
+// custom resources) on all CPUs; one goroutine writes them in revision order through the Writer's
+// bounded bbolt transactions.
 package gen

@@ -14,13 +14,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/types"
 	"go.etcd.io/etcd/server/v3/lease/leasepb"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/snapshot"
 )
 
 // Version identifies what Generate writes for a given Config. It changes whenever the output of
@@ -131,11 +134,11 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	bw, err := newBoltWriter(cfg.Path, cfg.Force, cfg.TxBytes, int64(cfg.Keys)*3200)
+	bw, err := createWriter(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer bw.abort() // no-op after commit
+	defer bw.Abort() // no-op after Commit
 
 	p := newPipeline(w, bw, cfg.Workers, cfg.Progress)
 	s := &sequencer{w: w, cfg: cfg, out: p, rev: 2, res: &Result{Path: cfg.Path, Version: Version}}
@@ -149,13 +152,29 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if err := s.writeBuckets(bw); err != nil {
 		return nil, err
 	}
-	size, sum, err := bw.commit()
+	out, err := bw.Commit()
 	if err != nil {
-		return nil, fmt.Errorf("gen: writing %s: %w", cfg.Path, err)
+		return nil, fmt.Errorf("gen: %w", err)
 	}
 	res := s.res
-	res.Size, res.SHA256, res.Duration = size, sum, time.Since(start)
+	res.Size, res.SHA256, res.Duration = out.Size, out.SHA256, time.Since(start)
 	return res, nil
+}
+
+// createWriter starts the output with every bucket etcd creates, in etcd's
+// order, all in the first transaction.
+func createWriter(cfg Config) (*snapshot.Writer, error) {
+	bw, err := snapshot.Create(snapshot.WriterConfig{Path: cfg.Path, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: int64(cfg.Keys) * 3200})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range schema.AllBuckets {
+		if err := bw.CreateBuckets(b.Name()); err != nil {
+			bw.Abort()
+			return nil, err
+		}
+	}
+	return bw, nil
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -470,43 +489,35 @@ func (q *eventQueue) Pop() any {
 }
 
 // writeBuckets fills every bucket but `key`, as etcd leaves them.
-func (s *sequencer) writeBuckets(bw *boltWriter) error {
+func (s *sequencer) writeBuckets(bw *snapshot.Writer) error {
 	u64 := func(v uint64) []byte { b := make([]byte, 8); binary.BigEndian.PutUint64(b, v); return b }
-	rev17 := func(main int64) []byte {
-		b := make([]byte, 17)
-		binary.BigEndian.PutUint64(b, uint64(main))
-		b[8] = '_'
-		return b
-	}
 	peer, client, name := "https://"+sample.ControlPlaneIP+":2380", "https://"+sample.ControlPlaneIP+":2379", "cp1"
 	h := sha1.Sum([]byte(peer + "etcd-cluster")) // etcd's member ID: sha1 of peer URLs and cluster token
 	id := binary.BigEndian.Uint64(h[:8])
 	puts := []struct {
 		bucket, k, v []byte
 	}{
-		{bucketMeta, []byte("consistent_index"), u64(uint64(s.rev) + 1000)},
-		{bucketMeta, []byte("term"), u64(2)},
-		{bucketMeta, []byte("scheduledCompactRev"), rev17(s.res.CompactRevision)},
-		{bucketMeta, []byte("finishedCompactRev"), rev17(s.res.CompactRevision)},
-		{bucketMeta, []byte("storageVersion"), []byte("3.7.0")},
-		{bucketMeta, []byte("confState"), fmt.Appendf(nil, `{"voters":[%d],"auto_leave":false}`, id)},
-		{bucketCluster, []byte("clusterVersion"), []byte("3.7.0")},
-		{bucketMembers, []byte(strconv.FormatUint(id, 16)), fmt.Appendf(nil, `{"id":%d,"peerURLs":[%q],"name":%q,"clientURLs":[%q]}`, id, peer, name, client)},
-		{bucketAuth, []byte("authRevision"), u64(1)},
+		{schema.Meta.Name(), schema.MetaConsistentIndexKeyName, u64(uint64(s.rev) + 1000)},
+		{schema.Meta.Name(), schema.MetaTermKeyName, u64(2)},
+		{schema.Meta.Name(), schema.MetaStorageVersionName, []byte("3.7.0")},
+		{schema.Meta.Name(), schema.MetaConfStateName, fmt.Appendf(nil, `{"voters":[%d],"auto_leave":false}`, id)},
+		{schema.Cluster.Name(), schema.ClusterClusterVersionKeyName, []byte("3.7.0")},
+		{schema.Members.Name(), schema.BackendMemberKey(types.ID(id)), fmt.Appendf(nil, `{"id":%d,"peerURLs":[%q],"name":%q,"clientURLs":[%q]}`, id, peer, name, client)},
+		{schema.Auth.Name(), schema.AuthRevisionKeyName, u64(1)},
 	}
 	for _, id := range s.leaseIDs {
 		v, err := proto.Marshal(&leasepb.Lease{ID: id, TTL: 3600})
 		if err != nil {
 			return err
 		}
-		puts = append(puts, struct{ bucket, k, v []byte }{bucketLease, u64(uint64(id)), v})
+		puts = append(puts, struct{ bucket, k, v []byte }{schema.Lease.Name(), u64(uint64(id)), v})
 	}
 	for _, p := range puts {
-		if err := bw.put(p.bucket, p.k, p.v); err != nil {
+		if err := bw.PutBucket(p.bucket, p.k, p.v); err != nil {
 			return err
 		}
 	}
-	return nil
+	return bw.SetCompacted(s.res.CompactRevision)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -533,7 +544,7 @@ type pipeline struct {
 	progress func(int)
 }
 
-func newPipeline(w *world, bw *boltWriter, workers int, progress func(int)) *pipeline {
+func newPipeline(w *world, bw *snapshot.Writer, workers int, progress func(int)) *pipeline {
 	p := &pipeline{w: w, work: make(chan *batch, workers*2), ordered: make(chan *batch, workers*4+4), progress: progress}
 	for i := 0; i < workers; i++ {
 		p.workers.Add(1)
@@ -556,7 +567,7 @@ func newPipeline(w *world, bw *boltWriter, workers int, progress func(int)) *pip
 			}
 			err := b.err
 			for i := 0; err == nil && i < len(b.keys); i++ {
-				err = bw.putKey(b.keys[i], b.vals[i])
+				err = bw.Put(b.keys[i], b.vals[i])
 			}
 			if err != nil {
 				p.err.CompareAndSwap(nil, &err)
