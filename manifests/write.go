@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/option"
 )
 
 // DirPerm is the mode of a manifest directory Write creates (kubeadm's).
@@ -107,9 +108,9 @@ func WriteWith(set *Set, opts WriteOptions) (*WriteResult, error) {
 			jobs = append(jobs, job{m: m, path: path, r: r, unchanged: true})
 			continue
 		case exist && !opts.Force && m.Original == nil:
-			return nil, fmt.Errorf("%s %w and was not read into this set (use --force to replace it; it is kept as a backup)", path, fsutil.ErrExists)
+			return nil, option.Errorf("Force", "%s %w and was not read into this set (use {} to replace it; it is kept as a backup)", path, fsutil.ErrExists)
 		case exist && !opts.Force && !bytes.Equal(cur, m.Original):
-			return nil, fmt.Errorf("%s %w and differs from the manifest that was read (changed since, or another file; use --force to replace it)", path, fsutil.ErrExists)
+			return nil, option.Errorf("Force", "%s %w and differs from the manifest that was read (changed since, or another file; use {} to replace it)", path, fsutil.ErrExists)
 		}
 		jobs = append(jobs, job{m: m, path: path, r: r, exist: exist})
 	}

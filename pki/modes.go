@@ -13,6 +13,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/option"
 )
 
 // Operation names, as in Result.Operation.
@@ -54,8 +55,8 @@ func GenerateAll(cfg Config) (Result, error) {
 			return res, fmt.Errorf("%s: %w", OpGenerateAll, err)
 		}
 		if !empty {
-			return res, fmt.Errorf("%s: %s is not empty: a new PKI goes into an empty directory (use --force to replace the files in it; they are kept as .bak): %w",
-				OpGenerateAll, cfg.CertDir, fsutil.ErrExists)
+			return res, fmt.Errorf("%s: %w", OpGenerateAll, option.Errorf("Force",
+				"%s is not empty: a new PKI goes into an empty directory (use {} to replace the files in it; they are kept as .bak): %w", cfg.CertDir, fsutil.ErrExists))
 		}
 	}
 	outs, err := buildAll(cfg)

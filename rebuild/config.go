@@ -228,5 +228,17 @@ func (c *Config) RuleOptions() rules.Options {
 
 // ConfigPath names an option field as this file does
 // ("networking.oldServiceSubnet"): the rules' options by their registered
-// config path.
-func ConfigPath(field string) string { return rules.ConfigPath(field) }
+// config path, the others as below.
+func ConfigPath(field string) string {
+	switch field {
+	case "SkipHashCheck":
+		return "skipHashCheck"
+	case "Encryption":
+		return "encryptionConfig"
+	case "RevisionBump":
+		return "etcd.revisionBump"
+	case "InitialCluster":
+		return "etcd.members"
+	}
+	return rules.ConfigPath(field)
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/testfile"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
@@ -98,8 +99,9 @@ func TestEncryptedAtRest(t *testing.T) {
 
 	// Without the configuration: one clear refusal naming a key and the fix.
 	_, err = transform.Run(context.Background(), transform.Config{Input: in, Output: filepath.Join(dir, "no.db"), Rules: seedRules()})
-	if !errors.Is(err, state.ErrEncrypted) || !strings.Contains(err.Error(), "--encryption-config") {
-		t.Fatalf("without --encryption-config: %v", err)
+	var oe *option.Error
+	if !errors.Is(err, state.ErrEncrypted) || !errors.As(err, &oe) || oe.Field != "Encryption" || !strings.Contains(err.Error(), "EncryptionConfiguration") {
+		t.Fatalf("without an encryption configuration: %v; want a refusal naming the Encryption option", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "no.db")); !os.IsNotExist(err) {
 		t.Fatal("an output was left behind")

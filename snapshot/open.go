@@ -18,6 +18,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 	"go.etcd.io/etcd/server/v3/storage/schema"
 
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/progress"
 )
 
@@ -121,7 +122,8 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	if st.IsDir() {
-		return nil, invalid(path, "is a directory, not a snapshot file (for a data dir, use its member/snap/db with --skip-hash-check)")
+		return nil, &InputError{Path: path, Problem: "is a directory, not a snapshot file",
+			Err: option.Errorf("SkipHashCheck", "for a data dir, use its member/snap/db with {}")}
 	}
 	s := &Snapshot{Path: path, Size: st.Size(), DBSize: st.Size()}
 	if s.Size == 0 {
@@ -168,7 +170,8 @@ func (s *Snapshot) checkTrailer(f *os.File, opts OpenOptions) error {
 		if opts.AllowNoTrailer {
 			return nil
 		}
-		return invalid(s.Path, "has no sha256 trailer (size %d is not 32 more than a multiple of 512): it is truncated, or a raw member/snap/db that needs --skip-hash-check", s.Size)
+		return &InputError{Path: s.Path, Problem: fmt.Sprintf("has no sha256 trailer (size %d is not 32 more than a multiple of 512)", s.Size),
+			Err: option.Errorf("SkipHashCheck", "it is truncated, or a raw member/snap/db that needs {}")}
 	}
 	switch opts.Hash {
 	case HashVerify:

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/progress"
 )
 
@@ -82,7 +83,7 @@ func (c *RestoreConfig) Validate() error {
 		c.InitialClusterToken = "etcd-cluster"
 	}
 	if (c.RevisionBump == 0) != !c.MarkCompacted {
-		return errors.New("--bump-revision and --mark-compacted go together: give both (the default) or neither")
+		return option.Errorf("RevisionBump", "{} and {MarkCompacted} go together: give both (the default) or neither")
 	}
 	found := false
 	for _, m := range strings.Split(c.InitialCluster, ",") {
@@ -92,7 +93,7 @@ func (c *RestoreConfig) Validate() error {
 		}
 	}
 	if !found {
-		return fmt.Errorf("--initial-cluster %q does not name this member %q", c.InitialCluster, c.Name)
+		return option.Errorf("InitialCluster", "{} %q does not name this member %q", c.InitialCluster, c.Name)
 	}
 	empty, err := fsutil.IsEmptyOrMissingDir(c.DataDir)
 	if err != nil {

@@ -300,7 +300,7 @@ func TestOpenRefusesBadInput(t *testing.T) {
 		{"truncated raw db, hash check skipped", db[:len(db)-4096], true, "truncated"},
 		{"flipped byte", flip, false, "sha256 trailer does not match"},
 		{"wrong trailer", wrongTrailer, false, "sha256 trailer does not match"},
-		{"raw db without trailer", db, false, "--skip-hash-check"},
+		{"raw db without trailer", db, false, "raw member/snap/db that needs SkipHashCheck"},
 		{"header only", data[:100], false, "too small"},
 	}
 	for _, tc := range cases {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/snapshot"
 )
 
@@ -96,7 +97,8 @@ func Decrypt(enc *encryption.Config, key string, value []byte) ([]byte, encrypti
 		return nil, identity, fmt.Errorf("%w: %s is encrypted with KMS plugin %q, which cannot be decrypted offline; a rule needs to read it", ErrEncrypted, key, info.KeyName)
 	}
 	if enc == nil {
-		return nil, identity, fmt.Errorf("%w: %s is encrypted (%s key %q): give the apiserver's EncryptionConfiguration with --encryption-config", ErrEncrypted, key, info.Provider, info.KeyName)
+		return nil, identity, fmt.Errorf("%w: %w", ErrEncrypted, option.Errorf("Encryption",
+			"%s is encrypted (%s key %q): give the apiserver's EncryptionConfiguration with {}", key, info.Provider, info.KeyName))
 	}
 	plain, how, err := enc.Decrypt(key, value)
 	if err != nil {

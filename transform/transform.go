@@ -13,6 +13,7 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
@@ -59,7 +60,7 @@ func (c *Config) Validate() error {
 		return errors.New("no input snapshot given")
 	}
 	if !c.DryRun && c.Output == "" {
-		return errors.New("no output given (--out), and not a dry run")
+		return option.Errorf("Output", "no output given ({}), and not a dry run")
 	}
 	seen := map[string]bool{}
 	for _, r := range c.Rules {
@@ -357,7 +358,7 @@ func (e *engine) encrypt(key string, plain []byte, info encryption.Info) ([]byte
 		return plain, nil
 	}
 	if e.cfg.Encryption == nil {
-		return nil, fmt.Errorf("%w: %s must be stored %s, but no --encryption-config was given", state.ErrEncrypted, key, info)
+		return nil, fmt.Errorf("%w: %w", state.ErrEncrypted, option.Errorf("Encryption", "%s must be stored %s, but no {} was given", key, info))
 	}
 	out, err := e.cfg.Encryption.Encrypt(key, plain, info)
 	if err != nil {

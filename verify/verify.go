@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	} else if snap.HasTrailer {
 		c.add("sha256 trailer", nil, "matches (%s)", snap.SHA256)
 	} else {
-		c.add("sha256 trailer", nil, "absent; not checked (--skip-hash-check)")
+		c.add("sha256 trailer", nil, "absent (a raw database, accepted without one); not checked")
 	}
 	if cfg.Structure {
 		probs, err := snap.CheckStructure(maxProblems)

@@ -112,7 +112,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	code := ExitCode(ctx, err)
 	// Library errors name options by their Go fields: say them as flags.
-	msg, _ := option.Render(err, rules.FlagName)
+	msg, _ := option.Render(err, flagName)
 	msg = oneLine(msg)
 	if code == ExitInterrupted {
 		msg = "interrupted: " + msg + " (temporary files removed; no output was written)"
@@ -172,4 +172,24 @@ func oneLine(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// libraryFlags are the flags of the library options outside the rules
+// (whose flags the registry knows), by the Go field the library names.
+var libraryFlags = map[string]string{
+	"SkipHashCheck":  "--skip-hash-check",
+	"Encryption":     "--encryption-config",
+	"Output":         "--out",
+	"Force":          "--force",
+	"RevisionBump":   "--bump-revision",
+	"MarkCompacted":  "--mark-compacted",
+	"InitialCluster": "--initial-cluster",
+}
+
+// flagName renders an option field as the flag that sets it.
+func flagName(field string) string {
+	if f, ok := libraryFlags[field]; ok {
+		return f
+	}
+	return rules.FlagName(field)
 }
