@@ -422,7 +422,7 @@ func (m *migration) leftoverResources() map[string]*rules.LeftoverGroup {
 // TestEndToEndSample migrates the sample (192.168.0.0/16 -> 172.24.0.0/16,
 // 10.244.0.0/16 -> 10.55.0.0/16), restores the result with etcd's restore
 // code (one member, default revision bump) and checks through a real etcd
-// every promise of DESIGN 8-11 and 14.
+// every promise of docs/ARCHITECTURE.md §8-§11 and §13.
 func TestEndToEndSample(t *testing.T) {
 	t.Parallel()
 	m := migrateSample(t, rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String()}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}, Now: nowFunc})
