@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/testfile"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/verify"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -786,3 +789,79 @@ var (
 	_ transform.Rule     = (*testRule)(nil)
 	_ transform.Preparer = (*ctxRule)(nil)
 )
+
+// TestBusyClusterEndsWithDeletes: on a busy cluster the newest revisions of
+// a snapshot are often deletions (Events expiring with their leases), and
+// after a compaction the key bucket ends below the compaction revision. An
+// identity transform of such a snapshot must publish (its own check used to
+// refuse markers above the last key revision), restore, be served by real
+// etcd, and never go back below the source's revision.
+func TestBusyClusterEndsWithDeletes(t *testing.T) {
+	ctx := context.Background()
+	srv := etcdtest.StartT(t)
+	for i := 0; i < 20; i++ {
+		key := fmt.Sprintf("/registry/events/demo/ev-%02d", i)
+		if _, err := srv.Put(ctx, key, encodeCM(t, configMap("demo", fmt.Sprintf("ev-%02d", i), nil))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := srv.Put(ctx, "/registry/configmaps/demo/stays", encodeCM(t, configMap("demo", "stays", nil))); err != nil {
+		t.Fatal(err)
+	}
+	var srcRev int64
+	for i := 0; i < 20; i++ {
+		rev, err := srv.Delete(ctx, fmt.Sprintf("/registry/events/demo/ev-%02d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcRev = rev
+	}
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compacted=%v", compact), func(t *testing.T) {
+			if compact {
+				if err := srv.Compact(ctx, srcRev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			snap := filepath.Join(t.TempDir(), "busy.db")
+			if err := srv.SaveSnapshot(ctx, snap); err != nil {
+				t.Fatal(err)
+			}
+			src := readLive(t, snap)
+			if src.Index.LiveKeys != 1 {
+				t.Fatalf("%d live keys, want 1", src.Index.LiveKeys)
+			}
+			out := filepath.Join(t.TempDir(), "out.db")
+			verifyOut := func(ctx context.Context, path string) error {
+				r, err := verify.Run(ctx, verify.Config{Path: path, JustWritten: true, SkipHashCheck: true})
+				if err != nil {
+					return err
+				}
+				return r.Err()
+			}
+			rep, err := transform.Run(ctx, transform.Config{Input: snap, Output: out, VerifyOutput: verifyOut})
+			if err != nil {
+				t.Fatalf("identity transform of a snapshot ending in deletes: %v", err)
+			}
+			if rep.CompactRevision != srcRev+1 {
+				t.Errorf("CompactRevision %d, want %d", rep.CompactRevision, srcRev+1)
+			}
+			r, err := verify.Run(ctx, verify.Config{Path: out, Structure: true})
+			if err != nil || !r.OK {
+				t.Fatalf("verify of the output: %v %+v", err, r)
+			}
+			restored := restoreAndStart(t, out, false)
+			compareEtcdWithState(t, "restored output", liveKVs(t, restored), src)
+			rev, err := restored.Revision(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rev < srcRev {
+				t.Errorf("restored member at revision %d, below the source's %d", rev, srcRev)
+			}
+			if _, err := restored.Client().Get(ctx, "/registry/configmaps/demo/stays", clientv3.WithRev(srcRev)); err == nil {
+				t.Errorf("a read at the source revision %d was served: the history must be closed", srcRev)
+			}
+		})
+	}
+}

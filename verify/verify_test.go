@@ -202,3 +202,20 @@ func TestVerifyCatchesBadRevisionMetadata(t *testing.T) {
 		t.Fatalf("a KeyValue with a wrong mod_revision passed: %+v", r.Checks)
 	}
 }
+
+// TestOutputMustCloseHistory: a file snapshift has just written must carry
+// compaction markers above every key revision; the sample as etcd saved it
+// (markers below its newest keys) does not, and passes as a plain input.
+func TestOutputMustCloseHistory(t *testing.T) {
+	in := copySample(t)
+	if r := run(t, verify.Config{Path: in}); !r.OK {
+		t.Fatalf("the sample as an input: %v", failed(r))
+	}
+	r := run(t, verify.Config{Path: in, JustWritten: true, SkipHashCheck: true})
+	if c, ok := failed(r)["compaction markers"]; !ok || !strings.Contains(strings.Join(c.Problems, " "), "does not close the history") {
+		t.Errorf("the sample checked as a fresh output: %+v, want the compaction markers check to fail", failed(r))
+	}
+	if r := run(t, verify.Config{Path: migrate(t, in), JustWritten: true, SkipHashCheck: true}); !r.OK {
+		t.Errorf("a migrated output: %v", failed(r))
+	}
+}
