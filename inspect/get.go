@@ -33,15 +33,11 @@ type ListEntry struct {
 
 // List returns the live keys under Prefix, sorted by key, with their type.
 func List(ctx context.Context, cfg ListConfig) ([]ListEntry, error) {
-	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck})
+	snap, ix, err := openIndexed(ctx, cfg.Path, cfg.SkipHashCheck)
 	if err != nil {
 		return nil, err
 	}
 	defer snap.Close()
-	ix, err := snap.Index(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
 	c := codec.New()
 	var out []ListEntry
 	for _, kr := range ix.LiveKeysWithPrefix(cfg.Prefix) {
@@ -87,15 +83,11 @@ type GetResult struct {
 
 // Get decodes the live value of one key.
 func Get(ctx context.Context, cfg GetConfig) (*GetResult, error) {
-	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck})
+	snap, ix, err := openIndexed(ctx, cfg.Path, cfg.SkipHashCheck)
 	if err != nil {
 		return nil, err
 	}
 	defer snap.Close()
-	ix, err := snap.Index(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
 	rev, ok := ix.Lookup([]byte(cfg.Key))
 	if !ok {
 		return nil, fmt.Errorf("key %q: %w", cfg.Key, ErrNotFound)
@@ -199,4 +191,18 @@ func isPrintable(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// openIndexed opens a snapshot (its trailer checked) and indexes it.
+func openIndexed(ctx context.Context, path string, allowNoTrailer bool) (*snapshot.Snapshot, *snapshot.Index, error) {
+	snap, err := snapshot.Open(path, snapshot.OpenOptions{AllowNoTrailer: allowNoTrailer})
+	if err != nil {
+		return nil, nil, err
+	}
+	ix, err := snap.Index(ctx, nil)
+	if err != nil {
+		snap.Close()
+		return nil, nil, err
+	}
+	return snap, ix, nil
 }

@@ -17,15 +17,7 @@ type inspectOptions struct {
 	path string
 }
 
-func (o *inspectOptions) setup(c *cli.Context) error {
-	o.streams(c)
-	a, err := args(c, 1, 1, "exactly one argument, the snapshot file")
-	if err != nil {
-		return err
-	}
-	o.path = a[0]
-	return nil
-}
+func (o *inspectOptions) setup(c *cli.Context) error { return o.oneSnapshot(c, &o.path) }
 
 func (o *inspectOptions) Validate() error { return o.validateFormat() }
 

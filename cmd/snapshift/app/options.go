@@ -127,3 +127,14 @@ func args(c *cli.Context, min, max int, what string) ([]string, error) {
 	}
 	return c.Args().Slice(), nil
 }
+
+// oneSnapshot is the setup of a command whose one argument is a snapshot.
+func (o *common) oneSnapshot(c *cli.Context, path *string) error {
+	o.streams(c)
+	a, err := args(c, 1, 1, "exactly one argument, the snapshot file")
+	if err != nil {
+		return err
+	}
+	*path = a[0]
+	return nil
+}

@@ -35,12 +35,10 @@ func (o *restoreOptions) flags() []cli.Flag {
 }
 
 func (o *restoreOptions) setup(c *cli.Context) error {
-	o.streams(c)
-	a, err := args(c, 1, 1, "exactly one argument, the snapshot file")
-	if err != nil {
+	if err := o.oneSnapshot(c, &o.cfg.SnapshotPath); err != nil {
 		return err
 	}
-	o.cfg.SnapshotPath, o.cfg.SkipHashCheck = a[0], o.skipHash
+	o.cfg.SkipHashCheck = o.skipHash
 	for _, u := range strings.Split(o.peerURLs, ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			o.cfg.PeerURLs = append(o.cfg.PeerURLs, u)

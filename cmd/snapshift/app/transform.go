@@ -48,12 +48,9 @@ func (o *transformOptions) flags() []cli.Flag {
 }
 
 func (o *transformOptions) setup(c *cli.Context) error {
-	o.streams(c)
-	a, err := args(c, 1, 1, "exactly one argument, the snapshot file")
-	if err != nil {
+	if err := o.oneSnapshot(c, &o.input); err != nil {
 		return err
 	}
-	o.input = a[0]
 	if o.plan {
 		o.dryRun = true
 	}

@@ -20,15 +20,7 @@ type verifyOptions struct {
 	path  string
 }
 
-func (o *verifyOptions) setup(c *cli.Context) error {
-	o.streams(c)
-	a, err := args(c, 1, 1, "exactly one argument, the snapshot file")
-	if err != nil {
-		return err
-	}
-	o.path = a[0]
-	return nil
-}
+func (o *verifyOptions) setup(c *cli.Context) error { return o.oneSnapshot(c, &o.path) }
 
 func (o *verifyOptions) Validate() error { return o.validateFormat() }
 
