@@ -47,6 +47,9 @@ type Report struct {
 	Encodings       []Count               `json:"encodings"`
 	Encrypted       []Count               `json:"encrypted,omitempty"`
 	Networks        *state.Networks       `json:"networks"`
+	// Alarms are the active etcd alarms (a NOSPACE alarm survives a plain
+	// restore and leaves the member read-only).
+	Alarms []snapshot.Alarm `json:"alarms,omitempty"`
 }
 
 // Count is a named count.
@@ -64,11 +67,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer snap.Close()
+	alarms, err := snap.Alarms()
+	if err != nil {
+		return nil, err
+	}
 	ix, err := snap.IndexWith(ctx, cfg.Progress, snapshot.IndexOptions{Named: []string{state.PrefixNodes}})
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Path: cfg.Path, Size: snap.Size, HashChecked: snap.HasTrailer, SHA256: snap.SHA256,
+	r := &Report{Alarms: alarms, Path: cfg.Path, Size: snap.Size, HashChecked: snap.HasTrailer, SHA256: snap.SHA256,
 		PageSize: snap.PageSize, Meta: snap.Meta, CurrentRevision: ix.CurrentRevision,
 		LastRevision: ix.LastRevision.Main, Entries: ix.Entries, Tombstones: ix.Tombstones, LiveKeys: ix.LiveKeys}
 	if r.Buckets, err = snap.Buckets(); err != nil {

@@ -50,6 +50,9 @@ type RestoreConfig struct {
 	// defaults to DefaultRevisionBump and true.
 	RevisionBump  uint64
 	MarkCompacted bool
+	// KeepAlarms keeps the snapshot's active etcd alarms. Default: they are
+	// cleared, since a NOSPACE alarm would leave the new member read-only.
+	KeepAlarms bool
 	// InitialMmapSize is passed to etcd's restore. Optional.
 	InitialMmapSize uint64
 	// Logger receives etcd's own restore log. Default: none.
@@ -126,18 +129,38 @@ func (c *RestoreConfig) Validate() error {
 // renames it into place, so a failure leaves nothing behind. A config that
 // has not passed Validate is validated here.
 func Restore(ctx context.Context, cfg RestoreConfig) error {
+	_, err := RestoreWithReport(ctx, cfg)
+	return err
+}
+
+// RestoreReport says what a restore did beyond etcd's restore.
+type RestoreReport struct {
+	// Alarms are the active alarms the snapshot held; AlarmsCleared says
+	// whether the new member starts without them.
+	Alarms        []Alarm `json:"alarms,omitempty"`
+	AlarmsCleared bool    `json:"alarmsCleared,omitempty"`
+}
+
+// RestoreWithReport is Restore, and says what it did with the snapshot's
+// alarms.
+func RestoreWithReport(ctx context.Context, cfg RestoreConfig) (RestoreReport, error) {
+	rep, err := restore(ctx, cfg)
+	return rep, err
+}
+
+func restore(ctx context.Context, cfg RestoreConfig) (rep RestoreReport, err error) {
 	if !cfg.validated {
 		if err := cfg.Validate(); err != nil {
-			return err
+			return rep, err
 		}
 	}
 	trailer, err := precheck(ctx, cfg)
 	if err != nil {
-		return err
+		return rep, err
 	}
 	tmpData, tmpWAL, err := tempDirs(cfg)
 	if err != nil {
-		return err
+		return rep, err
 	}
 	// Once renamed into place the temporary names are gone: then this
 	// removes nothing.
@@ -152,12 +175,29 @@ func Restore(ctx context.Context, cfg RestoreConfig) error {
 	// only for a file without a trailer, which precheck let through only
 	// with SkipHashCheck. A trailer that is there is always checked.
 	if err := etcdRestore(cfg, tmpData, tmpWAL, !trailer); err != nil {
-		return err
+		return rep, err
 	}
+	if rep.Alarms, err = alarmsOf(filepath.Join(tmpData, "member", "snap", "db"), cfg.KeepAlarms); err != nil {
+		return rep, err
+	}
+	rep.AlarmsCleared = len(rep.Alarms) > 0 && !cfg.KeepAlarms
 	if err := ctx.Err(); err != nil {
-		return err
+		return rep, err
 	}
-	return publish(cfg, tmpData, tmpWAL)
+	return rep, publish(cfg, tmpData, tmpWAL)
+}
+
+// alarmsOf lists a restored db's alarms, clearing them unless keep.
+func alarmsOf(db string, keep bool) ([]Alarm, error) {
+	if !keep {
+		return clearAlarms(db)
+	}
+	s, err := Open(db, OpenOptions{AllowNoTrailer: true})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Alarms()
 }
 
 // precheck opens the snapshot and reads all of it as etcd will: etcd's

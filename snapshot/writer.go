@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/server/v3/storage/schema"
@@ -174,7 +175,7 @@ func (w *Writer) PutBucket(name, k, v []byte) error {
 
 // CopyBuckets copies every top-level bucket of src except `key`, byte for
 // byte (meta, lease, auth*, cluster, members, alarm ...).
-func (w *Writer) CopyBuckets(src *Snapshot) error {
+func (w *Writer) CopyBuckets(src *Snapshot, empty ...[]byte) error {
 	for _, name := range src.bucketNames() {
 		if bytes.Equal(name, KeyBucket) {
 			continue
@@ -182,6 +183,9 @@ func (w *Writer) CopyBuckets(src *Snapshot) error {
 		b, err := w.tx.CreateBucketIfNotExists(name)
 		if err != nil {
 			return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
+		}
+		if slices.ContainsFunc(empty, func(e []byte) bool { return bytes.Equal(e, name) }) {
+			continue // created, but left empty
 		}
 		err = src.ForEachInBucket(name, func(k, v []byte) error {
 			if v == nil {

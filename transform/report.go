@@ -23,6 +23,10 @@ type Report struct {
 	CompactRevision int64          `json:"compactRevision"`
 	Rules           []*RuleReport  `json:"rules"`
 	Objects         []ObjectChange `json:"objects"`
+	// Alarms are the input's active etcd alarms; AlarmsCleared says the
+	// output holds none of them (the default: see Config.KeepAlarms).
+	Alarms        []snapshot.Alarm `json:"alarms,omitempty"`
+	AlarmsCleared bool             `json:"alarmsCleared,omitempty"`
 }
 
 // InputSummary identifies the input.

@@ -49,6 +49,10 @@ type Config struct {
 	// re-encrypts changed ones. Optional: without it, an encrypted value a
 	// rule claims is an error.
 	Encryption *encryption.Config
+	// KeepAlarms copies the input's active etcd alarms into the output.
+	// Default: the output holds none, since etcd reloads them at boot and a
+	// NOSPACE alarm would leave the restored member read-only.
+	KeepAlarms bool
 	// VerifyOutput checks the finished output under its temporary name
 	// before it is published; an error means nothing is published.
 	VerifyOutput func(ctx context.Context, path string) error
@@ -104,6 +108,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer snap.Close()
 	e := newEngine(ctx, cfg, snap, ix)
+	if e.report.Alarms, err = snap.Alarms(); err != nil {
+		return nil, err
+	}
+	e.report.AlarmsCleared = len(e.report.Alarms) > 0 && !cfg.KeepAlarms
 	if err := e.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -212,7 +220,10 @@ func (e *engine) startOutput(ctx context.Context) error {
 		return err
 	}
 	e.w = w
-	return e.w.CopyBuckets(e.snap)
+	if cfg.KeepAlarms {
+		return e.w.CopyBuckets(e.snap)
+	}
+	return e.w.CopyBuckets(e.snap, snapshot.AlarmBucket)
 }
 
 // stream passes every live key through the rules, then creates what the

@@ -72,6 +72,9 @@ func printInspect(out io.Writer, r *inspect.Report) {
 		b = append(b, fmt.Sprintf("%s=%d", bi.Name, bi.Keys))
 	}
 	fmt.Fprintf(w, "Buckets:\t%s\n", strings.Join(b, " "))
+	for _, a := range r.Alarms {
+		fmt.Fprintf(w, "Alarm:\t%s: active; a plain restore keeps it (transform and restore clear it unless --keep-alarms)\n", a)
+	}
 	w.Flush()
 
 	section := func(title string, counts []inspect.Count) {

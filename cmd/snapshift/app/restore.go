@@ -30,6 +30,7 @@ func (o *restoreOptions) flags() []cli.Flag {
 		&cli.Uint64Flag{Name: "bump-revision", Value: snapshot.DefaultRevisionBump, Destination: &o.cfg.RevisionBump,
 			Usage: "raise the revision by this much (0 with --mark-compacted=false to disable)"},
 		&cli.BoolFlag{Name: "mark-compacted", Value: true, Destination: &o.cfg.MarkCompacted, Usage: "mark the bumped revision compacted (goes with --bump-revision)"},
+		&cli.BoolFlag{Name: "keep-alarms", Destination: &o.cfg.KeepAlarms, Usage: "keep the snapshot's active etcd alarms (NOSPACE, CORRUPT); by default the member starts without them"},
 		o.skipHashFlag(), o.outputFlag(),
 	}
 }
@@ -62,13 +63,15 @@ func (o *restoreOptions) Validate() error {
 
 func (o *restoreOptions) Run(ctx context.Context) error {
 	cfg := o.cfg
-	if err := snapshot.Restore(ctx, cfg); err != nil {
+	rep, err := snapshot.RestoreWithReport(ctx, cfg)
+	if err != nil {
 		return err
 	}
 	if o.json() {
 		return writeJSON(o.stdout, map[string]any{"name": cfg.Name, "dataDir": cfg.DataDir, "walDir": cfg.WALDir, "initialCluster": cfg.InitialCluster,
-			"peerURLs": cfg.PeerURLs, "revisionBump": cfg.RevisionBump, "markCompacted": cfg.MarkCompacted})
+			"peerURLs": cfg.PeerURLs, "revisionBump": cfg.RevisionBump, "markCompacted": cfg.MarkCompacted, "alarms": rep.Alarms, "alarmsCleared": rep.AlarmsCleared})
 	}
+	printAlarms(o.stdout, rep.Alarms, rep.AlarmsCleared, false)
 	fmt.Fprintf(o.stdout, "[restore] member %s restored into %s (initial cluster %s", cfg.Name, cfg.DataDir, cfg.InitialCluster)
 	if cfg.RevisionBump > 0 {
 		fmt.Fprintf(o.stdout, ", revision bumped by %d and marked compacted", cfg.RevisionBump)

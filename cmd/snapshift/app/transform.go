@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/verify"
 )
@@ -27,12 +28,13 @@ type Result struct {
 // that writes nothing.
 type transformOptions struct {
 	common
-	rules  ruleFlags
-	plan   bool // the plan command (always a dry run, no --out)
-	input  string
-	out    string
-	force  bool
-	dryRun bool
+	rules      ruleFlags
+	plan       bool // the plan command (always a dry run, no --out)
+	input      string
+	out        string
+	force      bool
+	dryRun     bool
+	keepAlarms bool
 }
 
 func (o *transformOptions) flags() []cli.Flag {
@@ -41,7 +43,8 @@ func (o *transformOptions) flags() []cli.Flag {
 		fs = append(fs,
 			&cli.StringFlag{Name: "out", Destination: &o.out, Usage: "the new snapshot file (required unless --dry-run)"},
 			&cli.BoolFlag{Name: "force", Destination: &o.force, Usage: "replace an existing --out"},
-			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "write nothing; report what would change (as plan does)"})
+			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "write nothing; report what would change (as plan does)"},
+			&cli.BoolFlag{Name: "keep-alarms", Destination: &o.keepAlarms, Usage: "copy the snapshot's active etcd alarms (NOSPACE, CORRUPT) into the output; by default it holds none"})
 	}
 	fs = append(fs, o.rules.flags(allRuleOptions)...)
 	return append(fs, o.skipHashFlag(), o.encryptionFlag(), o.outputFlag(), o.quietFlag())
@@ -77,7 +80,7 @@ func (o *transformOptions) Run(ctx context.Context) error {
 	}
 	cfg := transform.Config{
 		Input: o.input, Output: o.out, Force: o.force, DryRun: o.dryRun, SkipHashCheck: o.skipHash, Progress: o.progress(),
-		Rules: rs, Observers: []transform.Observer{scan}, Encryption: enc,
+		Rules: rs, Observers: []transform.Observer{scan}, Encryption: enc, KeepAlarms: o.keepAlarms,
 		VerifyOutput: verifyOutput(ropts, enc),
 	}
 	if o.dryRun {
@@ -162,6 +165,7 @@ func printTransform(out io.Writer, res *Result) {
 	}
 	fmt.Fprintf(out, "Keys:   %s %d unchanged, %d replaced, %d created; %d deleted; %d old revisions and tombstones dropped\n",
 		verb, r.Copied, r.Replaced, r.Created, r.Deleted, r.Dropped)
+	printAlarms(out, r.Alarms, r.AlarmsCleared, r.DryRun)
 	if r.NewRevision > 0 {
 		fmt.Fprintf(out, "Revision: changes at %d; compacted at %d\n", r.NewRevision, r.CompactRevision)
 	} else {
@@ -220,5 +224,24 @@ func printTransform(out io.Writer, res *Result) {
 		if lo.Encrypted > 0 {
 			fmt.Fprintf(out, "  (%d encrypted values not scanned)\n", lo.Encrypted)
 		}
+	}
+}
+
+// printAlarms says what happened to the input's etcd alarms.
+func printAlarms(out io.Writer, alarms []snapshot.Alarm, cleared, dryRun bool) {
+	if len(alarms) == 0 {
+		return
+	}
+	var names []string
+	for _, a := range alarms {
+		names = append(names, a.String())
+	}
+	switch {
+	case cleared && dryRun:
+		fmt.Fprintf(out, "Alarms: %s would be cleared (--keep-alarms keeps them)\n", strings.Join(names, ", "))
+	case cleared:
+		fmt.Fprintf(out, "Alarms: %s cleared: the restored member starts writable (--keep-alarms keeps them)\n", strings.Join(names, ", "))
+	default:
+		fmt.Fprintf(out, "Alarms: %s kept: the restored member raises them again (a NOSPACE alarm makes it read-only)\n", strings.Join(names, ", "))
 	}
 }
