@@ -18,6 +18,7 @@ type Plan struct {
 	Pod     *PodPlan     `json:"pod,omitempty"`
 
 	detected *state.Networks
+	inUse    *[]inUse // addresses no rule moves, read once
 }
 
 // ServicePlan maps the service range.

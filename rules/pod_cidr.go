@@ -26,12 +26,15 @@ type PodCIDR struct {
 
 func (r *PodCIDR) Name() string       { return NamePodCIDR }
 func (r *PodCIDR) Prefixes() []string { return []string{state.PrefixNodes} }
-func (r *PodCIDR) Lists() []string    { return []string{state.PrefixNodes} }
+func (r *PodCIDR) Lists() []string    { return clashListed }
 
 // Prepare maps every node and refuses before anything is written.
 func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)
 	if err != nil {
+		return err
+	}
+	if err := r.plan.checkClashes(v, "PodNetworkCIDR", "pod", oldP, newP); err != nil {
 		return err
 	}
 	nodes, err := listNodePods(v)

@@ -77,7 +77,7 @@ func (r *ServiceCIDR) Notes() []string { return r.notes }
 // Lists names what Prepare lists (and what clusterinfo reads): Services,
 // IPAddresses, Nodes.
 func (r *ServiceCIDR) Lists() []string {
-	return []string{state.PrefixServices, state.PrefixIPAddresses, state.PrefixNodes}
+	return append([]string{state.PrefixIPAddresses}, clashListed...)
 }
 
 func (r *ServiceCIDR) notef(format string, args ...any) {
@@ -88,6 +88,9 @@ func (r *ServiceCIDR) notef(format string, args ...any) {
 func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)
 	if err != nil {
+		return err
+	}
+	if err := r.plan.checkClashes(v, "ServiceCIDR", "service", oldP, newP); err != nil {
 		return err
 	}
 	svcs, ips, err := listServices(v)

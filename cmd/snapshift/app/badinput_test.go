@@ -480,6 +480,10 @@ func badRows() []badRow {
 					t.Fatal(err)
 				}
 			}},
+		{name: "new service range over the nodes' addresses", args: transformTo("--service-cidr", "10.0.0.0/16"), code: ExitRefused,
+			want: "the new service CIDR 10.0.0.0/16 (--service-cidr) covers addresses the cluster uses outside it: 10.0.0.10 (node cp1 InternalIP, default/kubernetes endpoint"},
+		{name: "new pod range over the control-plane endpoint", args: transformTo("--pod-network-cidr", "10.0.0.0/23"), code: ExitRefused,
+			want: "kubeadm controlPlaneEndpoint, kube-apiserver advertise address (kube-apiserver-cp1)"},
 		{name: "new service range too small", args: transformTo("--service-cidr", "172.24.0.0/28", "--pod-network-cidr", pod), code: ExitRefused, want: "too small"},
 		{name: "existing output without --force", args: transformTo("--service-cidr", svc), code: ExitRefused, want: "already exists",
 			prepare: func(t *testing.T, work string) {
