@@ -149,6 +149,13 @@ func (r *ServiceCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, n
 	if err != nil {
 		return nil, nil, "", err
 	}
+	note, err := serviceRangeLimit(nets.KubernetesVersion, newP)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if note != "" {
+		r.notef("%s", note)
+	}
 	// The pod network: the new one if it moves too (validated with the
 	// options), else the one the snapshot records, which stays.
 	if r.opts.PodNetworkCIDR == "" {

@@ -57,6 +57,8 @@ type Networks struct {
 	ClusterDNS  []string   `json:"clusterDNS,omitempty"`
 	DNSDomain   string     `json:"dnsDomain,omitempty"`
 	Nodes       []NodeCIDR `json:"nodes,omitempty"`
+	// KubernetesVersion is kubeadm's kubernetesVersion, when recorded.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 }
 
 // Service returns the first recorded service CIDR set, with its source.
@@ -74,7 +76,8 @@ func first(s []Source) (Source, bool) {
 
 // ClusterConfiguration is the part of kubeadm's ClusterConfiguration read here.
 type ClusterConfiguration struct {
-	Networking struct {
+	KubernetesVersion string `json:"kubernetesVersion"`
+	Networking        struct {
 		ServiceSubnet string `json:"serviceSubnet"`
 		PodSubnet     string `json:"podSubnet"`
 		DNSDomain     string `json:"dnsDomain"`
@@ -136,6 +139,7 @@ func detectKubeadm(v *View, n *Networks) error {
 		n.PodCIDR = append(n.PodCIDR, Source{SourceKubeadm, "kubeadm-config networking.podSubnet", c})
 	}
 	n.DNSDomain = cc.Networking.DNSDomain
+	n.KubernetesVersion = cc.KubernetesVersion
 	return nil
 }
 
