@@ -158,6 +158,11 @@ func TestEncryptedAtRest(t *testing.T) {
 				if !strings.Contains(cm.Data["ClusterConfiguration"], "172.24.0.0/16") {
 					t.Errorf("kubeadm-config not updated under encryption")
 				}
+			} else if k == "/registry/configmaps/kube-system/node-local-dns" {
+				cm := decodeTyped[*corev1.ConfigMap](t, c, k, plain)
+				if !strings.Contains(cm.Data["Corefile"], "bind 169.254.20.10 172.24.0.10") {
+					t.Errorf("node-local-dns not updated under encryption:\n%s", cm.Data["Corefile"])
+				}
 			} else if !strings.Contains(k, "kube-proxy") && !strings.Contains(k, "kubelet-config") && !strings.Contains(k, "flannel") &&
 				!bytes.Equal(v, old.KV.Value) {
 				t.Errorf("%s: unchanged encrypted ConfigMap not copied byte for byte", k)

@@ -29,6 +29,9 @@ type LeftoverScan struct {
 	rs      []netip.Prefix
 	needles [][]byte
 	kept    map[string]bool
+	// keptAddrs are the addresses of the exempt Services: an object that
+	// refers only to them still reaches a Service that stays where it is.
+	keptAddrs map[netip.Addr]bool
 	ipv6    bool
 }
 
@@ -91,13 +94,16 @@ func (s *LeftoverScan) prepare() {
 	}
 	s.ready = true
 	s.rs = s.ranges()
-	s.kept = map[string]bool{}
+	s.kept, s.keptAddrs = map[string]bool{}, map[netip.Addr]bool{}
 	if s.plan.Service != nil {
 		for _, mv := range s.plan.Service.Services {
 			if mv.Kept {
 				s.kept[mv.Key] = true
 				for _, ip := range mv.Old { // its own IPAddress objects
 					s.kept[state.PrefixIPAddresses+ip] = true
+					if a, err := netip.ParseAddr(ip); err == nil {
+						s.keptAddrs[a] = true
+					}
 				}
 			}
 		}
@@ -198,7 +204,7 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 	}
 	key := string(k)
 	res := state.Resource(key)
-	intended := s.kept[key]
+	intended := s.kept[key] || s.onlyKept(seen)
 	gk := res
 	if intended {
 		gk = res + " (kept on purpose)"
@@ -237,4 +243,14 @@ func (s *LeftoverScan) Report() *LeftoverReport {
 		return r.Groups[i].Resource < r.Groups[j].Resource
 	})
 	return r
+}
+
+// onlyKept reports whether every address found is an exempt Service's.
+func (s *LeftoverScan) onlyKept(found map[netip.Addr]bool) bool {
+	for a := range found {
+		if !s.keptAddrs[a] {
+			return false
+		}
+	}
+	return len(found) > 0
 }

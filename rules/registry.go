@@ -32,6 +32,7 @@ var registry = []Entry{
 	serviceCIDREntry,
 	podCIDREntry,
 	clusterConfigEntry,
+	nodeLocalDNSEntry,
 	saTokensEntry,
 	clusterInfoEntry,
 }

@@ -214,6 +214,12 @@ func precheck(ctx context.Context, cfg RestoreConfig) (trailer bool, err error) 
 	err = s.Validate(ctx)
 	s.Close()
 	if err != nil {
+		// A damaged file with a trailer: the trailer names the cause.
+		if s.HasTrailer {
+			if herr := recheckTrailer(cfg.SnapshotPath); errors.Is(herr, ErrInvalidInput) {
+				return false, herr
+			}
+		}
 		return false, err
 	}
 	return s.HasTrailer, ctx.Err()

@@ -371,11 +371,16 @@ func checkNodeCIDRs(nodes []state.NodeCIDR, podNet []netip.Prefix) []string {
 
 // checkConfiguration: every recorded service and pod CIDR is the new one
 // (the Nodes' covering prefix is evidence, not a record: left out), and
-// kubelet's clusterDNS is the DNS Service's or its bridge's address.
+// kubelet's clusterDNS is the DNS Service's or its bridge's address — or a
+// link-local address, where NodeLocal DNSCache listens (169.254.20.10 by
+// default, kubespray's 169.254.25.10), which no range move touches.
 func checkConfiguration(nets *state.Networks, svcNet, podNet []netip.Prefix, dnsIPs []string) []string {
 	probs := append(disagreements(nets.ServiceCIDR, svcNet), disagreements(nets.PodCIDR, podNet)...)
 	if len(svcNet) > 0 {
 		for _, d := range nets.ClusterDNS {
+			if a, err := netip.ParseAddr(d); err == nil && a.IsLinkLocalUnicast() {
+				continue
+			}
 			if !slices.Contains(dnsIPs, d) {
 				probs = append(probs, fmt.Sprintf("kubelet-config clusterDNS %s is not the address of kube-dns or kube-dns-bridge (%s)", d, strings.Join(dnsIPs, ",")))
 			}

@@ -130,6 +130,10 @@ func TestNetworkChecks(t *testing.T) {
 			"flannel says 10.244.0.0/16, want 10.55.0.0/16",
 			"kubelet-config clusterDNS 192.168.0.10 is not the address of kube-dns or kube-dns-bridge (172.24.0.10)",
 		}},
+		{"configuration: a NodeLocal DNSCache clusterDNS (link-local) is no Service address", func() []string {
+			nets := &state.Networks{ClusterDNS: []string{"169.254.25.10", "fe80::a"}}
+			return checkConfiguration(nets, svcNet, podNet, []string{"172.24.0.10"})
+		}, nil},
 		{"configuration: only the given network is checked", func() []string {
 			nets := &state.Networks{
 				ServiceCIDR: []state.Source{{Kind: state.SourceKubeadm, Source: "kubeadm", CIDRs: []string{"192.168.0.0/16"}}},

@@ -277,3 +277,43 @@ func clusterCA() ([]byte, error) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
+
+// nodeLocalDNSCorefile is kube-system/node-local-dns key Corefile as the
+// upstream addon's install leaves it (its sed fills in the local and the
+// kube-dns address; node-cache fills __PILLAR__ placeholders at start).
+const nodeLocalDNSCorefile = DNSDomain + `:53 {
+    errors
+    cache {
+            success 9984 30
+            denial 9984 5
+    }
+    reload
+    loop
+    bind ` + NodeLocalDNSIP + ` ` + DNSServiceIP + `
+    forward . __PILLAR__CLUSTER__DNS__ {
+            force_tcp
+    }
+    prometheus :9253
+    health ` + NodeLocalDNSIP + `:8080
+    }
+in-addr.arpa:53 {
+    errors
+    cache 30
+    reload
+    loop
+    bind ` + NodeLocalDNSIP + ` ` + DNSServiceIP + `
+    forward . __PILLAR__CLUSTER__DNS__ {
+            force_tcp
+    }
+    prometheus :9253
+    }
+.:53 {
+    errors
+    cache 30
+    reload
+    loop
+    bind ` + NodeLocalDNSIP + ` ` + DNSServiceIP + `
+    forward . __PILLAR__UPSTREAM__SERVERS__
+    prometheus :9253
+    }
+`

@@ -12,6 +12,8 @@ const (
 	KubernetesServiceIP = "192.168.0.1"
 	// DNSServiceIP is the clusterIP of kube-system/kube-dns: index 10 of ServiceCIDR, and kubelet's clusterDNS.
 	DNSServiceIP = "192.168.0.10"
+	// NodeLocalDNSIP is where NodeLocal DNSCache listens on every node.
+	NodeLocalDNSIP = "169.254.20.10"
 	// DualStackIPv6 is the IPv6 clusterIP of demo/dual-echo, the one dual-stack Service. The sample's
 	// allocator state is single-stack (IPv4 only, as the brief for ServiceCIDR and kubeadm-config says):
 	// no IPAddress object, bitmap or ServiceCIDR covers this address.

@@ -472,3 +472,46 @@ func (b *builder) events() {
 
 // eventTTL is kube-apiserver's default --event-ttl, in seconds.
 const eventTTL = 3600
+
+// nodeLocalDNS adds the upstream NodeLocal DNSCache addon
+// (cluster/addons/dns/nodelocaldns) in kube-proxy iptables mode: the cache
+// binds its link-local address and the kube-dns ClusterIP, so kubelet's
+// clusterDNS stays kube-dns's; install put both into the Corefile's bind
+// lines and the DaemonSet's -localip. __PILLAR__CLUSTER__DNS__ is left for
+// node-cache to fill in at start from kube-dns-upstream.
+func (b *builder) nodeLocalDNS() {
+	b.configMap("kube-system", "node-local-dns", tAddons, map[string]string{"Corefile": nodeLocalDNSCorefile},
+		map[string]string{"addonmanager.kubernetes.io/mode": "Reconcile"})
+	labels := map[string]string{"k8s-app": "node-local-dns"}
+	c := container("node-cache", "registry.k8s.io/dns/k8s-dns-node-cache:1.25.0",
+		containerPort("dns", 53, corev1.ProtocolUDP), containerPort("dns-tcp", 53, corev1.ProtocolTCP),
+		containerPort("metrics", 9253, corev1.ProtocolTCP))
+	c.Args = []string{"-localip", NodeLocalDNSIP + "," + DNSServiceIP, "-conf", "/etc/Corefile", "-upstreamsvc", "kube-dns-upstream"}
+	obj := &appsv1.DaemonSet{TypeMeta: typeMeta("apps/v1", "DaemonSet"), ObjectMeta: objectMeta("DaemonSet", "kube-system", "node-local-dns", tAddons)}
+	obj.Labels = map[string]string{"k8s-app": "node-local-dns", "kubernetes.io/cluster-service": "true", "addonmanager.kubernetes.io/mode": "Reconcile"}
+	obj.Generation = 1
+	ten := intstr.FromString("10%")
+	zero := intstr.FromInt32(0)
+	obj.Spec = appsv1.DaemonSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &ten, MaxSurge: &zero}},
+		RevisionHistoryLimit: new(int32(10)),
+	}
+	obj.Spec.Template.Labels = labels
+	obj.Spec.Template.Spec = corev1.PodSpec{
+		Containers:                    []corev1.Container{c},
+		RestartPolicy:                 corev1.RestartPolicyAlways,
+		TerminationGracePeriodSeconds: new(int64(0)),
+		DNSPolicy:                     corev1.DNSDefault,
+		HostNetwork:                   true,
+		ServiceAccountName:            "node-local-dns",
+		DeprecatedServiceAccount:      "node-local-dns",
+		SecurityContext:               &corev1.PodSecurityContext{},
+		SchedulerName:                 corev1.DefaultSchedulerName,
+		PriorityClassName:             "system-node-critical",
+	}
+	obj.Status = appsv1.DaemonSetStatus{CurrentNumberScheduled: 3, DesiredNumberScheduled: 3, NumberReady: 3, NumberAvailable: 3,
+		UpdatedNumberScheduled: 3, ObservedGeneration: 1}
+	b.add("/registry/daemonsets/kube-system/node-local-dns", obj)
+}

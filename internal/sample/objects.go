@@ -27,6 +27,7 @@ func Objects() ([]Entry, error) {
 	b.systemServiceAccounts()
 	b.staticPods()
 	b.coreDNS()
+	b.nodeLocalDNS()
 	b.kubeProxy("cp1", "kube-proxy-x7k2p")
 	b.flannel()
 	b.nodeLease("cp1")

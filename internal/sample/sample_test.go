@@ -42,6 +42,7 @@ var kindByPrefix = []layout{
 	{"/registry/minions/", "Node", false},
 	{"/registry/pods/", "Pod", true},
 	{"/registry/deployments/", "Deployment", true},
+	{"/registry/daemonsets/", "DaemonSet", true},
 	{"/registry/configmaps/", "ConfigMap", true},
 	{"/registry/secrets/", "Secret", true},
 	{"/registry/serviceaccounts/", "ServiceAccount", true},

@@ -1,0 +1,179 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/transform"
+)
+
+// NameNodeLocalDNS is the node-local-dns rule.
+const NameNodeLocalDNS = "node-local-dns"
+
+// Where NodeLocal DNSCache keeps the cluster DNS address: its Corefile
+// forwards the cluster domain and the reverse zones to the kube-dns
+// ClusterIP (and, in iptables mode, binds it too), and its DaemonSet may
+// carry that address in -localip or env. The upstream addon
+// (cluster/addons/dns/nodelocaldns) names ConfigMap and DaemonSet
+// node-local-dns; kubespray names both nodelocaldns (plus
+// nodelocaldns-second for its secondary cache).
+var (
+	nodeLocalDNSConfigs = []string{
+		"/registry/configmaps/kube-system/node-local-dns",
+		"/registry/configmaps/kube-system/nodelocaldns",
+	}
+	nodeLocalDNSDaemonSets = []string{
+		"/registry/daemonsets/kube-system/node-local-dns",
+		"/registry/daemonsets/kube-system/nodelocaldns",
+		"/registry/daemonsets/kube-system/nodelocaldns-second",
+	}
+)
+
+// NodeLocalDNS moves the Service addresses NodeLocal DNSCache holds as text
+// (the Corefile's forward targets, the DaemonSet's args and env) with the
+// Services. kubelet's clusterDNS there is the cache's link-local address,
+// which no range holds: it is left alone.
+type NodeLocalDNS struct {
+	plan  *Plan
+	notes []string
+}
+
+var nodeLocalDNSEntry = Entry{
+	Name:    NameNodeLocalDNS,
+	Summary: "move the Service addresses NodeLocal DNSCache holds as text (Corefile forward targets, DaemonSet args and env)",
+	Touches: []string{"configmaps kube-system/node-local-dns, nodelocaldns (every data value)",
+		"daemonsets kube-system/node-local-dns, nodelocaldns, nodelocaldns-second (container args, command, env)"},
+	After:   []string{NameServiceCIDR}, // it reads the service plan
+	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" },
+	New:     func(_ Options, p *Plan) transform.Rule { return &NodeLocalDNS{plan: p} },
+	Example: func() Options { return Options{ServiceCIDROptions: ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}} },
+	Options: func(*Options) []Option { return nil },
+}
+
+func (r *NodeLocalDNS) Name() string { return NameNodeLocalDNS }
+
+func (r *NodeLocalDNS) Prefixes() []string {
+	return append(slices.Clone(nodeLocalDNSConfigs), nodeLocalDNSDaemonSets...)
+}
+
+func (r *NodeLocalDNS) Notes() []string { return r.notes }
+
+// Apply edits the ConfigMap or the DaemonSet.
+func (r *NodeLocalDNS) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
+	if r.plan.Service == nil || len(r.plan.Service.IPs) == 0 {
+		return transform.Result{}, nil
+	}
+	var changes []transform.Change
+	switch o := obj.Value.Obj.(type) {
+	case *corev1.ConfigMap:
+		if !slices.Contains(nodeLocalDNSConfigs, obj.Key) {
+			return transform.Result{}, nil
+		}
+		changes = r.editData(o)
+	case *appsv1.DaemonSet:
+		if !slices.Contains(nodeLocalDNSDaemonSets, obj.Key) {
+			return transform.Result{}, nil
+		}
+		changes = r.editPodSpec(&o.Spec.Template.Spec)
+	default:
+		return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap or DaemonSet", obj.Value.GVK)
+	}
+	if len(changes) == 0 {
+		return transform.Result{}, nil
+	}
+	r.notes = append(r.notes, fmt.Sprintf("%s: the cluster DNS address moved in it; restart the node-local-dns pods", strings.TrimPrefix(obj.Key, "/registry/")))
+	return transform.Result{Action: transform.Replace, Changes: changes}, nil
+}
+
+func (r *NodeLocalDNS) editData(cm *corev1.ConfigMap) []transform.Change {
+	keys := make([]string, 0, len(cm.Data))
+	for k := range cm.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var changes []transform.Change
+	for _, k := range keys {
+		if s, ch := mapAddressesInText(cm.Data[k], r.plan.Service.IPs); ch.len() > 0 {
+			cm.Data[k] = s
+			changes = append(changes, transform.Change{Field: "data[" + k + "]", Old: strings.Join(ch.old, ","), New: strings.Join(ch.new, ",")})
+		}
+	}
+	return changes
+}
+
+func (r *NodeLocalDNS) editPodSpec(spec *corev1.PodSpec) []transform.Change {
+	var changes []transform.Change
+	edit := func(field string, s *string) {
+		if n, ch := mapAddressesInText(*s, r.plan.Service.IPs); ch.len() > 0 {
+			*s = n
+			changes = append(changes, transform.Change{Field: field, Old: strings.Join(ch.old, ","), New: strings.Join(ch.new, ",")})
+		}
+	}
+	for ci := range spec.Containers {
+		c := &spec.Containers[ci]
+		for i := range c.Args {
+			edit(fmt.Sprintf("containers[%s].args[%d]", c.Name, i), &c.Args[i])
+		}
+		for i := range c.Command {
+			edit(fmt.Sprintf("containers[%s].command[%d]", c.Name, i), &c.Command[i])
+		}
+		for i := range c.Env {
+			edit(fmt.Sprintf("containers[%s].env[%s]", c.Name, c.Env[i].Name), &c.Env[i].Value)
+		}
+	}
+	return changes
+}
+
+// textChanges are the addresses mapAddressesInText replaced, in order.
+type textChanges struct{ old, new []string }
+
+func (t textChanges) len() int { return len(t.old) }
+
+// addressToken finds IPv4 literals and IPv6 candidates (anything with a
+// colon) in text: a Corefile, a flag list "169.254.20.10,10.96.0.10", a
+// "host:port". Each candidate is parsed before it is trusted, and one that
+// runs on into more digits or dots ("10.96.0.10.1") is left alone.
+var addressToken = regexp.MustCompile(`(?:[0-9]{1,3}\.){3}[0-9]{1,3}|[0-9A-Fa-f]*:[0-9A-Fa-f:.]*`)
+
+// mapAddressesInText replaces every whole address literal in s that
+// mapping moves; everything else in s is kept byte for byte.
+func mapAddressesInText(s string, mapping map[netip.Addr]netip.Addr) (string, textChanges) {
+	var ch textChanges
+	var b strings.Builder
+	last := 0
+	for _, m := range addressToken.FindAllStringIndex(s, -1) {
+		tok := s[m[0]:m[1]]
+		a, err := netip.ParseAddr(tok)
+		if err != nil || runsOn(s, m[0], m[1]) {
+			continue
+		}
+		n, ok := mapping[a]
+		if !ok {
+			continue
+		}
+		b.WriteString(s[last:m[0]])
+		b.WriteString(n.String())
+		last = m[1]
+		ch.old, ch.new = append(ch.old, tok), append(ch.new, n.String())
+	}
+	if ch.len() == 0 {
+		return s, ch
+	}
+	b.WriteString(s[last:])
+	return b.String(), ch
+}
+
+// runsOn reports whether s[i:j] is part of a longer run of digits and dots.
+func runsOn(s string, i, j int) bool {
+	part := func(c byte) bool { return c == '.' || (c >= '0' && c <= '9') }
+	return (i > 0 && part(s[i-1])) || (j < len(s) && part(s[j]) && !(s[j] == '.' && (j+1 == len(s) || !part(s[j+1]))))
+}
