@@ -30,7 +30,7 @@ const (
 	RenderMarshalled RenderMethod = "marshalled"
 )
 
-// Rendering is a manifest's text as Write writes it.
+// Rendering is a manifest's text as WriteWith writes it.
 type Rendering struct {
 	Data   []byte       `json:"-"`
 	Method RenderMethod `json:"method"`
