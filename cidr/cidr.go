@@ -112,9 +112,6 @@ func AddrAt(p netip.Prefix, off *big.Int) (netip.Addr, error) {
 // SameFamily reports whether both prefixes are IPv4 or both IPv6.
 func SameFamily(a, b netip.Prefix) bool { return a.Addr().Is4() == b.Addr().Is4() }
 
-// Overlaps reports whether two prefixes share an address.
-func Overlaps(a, b netip.Prefix) bool { return a.Overlaps(b) }
-
 // Family names p's family as Kubernetes does.
 func Family(p netip.Prefix) string {
 	if p.Addr().Is4() {
@@ -203,8 +200,8 @@ func BitmapAddrs(p netip.Prefix, data []byte) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// Mapper maps addresses and prefixes from an old range to a new one of the
-// same family, keeping each one's offset from the network address.
+// Mapper maps prefixes from an old range to a new one of the same family,
+// keeping each one's offset from the network address.
 type Mapper struct {
 	Old, New netip.Prefix
 }
@@ -215,16 +212,6 @@ func NewMapper(old, new netip.Prefix) (*Mapper, error) {
 		return nil, fmt.Errorf("cannot map %s %s to %s %s: the families differ", Family(old), old, Family(new), new)
 	}
 	return &Mapper{Old: old.Masked(), New: new.Masked()}, nil
-}
-
-// Map returns the address at a's offset in the new range. It fails with
-// ErrDoesNotFit when the offset is beyond the new range.
-func (m *Mapper) Map(a netip.Addr) (netip.Addr, error) {
-	off, err := Offset(m.Old, a)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	return AddrAt(m.New, off)
 }
 
 // MapPrefix maps a prefix inside the old range (a node's pod CIDR) to the

@@ -309,8 +309,11 @@ func mapped(t *testing.T, key, ip string) string {
 	if key == "default/kubernetes" {
 		return "172.24.0.1"
 	}
-	m, _ := cidr.NewMapper(netip.MustParsePrefix(oldServiceCIDR), netip.MustParsePrefix(newServiceCIDR))
-	n, err := m.Map(a)
+	off, err := cidr.Offset(netip.MustParsePrefix(oldServiceCIDR), a)
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	n, err := cidr.AddrAt(netip.MustParsePrefix(newServiceCIDR), off)
 	if err != nil {
 		t.Fatalf("%s: %v", key, err)
 	}

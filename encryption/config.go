@@ -86,10 +86,9 @@ type kmsConfiguration struct {
 // Config is a parsed and checked EncryptionConfiguration. It holds the ciphers for every
 // aescbc, aesgcm and secretbox key it names; it is safe for concurrent use.
 type Config struct {
-	resources []string    // every resource named, in order, without duplicates
-	rules     []Rule      // the resources list, without secrets
-	keys      []*keyEntry // every (provider, name, secret) once, in configuration order
-	kms       []kmsEntry
+	rules []Rule      // the resources list, without secrets
+	keys  []*keyEntry // every (provider, name, secret) once, in configuration order
+	kms   []kmsEntry
 }
 
 // Rule is one element of the configuration's resources list, without secrets.
@@ -222,9 +221,6 @@ func build(raw *encryptionConfiguration) (*Config, error) {
 			}
 			if _, ok := configured[gr]; !ok {
 				configured[gr] = r
-			}
-			if !slices.Contains(c.resources, r) {
-				c.resources = append(c.resources, r)
 			}
 		}
 		if len(rc.Providers) == 0 {
@@ -364,23 +360,6 @@ func (c Config) String() string {
 
 // GoString is String.
 func (c Config) GoString() string { return c.String() }
-
-// Resources reports the resources the configuration's entries apply to, as written in the file
-// ("secrets", "configmaps", "*.apps", "*.*", ...), in order and without duplicates. It includes
-// entries whose only provider is identity.
-func (c *Config) Resources() []string {
-	return slices.Clone(c.resources)
-}
-
-// Rules returns the configuration's resources list without secrets: for each entry, the
-// resources and the providers with their key names, in order.
-func (c *Config) Rules() []Rule {
-	out := make([]Rule, len(c.rules))
-	for i, r := range c.rules {
-		out[i] = Rule{Resources: slices.Clone(r.Resources), Providers: slices.Clone(r.Providers)}
-	}
-	return out
-}
 
 // groupResource is schema.GroupResource as parsed by schema.ParseGroupResource: the part before
 // the first '.' is the resource, the rest is the group.

@@ -85,12 +85,6 @@ type Changes struct {
 	AdvertiseAddress string `json:"advertiseAddress,omitempty"`
 }
 
-// IsZero reports whether c changes nothing.
-func (c Changes) IsZero() bool {
-	return c.ServiceCIDR == "" && c.PodCIDR == "" && c.EtcdMember.isZero() && c.InitialCluster == "" &&
-		len(c.EtcdServers) == 0 && c.DataDir == "" && c.AdvertiseAddress == ""
-}
-
 // Validate checks the format of every field that is set.
 func (c Changes) Validate() error {
 	var errs []error

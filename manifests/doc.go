@@ -16,7 +16,7 @@
 //     its spelling ("--flag=value" or "--flag", "value").
 //   - [Generate] builds kubeadm v1.36's four static Pods from a
 //     [GenerateConfig], for disaster recovery when no manifest survived.
-//   - [Write] writes each manifest whose bytes differ from the file on disk,
+//   - [WriteWith] writes each manifest whose bytes differ from the file on disk,
 //     atomically, mode 0600 as kubeadm, keeping the replaced file as
 //     <file>.bak (or .bak.1, .bak.2, ...: a backup is never overwritten).
 //

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -54,26 +53,6 @@ const (
 	// PriorityClass, which kubeadm writes beside the class name.
 	systemNodeCriticalPriority int32 = 2000001000
 )
-
-// KubeadmCACertPaths are the host directories kubeadm also mounts into
-// kube-apiserver and kube-controller-manager when they exist, because
-// /etc/ssl/certs may link into them (phases/controlplane/volumes.go).
-func KubeadmCACertPaths() []string {
-	return []string{"/etc/pki/ca-trust", "/etc/pki/tls/certs", "/etc/ca-certificates", "/usr/share/ca-certificates", "/usr/local/share/ca-certificates"}
-}
-
-// HostCACertPaths returns those of KubeadmCACertPaths that exist under root
-// ("/" or "" for this host), for GenerateConfig.CACertPaths: what kubeadm
-// would mount on this machine.
-func HostCACertPaths(root string) []string {
-	var out []string
-	for _, p := range KubeadmCACertPaths() {
-		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 // Arg is one extra command-line argument, as kubeadm's extraArgs: Name is
 // the flag without dashes. An extra argument replaces the default one of the
@@ -133,8 +112,10 @@ type GenerateConfig struct {
 	KubeconfigDir string `json:"kubeconfigDir,omitempty"`
 	// CACertPaths are the extra CA directories mounted read-only into
 	// kube-apiserver and kube-controller-manager beside /etc/ssl/certs
-	// (kubeadm mounts those of KubeadmCACertPaths that exist: see
-	// HostCACertPaths). Default none.
+	// (kubeadm mounts those of /etc/pki/ca-trust, /etc/pki/tls/certs,
+	// /etc/ca-certificates, /usr/share/ca-certificates and
+	// /usr/local/share/ca-certificates that exist on the node, because
+	// /etc/ssl/certs may link into them). Default none.
 	CACertPaths []string `json:"caCertPaths,omitempty"`
 
 	// EtcdMembers are the members of the restored etcd cluster; the local

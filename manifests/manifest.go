@@ -25,9 +25,6 @@ const (
 	Etcd                  = "etcd"
 )
 
-// DefaultManifestDir is kubelet's static Pod directory on a kubeadm node.
-const DefaultManifestDir = "/etc/kubernetes/manifests"
-
 // ManifestPerm is the mode of a written manifest, as kubeadm's.
 const ManifestPerm os.FileMode = 0o600
 
@@ -73,9 +70,6 @@ type Manifest struct {
 	// lossy is set when Original has fields the typed Pod drops.
 	lossy bool
 }
-
-// Generated reports whether the manifest was built rather than read.
-func (m *Manifest) Generated() bool { return m.Original == nil }
 
 // Container returns the component's container: the one named after the
 // component, else the Pod's only container.
@@ -198,22 +192,6 @@ func Read(dir string) (*Set, error) {
 		set.Other = append(set.Other, name)
 	}
 	return set, nil
-}
-
-// ReadFile loads one manifest; its component comes from the file name
-// (kube-apiserver.yaml, ...), and an unknown name is an error listing the
-// valid ones.
-func ReadFile(path string) (*Manifest, error) {
-	base := filepath.Base(path)
-	component := strings.TrimSuffix(base, ".yaml")
-	if component == base || checkComponent(component) != nil {
-		var files []string
-		for _, c := range Components() {
-			files = append(files, FileName(c))
-		}
-		return nil, fmt.Errorf("%s: %w: the file name must be one of %s", path, ErrUnknownComponent, strings.Join(files, ", "))
-	}
-	return readManifest(path, component)
 }
 
 func readManifest(path, component string) (*Manifest, error) {

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/internal/yamledit"
 )
 
 // RenderMethod says how a manifest's text was made.
@@ -29,7 +30,7 @@ const (
 	RenderMarshalled RenderMethod = "marshalled"
 )
 
-// Rendering is a manifest's text as Write writes it.
+// Rendering is a manifest's text as WriteWith writes it.
 type Rendering struct {
 	Data   []byte       `json:"-"`
 	Method RenderMethod `json:"method"`
@@ -112,20 +113,19 @@ func editInPlace(src []byte, old, new *corev1.Pod) ([]byte, error) {
 	if err := diff(nil, a, b, &ops); err != nil {
 		return nil, err
 	}
-	var doc yamlv3.Node
-	if err := yamlv3.Unmarshal(src, &doc); err != nil {
+	t, doc, err := yamledit.Parse(src)
+	if err != nil {
 		return nil, noEdit("%v", err)
 	}
 	if doc.Kind != yamlv3.DocumentNode || len(doc.Content) != 1 {
 		return nil, noEdit("not a single YAML document")
 	}
-	t := newText(src)
 	for _, o := range ops {
-		if err := t.apply(doc.Content[0], o); err != nil {
+		if err := apply(t, doc.Content[0], o); err != nil {
 			return nil, err
 		}
 	}
-	out := t.bytes()
+	out := t.Bytes()
 	got, _, err := decodePod(out)
 	if err != nil {
 		return nil, noEdit("the edited text does not decode: %v", err)
@@ -255,94 +255,18 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// text is the source split into lines, with pending edits.
-type text struct {
-	lines   []string // without line endings
-	eols    []string // "\n", "\r\n" or "" (last line)
-	splices map[int][]splice
-	inserts map[int][]string
-}
-
-type splice struct {
-	start, end int // byte offsets in the line
-	text       string
-}
-
-func newText(src []byte) *text {
-	t := &text{splices: map[int][]splice{}, inserts: map[int][]string{}}
-	s := string(src)
-	for s != "" {
-		line, rest, found := strings.Cut(s, "\n")
-		eol := ""
-		if found {
-			eol = "\n"
-			if strings.HasSuffix(line, "\r") {
-				line, eol = line[:len(line)-1], "\r\n"
-			}
-		}
-		t.lines = append(t.lines, line)
-		t.eols = append(t.eols, eol)
-		s = rest
-	}
-	return t
-}
-
-func (t *text) bytes() []byte {
-	var b bytes.Buffer
-	for i, line := range t.lines {
-		sp := t.splices[i]
-		sort.Slice(sp, func(x, y int) bool { return sp[x].start > sp[y].start })
-		for _, s := range sp {
-			line = line[:s.start] + s.text + line[s.end:]
-		}
-		b.WriteString(line)
-		eol := t.eols[i]
-		ins := t.inserts[i]
-		if len(ins) > 0 && eol == "" {
-			eol = "\n"
-		}
-		b.WriteString(eol)
-		for j, l := range ins {
-			b.WriteString(l)
-			if j < len(ins)-1 || t.eols[i] != "" {
-				b.WriteString(eol)
-			}
-		}
-	}
-	return b.Bytes()
-}
-
-// offset converts a 1-based line and rune column of the YAML parser to a
-// line index and byte offset.
-func (t *text) offset(line, col int) (int, int, error) {
-	i := line - 1
-	if i < 0 || i >= len(t.lines) {
-		return 0, 0, noEdit("line %d out of range", line)
-	}
-	s := t.lines[i]
-	off := 0
-	for c := 1; c < col; c++ {
-		if off >= len(s) {
-			return 0, 0, noEdit("column %d out of range on line %d", col, line)
-		}
-		_, size := utf8.DecodeRuneInString(s[off:])
-		off += size
-	}
-	return i, off, nil
-}
-
-func (t *text) apply(root *yamlv3.Node, o op) error {
+func apply(t *yamledit.Text, root *yamlv3.Node, o op) error {
 	n, err := walk(root, o.path)
 	if err != nil {
 		return err
 	}
 	switch o.kind {
 	case opSet:
-		return t.set(n, o)
+		return set(t, n, o)
 	case opAppend:
-		return t.appendItems(n, o)
+		return appendItems(t, n, o)
 	default:
-		return t.addKey(n, o)
+		return addKey(t, n, o)
 	}
 }
 
@@ -383,63 +307,29 @@ func walk(n *yamlv3.Node, path []any) (*yamlv3.Node, error) {
 }
 
 // set replaces the scalar n, keeping its quoting style.
-func (t *text) set(n *yamlv3.Node, o op) error {
+func set(t *yamledit.Text, n *yamlv3.Node, o op) error {
 	where := pathString(o.path)
 	if n.Kind != yamlv3.ScalarNode {
 		return noEdit("%s is not a scalar in the text", where)
 	}
-	if n.Style&(yamlv3.LiteralStyle|yamlv3.FoldedStyle|yamlv3.TaggedStyle|yamlv3.FlowStyle) != 0 || strings.Contains(n.Value, "\n") {
-		return noEdit("%s is a block, tagged or multi-line scalar", where)
-	}
-	i, off, err := t.offset(n.Line, n.Column)
-	if err != nil {
-		return err
-	}
-	line := t.lines[i]
-	var token string
-	switch {
-	case n.Style&yamlv3.DoubleQuotedStyle != 0:
-		end := closingQuote(line, off)
-		if end < 0 {
-			return noEdit("%s: unterminated double-quoted scalar on line %d", where, n.Line)
+	var err error
+	if v, ok := o.value.(string); ok {
+		err = t.SetScalar(n, v)
+	} else {
+		var repl string
+		if repl, err = scalarText(o.value, n.Style); err == nil {
+			err = t.ReplaceScalar(n, repl)
 		}
-		token = line[off : end+1]
-		var v string
-		if yamlv3.Unmarshal([]byte(token), &v) != nil || v != n.Value {
-			return noEdit("%s: the text on line %d is not the parsed value", where, n.Line)
-		}
-	case n.Style&yamlv3.SingleQuotedStyle != 0:
-		token = "'" + strings.ReplaceAll(n.Value, "'", "''") + "'"
-	default:
-		token = n.Value
 	}
-	if !strings.HasPrefix(line[off:], token) {
-		return noEdit("%s: the text on line %d is not the parsed value", where, n.Line)
-	}
-	repl, err := scalarText(o.value, n.Style)
 	if err != nil {
 		return noEdit("%s: %v", where, err)
 	}
-	t.splices[i] = append(t.splices[i], splice{start: off, end: off + len(token), text: repl})
 	return nil
-}
-
-// closingQuote finds the '"' closing the double-quoted scalar at off.
-func closingQuote(line string, off int) int {
-	for j := off + 1; j < len(line); j++ {
-		switch line[j] {
-		case '\\':
-			j++
-		case '"':
-			return j
-		}
-	}
-	return -1
 }
 
 // appendItems inserts items after the last item of the block sequence n,
 // with the same indentation and dash.
-func (t *text) appendItems(n *yamlv3.Node, o op) error {
+func appendItems(t *yamledit.Text, n *yamlv3.Node, o op) error {
 	where := pathString(o.path)
 	if n.Kind != yamlv3.SequenceNode || n.Style&yamlv3.FlowStyle != 0 || len(n.Content) == 0 {
 		return noEdit("%s is not a non-empty block sequence in the text", where)
@@ -448,27 +338,30 @@ func (t *text) appendItems(n *yamlv3.Node, o op) error {
 	if last.Kind != yamlv3.ScalarNode || strings.Contains(last.Value, "\n") || last.Style&(yamlv3.LiteralStyle|yamlv3.FoldedStyle) != 0 {
 		return noEdit("%s: its last item is not a one-line scalar", where)
 	}
-	i, off, err := t.offset(last.Line, last.Column)
+	prefix, err := t.Prefix(last)
 	if err != nil {
-		return err
+		return noEdit("%v", err)
 	}
-	prefix := t.lines[i][:off]
 	if strings.TrimSpace(prefix) != "-" || !strings.HasSuffix(prefix, " ") {
 		return noEdit("%s: item on line %d does not start its own line", where, last.Line)
 	}
+	lines := make([]string, 0, len(o.values))
 	for _, v := range o.values {
 		s, err := scalarText(v, 0)
 		if err != nil {
 			return noEdit("%s: %v", where, err)
 		}
-		t.inserts[i] = append(t.inserts[i], prefix+s)
+		lines = append(lines, prefix+s)
+	}
+	if err := t.InsertLines(last.Line, lines...); err != nil {
+		return noEdit("%v", err)
 	}
 	return nil
 }
 
 // addKey inserts "key: value" after the last entry of the block mapping n,
 // at its indentation. value is a scalar or a mapping of scalars.
-func (t *text) addKey(n *yamlv3.Node, o op) error {
+func addKey(t *yamledit.Text, n *yamlv3.Node, o op) error {
 	where := pathString(extend(o.path, o.key))
 	if n.Kind != yamlv3.MappingNode || n.Style&yamlv3.FlowStyle != 0 || len(n.Content) < 2 {
 		return noEdit("%s: its parent is not a non-empty block mapping in the text", where)
@@ -478,11 +371,10 @@ func (t *text) addKey(n *yamlv3.Node, o op) error {
 	if err != nil {
 		return noEdit("%s: %v", where, err)
 	}
-	_, off, err := t.offset(lastKey.Line, lastKey.Column)
+	indent, err := t.Prefix(lastKey)
 	if err != nil {
-		return err
+		return noEdit("%v", err)
 	}
-	indent := t.lines[lastKey.Line-1][:off]
 	if strings.TrimSpace(indent) != "" {
 		return noEdit("%s: the mapping's keys do not start their lines", where)
 	}
@@ -521,7 +413,9 @@ func (t *text) addKey(n *yamlv3.Node, o op) error {
 		}
 		lines = append(lines, indent+key+": "+vs)
 	}
-	t.inserts[end-1] = append(t.inserts[end-1], lines...)
+	if err := t.InsertLines(end, lines...); err != nil {
+		return noEdit("%v", err)
+	}
 	return nil
 }
 
@@ -545,24 +439,15 @@ func endLine(n *yamlv3.Node) (int, error) {
 	return 0, errors.New("the mapping ends with an alias")
 }
 
-// scalarText writes v as a YAML scalar in style: single or double quotes
-// when the replaced scalar had them, else plain when that reads back as the
-// same string, else double-quoted.
+// scalarText writes v as a one-line YAML scalar for a block collection: a
+// string as yamledit.Quote writes it in style (single or double quotes
+// when the replaced scalar had them, else plain when that reads back as
+// the same string, else double-quoted); numbers, booleans and null as JSON
+// does.
 func scalarText(v any, style yamlv3.Style) (string, error) {
 	switch v := v.(type) {
 	case string:
-		switch {
-		case strings.ContainsAny(v, "\n\r"):
-			return doubleQuote(v)
-		case style&yamlv3.SingleQuotedStyle != 0:
-			return "'" + strings.ReplaceAll(v, "'", "''") + "'", nil
-		case style&yamlv3.DoubleQuotedStyle != 0:
-			return doubleQuote(v)
-		}
-		if out, err := yamlv3.Marshal(v); err == nil && strings.TrimSuffix(string(out), "\n") == v && v != "" {
-			return v, nil
-		}
-		return doubleQuote(v)
+		return yamledit.Quote(v, style)
 	case json.Number:
 		return v.String(), nil
 	case bool:
@@ -574,16 +459,4 @@ func scalarText(v any, style yamlv3.Style) (string, error) {
 		return "null", nil
 	}
 	return "", fmt.Errorf("unsupported value %T", v)
-}
-
-// doubleQuote writes s as a JSON string, which is a valid YAML
-// double-quoted scalar.
-func doubleQuote(s string) (string, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
 }

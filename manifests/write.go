@@ -13,10 +13,10 @@ import (
 	"github.com/snapshift/snapshift/option"
 )
 
-// DirPerm is the mode of a manifest directory Write creates (kubeadm's).
+// DirPerm is the mode of a manifest directory WriteWith creates (kubeadm's).
 const DirPerm os.FileMode = 0o700
 
-// WriteOptions says where and how Write writes.
+// WriteOptions says where and how WriteWith writes.
 type WriteOptions struct {
 	// Dir is the manifest directory to write. Required. Created (0700) when
 	// missing.
@@ -36,7 +36,7 @@ type WriteOptions struct {
 	BackupDir string
 }
 
-// WriteResult is what Write did, for the report.
+// WriteResult is what WriteWith did, for the report.
 type WriteResult struct {
 	Dir   string        `json:"dir"`
 	Files []WrittenFile `json:"files"`
@@ -53,7 +53,7 @@ func (r WriteResult) Written() []string {
 	return out
 }
 
-// WrittenFile is one manifest Write handled.
+// WrittenFile is one manifest WriteWith handled.
 type WrittenFile struct {
 	Component string `json:"component"`
 	Path      string `json:"path"`
@@ -69,17 +69,11 @@ type WrittenFile struct {
 	Reason string       `json:"reason,omitempty"`
 }
 
-// Write writes every manifest of set into dir whose file does not already
-// hold its bytes: atomically (temporary file, fsync, rename), mode 0600,
-// keeping the replaced file as <file>.bak (.bak.1, ... — a backup is never
-// overwritten). See [WriteOptions] for force.
-func Write(set *Set, dir string, force bool) (*WriteResult, error) {
-	return WriteWith(set, WriteOptions{Dir: dir, Force: force})
-}
-
-// WriteWith is Write with every option. Everything is rendered and checked
-// before the first file is written; on error the result lists what was
-// written before it.
+// WriteWith writes every manifest of set into opts.Dir whose file does not
+// already hold its bytes: atomically (temporary file, fsync, rename), mode
+// 0600, keeping the replaced file as <file>.bak (.bak.1, ... — a backup is
+// never overwritten). Everything is rendered and checked before the first
+// file is written; on error the result lists what was written before it.
 func WriteWith(set *Set, opts WriteOptions) (*WriteResult, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("manifest directory is required")

@@ -2,17 +2,17 @@ package rebuild
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
@@ -193,14 +193,11 @@ func (r *run) newPKI(context.Context) error {
 	if r.report.CAHash, err = pki.CAHash(r.caPEM); err != nil {
 		return err
 	}
-	id, err := randomString(6)
+	token, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {
-		return err
+		return fmt.Errorf("generating a bootstrap token: %w", err)
 	}
-	secret, err := randomString(16)
-	if err != nil {
-		return err
-	}
+	id, secret, _ := strings.Cut(token, ".")
 	r.token = &rules.BootstrapToken{ID: id, Secret: secret}
 	r.report.JoinCommand = fmt.Sprintf("kubeadm join %s --token %s.<secret: see RUNBOOK.md> --discovery-token-ca-cert-hash %s", r.apiEndpoint(), id, r.report.CAHash)
 	r.logf("pki", "new PKI in %s, kubeconfigs in %s", KubeDir+"/pki", KubeDir)
@@ -215,19 +212,6 @@ func (r *run) apiEndpoint() string {
 		return e
 	}
 	return r.cfg.PKI.AdvertiseAddress + ":6443"
-}
-
-func randomString(n int) (string, error) {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, n)
-	for i := range b {
-		v, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			return "", err
-		}
-		b[i] = alphabet[v.Int64()]
-	}
-	return string(b), nil
 }
 
 func (r *run) transform(ctx context.Context) error {

@@ -222,6 +222,18 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 			t.Error("cluster-info does not carry the new CA")
 		}
 	}
+	// The runbook's join token is a valid bootstrap token, stored as kubeadm
+	// stores one.
+	_, after, _ := strings.Cut(string(rb), "--token ")
+	token, _, _ := strings.Cut(after, " ")
+	id, secret, _ := strings.Cut(token, ".")
+	if err := rules.ValidBootstrapToken(rules.BootstrapToken{ID: id, Secret: secret}); err != nil {
+		t.Fatal(err)
+	}
+	bt := decode(t, srvs[1], "/registry/secrets/kube-system/bootstrap-token-"+id).(*corev1.Secret)
+	if bt.Type != corev1.SecretTypeBootstrapToken || string(bt.Data["token-id"]) != id || string(bt.Data["token-secret"]) != secret {
+		t.Errorf("bootstrap token Secret: type %s, data %q", bt.Type, bt.Data)
+	}
 }
 
 // TestPlannedMigrationReusesPKIAndManifests: an existing PKI (its CA kept,

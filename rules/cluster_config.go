@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snapshift/snapshift/internal/yamledit"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -153,25 +154,15 @@ func (r *ClusterConfig) mapAddr(a netip.Addr) (netip.Addr, bool) {
 }
 
 // editScalars replaces, in the text of a YAML (or JSON) document, every
-// plain or quoted scalar that fn maps, at its exact position, leaving all
-// other bytes alone. A value that is not YAML is returned unchanged.
+// plain or quoted scalar that fn maps, at its exact position and in its
+// quoting style, leaving all other bytes alone. A value that is not YAML
+// is returned unchanged.
 func editScalars(doc string, fn func(string) (string, bool)) (string, []transform.Change, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal([]byte(doc), &root); err != nil {
+	text, root, err := yamledit.Parse([]byte(doc))
+	if err != nil {
 		return doc, nil, nil
 	}
-	type edit struct {
-		off      int
-		old, new string
-		path     string
-	}
-	var edits []edit
-	lineStarts := []int{0}
-	for i, c := range doc {
-		if c == '\n' {
-			lineStarts = append(lineStarts, i+1)
-		}
-	}
+	var changes []transform.Change
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
 		switch n.Kind {
@@ -192,33 +183,15 @@ func editScalars(doc string, fn func(string) (string, bool)) (string, []transfor
 				return
 			}
 			nv, ok := fn(n.Value)
-			if !ok || n.Line < 1 || n.Line > len(lineStarts) {
-				return
+			if !ok || text.SetScalar(n, nv) != nil {
+				return // a tagged, anchored or unusual scalar: leave it rather than guess
 			}
-			// yaml.v3 columns count characters; convert on the line itself.
-			line := doc[lineStarts[n.Line-1]:]
-			off := lineStarts[n.Line-1] + len(string([]rune(line)[:max(0, n.Column-1)]))
-			if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
-				off++
-			}
-			if !strings.HasPrefix(doc[off:], n.Value) {
-				return // escaped or unusual form: leave it rather than guess
-			}
-			edits = append(edits, edit{off: off, old: n.Value, new: nv, path: strings.TrimPrefix(path, ".")})
+			changes = append(changes, transform.Change{Field: strings.TrimPrefix(path, "."), Old: n.Value, New: nv})
 		}
 	}
-	walk(&root, "")
-	sort.Slice(edits, func(i, j int) bool { return edits[i].off > edits[j].off })
-	var changes []transform.Change
-	for _, e := range edits {
-		doc = doc[:e.off] + e.new + doc[e.off+len(e.old):]
-		changes = append(changes, transform.Change{Field: e.path, Old: e.old, New: e.new})
-	}
-	// Report in document order.
-	for i, j := 0, len(changes)-1; i < j; i, j = i+1, j-1 {
-		changes[i], changes[j] = changes[j], changes[i]
-	}
-	return doc, changes, nil
+	walk(root, "")
+	// The walk follows the document, so changes are in document order.
+	return string(text.Bytes()), changes, nil
 }
 
 // NameClusterConfig is the cluster-config rule.

@@ -3,13 +3,14 @@ package rules
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/option"
@@ -24,6 +25,16 @@ const keyClusterInfo = "/registry/configmaps/kube-public/cluster-info"
 type BootstrapToken struct {
 	ID, Secret string
 	TTL        time.Duration // default 24h
+}
+
+// ValidBootstrapToken checks that t is a bootstrap token kube-apiserver
+// accepts: "[a-z0-9]{6}.[a-z0-9]{16}", checked as k8s.io/cluster-bootstrap
+// does (the secret in constant time).
+func ValidBootstrapToken(t BootstrapToken) error {
+	if !bootstraputil.IsValidBootstrapToken(bootstraputil.TokenFromIDAndSecret(t.ID, t.Secret)) {
+		return fmt.Errorf("bootstrap token %q is not of the form [a-z0-9]{6}.[a-z0-9]{16}", t.ID+".<secret>")
+	}
+	return nil
 }
 
 // ClusterInfo follows a new cluster CA into the snapshot: kube-public's
@@ -79,6 +90,12 @@ func (r *ClusterInfo) Apply(_ context.Context, obj *state.Object) (transform.Res
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
 }
 
+// kubeadm's defaults for a bootstrap token (cmd/kubeadm/app/apis/bootstraptoken/v1).
+const (
+	defaultTokenTTL   = 24 * time.Hour
+	defaultTokenGroup = "system:bootstrappers:kubeadm:default-node-token"
+)
+
 // Finish writes the bootstrap token Secret, as kubeadm creates one.
 func (r *ClusterInfo) Finish(context.Context) ([]transform.NewObject, error) {
 	if r.token == nil {
@@ -86,27 +103,35 @@ func (r *ClusterInfo) Finish(context.Context) ([]transform.NewObject, error) {
 	}
 	ttl := r.token.TTL
 	if ttl == 0 {
-		ttl = 24 * time.Hour
+		ttl = defaultTokenTTL
 	}
-	name := "bootstrap-token-" + r.token.ID
-	key := "/registry/secrets/kube-system/" + name
+	name := bootstraputil.BootstrapTokenSecretName(r.token.ID)
+	key := "/registry/secrets/" + metav1.NamespaceSystem + "/" + name
 	now := r.now().UTC().Truncate(time.Second)
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", UID: newUID(key, r.token.ID), CreationTimestamp: metav1.NewTime(now)},
-		Type:       corev1.SecretTypeBootstrapToken,
-		Data: map[string][]byte{
-			"token-id":                       []byte(r.token.ID),
-			"token-secret":                   []byte(r.token.Secret),
-			"expiration":                     []byte(now.Add(ttl).Format(time.RFC3339)),
-			"usage-bootstrap-authentication": []byte("true"),
-			"usage-bootstrap-signing":        []byte("true"),
-			"auth-extra-groups":              []byte("system:bootstrappers:kubeadm:default-node-token"),
-			"description":                    []byte("written by snapshift rebuild so nodes can rejoin the rebuilt control plane"),
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem, UID: newUID(key, r.token.ID), CreationTimestamp: metav1.NewTime(now)},
+		Type:       bootstrapapi.SecretTypeBootstrapToken,
+		Data:       bootstrapTokenData(*r.token, now.Add(ttl)),
 	}
 	r.notes = append(r.notes, fmt.Sprintf("bootstrap token %s written (expires %s); the join command is in the runbook", r.token.ID, now.Add(ttl).Format(time.RFC3339)))
 	return []transform.NewObject{{Key: key, Value: &codec.Object{Encoding: codec.Protobuf, GVK: corev1.SchemeGroupVersion.WithKind("Secret"), Obj: s},
 		Changes: []transform.Change{{Field: "bootstrap token", New: r.token.ID + " (secret not shown)"}}}}, nil
+}
+
+// bootstrapTokenData is the Secret's data as kubeadm encodes a token with
+// its default usages and group.
+func bootstrapTokenData(t BootstrapToken, expires time.Time) map[string][]byte {
+	data := map[string][]byte{
+		bootstrapapi.BootstrapTokenIDKey:          []byte(t.ID),
+		bootstrapapi.BootstrapTokenSecretKey:      []byte(t.Secret),
+		bootstrapapi.BootstrapTokenExpirationKey:  []byte(expires.UTC().Format(time.RFC3339)),
+		bootstrapapi.BootstrapTokenExtraGroupsKey: []byte(defaultTokenGroup),
+		bootstrapapi.BootstrapTokenDescriptionKey: []byte("written by snapshift rebuild so nodes can rejoin the rebuilt control plane"),
+	}
+	for _, usage := range bootstrapapi.KnownTokenUsages {
+		data[bootstrapapi.BootstrapTokenUsagePrefix+usage] = []byte("true")
+	}
+	return data
 }
 
 // NameClusterInfo is the cluster-info rule.
@@ -142,7 +167,7 @@ var clusterInfoEntry = Entry{
 		if len(o.ClusterCA) == 0 {
 			return option.Errorf("BootstrapToken", "a bootstrap token is written with a new cluster CA: {} needs {ClusterCA}")
 		}
-		if _, err := ParseBootstrapToken(o.BootstrapToken.ID + "." + o.BootstrapToken.Secret); err != nil {
+		if err := ValidBootstrapToken(*o.BootstrapToken); err != nil {
 			return option.Errorf("BootstrapToken", "{}: %w", err)
 		}
 		return nil
@@ -156,16 +181,12 @@ var clusterInfoEntry = Entry{
 	},
 }
 
-var (
-	bootstrapID     = regexp.MustCompile(`^[a-z0-9]{6}$`)
-	bootstrapSecret = regexp.MustCompile(`^[a-z0-9]{16}$`)
-)
-
 // ParseBootstrapToken parses "<id>.<secret>" as kubeadm writes tokens.
 func ParseBootstrapToken(s string) (*BootstrapToken, error) {
 	id, secret, _ := strings.Cut(s, ".")
-	if !bootstrapID.MatchString(id) || !bootstrapSecret.MatchString(secret) {
-		return nil, fmt.Errorf("a bootstrap token is [a-z0-9]{6}.[a-z0-9]{16}")
+	t := &BootstrapToken{ID: id, Secret: secret}
+	if err := ValidBootstrapToken(*t); err != nil {
+		return nil, err
 	}
-	return &BootstrapToken{ID: id, Secret: secret}, nil
+	return t, nil
 }

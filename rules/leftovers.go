@@ -32,7 +32,7 @@ type LeftoverScan struct {
 	// keptAddrs are the addresses of the exempt Services: an object that
 	// refers only to them still reaches a Service that stays where it is.
 	keptAddrs map[netip.Addr]bool
-	ipv6    bool
+	ipv6      bool
 }
 
 // LeftoverGroup is one resource's leftovers.

@@ -49,6 +49,22 @@ func (b *builder) node(name string) {
 	case f.Fake:
 		created = tApps + time.Hour
 	}
+	obj := baseNode(f, created)
+	if f.Fake {
+		externalNode(obj, f, created)
+	} else {
+		kubeletNode(obj, f, created)
+	}
+	b.add(f.Key(), obj)
+}
+
+// flannelNodeFields are the Node fields flanneld manages.
+const flannelNodeFields = `{"f:metadata":{"f:annotations":{"f:flannel.alpha.coreos.com/backend-data":{},"f:flannel.alpha.coreos.com/backend-type":{},"f:flannel.alpha.coreos.com/kube-subnet-manager":{},"f:flannel.alpha.coreos.com/public-ip":{}}}}`
+
+// baseNode is what every sample Node has: kubelet's labels, flannel's
+// annotations, its pod CIDR and addresses.
+func baseNode(f Node, created time.Duration) *corev1.Node {
+	name := f.Name
 	obj := &corev1.Node{TypeMeta: typeMeta("v1", "Node"), ObjectMeta: objectMeta("Node", "", name, created)}
 	obj.Labels = map[string]string{
 		"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
@@ -69,31 +85,48 @@ func (b *builder) node(name string) {
 		{Type: corev1.NodeInternalIP, Address: f.InternalIP},
 		{Type: corev1.NodeHostName, Address: name},
 	}
-	kcmFields := `{"f:metadata":{"f:annotations":{"f:node.alpha.kubernetes.io/ttl":{}}},"f:spec":{"f:podCIDR":{},"f:podCIDRs":{".":{},"v:\"` + f.PodCIDR + `\"":{}}}}`
-	flannelFields := `{"f:metadata":{"f:annotations":{"f:flannel.alpha.coreos.com/backend-data":{},"f:flannel.alpha.coreos.com/backend-type":{},"f:flannel.alpha.coreos.com/kube-subnet-manager":{},"f:flannel.alpha.coreos.com/public-ip":{}}}}`
+	return obj
+}
 
-	if f.Fake {
-		obj.Labels["node-role.kubernetes.io/external"] = ""
-		obj.Annotations[corev1.LastAppliedConfigAnnotation] = `{"apiVersion":"v1","kind":"Node","metadata":{"annotations":{"flannel.alpha.coreos.com/public-ip":"` +
-			f.InternalIP + `"},"labels":{"node-role.kubernetes.io/external":""},"name":"` + name + `"},"spec":{"podCIDR":"` + f.PodCIDR +
-			`","podCIDRs":["` + f.PodCIDR + `"],"taints":[{"effect":"NoSchedule","key":"node.kubernetes.io/external"}]}}
+// externalNode makes obj the fake external node applied by hand with
+// kubectl.
+func externalNode(obj *corev1.Node, f Node, created time.Duration) {
+	obj.Labels["node-role.kubernetes.io/external"] = ""
+	obj.Annotations[corev1.LastAppliedConfigAnnotation] = `{"apiVersion":"v1","kind":"Node","metadata":{"annotations":{"flannel.alpha.coreos.com/public-ip":"` +
+		f.InternalIP + `"},"labels":{"node-role.kubernetes.io/external":""},"name":"` + f.Name + `"},"spec":{"podCIDR":"` + f.PodCIDR +
+		`","podCIDRs":["` + f.PodCIDR + `"],"taints":[{"effect":"NoSchedule","key":"node.kubernetes.io/external"}]}}
 `
-		obj.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/external", Effect: corev1.TaintEffectNoSchedule}}
-		obj.ManagedFields = []metav1.ManagedFieldsEntry{
-			managed("kubectl-client-side-apply", metav1.ManagedFieldsOperationUpdate, "v1", created, "",
-				`{"f:metadata":{"f:annotations":{".":{},"f:flannel.alpha.coreos.com/public-ip":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}},"f:labels":{".":{},"f:node-role.kubernetes.io/external":{}}},"f:spec":{"f:podCIDR":{},"f:podCIDRs":{".":{},"v:\"`+f.PodCIDR+`\"":{}},"f:taints":{}}}`),
-			managed("flanneld", metav1.ManagedFieldsOperationUpdate, "v1", created+time.Minute, "", flannelFields),
-		}
-		b.add(f.Key(), obj)
-		return
+	obj.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/external", Effect: corev1.TaintEffectNoSchedule}}
+	obj.ManagedFields = []metav1.ManagedFieldsEntry{
+		managed("kubectl-client-side-apply", metav1.ManagedFieldsOperationUpdate, "v1", created, "",
+			`{"f:metadata":{"f:annotations":{".":{},"f:flannel.alpha.coreos.com/public-ip":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}},"f:labels":{".":{},"f:node-role.kubernetes.io/external":{}}},"f:spec":{"f:podCIDR":{},"f:podCIDRs":{".":{},"v:\"`+f.PodCIDR+`\"":{}},"f:taints":{}}}`),
+		managed("flanneld", metav1.ManagedFieldsOperationUpdate, "v1", created+time.Minute, "", flannelNodeFields),
 	}
+}
 
+// kubeletNode makes obj a node kubeadm joined: the control-plane role on
+// cp1, the status kubelet posts, and the managers of its fields.
+func kubeletNode(obj *corev1.Node, f Node, created time.Duration) {
 	obj.Annotations["kubeadm.alpha.kubernetes.io/cri-socket"] = "unix:///var/run/containerd/containerd.sock"
-	if name == "cp1" {
+	if f.Name == "cp1" {
 		obj.Labels["node-role.kubernetes.io/control-plane"] = ""
 		obj.Labels["node.kubernetes.io/exclude-from-external-load-balancers"] = ""
 		obj.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
 	}
+	obj.Status = nodeStatus(f.Name, created, obj.Status.Addresses)
+	kcmFields := `{"f:metadata":{"f:annotations":{"f:node.alpha.kubernetes.io/ttl":{}}},"f:spec":{"f:podCIDR":{},"f:podCIDRs":{".":{},"v:\"` + f.PodCIDR + `\"":{}}}}`
+	obj.ManagedFields = []metav1.ManagedFieldsEntry{
+		managed("kubelet", metav1.ManagedFieldsOperationUpdate, "v1", created, "",
+			`{"f:metadata":{"f:annotations":{".":{},"f:volumes.kubernetes.io/controller-managed-attach-detach":{}},"f:labels":{".":{},"f:beta.kubernetes.io/arch":{},"f:beta.kubernetes.io/os":{},"f:kubernetes.io/arch":{},"f:kubernetes.io/hostname":{},"f:kubernetes.io/os":{}}}}`),
+		managed("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "v1", created+5*time.Second, "", kcmFields),
+		managed("flanneld", metav1.ManagedFieldsOperationUpdate, "v1", created+time.Minute, "", flannelNodeFields),
+		managed("kubelet", metav1.ManagedFieldsOperationUpdate, "v1", tHistory-time.Minute, "status",
+			`{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{"f:lastHeartbeatTime":{}}}}}`),
+	}
+}
+
+// nodeStatus is the status kubelet posts for a joined node with addresses.
+func nodeStatus(name string, created time.Duration, addresses []corev1.NodeAddress) corev1.NodeStatus {
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:              resource.MustParse("4"),
 		corev1.ResourceMemory:           resource.MustParse("8148108Ki"),
@@ -104,10 +137,9 @@ func (b *builder) node(name string) {
 		capacity[corev1.ResourceCPU] = resource.MustParse("32")
 		capacity[corev1.ResourceMemory] = resource.MustParse("131890244Ki")
 	}
-	obj.Status.Capacity = capacity
-	obj.Status.Allocatable = capacity.DeepCopy()
+	st := corev1.NodeStatus{Addresses: addresses, Capacity: capacity, Allocatable: capacity.DeepCopy()}
 	hb := at(tHistory - time.Minute)
-	obj.Status.Conditions = []corev1.NodeCondition{
+	st.Conditions = []corev1.NodeCondition{
 		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, LastHeartbeatTime: hb, LastTransitionTime: at(created),
 			Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
 		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, LastHeartbeatTime: hb, LastTransitionTime: at(created),
@@ -117,8 +149,8 @@ func (b *builder) node(name string) {
 		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: hb, LastTransitionTime: at(created + time.Minute),
 			Reason: "KubeletReady", Message: "kubelet is posting ready status"},
 	}
-	obj.Status.DaemonEndpoints.KubeletEndpoint.Port = 10250
-	obj.Status.NodeInfo = corev1.NodeSystemInfo{
+	st.DaemonEndpoints.KubeletEndpoint.Port = 10250
+	st.NodeInfo = corev1.NodeSystemInfo{
 		MachineID:               fakeID("machine", name)[:32],
 		SystemUUID:              string(uid("SystemUUID", "", name)),
 		BootID:                  string(uid("BootID", "", name)),
@@ -129,15 +161,7 @@ func (b *builder) node(name string) {
 		OperatingSystem:         "linux",
 		Architecture:            "amd64",
 	}
-	obj.ManagedFields = []metav1.ManagedFieldsEntry{
-		managed("kubelet", metav1.ManagedFieldsOperationUpdate, "v1", created, "",
-			`{"f:metadata":{"f:annotations":{".":{},"f:volumes.kubernetes.io/controller-managed-attach-detach":{}},"f:labels":{".":{},"f:beta.kubernetes.io/arch":{},"f:beta.kubernetes.io/os":{},"f:kubernetes.io/arch":{},"f:kubernetes.io/hostname":{},"f:kubernetes.io/os":{}}}}`),
-		managed("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "v1", created+5*time.Second, "", kcmFields),
-		managed("flanneld", metav1.ManagedFieldsOperationUpdate, "v1", created+time.Minute, "", flannelFields),
-		managed("kubelet", metav1.ManagedFieldsOperationUpdate, "v1", tHistory-time.Minute, "status",
-			`{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{"f:lastHeartbeatTime":{}}}}}`),
-	}
-	b.add(f.Key(), obj)
+	return st
 }
 
 // lease returns a coordination Lease.
