@@ -27,12 +27,12 @@ type LeftoverScan struct {
 
 	ready   bool
 	rs      []netip.Prefix
-	needles [][]byte
+	needles [][]byte // IPv4: dotted-decimal beginnings
+	needle6 [][]byte // IPv6: canonical beginnings ("fd00:10:96:")
 	kept    map[string]bool
 	// keptAddrs are the addresses of the exempt Services: an object that
 	// refers only to them still reaches a Service that stays where it is.
 	keptAddrs map[netip.Addr]bool
-	ipv6      bool
 }
 
 // LeftoverGroup is one resource's leftovers.
@@ -56,9 +56,6 @@ type LeftoverReport struct {
 	Ranges    []string         `json:"ranges"`
 	Groups    []*LeftoverGroup `json:"groups"`
 	Encrypted int              `json:"encryptedNotScanned,omitempty"`
-	// IPv6NotScanned is set when an old range is IPv6: the scan reads
-	// dotted-decimal text and does not look for IPv6 addresses.
-	IPv6NotScanned bool `json:"ipv6NotScanned,omitempty"`
 }
 
 // NewLeftoverScan scans for the old ranges of plan (filled in by Prepare).
@@ -111,7 +108,10 @@ func (s *LeftoverScan) prepare() {
 	seen := map[string]bool{}
 	for _, r := range s.rs {
 		if !r.Addr().Is4() {
-			s.ipv6 = true
+			if p := textPrefix6(r); !seen[p] {
+				seen[p] = true
+				s.needle6 = append(s.needle6, []byte(p))
+			}
 			continue
 		}
 		for _, p := range textPrefixes(r) {
@@ -151,54 +151,12 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		return
 	}
 	s.prepare()
-	if len(s.needles) == 0 {
+	if len(s.needles)+len(s.needle6) == 0 {
 		return
 	}
-	var found []string
-	var seen map[netip.Addr]bool
-	for _, needle := range s.needles {
-		rest, base := value, 0
-		for {
-			i := bytes.Index(rest, needle)
-			if i < 0 {
-				break
-			}
-			at := base + i
-			step := max(len(needle), 1) // an empty needle (0.0.0.0/0) looks everywhere
-			rest, base = rest[i+step:], at+step
-			if at > 0 && (isDigit(value[at-1]) || value[at-1] == '.') {
-				continue // the middle of a longer number
-			}
-			j := at
-			for j < len(value) && j-at < 15 && (isDigit(value[j]) || value[j] == '.') {
-				j++
-			}
-			a, err := netip.ParseAddr(strings.TrimRight(string(value[at:j]), "."))
-			if err != nil || seen[a] {
-				continue
-			}
-			text := a.String()
-			if j < len(value) && value[j] == '/' { // a CIDR: show it whole
-				k := j + 1
-				for k < len(value) && k-j <= 2 && isDigit(value[k]) {
-					k++
-				}
-				if p, err := netip.ParsePrefix(string(value[at:k])); err == nil {
-					text = p.String()
-				}
-			}
-			for _, r := range s.rs {
-				if r.Contains(a) {
-					if seen == nil {
-						seen = map[netip.Addr]bool{}
-					}
-					seen[a] = true
-					found = append(found, text)
-					break
-				}
-			}
-		}
-	}
+	seen := map[netip.Addr]bool{}
+	found := s.find(value, s.needles, isV4Char, 15, seen)
+	found = append(found, s.find(value, s.needle6, isV6Char, 45, seen)...)
 	if len(found) == 0 {
 		return
 	}
@@ -229,7 +187,7 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // Report returns the groups, largest first.
 func (s *LeftoverScan) Report() *LeftoverReport {
 	s.prepare()
-	r := &LeftoverReport{Encrypted: s.encrypted, Groups: []*LeftoverGroup{}, IPv6NotScanned: s.ipv6}
+	r := &LeftoverReport{Encrypted: s.encrypted, Groups: []*LeftoverGroup{}}
 	for _, p := range s.ranges() {
 		r.Ranges = append(r.Ranges, p.String())
 	}
@@ -253,4 +211,95 @@ func (s *LeftoverScan) onlyKept(found map[netip.Addr]bool) bool {
 		}
 	}
 	return len(found) > 0
+}
+
+// find returns the addresses (or CIDRs, shown whole) of the old ranges in
+// value that start with one of needles: a candidate must not continue a
+// longer token (the character before it is no part), runs over part
+// characters for at most longest bytes, and must parse as an address inside a
+// range. seen collects what was found, so each address is listed once.
+func (s *LeftoverScan) find(value []byte, needles [][]byte, part func(byte) bool, longest int, seen map[netip.Addr]bool) []string {
+	var found []string
+	for _, needle := range needles {
+		rest, base := value, 0
+		for {
+			i := bytes.Index(rest, needle)
+			if i < 0 {
+				break
+			}
+			at := base + i
+			step := max(len(needle), 1) // an empty needle (0.0.0.0/0) looks everywhere
+			rest, base = rest[i+step:], at+step
+			if at > 0 && part(value[at-1]) {
+				continue // the middle of a longer token
+			}
+			j := at
+			for j < len(value) && j-at < longest && part(value[j]) {
+				j++
+			}
+			a, err := netip.ParseAddr(trimToken(string(value[at:j])))
+			if err != nil || seen[a] || !s.inRanges(a) {
+				continue
+			}
+			seen[a] = true
+			found = append(found, cidrText(value, at, j, a))
+		}
+	}
+	return found
+}
+
+func (s *LeftoverScan) inRanges(a netip.Addr) bool {
+	for _, r := range s.rs {
+		if r.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// cidrText shows a CIDR whole when the address at value[at:j] is followed
+// by a prefix length.
+func cidrText(value []byte, at, j int, a netip.Addr) string {
+	if j < len(value) && value[j] == '/' {
+		k := j + 1
+		for k < len(value) && k-j <= 3 && isDigit(value[k]) {
+			k++
+		}
+		if p, err := netip.ParsePrefix(string(value[at:k])); err == nil {
+			return p.String()
+		}
+	}
+	return a.String()
+}
+
+func isV4Char(c byte) bool { return isDigit(c) || c == '.' }
+
+func isV6Char(c byte) bool {
+	return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.'
+}
+
+// textPrefix6 is what every address of an IPv6 range starts with in its
+// canonical (RFC 5952, lower-case) text: the range's leading whole hextets
+// up to the first zero one, which the canonical form may fold into "::".
+func textPrefix6(r netip.Prefix) string {
+	b := r.Masked().Addr().As16()
+	var out string
+	for i := 0; i < r.Bits()/16; i++ {
+		h := uint16(b[2*i])<<8 | uint16(b[2*i+1])
+		if h == 0 {
+			break
+		}
+		out += fmt.Sprintf("%x:", h)
+	}
+	return out
+}
+
+// trimToken drops punctuation a token may end with ("10.0.0.1." at the end
+// of a sentence, "fd00::1:" before a port list) but keeps an IPv6 "::".
+func trimToken(t string) string {
+	t = strings.TrimRight(t, ".")
+	if strings.HasSuffix(t, ":") && !strings.HasSuffix(t, "::") {
+		t = t[:len(t)-1]
+	}
+	return t
 }

@@ -77,3 +77,41 @@ func TestLeftoverScanFindsExactlyTheOldAddresses(t *testing.T) {
 		}
 	}
 }
+
+func TestTextPrefix6(t *testing.T) {
+	for _, c := range []struct{ cidr, want string }{
+		{"fd00:10:96::/108", "fd00:10:96:"},
+		{"2001:db8:0:1::/64", "2001:db8:"},
+		{"fd00::/8", ""},
+		{"fd00:abcd::/32", "fd00:abcd:"},
+		{"fd00:abcd:12::/40", "fd00:abcd:"},
+	} {
+		if got := textPrefix6(netip.MustParsePrefix(c.cidr)); got != c.want {
+			t.Errorf("textPrefix6(%s) = %q, want %q", c.cidr, got, c.want)
+		}
+	}
+}
+
+// TestLeftoverScanIPv6: old IPv6 ranges are scanned too (they used to be
+// skipped): canonical addresses in text, with ports and brackets, and CIDRs;
+// not look-alikes outside the range or inside longer tokens.
+func TestLeftoverScanIPv6(t *testing.T) {
+	plan := &Plan{Service: &ServicePlan{
+		Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("fd00:10:96::/108")},
+		New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16"), netip.MustParsePrefix("fd00:24::/108")}}}
+	s := NewLeftoverScan(plan)
+	value := "upstream [fd00:10:96::a]:53, fd00:10:96::1234 and range fd00:10:96::/108; " +
+		"not fd00:10:97::1 nor 1fd00:10:96::5 nor fd00:10:96:1::5; v4 192.168.0.10"
+	s.Observe([]byte("/registry/configmaps/demo/c"), []byte(value), false)
+	var got []string
+	for _, g := range s.Report().Groups {
+		for _, e := range g.Examples {
+			got = append(got, e.Addresses...)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"192.168.0.10", "fd00:10:96::/108", "fd00:10:96::1234", "fd00:10:96::a"}
+	if !slices.Equal(got, want) {
+		t.Errorf("found %v, want %v", got, want)
+	}
+}
