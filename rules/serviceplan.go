@@ -24,8 +24,8 @@ type serviceWish struct {
 	Old, New []netip.Prefix
 	// Keep lists the keys of the Services that keep their addresses.
 	Keep []string
-	// Repack gives the Services whose address does not fit (or clashes) the
-	// lowest free addresses, in key order, instead of refusing.
+	// Repack gives the Services whose address does not fit (or clashes)
+	// free addresses, in key order, instead of refusing (see freeAddress).
 	Repack bool
 	// DNS is the cluster DNS Service's key.
 	DNS string
@@ -62,7 +62,7 @@ type servicePlanner struct {
 // planServices maps every Service's cluster IPs to the new ranges: each
 // address keeps its offset (default/kubernetes takes the first address),
 // kept Services keep theirs, and with Repack the ones that do not fit or
-// clash take the lowest free addresses. It refuses, listing every
+// clash take free addresses, upper band first. It refuses, listing every
 // Service at fault, when an offset does not fit or two Services would
 // share an address.
 func planServices(w serviceWish) (*serviceLayout, error) {
@@ -229,13 +229,13 @@ func (p *servicePlanner) planBridge() error {
 	return nil
 }
 
-// repack gives the waiting addresses the lowest free usable addresses of
-// their new range, Services in key order.
+// repack gives the waiting addresses free usable addresses of their new
+// range (upper band first, as kube-apiserver does), Services in key order.
 func (p *servicePlanner) repack() error {
 	for _, key := range p.keys {
 		for _, i := range p.needs[key] {
 			_, n, _ := pairOf(p.w.Old, p.w.New, p.final[key][i])
-			a, err := lowestFree(n, p.owner)
+			a, err := freeAddress(n, p.owner)
 			if err != nil {
 				return option.Errorf("Repack", "%w: {}: %v", transform.ErrRefused, err)
 			}
@@ -305,19 +305,42 @@ func (p *servicePlanner) notef(format string, args ...any) {
 	p.notes = append(p.notes, fmt.Sprintf(format, args...))
 }
 
-// lowestFree returns the lowest usable address of n not in used.
-func lowestFree(n netip.Prefix, used map[netip.Addr]string) (netip.Addr, error) {
+// freeAddress returns a usable address of n not in used, as kube-apiserver
+// hands out dynamic ones (KEP-3070): from the upper band first, keeping the
+// lower band (the first rangeOffset addresses after the network address)
+// for Services that ask for a static clusterIP, then from the lower band.
+// Within a band it takes the lowest free address, so a plan is repeatable.
+func freeAddress(n netip.Prefix, used map[netip.Addr]string) (netip.Addr, error) {
 	count := cidr.NewServiceRange(n).Count
-	for off := big.NewInt(1); off.Cmp(count) <= 0; off.Add(off, big.NewInt(1)) {
-		a, err := cidr.AddrAt(n, off)
-		if err != nil {
-			break
-		}
-		if _, taken := used[a]; !taken && cidr.Usable(n, off) {
-			return a, nil
+	lower := big.NewInt(int64(rangeOffset(n)))
+	one := big.NewInt(1)
+	bands := [][2]*big.Int{{new(big.Int).Add(lower, one), count}, {one, lower}}
+	for _, band := range bands {
+		for off := new(big.Int).Set(band[0]); off.Cmp(band[1]) <= 0; off.Add(off, one) {
+			a, err := cidr.AddrAt(n, off)
+			if err != nil {
+				break
+			}
+			if _, taken := used[a]; !taken && cidr.Usable(n, off) {
+				return a, nil
+			}
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("no free address left in %s", n)
+}
+
+// rangeOffset is the size of kube-apiserver's lower (static) band in n:
+// min(max(16, size/16), 256), none for ranges of 16 addresses or fewer
+// (pkg/registry/core/service/ipallocator/bitmap.go, calculateRangeOffset).
+func rangeOffset(n netip.Prefix) int {
+	size := cidr.Size(n)
+	switch {
+	case size.Cmp(big.NewInt(16)) <= 0:
+		return 0
+	case size.Cmp(big.NewInt(16*256)) >= 0:
+		return 256
+	}
+	return max(16, int(size.Int64()/16))
 }
 
 // svcName is a Service's "namespace/name" from its key.

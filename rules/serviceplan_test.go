@@ -83,10 +83,12 @@ func TestPlanServices(t *testing.T) {
 			wish: serviceWish{IPs: svcAddrs(map[string][]string{"default/kubernetes": {"10.96.0.77"}, "demo/web": {"10.96.0.1"}}),
 				Old: pfxs("10.96.0.0/12"), New: v4New, Repack: true},
 			// demo/web's offset 1 belongs to default/kubernetes: with
-			// Repack it moves to the lowest free address.
+			// Repack it moves to the lowest free address of the upper band
+			// (a /16 keeps its first 256 for static clusterIPs, as
+			// kube-apiserver's allocator does).
 			moves: []string{
 				"default/kubernetes 10.96.0.77 -> 172.24.0.1",
-				"demo/web 10.96.0.1 -> 172.24.0.2 packed",
+				"demo/web 10.96.0.1 -> 172.24.1.1 packed",
 			}},
 		{name: "dual stack, only IPv4 remapped",
 			wish: serviceWish{IPs: svcAddrs(map[string][]string{"demo/api": {"192.168.0.20", "fd00:10:96::20"}, "demo/v6": {"fd00:10:96::30"}}),
@@ -117,7 +119,7 @@ func TestPlanServices(t *testing.T) {
 			wish: serviceWish{IPs: svcAddrs(map[string][]string{"demo/a-old": {"192.168.0.10"}, "demo/z-kept": {"172.24.0.10"}}),
 				Old: v4Old, New: v4New, Keep: svcKeys("demo/z-kept"), Repack: true},
 			moves: []string{
-				"demo/a-old 192.168.0.10 -> 172.24.0.1 packed",
+				"demo/a-old 192.168.0.10 -> 172.24.1.1 packed",
 				"demo/z-kept 172.24.0.10 -> 172.24.0.10 kept",
 			}},
 		{name: "smaller range refused, misfits listed",
@@ -129,10 +131,10 @@ func TestPlanServices(t *testing.T) {
 			wish: serviceWish{IPs: svcAddrs(sample), Old: v4Old, New: pfxs("172.24.0.0/20"), Repack: true},
 			moves: []string{
 				"default/kubernetes 192.168.0.1 -> 172.24.0.1",
-				"demo/api 192.168.200.14 -> 172.24.0.2 packed",
+				"demo/api 192.168.200.14 -> 172.24.1.1 packed",
 				"demo/web 192.168.3.7 -> 172.24.3.7",
 				"kube-system/kube-dns 192.168.0.10 -> 172.24.0.10",
-				"kube-system/metrics-server 192.168.255.254 -> 172.24.0.3 packed",
+				"kube-system/metrics-server 192.168.255.254 -> 172.24.1.2 packed",
 			}},
 		{name: "Repack with no room left",
 			wish: serviceWish{IPs: svcAddrs(map[string][]string{"demo/a": {"192.168.0.1"}, "demo/b": {"192.168.0.2"}, "demo/c": {"192.168.0.200"}}),
@@ -147,7 +149,7 @@ func TestPlanServices(t *testing.T) {
 		{name: "clash with Repack",
 			wish: serviceWish{IPs: svcAddrs(map[string][]string{"demo/moved": {"172.24.0.10"}, "demo/old": {"192.168.0.10"}}),
 				Old: v4Old, New: v4New, Repack: true},
-			moves: []string{"demo/old 192.168.0.10 -> 172.24.0.1 packed"}},
+			moves: []string{"demo/old 192.168.0.10 -> 172.24.1.1 packed"}},
 		{name: "DNS bridge at the DNS Service's mapped address",
 			wish: serviceWish{IPs: svcAddrs(sample), Old: v4Old, New: v4New, Keep: svcKeys("kube-system/kube-dns"),
 				DNS: state.PrefixServices + "kube-system/kube-dns", Bridge: state.PrefixServices + "kube-system/kube-dns-bridge"},
@@ -266,4 +268,39 @@ func TestPlanServicesCapacity(t *testing.T) {
 		Old: pfxs("192.168.0.0/16"), New: pfxs("172.24.0.0/30")}
 	_, err := planServices(w)
 	checkRefusal(t, err, "", true, "refused: the new service range 172.24.0.0/30 holds 2 addresses, but 3 Services need one")
+}
+
+// TestFreeAddressBands: repacked Services get addresses as kube-apiserver
+// hands out dynamic ones, from the upper band first: the lower band holds
+// min(max(16, size/16), 256) addresses after the network address.
+func TestFreeAddressBands(t *testing.T) {
+	for _, c := range []struct {
+		cidr   string
+		offset int
+		first  string
+	}{
+		{"172.24.0.0/28", 0, "172.24.0.1"},
+		{"172.24.0.0/24", 16, "172.24.0.17"},
+		{"172.24.0.0/22", 64, "172.24.0.65"},
+		{"172.24.0.0/16", 256, "172.24.1.1"},
+		{"fd00:24::/108", 256, "fd00:24::101"},
+	} {
+		n := netip.MustParsePrefix(c.cidr)
+		if got := rangeOffset(n); got != c.offset {
+			t.Errorf("rangeOffset(%s) = %d, want %d", n, got, c.offset)
+		}
+		a, err := freeAddress(n, map[netip.Addr]string{})
+		if err != nil || a.String() != c.first {
+			t.Errorf("freeAddress(%s) = %s, %v; want %s", n, a, err, c.first)
+		}
+	}
+	// The upper band full, the lower band is used.
+	n := netip.MustParsePrefix("172.24.0.0/27") // 32 addresses, a lower band of 16
+	used := map[netip.Addr]string{}
+	for off := 17; off <= 30; off++ {
+		used[netip.AddrFrom4([4]byte{172, 24, 0, byte(off)})] = "taken"
+	}
+	if a, err := freeAddress(n, used); err != nil || a.String() != "172.24.0.1" {
+		t.Errorf("freeAddress with the upper band full = %s, %v; want 172.24.0.1", a, err)
+	}
 }
