@@ -170,13 +170,39 @@ func TestEncryptedAtRest(t *testing.T) {
 		}
 	}
 
-	// A claimed value encrypted with KMS cannot be read offline: refused.
+	// A KMS Secret the sa-tokens rule cannot read does not stop the run: it
+	// is copied as stored, and the notes list it with the command to run.
 	rs, _, err := rules.Build(rules.Options{SATokensOptions: rules.SATokensOptions{SATokens: rules.SATokensClear}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = transform.Run(context.Background(), transform.Config{Input: in, DryRun: true, Rules: rs, Encryption: enc})
+	kmsOut := filepath.Join(dir, "kms.db")
+	rep, err = transform.Run(context.Background(), transform.Config{Input: in, Output: kmsOut, Rules: rs, Encryption: enc})
+	if err != nil {
+		t.Fatalf("sa-tokens over a KMS Secret: %v", err)
+	}
+	notes := strings.Join(rep.Rules[0].Notes, " ")
+	if !strings.Contains(notes, "demo/db-credentials") || !strings.Contains(notes, "kubectl") || rep.Replaced == 0 {
+		t.Errorf("sa-tokens report %+v: want the KMS Secret listed with the kubectl command, and the readable token Secrets cleared", rep.Rules[0])
+	}
+	kmsKey := "/registry/secrets/demo/db-credentials"
+	if got, want := readState(t, kmsOut).Live[kmsKey].KV.Value, inState.Live[kmsKey].KV.Value; !bytes.Equal(got, want) {
+		t.Errorf("the KMS Secret was not copied as stored")
+	}
+	// A rule that must read a KMS value (here: one that claims Secrets and
+	// tolerates nothing) still stops with one clear refusal.
+	strict := &strictRule{}
+	_, err = transform.Run(context.Background(), transform.Config{Input: in, DryRun: true, Rules: []transform.Rule{strict}, Encryption: enc})
 	if !errors.Is(err, state.ErrEncrypted) || !strings.Contains(err.Error(), "KMS") || !strings.Contains(err.Error(), "db-credentials") {
 		t.Fatalf("a KMS value under a claimed prefix: %v", err)
 	}
+}
+
+// strictRule claims every Secret and needs to read it.
+type strictRule struct{}
+
+func (strictRule) Name() string       { return "strict" }
+func (strictRule) Prefixes() []string { return []string{"/registry/secrets/"} }
+func (strictRule) Apply(context.Context, *state.Object) (transform.Result, error) {
+	return transform.Result{}, nil
 }

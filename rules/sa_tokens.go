@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -40,25 +41,43 @@ type SATokens struct {
 	secrets map[string]bool // ns/name of token Secrets
 	pods    []string
 	notes   []string
+	// unreadable are the Secrets encrypted with KMS (or with no
+	// configuration given): whether they hold tokens cannot be told here.
+	unreadable []string
 }
 
 func (r *SATokens) Name() string       { return NameSATokens }
 func (r *SATokens) Prefixes() []string { return []string{prefixSecrets, prefixPods} }
 func (r *SATokens) Lists() []string    { return []string{prefixSecrets} }
 
-// Prepare finds the token Secrets (their names, for the Pod report).
+// Prepare finds the token Secrets (their names, for the Pod report). A
+// Secret that cannot be decrypted here is passed over (Unreadable lists it).
 func (r *SATokens) Prepare(_ context.Context, v *state.View) error {
 	r.secrets = map[string]bool{}
-	objs, err := v.List(prefixSecrets)
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if s, ok := o.Value.Obj.(*corev1.Secret); ok && s.Type == corev1.SecretTypeServiceAccountToken {
+	for _, kr := range v.Index().LiveKeysWithPrefix(prefixSecrets) {
+		o, ok, err := v.Get(kr.Key)
+		if errors.Is(err, state.ErrEncrypted) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if s, isSecret := o.Value.Obj.(*corev1.Secret); ok && isSecret && s.Type == corev1.SecretTypeServiceAccountToken {
 			r.secrets[s.Namespace+"/"+s.Name] = true
 		}
 	}
 	return nil
+}
+
+// Unreadable lets the run go on past a Secret it cannot decrypt (KMS, most
+// often): it is copied as stored and listed in the notes, with the command
+// that clears its token once the cluster is up. Other values stay fatal.
+func (r *SATokens) Unreadable(key string, _ error) bool {
+	name, ok := strings.CutPrefix(key, prefixSecrets)
+	if ok {
+		r.unreadable = append(r.unreadable, name)
+	}
+	return ok
 }
 
 func (r *SATokens) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
@@ -97,9 +116,17 @@ func (r *SATokens) restartReason(p *corev1.Pod) string {
 	return ""
 }
 
-// Notes lists the Pods to restart.
+// Notes lists the Secrets it could not read and the Pods to restart.
 func (r *SATokens) Notes() []string {
 	out := append([]string(nil), r.notes...)
+	if n := len(r.unreadable); n > 0 {
+		shown := r.unreadable[:min(n, maxPodNotes)]
+		out = append(out, fmt.Sprintf("%d Secrets are encrypted with KMS (or no encryption configuration was given) and were copied unread: %s; "+
+			"once the cluster is up, clear any legacy token among them: kubectl get secrets -A --field-selector type=kubernetes.io/service-account-token "+
+			"-o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{\"\\n\"}{end}' | "+
+			"while read ns name; do kubectl -n \"$ns\" patch secret \"$name\" --type=json -p '[{\"op\":\"remove\",\"path\":\"/data/token\"}]'; done",
+			n, strings.Join(shown, ", ")))
+	}
 	if len(r.pods) > 0 {
 		sort.Strings(r.pods)
 		shown := r.pods

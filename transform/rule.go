@@ -94,6 +94,16 @@ type Lister interface {
 	Lists() []string
 }
 
+// Tolerant is implemented by rules that can do without some of the values
+// they claim. When a claimed value cannot be decrypted here (KMS, or no
+// EncryptionConfiguration), the engine asks every rule that claims it: if
+// all are Tolerant and say yes, the value is copied as stored and the run
+// goes on; otherwise it stops with the decryption error. A rule that
+// tolerates a value must say so in its Notes (and what to do about it).
+type Tolerant interface {
+	Unreadable(key string, err error) bool
+}
+
 // Finisher is implemented by rules that create keys after the stream.
 type Finisher interface {
 	Finish(ctx context.Context) ([]NewObject, error)

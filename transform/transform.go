@@ -297,6 +297,11 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	key := string(ent.KV.Key)
 	plain, info, err := state.Decrypt(e.cfg.Encryption, key, ent.KV.Value)
 	if err != nil {
+		if errors.Is(err, state.ErrEncrypted) && e.tolerated(rules, key, err) {
+			e.report.Copied++
+			e.observe(ent.KV.Key, ent.KV.Value, false)
+			return e.put(ent.RevKey, ent.Raw)
+		}
 		return err
 	}
 	val, err := e.cfg.Codec.Decode(plain)
@@ -545,4 +550,17 @@ func (h *heldDone) release() {
 	if h.held {
 		h.Reporter.Done()
 	}
+}
+
+// tolerated asks the rules that claim key whether they can do without its
+// value, which cannot be decrypted: all of them must say yes.
+func (e *engine) tolerated(rules []int, key string, err error) bool {
+	for _, ri := range rules {
+		t, ok := e.cfg.Rules[ri].(Tolerant)
+		if !ok || !t.Unreadable(key, err) {
+			return false
+		}
+		e.ruleReports[ri].Seen++
+	}
+	return true
 }
