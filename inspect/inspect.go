@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r.Resources, r.SecretTypes, r.Encodings, r.Encrypted = sorted(resources), sorted(secretTypes), sorted(encodings), sorted(encrypted)
-	r.Networks, err = state.Detect(ctx, state.NewView(snap, ix, c, cfg.Encryption))
+	r.Networks, err = state.DetectReadable(ctx, state.NewView(snap, ix, c, cfg.Encryption))
 	if err != nil {
 		return nil, err
 	}

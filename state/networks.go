@@ -9,6 +9,7 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -59,6 +60,8 @@ type Networks struct {
 	Nodes       []NodeCIDR `json:"nodes,omitempty"`
 	// KubernetesVersion is kubeadm's kubernetesVersion, when recorded.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Unread lists the sources DetectReadable could not decrypt, and why.
+	Unread []string `json:"unread,omitempty"`
 }
 
 // Service returns the first recorded service CIDR set, with its source.
@@ -119,6 +122,22 @@ func Detect(ctx context.Context, v *View) (*Networks, error) {
 	n := &Networks{}
 	for _, d := range detectors {
 		if err := d(v, n); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// DetectReadable is Detect for a summary: a source whose value cannot be
+// decrypted here (KMS, or no EncryptionConfiguration) is listed in Unread
+// instead of stopping it. Rules use Detect: a migration planned from part
+// of the records could pick the wrong old range.
+func DetectReadable(ctx context.Context, v *View) (*Networks, error) {
+	n := &Networks{}
+	for _, d := range detectors {
+		if err := d(v, n); errors.Is(err, ErrEncrypted) {
+			n.Unread = append(n.Unread, strings.TrimPrefix(err.Error(), ErrEncrypted.Error()+": "))
+		} else if err != nil {
 			return nil, err
 		}
 	}

@@ -62,6 +62,17 @@ func TestPlanEncrypted(t *testing.T) {
 	if r.code != ExitRefused || !strings.Contains(r.stderr, "--encryption-config") {
 		t.Errorf("plan without the configuration: exit %d, stderr %q; want %d naming --encryption-config", r.code, r.stderr, ExitRefused)
 	}
+	// inspect without the key still summarises, and says what it could not
+	// read and why; with it, it reads everything.
+	r = run(t, "inspect", in, "--quiet")
+	if r.code != ExitOK || !strings.Contains(r.stdout, "not read") || !strings.Contains(r.stdout, "kube-system/kubeadm-config is encrypted (secretbox key \"cm-key\")") ||
+		!strings.Contains(r.stdout, "secretbox") || !strings.Contains(r.stdout, "192.168.0.0/16") {
+		t.Errorf("inspect without the configuration: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r = run(t, "inspect", in, "--encryption-config", cfgPath, "--quiet"); r.code != ExitOK || strings.Contains(r.stdout, "not read") ||
+		!strings.Contains(r.stdout, "10.244.0.0/16") {
+		t.Errorf("inspect with the configuration: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // TestGetPrintsTheObject: -o json and -o yaml print the object itself, as

@@ -111,6 +111,9 @@ func printInspect(out io.Writer, r *inspect.Report) {
 	if len(n.ClusterDNS) > 0 {
 		fmt.Fprintf(w, "  cluster DNS\t%s\t(kubelet-config clusterDNS)\n", strings.Join(n.ClusterDNS, ","))
 	}
+	for _, u := range n.Unread {
+		fmt.Fprintf(w, "  not read\t%s\n", u)
+	}
 	w.Flush()
 	if len(n.Nodes) > 0 {
 		fmt.Fprintf(out, "\nNode pod CIDRs:\n")
