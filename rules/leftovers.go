@@ -33,6 +33,8 @@ type LeftoverScan struct {
 	// keptAddrs are the addresses of the exempt Services: an object that
 	// refers only to them still reaches a Service that stays where it is.
 	keptAddrs map[netip.Addr]bool
+	// movedTo are the new addresses of the Services the plan moved.
+	movedTo map[netip.Addr]bool
 }
 
 // LeftoverGroup is one resource's leftovers.
@@ -91,8 +93,11 @@ func (s *LeftoverScan) prepare() {
 	}
 	s.ready = true
 	s.rs = s.ranges()
-	s.kept, s.keptAddrs = map[string]bool{}, map[netip.Addr]bool{}
+	s.kept, s.keptAddrs, s.movedTo = map[string]bool{}, map[netip.Addr]bool{}, map[netip.Addr]bool{}
 	if s.plan.Service != nil {
+		for _, n := range s.plan.Service.IPs {
+			s.movedTo[n] = true
+		}
 		for _, mv := range s.plan.Service.Services {
 			if mv.Kept {
 				s.kept[mv.Key] = true
@@ -251,7 +256,29 @@ func (s *LeftoverScan) find(value []byte, needles [][]byte, part func(byte) bool
 func (s *LeftoverScan) inRanges(a netip.Addr) bool {
 	for _, r := range s.rs {
 		if r.Contains(a) {
-			return true
+			return !s.stays(a)
+		}
+	}
+	return false
+}
+
+// stays reports whether an address of an old range is where the migration
+// wants it, when the new range overlaps the old one (a shrink or a grow
+// from the same base): a Service address the plan does not move, the new
+// address of one it moved, or a pod address whose offset mapping is the
+// address itself. Such an address is no leftover.
+func (s *LeftoverScan) stays(a netip.Addr) bool {
+	if sp := s.plan.Service; sp != nil {
+		if o, n, ok := pairOf(sp.Old, sp.New, a); ok && o.Contains(a) && n.Contains(a) {
+			if _, moved := sp.IPs[a]; moved {
+				return false
+			}
+			return s.movedTo[a] || o.Masked().Addr() == n.Masked().Addr()
+		}
+	}
+	if pp := s.plan.Pod; pp != nil {
+		if o, n, ok := pairOf(pp.Old, pp.New, a); ok && o.Contains(a) && n.Contains(a) {
+			return o.Masked().Addr() == n.Masked().Addr()
 		}
 	}
 	return false

@@ -115,3 +115,29 @@ func TestLeftoverScanIPv6(t *testing.T) {
 		t.Errorf("found %v, want %v", got, want)
 	}
 }
+
+// TestLeftoverScanOverlappingRanges: with a new range that overlaps the old
+// one (192.168.0.0/16 -> 192.168.0.0/17 with repack; 10.244.0.0/16 ->
+// 10.244.0.0/17), what the plan moved or left in place on purpose is no
+// leftover; a moved-away address, or one outside the new range, is.
+func TestLeftoverScanOverlappingRanges(t *testing.T) {
+	plan := &Plan{
+		Service: &ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/17")},
+			IPs: map[netip.Addr]netip.Addr{netip.MustParseAddr("192.168.200.14"): netip.MustParseAddr("192.168.1.1")}},
+		Pod: &PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/17")}},
+	}
+	s := NewLeftoverScan(plan)
+	value := "svc 192.168.3.7 moved-to 192.168.1.1 moved-away 192.168.200.14 beyond 192.168.130.1 pod 10.244.1.5 pod 10.244.200.5"
+	s.Observe([]byte("/registry/configmaps/demo/c"), []byte(value), false)
+	var got []string
+	for _, g := range s.Report().Groups {
+		for _, e := range g.Examples {
+			got = append(got, e.Addresses...)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"10.244.200.5", "192.168.130.1", "192.168.200.14"}
+	if !slices.Equal(got, want) {
+		t.Errorf("leftovers %v, want %v", got, want)
+	}
+}
