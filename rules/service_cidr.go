@@ -77,7 +77,7 @@ func (r *ServiceCIDR) Notes() []string { return r.notes }
 // Lists names what Prepare lists (and what clusterinfo reads): Services,
 // IPAddresses, Nodes.
 func (r *ServiceCIDR) Lists() []string {
-	return append([]string{state.PrefixIPAddresses}, clashListed...)
+	return append([]string{state.PrefixIPAddresses, state.PrefixServiceCIDRs}, clashListed...)
 }
 
 func (r *ServiceCIDR) notef(format string, args ...any) {
@@ -91,6 +91,9 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 		return err
 	}
 	if err := r.plan.checkClashes(v, "ServiceCIDR", "service", oldP, newP); err != nil {
+		return err
+	}
+	if err := refuseExtraServiceCIDRs(v); err != nil {
 		return err
 	}
 	svcs, ips, err := listServices(v)
@@ -593,4 +596,29 @@ func validateServiceOptions(o *Options) error {
 		return option.Errorf("DNSBridge", "{} bridges a kept DNS Service: add {KeepServiceIPs} %s", o.DNSService)
 	}
 	return nil
+}
+
+// refuseExtraServiceCIDRs refuses a snapshot with ServiceCIDRs besides the
+// default one (1.33+ lets users add ranges): the rule moves only the
+// default range, and an added one would keep handing out addresses the
+// migration means to leave behind.
+func refuseExtraServiceCIDRs(v *state.View) error {
+	var extra []string
+	for _, kr := range v.Index().LiveKeysWithPrefix(state.PrefixServiceCIDRs) {
+		if kr.Key == state.KeyDefaultServiceCIDR {
+			continue
+		}
+		o, ok, err := v.Get(kr.Key)
+		if err != nil || !ok {
+			return err
+		}
+		cidrs, _ := state.ServiceCIDRSpec(o.Value.Obj)
+		extra = append(extra, fmt.Sprintf("%s (%s)", strings.TrimPrefix(kr.Key, state.PrefixServiceCIDRs), strings.Join(cidrs, ",")))
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", transform.ErrRefused, option.Errorf("ServiceCIDR",
+		"the snapshot holds ServiceCIDRs that {} would not move (it moves the default one only): %s; remove them from the cluster (kubectl delete servicecidr NAME, once no Service uses them) and take a new snapshot",
+		strings.Join(extra, ", ")))
 }

@@ -10,6 +10,7 @@ const (
 	KeyServiceIPRange     = "/registry/ranges/serviceips"
 	KeySecondaryIPRange   = "/registry/ranges/secondaryserviceips"
 	KeyDefaultServiceCIDR = "/registry/servicecidrs/kubernetes"
+	PrefixServiceCIDRs    = "/registry/servicecidrs/"
 	PrefixNodes           = "/registry/minions/"
 	PrefixServices        = "/registry/services/specs/"
 	PrefixIPAddresses     = "/registry/ipaddresses/"
