@@ -132,15 +132,7 @@ func TestIndexAndLiveMatchEtcd(t *testing.T) {
 // writeIdentity writes the live state of in to out with the Writer.
 func writeIdentity(t *testing.T, in, out string) *snapshot.Result {
 	t.Helper()
-	s, err := snapshot.Open(in, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ix, err := s.Index(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ix := testfile.OpenIndexed(t, in)
 	w, err := snapshot.Create(snapshot.WriterConfig{Path: out, TxBytes: 64}) // tiny: many transactions
 	if err != nil {
 		t.Fatal(err)

@@ -159,15 +159,7 @@ func TestVerifyCatchesBrokenOutputs(t *testing.T) {
 // KeyValue claims another mod_revision than its bucket revision.
 func TestVerifyCatchesBadRevisionMetadata(t *testing.T) {
 	in := copySample(t)
-	s, err := snapshot.Open(in, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ix, err := s.Index(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ix := testfile.OpenIndexed(t, in)
 	out := filepath.Join(t.TempDir(), "bad.db")
 	w, err := snapshot.Create(snapshot.WriterConfig{Path: out})
 	if err != nil {

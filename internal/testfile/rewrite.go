@@ -13,15 +13,7 @@ import (
 // whose values are stored differently (encrypted, say) from one it has.
 func RewriteLive(t testing.TB, src, dst string, edit func(key string, value []byte) ([]byte, error)) string {
 	t.Helper()
-	s, err := snapshot.Open(src, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ix, err := s.Index(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ix := OpenIndexed(t, src)
 	w, err := snapshot.Create(snapshot.WriterConfig{Path: dst})
 	if err != nil {
 		t.Fatal(err)
@@ -50,4 +42,20 @@ func RewriteLive(t testing.TB, src, dst string, edit func(key string, value []by
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// OpenIndexed opens a snapshot (its trailer checked) and indexes it; it is
+// closed when the test ends.
+func OpenIndexed(t testing.TB, path string) (*snapshot.Snapshot, *snapshot.Index) {
+	t.Helper()
+	s, err := snapshot.Open(path, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ix, err := s.Index(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, ix
 }

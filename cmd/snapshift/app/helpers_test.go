@@ -80,17 +80,9 @@ func copySample(t *testing.T) string {
 // liveState reads a snapshot's live keys with the snapshot package.
 func liveState(t *testing.T, path string) (map[string]snapshot.KV, *snapshot.Index) {
 	t.Helper()
-	s, err := snapshot.Open(path, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ix, err := s.Index(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ix := testfile.OpenIndexed(t, path)
 	live := map[string]snapshot.KV{}
-	err = s.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error {
+	err := s.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error {
 		kv := e.KV
 		kv.Key, kv.Value = bytes.Clone(kv.Key), bytes.Clone(kv.Value)
 		live[string(kv.Key)] = kv
