@@ -13,7 +13,6 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/internal/testfile"
-	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -23,15 +22,7 @@ const samplePath = "../testdata/sample.db"
 // detect runs Detect over the snapshot at path.
 func detect(t *testing.T, path string) (*state.Networks, error) {
 	t.Helper()
-	s, err := snapshot.Open(path, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	ix, err := s.Index(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ix := testfile.OpenIndexed(t, path)
 	return state.Detect(context.Background(), state.NewView(s, ix, codec.New(), nil))
 }
 
