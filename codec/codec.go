@@ -298,7 +298,8 @@ func (c *Codec) encodeWith(enc runtime.Encoder, obj runtime.Object, gvk schema.G
 
 // CheckRoundTrip decodes value and encodes it again. It returns nil only if that gives back the
 // identical bytes, which is the proof that this build knows every field of the object and may
-// edit it. Otherwise the error wraps ErrNotRoundTrip (or the decode error: ErrEncrypted,
+// edit it, or the identical bytes but for fields Kubernetes removed that hold their empty value
+// (removedFields: objects last written by an older apiserver). Otherwise the error wraps ErrNotRoundTrip (or the decode error: ErrEncrypted,
 // ErrUnknownType, ErrUndecodable).
 func (c *Codec) CheckRoundTrip(value []byte) error {
 	o, err := c.Decode(value)
@@ -311,6 +312,18 @@ func (c *Codec) CheckRoundTrip(value []byte) error {
 	}
 	if bytes.Equal(out, value) {
 		return nil
+	}
+	if o.Encoding == Protobuf {
+		// An object last written by an older apiserver may carry fields
+		// Kubernetes removed since; empty, they are no data to lose.
+		stripped, err := withoutRemovedFields(value, o.Obj)
+		if err != nil {
+			return fmt.Errorf("%w: the stored %s %s: %w; editing it would drop that data, refusing to edit it",
+				ErrNotRoundTrip, o.Encoding, gvkString(o.GVK), err)
+		}
+		if bytes.Equal(out, stripped) {
+			return nil
+		}
 	}
 	at := 0
 	for at < len(out) && at < len(value) && out[at] == value[at] {

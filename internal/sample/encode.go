@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"slices"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -121,4 +123,86 @@ func NodePortBitmap(base int, ports []int32) []byte {
 		bits.SetBit(bits, int(p)-base, 1)
 	}
 	return bits.Bytes()
+}
+
+// UntouchedSince124 are objects of a long-lived cluster that no
+// apiserver rewrote since it ran 1.24 or older: the apiserver's own
+// default/kubernetes Service, kube-dns, flannel's ConfigMap.
+var UntouchedSince124 = []string{
+	"/registry/services/specs/default/kubernetes",
+	"/registry/services/specs/kube-system/kube-dns",
+	"/registry/configmaps/kube-flannel/kube-flannel-cfg",
+}
+
+// lastWrittenBy124 rewrites the stored values of keys as kube-apiserver up
+// to 1.24 wrote them: ObjectMeta field 15 (clusterName, removed in 1.25)
+// present and empty, between finalizers (14) and managedFields (17).
+func (b *builder) lastWrittenBy124(keys ...string) {
+	for i, e := range b.entries {
+		if b.err != nil || !slices.Contains(keys, e.Key) {
+			continue
+		}
+		v, err := withEmptyClusterName(e.Value)
+		if err != nil {
+			b.fail("%s: %v", e.Key, err)
+			return
+		}
+		b.entries[i].Value = v
+	}
+}
+
+// withEmptyClusterName inserts an empty field 15 into the metadata (field
+// 1) of the object inside a "k8s\x00" runtime.Unknown value.
+func withEmptyClusterName(value []byte) ([]byte, error) {
+	const magic = "k8s\x00"
+	out := []byte(magic)
+	err := eachField(value[len(magic):], func(num protowire.Number, typ protowire.Type, field, content []byte) {
+		if num != 2 { // runtime.Unknown.raw holds the object
+			out = append(out, field...)
+			return
+		}
+		var obj []byte
+		_ = eachField(content, func(num protowire.Number, typ protowire.Type, field, meta []byte) {
+			if num != 1 { // the object's metadata
+				obj = append(obj, field...)
+				return
+			}
+			var m []byte
+			placed := false
+			_ = eachField(meta, func(num protowire.Number, _ protowire.Type, f, _ []byte) {
+				if num > 15 && !placed {
+					m, placed = protowire.AppendString(protowire.AppendTag(m, 15, protowire.BytesType), ""), true
+				}
+				m = append(m, f...)
+			})
+			if !placed {
+				m = protowire.AppendString(protowire.AppendTag(m, 15, protowire.BytesType), "")
+			}
+			obj = protowire.AppendBytes(protowire.AppendTag(obj, 1, protowire.BytesType), m)
+		})
+		out = protowire.AppendBytes(protowire.AppendTag(out, 2, protowire.BytesType), obj)
+	})
+	return out, err
+}
+
+// eachField calls fn for every field of message b: its number, wire type,
+// whole bytes and (length-delimited) content.
+func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, field, content []byte)) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return protowire.ParseError(m)
+		}
+		var content []byte
+		if typ == protowire.BytesType {
+			content, _ = protowire.ConsumeBytes(b[n:])
+		}
+		fn(num, typ, b[:n+m], content)
+		b = b[n+m:]
+	}
+	return nil
 }

@@ -45,6 +45,7 @@ func Objects() ([]Entry, error) {
 	b.demo()
 	b.events()
 	b.serviceRanges()
+	b.lastWrittenBy124(UntouchedSince124...)
 	if b.err != nil {
 		return nil, b.err
 	}
