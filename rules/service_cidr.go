@@ -86,6 +86,9 @@ func (r *ServiceCIDR) notef(format string, args ...any) {
 
 // Prepare computes the whole mapping and refuses before anything is written.
 func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
+	if len(v.Index().LiveKeysWithPrefix(state.PrefixServices)) == 0 {
+		return fmt.Errorf("%w: %s", transform.ErrRefused, state.MissingObjects(v.Index(), "Services", state.PrefixServices))
+	}
 	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)
 	if err != nil {
 		return err

@@ -1,6 +1,11 @@
 package state
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/snapshift/snapshift/snapshot"
+)
 
 // Well-known keys (kubeadm's names; flannel in either namespace).
 const (
@@ -56,4 +61,38 @@ func Resource(key string) string {
 		return first + "/" + parts[1]
 	}
 	return first
+}
+
+// DefaultPrefix is where kube-apiserver keeps objects unless --etcd-prefix
+// says otherwise (OpenShift uses /kubernetes.io/).
+const DefaultPrefix = "/registry/"
+
+// DetectPrefix finds where the snapshot keeps the cluster's objects: the
+// prefix of the kube-system Namespace's key, which every cluster has. ""
+// when there is none. Reading every key, it is meant for the path that
+// refuses, once the default prefix was found empty.
+func DetectPrefix(ix *snapshot.Index) string {
+	const ns = "namespaces/kube-system"
+	if _, ok := ix.Lookup([]byte(DefaultPrefix + ns)); ok {
+		return DefaultPrefix
+	}
+	for _, kr := range ix.LiveKeysWithPrefix("") {
+		if p, ok := strings.CutSuffix(kr.Key, ns); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// MissingObjects explains why a rule found none of the objects it must see
+// (what names them, e.g. "Services"): the snapshot keeps them under another
+// --etcd-prefix, or holds none.
+func MissingObjects(ix *snapshot.Index, what, prefix string) string {
+	switch p := DetectPrefix(ix); {
+	case p == "":
+		return fmt.Sprintf("the snapshot holds no %s under %s and no kube-system Namespace at all: is it a Kubernetes etcd?", what, prefix)
+	case p != DefaultPrefix:
+		return fmt.Sprintf("the snapshot keeps the cluster's objects under %q, not %q (kube-apiserver --etcd-prefix): snapshift reads only the default prefix, so it would move nothing", p, DefaultPrefix)
+	}
+	return fmt.Sprintf("the snapshot holds no %s under %s: nothing would move", what, prefix)
 }

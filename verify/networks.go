@@ -57,6 +57,19 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	if err != nil {
 		return err
 	}
+	// An empty default prefix (another --etcd-prefix) would pass every
+	// check below on no objects at all.
+	var missing []string
+	if len(svcNet) > 0 && len(v.Index().LiveKeysWithPrefix(state.PrefixServices)) == 0 {
+		missing = append(missing, state.MissingObjects(v.Index(), "Services", state.PrefixServices))
+	}
+	if len(podNet) > 0 && len(v.Index().LiveKeysWithPrefix(state.PrefixNodes)) == 0 {
+		missing = append(missing, state.MissingObjects(v.Index(), "Nodes", state.PrefixNodes))
+	}
+	c.add("the objects to check are there", missing, "Services and Nodes under %s", state.DefaultPrefix)
+	if len(missing) > 0 {
+		return nil
+	}
 	nets, err := state.Detect(ctx, v)
 	if err != nil {
 		return err

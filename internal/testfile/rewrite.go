@@ -13,6 +13,16 @@ import (
 // whose values are stored differently (encrypted, say) from one it has.
 func RewriteLive(t testing.TB, src, dst string, edit func(key string, value []byte) ([]byte, error)) string {
 	t.Helper()
+	return RewriteLiveKV(t, src, dst, func(key string, value []byte) (string, []byte, error) {
+		v, err := edit(key, value)
+		return key, v, err
+	})
+}
+
+// RewriteLiveKV is RewriteLive where edit may also move a value to another
+// key (at the same revision).
+func RewriteLiveKV(t testing.TB, src, dst string, edit func(key string, value []byte) (string, []byte, error)) string {
+	t.Helper()
 	s, ix := OpenIndexed(t, src)
 	w, err := snapshot.Create(snapshot.WriterConfig{Path: dst})
 	if err != nil {
@@ -23,12 +33,12 @@ func RewriteLive(t testing.TB, src, dst string, edit func(key string, value []by
 		t.Fatal(err)
 	}
 	err = s.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error {
-		v, err := edit(string(e.KV.Key), e.KV.Value)
+		k, v, err := edit(string(e.KV.Key), e.KV.Value)
 		if err != nil {
 			return err
 		}
 		kv := e.KV
-		kv.Value = v
+		kv.Key, kv.Value = []byte(k), v
 		raw, err := kv.Marshal()
 		if err != nil {
 			return err
