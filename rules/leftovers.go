@@ -162,6 +162,9 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 	seen := map[netip.Addr]bool{}
 	found := s.find(value, s.needles, isV4Char, 15, seen)
 	found = append(found, s.find(value, s.needle6, isV6Char, 45, seen)...)
+	if policyLike(k) {
+		found = s.coveringCIDRs(value, found)
+	}
 	if len(found) == 0 {
 		return
 	}
@@ -327,6 +330,73 @@ func trimToken(t string) string {
 	t = strings.TrimRight(t, ".")
 	if strings.HasSuffix(t, ":") && !strings.HasSuffix(t, "::") {
 		t = t[:len(t)-1]
+	}
+	return t
+}
+
+// policyLikePrefixes are where CIDRs that select traffic live: a
+// NetworkPolicy ipBlock, a Calico or Cilium policy, a ConfigMap's settings.
+// There a CIDR wider than an old range (10.0.0.0/8 around 10.244.0.0/16),
+// or one across its edge, still means the old range: the text scan, which
+// looks for addresses inside the ranges, does not see it.
+var policyLikePrefixes = []string{
+	"/registry/networkpolicies/", "/registry/configmaps/", "/registry/crd.projectcalico.org/",
+	"/registry/cilium.io/", "/registry/policy.networking.k8s.io/",
+}
+
+func policyLike(k []byte) bool {
+	for _, p := range policyLikePrefixes {
+		if bytes.HasPrefix(k, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// coveringCIDRs adds to found the CIDRs in value that contain an old range
+// or cross its edge (those inside one are the text scan's, and one the text
+// scan already showed whole is not listed twice), each once, with the range
+// they cover.
+func (s *LeftoverScan) coveringCIDRs(value []byte, found []string) []string {
+	out := found
+	seen := map[netip.Prefix]bool{}
+	for _, f := range found {
+		if p, err := netip.ParsePrefix(f); err == nil {
+			seen[p] = true
+		}
+	}
+	for at := bytes.IndexByte(value, '/'); at >= 0; {
+		start := at
+		for start > 0 && at-start < 45 && isV6Char(value[start-1]) {
+			start--
+		}
+		end := at + 1
+		for end < len(value) && end-at <= 3 && isDigit(value[end]) {
+			end++
+		}
+		if p, err := netip.ParsePrefix(trimLeadingColons(string(value[start:end]))); err == nil && !seen[p] {
+			seen[p] = true
+			for _, r := range s.rs {
+				if p.Overlaps(r) && !(p.Bits() >= r.Bits() && r.Contains(p.Addr())) {
+					out = append(out, fmt.Sprintf("%s (covers the old range %s)", p, r))
+					break
+				}
+			}
+		}
+		next := bytes.IndexByte(value[at+1:], '/')
+		if next < 0 {
+			break
+		}
+		at += 1 + next
+	}
+	return out
+}
+
+// trimLeadingColons drops a ":" the backward scan may take from a
+// "key:10.0.0.0/8" text, but keeps an IPv6 "::/0" or "::1/128".
+func trimLeadingColons(t string) string {
+	if strings.HasPrefix(t, ":") && !strings.HasPrefix(t, "::") {
+		return t[1:]
 	}
 	return t
 }

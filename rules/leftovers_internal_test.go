@@ -141,3 +141,25 @@ func TestLeftoverScanOverlappingRanges(t *testing.T) {
 		t.Errorf("leftovers %v, want %v", got, want)
 	}
 }
+
+// TestLeftoverScanCoveringCIDRs: in policies and ConfigMaps, a CIDR that
+// contains an old range or crosses its edge is reported with the range it
+// covers; one inside is reported by the address scan as before; other
+// resources are not searched for covering CIDRs.
+func TestLeftoverScanCoveringCIDRs(t *testing.T) {
+	plan := &Plan{Pod: &PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("10.55.0.0/16")}}}
+	s := NewLeftoverScan(plan)
+	policy := `{"spec":{"ingress":[{"from":[{"ipBlock":{"cidr":"10.0.0.0/8","except":["10.244.0.0/15","10.244.3.0/24","192.168.0.0/16"]}}]}]}}`
+	s.Observe([]byte("/registry/networkpolicies/demo/allow"), []byte(policy), false)
+	s.Observe([]byte("/registry/pods/demo/p"), []byte(`"note":"10.0.0.0/8"`), false)
+	var got []string
+	for _, g := range s.Report().Groups {
+		for _, e := range g.Examples {
+			got = append(got, e.Key+" "+strings.Join(e.Addresses, "; "))
+		}
+	}
+	want := []string{"/registry/networkpolicies/demo/allow 10.244.0.0/15; 10.244.3.0/24; 10.0.0.0/8 (covers the old range 10.244.0.0/16)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("leftovers\n%q\nwant\n%q", got, want)
+	}
+}
