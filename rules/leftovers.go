@@ -35,6 +35,7 @@ type LeftoverScan struct {
 	keptAddrs map[netip.Addr]bool
 	// movedTo are the new addresses of the Services the plan moved.
 	movedTo map[netip.Addr]bool
+	cd      *codec.Codec // for Helm release Secrets, made on first use
 }
 
 // LeftoverGroup is one resource's leftovers.
@@ -165,7 +166,13 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 	if policyLike(k) {
 		found = s.coveringCIDRs(value, found)
 	}
-	if len(found) == 0 {
+	var note string
+	if bytes.HasPrefix(k, []byte("/registry/secrets/")) {
+		if n, ok := s.helmLeftovers(value); ok {
+			note = n
+		}
+	}
+	if len(found) == 0 && note == "" {
 		return
 	}
 	key := string(k)
@@ -183,7 +190,10 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 	g.Keys++
 	if len(g.Examples) < s.MaxExamples {
 		l := Leftover{Key: key, Addresses: found}
-		if strings.HasPrefix(key, "/registry/secrets/") {
+		switch {
+		case note != "":
+			l = Leftover{Key: key, Note: note}
+		case strings.HasPrefix(key, "/registry/secrets/"):
 			l = Leftover{Key: key, Note: "old-range addresses inside Secret data (not shown)"}
 		}
 		g.Examples = append(g.Examples, l)
