@@ -226,6 +226,7 @@ func (r *run) transform(ctx context.Context) error {
 		return err
 	}
 	scan := rules.NewLeftoverScan(plan)
+	scan.Encryption = r.enc
 	out := r.path(SnapshotFile)
 	rep, err := transform.Run(ctx, transform.Config{
 		Input: r.cfg.Snapshot, Output: out, SkipHashCheck: r.cfg.SkipHashCheck, Rules: rs,

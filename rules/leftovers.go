@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/state"
 )
 
@@ -21,6 +22,9 @@ type LeftoverScan struct {
 	plan *Plan
 	// MaxExamples bounds the keys listed per resource. Default 10.
 	MaxExamples int
+	// Encryption, when set, decrypts values encrypted at rest so they are
+	// scanned too; without it (or for KMS) they are counted, not scanned.
+	Encryption *encryption.Config
 
 	groups    map[string]*LeftoverGroup
 	encrypted int
@@ -153,8 +157,12 @@ func textPrefixes(r netip.Prefix) []string {
 // Observe implements transform.Observer.
 func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 	if codec.Detect(value) == codec.Encrypted {
-		s.encrypted++
-		return
+		plain, err := s.decrypt(k, value)
+		if err != nil {
+			s.encrypted++
+			return
+		}
+		value = plain
 	}
 	s.prepare()
 	if len(s.needles)+len(s.needle6) == 0 {
@@ -409,4 +417,14 @@ func trimLeadingColons(t string) string {
 		return t[1:]
 	}
 	return t
+}
+
+// decrypt returns the plaintext of an encrypted value, when the scan has
+// the configuration and the provider can be read offline.
+func (s *LeftoverScan) decrypt(k, value []byte) ([]byte, error) {
+	if s.Encryption == nil {
+		return nil, state.ErrEncrypted
+	}
+	plain, _, err := s.Encryption.Decrypt(string(k), value)
+	return plain, err
 }

@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"math/rand"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/snapshift/snapshift/encryption"
 )
 
 func TestTextPrefixes(t *testing.T) {
@@ -161,5 +165,37 @@ func TestLeftoverScanCoveringCIDRs(t *testing.T) {
 	want := []string{"/registry/networkpolicies/demo/allow 10.244.0.0/15; 10.244.3.0/24; 10.0.0.0/8 (covers the old range 10.244.0.0/16)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("leftovers\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestLeftoverScanEncrypted: with the EncryptionConfiguration, values
+// encrypted at rest are scanned too; without it they are only counted.
+func TestLeftoverScanEncrypted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "enc.yaml")
+	conf := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [configmaps]\n  providers:\n" +
+		"  - secretbox:\n      keys:\n      - {name: k1, secret: Y29uZmlnbWFwcy1zZWNyZXRib3gta2V5LTMyYnl0ZXM=}\n"
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encryption.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "/registry/configmaps/demo/c"
+	ct, err := enc.Encrypt(key, []byte("upstream http://192.168.3.7:80"), encryption.Info{Provider: "secretbox", KeyName: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &Plan{Service: &ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}}}
+	without := NewLeftoverScan(plan)
+	without.Observe([]byte(key), ct, false)
+	if r := without.Report(); r.Encrypted != 1 || len(r.Groups) != 0 {
+		t.Errorf("without the configuration: %+v, want the value counted as not scanned", r)
+	}
+	with := NewLeftoverScan(plan)
+	with.Encryption = enc
+	with.Observe([]byte(key), ct, false)
+	if r := with.Report(); r.Encrypted != 0 || len(r.Groups) != 1 || strings.Join(r.Groups[0].Examples[0].Addresses, ",") != "192.168.3.7" {
+		t.Errorf("with the configuration: %+v, want 192.168.3.7 found", r)
 	}
 }

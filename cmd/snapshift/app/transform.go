@@ -73,11 +73,12 @@ func (o *transformOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	scan := rules.NewLeftoverScan(plan)
 	enc, err := o.encryption()
 	if err != nil {
 		return err
 	}
+	scan := rules.NewLeftoverScan(plan)
+	scan.Encryption = enc
 	cfg := transform.Config{
 		Input: o.input, Output: o.out, Force: o.force, DryRun: o.dryRun, SkipHashCheck: o.skipHash, Progress: o.progress(),
 		Rules: rs, Observers: []transform.Observer{scan}, Encryption: enc, KeepAlarms: o.keepAlarms,
