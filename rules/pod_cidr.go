@@ -30,8 +30,8 @@ func (r *PodCIDR) Lists() []string    { return clashListed }
 
 // Prepare maps every node and refuses before anything is written.
 func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
-	if len(v.Index().LiveKeysWithPrefix(state.PrefixNodes)) == 0 {
-		return fmt.Errorf("%w: %s", transform.ErrRefused, state.MissingObjects(v.Index(), "Nodes", state.PrefixNodes))
+	if len(v.Keys(state.PrefixNodes)) == 0 {
+		return fmt.Errorf("%w: %s", transform.ErrRefused, v.Missing("Nodes", state.PrefixNodes))
 	}
 	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)
 	if err != nil {

@@ -54,7 +54,7 @@ func (r *SATokens) Lists() []string    { return []string{prefixSecrets} }
 // Secret that cannot be decrypted here is passed over (Unreadable lists it).
 func (r *SATokens) Prepare(_ context.Context, v *state.View) error {
 	r.secrets = map[string]bool{}
-	for _, kr := range v.Index().LiveKeysWithPrefix(prefixSecrets) {
+	for _, kr := range v.Keys(prefixSecrets) {
 		o, ok, err := v.Get(kr.Key)
 		if errors.Is(err, state.ErrEncrypted) {
 			continue

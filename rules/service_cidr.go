@@ -86,8 +86,8 @@ func (r *ServiceCIDR) notef(format string, args ...any) {
 
 // Prepare computes the whole mapping and refuses before anything is written.
 func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
-	if len(v.Index().LiveKeysWithPrefix(state.PrefixServices)) == 0 {
-		return fmt.Errorf("%w: %s", transform.ErrRefused, state.MissingObjects(v.Index(), "Services", state.PrefixServices))
+	if len(v.Keys(state.PrefixServices)) == 0 {
+		return fmt.Errorf("%w: %s", transform.ErrRefused, v.Missing("Services", state.PrefixServices))
 	}
 	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)
 	if err != nil {
@@ -311,7 +311,7 @@ func (r *ServiceCIDR) planRanges(v *state.View, owner map[netip.Addr]string) err
 // stored apiVersion, to create new ones alike).
 func (r *ServiceCIDR) scanIPAddresses(v *state.View) error {
 	r.ipaddrs = map[netip.Addr]bool{}
-	for _, kr := range v.Index().LiveKeysWithPrefix(state.PrefixIPAddresses) {
+	for _, kr := range v.Keys(state.PrefixIPAddresses) {
 		a, err := netip.ParseAddr(strings.TrimPrefix(kr.Key, state.PrefixIPAddresses))
 		if err != nil {
 			continue
@@ -607,7 +607,7 @@ func validateServiceOptions(o *Options) error {
 // migration means to leave behind.
 func refuseExtraServiceCIDRs(v *state.View) error {
 	var extra []string
-	for _, kr := range v.Index().LiveKeysWithPrefix(state.PrefixServiceCIDRs) {
+	for _, kr := range v.Keys(state.PrefixServiceCIDRs) {
 		if kr.Key == state.KeyDefaultServiceCIDR {
 			continue
 		}

@@ -29,6 +29,19 @@ func NewView(s *snapshot.Snapshot, ix *snapshot.Index, c *codec.Codec, enc *encr
 // Index is the input's index (revisions, counts).
 func (v *View) Index() *snapshot.Index { return v.index }
 
+// Keys lists the live keys under prefix, sorted by key. Rules list
+// through the View, never the Index: the View presents every key under
+// the apiserver's default prefix, whatever --etcd-prefix the cluster used.
+func (v *View) Keys(prefix string) []snapshot.KeyRev {
+	return v.index.LiveKeysWithPrefix(prefix)
+}
+
+// Missing explains why a rule found none of the objects it must see (what
+// names them, e.g. "Services", under prefix).
+func (v *View) Missing(what, prefix string) string {
+	return MissingObjects(v.index, what, prefix)
+}
+
 // Codec is the codec in use.
 func (v *View) Codec() *codec.Codec { return v.codec }
 
@@ -56,7 +69,7 @@ func (v *View) Get(key string) (obj *Object, ok bool, err error) {
 // List decodes every live object whose key starts with prefix, sorted by key.
 func (v *View) List(prefix string) ([]*Object, error) {
 	var out []*Object
-	for _, kr := range v.index.LiveKeysWithPrefix(prefix) {
+	for _, kr := range v.Keys(prefix) {
 		o, ok, err := v.Get(kr.Key)
 		if err != nil {
 			return nil, err

@@ -60,11 +60,11 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	// An empty default prefix (another --etcd-prefix) would pass every
 	// check below on no objects at all.
 	var missing []string
-	if len(svcNet) > 0 && len(v.Index().LiveKeysWithPrefix(state.PrefixServices)) == 0 {
-		missing = append(missing, state.MissingObjects(v.Index(), "Services", state.PrefixServices))
+	if len(svcNet) > 0 && len(v.Keys(state.PrefixServices)) == 0 {
+		missing = append(missing, v.Missing("Services", state.PrefixServices))
 	}
-	if len(podNet) > 0 && len(v.Index().LiveKeysWithPrefix(state.PrefixNodes)) == 0 {
-		missing = append(missing, state.MissingObjects(v.Index(), "Nodes", state.PrefixNodes))
+	if len(podNet) > 0 && len(v.Keys(state.PrefixNodes)) == 0 {
+		missing = append(missing, v.Missing("Nodes", state.PrefixNodes))
 	}
 	c.add("the objects to check are there", missing, "Services and Nodes under %s", state.DefaultPrefix)
 	if len(missing) > 0 {
