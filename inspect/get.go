@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -140,8 +141,10 @@ func Get(ctx context.Context, cfg GetConfig) (*GetResult, error) {
 	return r, nil
 }
 
+// isSecretKey reports whether the key may hold a Secret, under any
+// --etcd-prefix: a "secrets" path segment anywhere is enough to hide it.
 func (cfg GetConfig) isSecretKey() bool {
-	return len(cfg.Key) > len("/registry/secrets/") && cfg.Key[:len("/registry/secrets/")] == "/registry/secrets/"
+	return strings.Contains(cfg.Key, "/secrets/")
 }
 
 // ErrNotFound is returned by Get for a key that is not live.

@@ -26,6 +26,9 @@ type Config struct {
 	// Encryption decrypts values encrypted at rest (to read the cluster's
 	// networks when ConfigMaps are encrypted). Optional.
 	Encryption *encryption.Config
+	// EtcdPrefix is where the cluster keeps its objects (kube-apiserver's
+	// --etcd-prefix). Default: detected.
+	EtcdPrefix string
 }
 
 // Report is the inspect result.
@@ -42,6 +45,7 @@ type Report struct {
 	Entries         int                   `json:"entries"`
 	Tombstones      int                   `json:"tombstones"`
 	LiveKeys        int                   `json:"liveKeys"`
+	EtcdPrefix      string                `json:"etcdPrefix"`
 	Resources       []Count               `json:"resources"`
 	SecretTypes     []Count               `json:"secretTypes,omitempty"`
 	Encodings       []Count               `json:"encodings"`
@@ -81,13 +85,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if r.Buckets, err = snap.Buckets(); err != nil {
 		return nil, err
 	}
+	prefix := state.ResolvePrefix(ix, cfg.EtcdPrefix)
+	r.EtcdPrefix = prefix
 	c := codec.New()
 	resources := map[string]int{}
 	secretTypes := map[string]int{}
 	encodings := map[string]int{}
 	encrypted := map[string]int{}
 	err = snap.Live(ctx, ix, "inspect", cfg.Progress, func(e *snapshot.Entry) error {
-		key := string(e.KV.Key)
+		key, ok := state.Canonical(prefix, string(e.KV.Key))
+		if !ok {
+			key = string(e.KV.Key)
+		}
 		resources[state.Resource(key)]++
 		enc := codec.Detect(e.KV.Value)
 		encodings[enc.String()]++
@@ -115,7 +124,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r.Resources, r.SecretTypes, r.Encodings, r.Encrypted = sorted(resources), sorted(secretTypes), sorted(encodings), sorted(encrypted)
-	r.Networks, err = state.DetectReadable(ctx, state.NewView(snap, ix, c, cfg.Encryption))
+	r.Networks, err = state.DetectReadable(ctx, state.NewView(snap, ix, c, cfg.Encryption, prefix))
 	if err != nil {
 		return nil, err
 	}

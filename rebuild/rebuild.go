@@ -231,8 +231,8 @@ func (r *run) transform(ctx context.Context) error {
 	rep, err := transform.Run(ctx, transform.Config{
 		Input: r.cfg.Snapshot, Output: out, SkipHashCheck: r.cfg.SkipHashCheck, Rules: rs,
 		Observers: []transform.Observer{scan}, Encryption: r.enc, Progress: r.opts.Progress,
-		VerifyOutput: func(ctx context.Context, path string) error {
-			v, err := verify.Run(ctx, verify.Config{Path: path, ServiceCIDR: r.cfg.Networking.ServiceCIDR,
+		VerifyOutput: func(ctx context.Context, path, prefix string) error {
+			v, err := verify.Run(ctx, verify.Config{Path: path, EtcdPrefix: prefix, ServiceCIDR: r.cfg.Networking.ServiceCIDR,
 				PodNetworkCIDR: r.cfg.Networking.PodNetworkCIDR, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs,
 				DNSService: r.cfg.Networking.DNSService, Encryption: r.enc, JustWritten: true, SkipHashCheck: true})
 			if err != nil {

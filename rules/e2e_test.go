@@ -1,6 +1,7 @@
 package rules_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/netip"
@@ -65,24 +66,10 @@ func migrateSample(t *testing.T, opts rules.Options) *migration {
 	if testfile.Sum(t, in) != sum {
 		t.Fatal("the transform modified its input")
 	}
-	port, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer := "http://127.0.0.1:" + strconv.Itoa(port)
-	dataDir := filepath.Join(dir, "m0.etcd")
-	err = snapshot.Restore(context.Background(), snapshot.RestoreConfig{
-		SnapshotPath: out, Name: "m0", DataDir: dataDir, PeerURLs: []string{peer},
-		InitialClusterToken: "snapshift-e2e",
-		RevisionBump:        snapshot.DefaultRevisionBump, MarkCompacted: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := restoreAndServe(t, out)
 	if testfile.Sum(t, in) != sum {
 		t.Fatal("the restore modified the original input")
 	}
-	srv := etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "m0", PeerURL: peer})
 	resp, err := srv.Client().Get(t.Context(), "\x00", clientv3.WithFromKey())
 	if err != nil {
 		t.Fatal(err)
@@ -423,6 +410,27 @@ func (m *migration) leftoverResources() map[string]*rules.LeftoverGroup {
 // 10.244.0.0/16 -> 10.55.0.0/16), restores the result with etcd's restore
 // code (one member, default revision bump) and checks through a real etcd
 // every promise of docs/ARCHITECTURE.md §8-§11 and §13.
+// restoreAndServe restores a snapshot with etcd's own code into a new data
+// dir and serves it with a real etcd.
+func restoreAndServe(t *testing.T, path string) *etcdtest.Server {
+	t.Helper()
+	port, err := etcdtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := "http://127.0.0.1:" + strconv.Itoa(port)
+	dataDir := filepath.Join(t.TempDir(), "m0.etcd")
+	err = snapshot.Restore(context.Background(), snapshot.RestoreConfig{
+		SnapshotPath: path, Name: "m0", DataDir: dataDir, PeerURLs: []string{peer},
+		InitialClusterToken: "snapshift-e2e",
+		RevisionBump:        snapshot.DefaultRevisionBump, MarkCompacted: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "m0", PeerURL: peer})
+}
+
 func TestEndToEndSample(t *testing.T) {
 	t.Parallel()
 	m := migrateSample(t, rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String()}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}, Now: nowFunc})
@@ -515,5 +523,66 @@ func TestEndToEndSampleDNSBridge(t *testing.T) {
 	}
 	if groups["services (kept on purpose)"] == nil {
 		t.Error("the exempt kube-dns is not reported as kept on purpose")
+	}
+}
+
+// TestEndToEndCustomPrefix: a cluster whose kube-apiserver ran with
+// --etcd-prefix /kubernetes.io migrates exactly like the same cluster under
+// /registry: the prefix is detected, every output key stays under it with
+// the bytes the default-prefix run writes, and a real etcd serves it.
+func TestEndToEndCustomPrefix(t *testing.T) {
+	t.Parallel()
+	const prefix = "/kubernetes.io/"
+	dir := t.TempDir()
+	prefixed := testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "prefixed.db"), func(k string, v []byte) (string, []byte, error) {
+		return strings.Replace(k, state.DefaultPrefix, prefix, 1), v, nil
+	})
+	opts := rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String()},
+		PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}}
+	plainOut, prefOut := filepath.Join(dir, "plain-out.db"), filepath.Join(dir, "prefixed-out.db")
+	plainRep, _, _, err := runRules(t, testfile.Copy(t, samplePath, dir), plainOut, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefRep, _, scan, err := runRules(t, prefixed, prefOut, opts)
+	if err != nil {
+		t.Fatalf("migrating the /kubernetes.io/ copy: %v", err)
+	}
+	if prefRep.Input.EtcdPrefix != prefix || plainRep.Input.EtcdPrefix != state.DefaultPrefix {
+		t.Errorf("detected prefixes %q and %q", prefRep.Input.EtcdPrefix, plainRep.Input.EtcdPrefix)
+	}
+	if prefRep.Replaced != plainRep.Replaced || prefRep.Created != plainRep.Created || prefRep.Deleted != plainRep.Deleted || prefRep.Replaced == 0 {
+		t.Errorf("prefixed run replaced/created/deleted %d/%d/%d, default-prefix run %d/%d/%d",
+			prefRep.Replaced, prefRep.Created, prefRep.Deleted, plainRep.Replaced, plainRep.Created, plainRep.Deleted)
+	}
+	for _, o := range prefRep.Objects {
+		if !strings.HasPrefix(o.Key, prefix) {
+			t.Errorf("report names %s, not a key under %s", o.Key, prefix)
+		}
+	}
+	if len(scan.Report().Groups) == 0 {
+		t.Error("the leftover scan found nothing under the custom prefix (pod IPs and endpoints are left behind)")
+	}
+	plain, pref := readState(t, plainOut), readState(t, prefOut)
+	if len(plain.Live) != len(pref.Live) {
+		t.Errorf("outputs hold %d and %d live keys", len(plain.Live), len(pref.Live))
+	}
+	for k, kv := range plain.Live {
+		got, ok := pref.Live[strings.Replace(k, state.DefaultPrefix, prefix, 1)]
+		if !ok || !bytes.Equal(got.KV.Value, kv.KV.Value) || got.Rev != kv.Rev {
+			t.Errorf("%s: the prefixed output differs (present %v)", k, ok)
+		}
+	}
+	srv := restoreAndServe(t, prefOut)
+	resp, err := srv.Client().Get(t.Context(), prefix+"services/specs/kube-system/kube-dns")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("kube-dns under %s: %v (%d keys)", prefix, err, len(resp.Kvs))
+	}
+	svc, ok := decodeValue(t, codec.New(), "kube-dns", resp.Kvs[0].Value).Obj.(*corev1.Service)
+	if !ok || svc.Spec.ClusterIP != "172.24.0.10" {
+		t.Errorf("restored kube-dns %+v, want clusterIP 172.24.0.10", svc)
+	}
+	if resp, err := srv.Client().Get(t.Context(), state.DefaultPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
+		t.Errorf("the restored member holds %v keys under %s (err %v), want none", resp, state.DefaultPrefix, err)
 	}
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/snapshift/snapshift/snapshot"
@@ -67,32 +68,86 @@ func Resource(key string) string {
 // says otherwise (OpenShift uses /kubernetes.io/).
 const DefaultPrefix = "/registry/"
 
+// NormalizePrefix returns an --etcd-prefix value as kube-apiserver uses
+// it: rooted, one trailing slash ("kubernetes.io" is "/kubernetes.io/").
+// An empty value is the default.
+func NormalizePrefix(p string) string {
+	if p == "" {
+		return DefaultPrefix
+	}
+	p = path.Join("/", p)
+	if !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p
+}
+
+// Canonical returns the key under DefaultPrefix of a key stored under
+// prefix: every rule, check and report names objects as a default-prefix
+// cluster stores them. ok is false for a key outside prefix.
+func Canonical(prefix, stored string) (string, bool) {
+	rest, ok := strings.CutPrefix(stored, prefix)
+	if !ok {
+		return "", false
+	}
+	if prefix == DefaultPrefix {
+		return stored, true
+	}
+	return DefaultPrefix + rest, true
+}
+
+// Stored returns the key under prefix of a canonical key (one under
+// DefaultPrefix); other keys are returned as they are.
+func Stored(prefix, canonical string) string {
+	if prefix == DefaultPrefix {
+		return canonical
+	}
+	if rest, ok := strings.CutPrefix(canonical, DefaultPrefix); ok {
+		return prefix + rest
+	}
+	return canonical
+}
+
 // DetectPrefix finds where the snapshot keeps the cluster's objects: the
 // prefix of the kube-system Namespace's key, which every cluster has. ""
-// when there is none. Reading every key, it is meant for the path that
-// refuses, once the default prefix was found empty.
+// when there is none. Under the default prefix it is one lookup; another
+// prefix costs one walk of the index.
 func DetectPrefix(ix *snapshot.Index) string {
 	const ns = "namespaces/kube-system"
 	if _, ok := ix.Lookup([]byte(DefaultPrefix + ns)); ok {
 		return DefaultPrefix
 	}
 	for _, kr := range ix.LiveKeysWithPrefix("") {
-		if p, ok := strings.CutSuffix(kr.Key, ns); ok {
+		if p, ok := strings.CutSuffix(kr.Key, ns); ok && strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") {
 			return p
 		}
 	}
 	return ""
 }
 
+// ResolvePrefix is the prefix a run reads: the given one (normalized), or
+// the detected one, or the default when the snapshot holds no cluster.
+func ResolvePrefix(ix *snapshot.Index, given string) string {
+	if given != "" {
+		return NormalizePrefix(given)
+	}
+	if p := DetectPrefix(ix); p != "" {
+		return p
+	}
+	return DefaultPrefix
+}
+
 // MissingObjects explains why a rule found none of the objects it must see
-// (what names them, e.g. "Services"): the snapshot keeps them under another
-// --etcd-prefix, or holds none.
-func MissingObjects(ix *snapshot.Index, what, prefix string) string {
+// (what names them, e.g. "Services") under the canonical prefix of a
+// snapshot read under used: the cluster's objects are under another
+// --etcd-prefix, or there are none.
+func MissingObjects(ix *snapshot.Index, what, prefix, used string) string {
+	where := Stored(used, prefix)
 	switch p := DetectPrefix(ix); {
 	case p == "":
-		return fmt.Sprintf("the snapshot holds no %s under %s and no kube-system Namespace at all: is it a Kubernetes etcd?", what, prefix)
-	case p != DefaultPrefix:
-		return fmt.Sprintf("the snapshot keeps the cluster's objects under %q, not %q (kube-apiserver --etcd-prefix): snapshift reads only the default prefix, so it would move nothing", p, DefaultPrefix)
+		return fmt.Sprintf("the snapshot holds no %s under %s and no kube-system Namespace at all: is it a Kubernetes etcd?", what, where)
+	case p != used:
+		return fmt.Sprintf("the snapshot keeps the cluster's objects under %q, not %q: give --etcd-prefix %s (kube-apiserver's --etcd-prefix)", p, used, strings.TrimSuffix(p, "/"))
 	}
-	return fmt.Sprintf("the snapshot holds no %s under %s: nothing would move", what, prefix)
+	return fmt.Sprintf("the snapshot holds no %s under %s: nothing would move", what, where)
 }

@@ -23,7 +23,7 @@ const samplePath = "../testdata/sample.db"
 func detect(t *testing.T, path string) (*state.Networks, error) {
 	t.Helper()
 	s, ix := testfile.OpenIndexed(t, path)
-	return state.Detect(context.Background(), state.NewView(s, ix, codec.New(), nil))
+	return state.Detect(context.Background(), state.NewView(s, ix, codec.New(), nil, ""))
 }
 
 func kinds(srcs []state.Source) []state.SourceKind {

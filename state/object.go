@@ -8,7 +8,9 @@ import (
 
 // Object is one live key shown to a rule.
 type Object struct {
-	// Key is the etcd key, e.g. /registry/services/specs/default/kubernetes.
+	// Key is the canonical etcd key, e.g.
+	// /registry/services/specs/default/kubernetes: under the default prefix
+	// whatever --etcd-prefix the cluster used (Meta.Key is the stored one).
 	Key string
 	// Revision is the object's revision in the input; Meta its stored
 	// KeyValue (Key and Value point into the input; do not modify them).

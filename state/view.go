@@ -18,13 +18,21 @@ type View struct {
 	index *snapshot.Index
 	codec *codec.Codec
 	enc   *encryption.Config
+	// prefix is where the snapshot keeps the objects (--etcd-prefix); the
+	// View presents them under DefaultPrefix.
+	prefix string
 }
 
 // NewView returns a View over an opened and indexed snapshot. enc decrypts
-// values encrypted at rest; it may be nil.
-func NewView(s *snapshot.Snapshot, ix *snapshot.Index, c *codec.Codec, enc *encryption.Config) *View {
-	return &View{snap: s, index: ix, codec: c, enc: enc}
+// values encrypted at rest; it may be nil. prefix is where the cluster keeps
+// its objects (see ResolvePrefix); "" is the default. Whatever it is, the
+// View names every object by its canonical key, under DefaultPrefix.
+func NewView(s *snapshot.Snapshot, ix *snapshot.Index, c *codec.Codec, enc *encryption.Config, prefix string) *View {
+	return &View{snap: s, index: ix, codec: c, enc: enc, prefix: NormalizePrefix(prefix)}
 }
+
+// Prefix is where the snapshot keeps the objects the View presents.
+func (v *View) Prefix() string { return v.prefix }
 
 // Index is the input's index (revisions, counts).
 func (v *View) Index() *snapshot.Index { return v.index }
@@ -33,13 +41,19 @@ func (v *View) Index() *snapshot.Index { return v.index }
 // through the View, never the Index: the View presents every key under
 // the apiserver's default prefix, whatever --etcd-prefix the cluster used.
 func (v *View) Keys(prefix string) []snapshot.KeyRev {
-	return v.index.LiveKeysWithPrefix(prefix)
+	out := v.index.LiveKeysWithPrefix(Stored(v.prefix, prefix))
+	if v.prefix != DefaultPrefix {
+		for i := range out {
+			out[i].Key, _ = Canonical(v.prefix, out[i].Key)
+		}
+	}
+	return out
 }
 
 // Missing explains why a rule found none of the objects it must see (what
 // names them, e.g. "Services", under prefix).
 func (v *View) Missing(what, prefix string) string {
-	return MissingObjects(v.index, what, prefix)
+	return MissingObjects(v.index, what, prefix, v.prefix)
 }
 
 // Codec is the codec in use.
@@ -47,7 +61,8 @@ func (v *View) Codec() *codec.Codec { return v.codec }
 
 // Get decodes the live object at key; ok is false if the key is not live.
 func (v *View) Get(key string) (obj *Object, ok bool, err error) {
-	rev, ok := v.index.Lookup([]byte(key))
+	stored := Stored(v.prefix, key)
+	rev, ok := v.index.Lookup([]byte(stored))
 	if !ok {
 		return nil, false, nil
 	}
@@ -55,13 +70,13 @@ func (v *View) Get(key string) (obj *Object, ok bool, err error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	plain, info, err := Decrypt(v.enc, key, kv.Value)
+	plain, info, err := Decrypt(v.enc, stored, kv.Value) // bound to the stored key
 	if err != nil {
 		return nil, false, err
 	}
 	val, err := v.codec.Decode(plain)
 	if err != nil {
-		return nil, false, DecodeError(v.snap.Path, key, rev, err)
+		return nil, false, DecodeError(v.snap.Path, stored, rev, err)
 	}
 	return &Object{Key: key, Revision: rev, Meta: kv, Value: val, Encryption: info}, true, nil
 }
@@ -83,7 +98,7 @@ func (v *View) List(prefix string) ([]*Object, error) {
 
 // Raw returns the stored value bytes at key without decoding.
 func (v *View) Raw(key string) ([]byte, bool, error) {
-	rev, ok := v.index.Lookup([]byte(key))
+	rev, ok := v.index.Lookup([]byte(Stored(v.prefix, key)))
 	if !ok {
 		return nil, false, nil
 	}

@@ -37,6 +37,8 @@ type InputSummary struct {
 	CurrentRevision int64  `json:"currentRevision"`
 	Entries         int    `json:"entries"`
 	LiveKeys        int    `json:"liveKeys"`
+	// EtcdPrefix is where the input keeps the cluster's objects.
+	EtcdPrefix string `json:"etcdPrefix"`
 }
 
 // RuleReport counts one rule's work.

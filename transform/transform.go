@@ -49,13 +49,19 @@ type Config struct {
 	// re-encrypts changed ones. Optional: without it, an encrypted value a
 	// rule claims is an error.
 	Encryption *encryption.Config
+	// EtcdPrefix is where the cluster keeps its objects (kube-apiserver's
+	// --etcd-prefix). Default: detected from the snapshot. Rules see every
+	// key under state.DefaultPrefix whatever it is; keys outside it are
+	// copied and never shown to a rule.
+	EtcdPrefix string
 	// KeepAlarms copies the input's active etcd alarms into the output.
 	// Default: the output holds none, since etcd reloads them at boot and a
 	// NOSPACE alarm would leave the restored member read-only.
 	KeepAlarms bool
 	// VerifyOutput checks the finished output under its temporary name
 	// before it is published; an error means nothing is published.
-	VerifyOutput func(ctx context.Context, path string) error
+	// etcdPrefix is where the output keeps the objects (the input's).
+	VerifyOutput func(ctx context.Context, path, etcdPrefix string) error
 }
 
 // Validate checks the configuration before any work.
@@ -82,7 +88,7 @@ func (c *Config) Validate() error {
 // pending is a change to write above the input's revisions. Its bytes wait
 // in the spill file (none in a dry run).
 type pending struct {
-	key     string
+	key     string // as stored, under the input's prefix
 	off     int64
 	size    int
 	created bool
@@ -163,7 +169,10 @@ func openIndexed(ctx context.Context, cfg Config, p progress.Reporter) (*snapsho
 	var named []string
 	for _, r := range cfg.Rules {
 		if l, ok := r.(Lister); ok {
-			named = append(named, l.Lists()...)
+			for _, p := range l.Lists() {
+				// A detected custom prefix is not known yet: its lists walk.
+				named = append(named, state.Stored(state.NormalizePrefix(cfg.EtcdPrefix), p))
+			}
 		}
 	}
 	gate := &heldDone{Reporter: p}
@@ -181,11 +190,12 @@ func openIndexed(ctx context.Context, cfg Config, p progress.Reporter) (*snapsho
 }
 
 func newEngine(ctx context.Context, cfg Config, snap *snapshot.Snapshot, ix *snapshot.Index) *engine {
-	e := &engine{ctx: ctx, cfg: cfg, snap: snap, index: ix, router: newRouter(cfg.Rules)}
+	prefix := state.ResolvePrefix(ix, cfg.EtcdPrefix)
+	e := &engine{ctx: ctx, cfg: cfg, snap: snap, index: ix, prefix: prefix, router: newRouter(cfg.Rules, prefix)}
 	e.report = &Report{
 		DryRun: cfg.DryRun,
 		Input: InputSummary{Path: cfg.Input, SHA256: snap.SHA256, Size: snap.Size,
-			CurrentRevision: ix.CurrentRevision, Entries: ix.Entries, LiveKeys: ix.LiveKeys},
+			CurrentRevision: ix.CurrentRevision, Entries: ix.Entries, LiveKeys: ix.LiveKeys, EtcdPrefix: prefix},
 	}
 	for _, r := range cfg.Rules {
 		e.ruleReports = append(e.ruleReports, &RuleReport{Name: r.Name()})
@@ -196,7 +206,7 @@ func newEngine(ctx context.Context, cfg Config, snap *snapshot.Snapshot, ix *sna
 
 // prepare runs every rule's Prepare over a view of the input, in order.
 func (e *engine) prepare(ctx context.Context) error {
-	view := state.NewView(e.snap, e.index, e.cfg.Codec, e.cfg.Encryption)
+	view := state.NewView(e.snap, e.index, e.cfg.Codec, e.cfg.Encryption, e.prefix)
 	for _, r := range e.cfg.Rules {
 		if pr, ok := r.(Preparer); ok {
 			if err := pr.Prepare(ctx, view); err != nil {
@@ -213,7 +223,7 @@ func (e *engine) startOutput(ctx context.Context) error {
 	cfg := e.cfg
 	wc := snapshot.WriterConfig{Path: cfg.Output, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: e.snap.DBSize}
 	if cfg.VerifyOutput != nil {
-		wc.BeforePublish = func(tmp string) error { return cfg.VerifyOutput(ctx, tmp) }
+		wc.BeforePublish = func(tmp string) error { return cfg.VerifyOutput(ctx, tmp, e.prefix) }
 	}
 	w, err := snapshot.Create(wc)
 	if err != nil {
@@ -276,6 +286,7 @@ type engine struct {
 	snap        *snapshot.Snapshot
 	index       *snapshot.Index
 	router      *router
+	prefix      string // where the input keeps the objects; rules see state.DefaultPrefix
 	w           *snapshot.Writer
 	report      *Report
 	ruleReports []*RuleReport
@@ -294,8 +305,9 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 		e.observe(ent.KV.Key, ent.KV.Value, false)
 		return e.put(ent.RevKey, ent.Raw)
 	}
-	key := string(ent.KV.Key)
-	plain, info, err := state.Decrypt(e.cfg.Encryption, key, ent.KV.Value)
+	stored := string(ent.KV.Key)
+	key, _ := state.Canonical(e.prefix, stored) // the router claims only keys under the prefix
+	plain, info, err := state.Decrypt(e.cfg.Encryption, stored, ent.KV.Value)
 	if err != nil {
 		if errors.Is(err, state.ErrEncrypted) && e.tolerated(rules, key, err) {
 			e.report.Copied++
@@ -306,7 +318,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	}
 	val, err := e.cfg.Codec.Decode(plain)
 	if err != nil {
-		return state.DecodeError(e.cfg.Input, key, ent.Rev, err)
+		return state.DecodeError(e.cfg.Input, stored, ent.Rev, err)
 	}
 	obj := &state.Object{Key: key, Revision: ent.Rev, Meta: ent.KV, Value: val, Encryption: info}
 	var (
@@ -334,8 +346,8 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 			if e.deleted == nil {
 				e.deleted = map[string]bool{}
 			}
-			e.deleted[key] = true
-			e.report.Objects = append(e.report.Objects, ObjectChange{Key: key, Action: "delete",
+			e.deleted[stored] = true
+			e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "delete",
 				Rules: append(names, r.Name()), Changes: append(changes, res.Changes...)})
 			return nil
 		case Replace:
@@ -353,19 +365,19 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	// Before trusting the edit: the stored bytes must round-trip exactly, or
 	// this build would silently drop fields it does not know.
 	if err := e.cfg.Codec.CheckRoundTrip(plain); err != nil {
-		return fmt.Errorf("%w: %s (revision %s): %w", ErrRefused, key, snapshot.RevisionString(ent.Rev), err)
+		return fmt.Errorf("%w: %s (revision %s): %w", ErrRefused, stored, snapshot.RevisionString(ent.Rev), err)
 	}
 	b, err := e.cfg.Codec.Encode(obj.Value)
 	if err != nil {
-		return fmt.Errorf("%s: encoding the changed object: %w", key, err)
+		return fmt.Errorf("%s: encoding the changed object: %w", stored, err)
 	}
 	e.report.Replaced++
 	e.observe(ent.KV.Key, b, true)
-	if b, err = e.encrypt(key, b, info); err != nil {
+	if b, err = e.encrypt(stored, b, info); err != nil {
 		return err
 	}
-	e.report.Objects = append(e.report.Objects, ObjectChange{Key: key, Action: "replace", Rules: names, Changes: changes})
-	return e.addPending(pending{key: key, createRev: ent.KV.CreateRevision, version: ent.KV.Version, lease: ent.KV.Lease}, b)
+	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "replace", Rules: names, Changes: changes})
+	return e.addPending(pending{key: stored, createRev: ent.KV.CreateRevision, version: ent.KV.Version, lease: ent.KV.Lease}, b)
 }
 
 // encrypt stores a changed or created value as info says, bound to its key.
@@ -383,10 +395,18 @@ func (e *engine) encrypt(key string, plain []byte, info encryption.Info) ([]byte
 	return out, nil
 }
 
-func (e *engine) observe(key, value []byte, changed bool) {
-	if e.pump != nil {
-		e.pump.observe(key, value, changed)
+// observe hands a value to the observers, under its canonical key.
+func (e *engine) observe(stored, value []byte, changed bool) {
+	if e.pump == nil {
+		return
 	}
+	key := stored
+	if e.prefix != state.DefaultPrefix {
+		if c, ok := state.Canonical(e.prefix, string(stored)); ok {
+			key = []byte(c)
+		}
+	}
+	e.pump.observe(key, value, changed)
 }
 
 func (e *engine) put(revKey, raw []byte) error {
@@ -402,17 +422,18 @@ func (e *engine) create(ri int, o NewObject) error {
 	if e.createdKeys == nil {
 		e.createdKeys = map[string]bool{}
 	}
-	if e.createdKeys[o.Key] {
-		return fmt.Errorf("rule %s: key %s is created twice", name, o.Key)
+	stored := state.Stored(e.prefix, o.Key)
+	if e.createdKeys[stored] {
+		return fmt.Errorf("rule %s: key %s is created twice", name, stored)
 	}
-	e.createdKeys[o.Key] = true
+	e.createdKeys[stored] = true
 	b, err := e.cfg.Codec.Encode(o.Value)
 	if err != nil {
 		return fmt.Errorf("rule %s: encoding new object %s: %w", name, o.Key, err)
 	}
 	e.ruleReports[ri].Created++
 	e.report.Created++
-	e.observe([]byte(o.Key), b, true)
+	e.observe([]byte(stored), b, true)
 	info := encryption.Info{Provider: encryption.ProviderIdentity}
 	if o.Encryption != nil {
 		info = *o.Encryption
@@ -420,11 +441,11 @@ func (e *engine) create(ri int, o NewObject) error {
 		gr, _ := meta.UnsafeGuessKindToResource(o.Value.GVK)
 		info = e.cfg.Encryption.WriteInfo(gr.Group, gr.Resource)
 	}
-	if b, err = e.encrypt(o.Key, b, info); err != nil {
+	if b, err = e.encrypt(stored, b, info); err != nil {
 		return err
 	}
-	e.report.Objects = append(e.report.Objects, ObjectChange{Key: o.Key, Action: "create", Rules: []string{name}, Changes: o.Changes})
-	return e.addPending(pending{key: o.Key, created: true}, b)
+	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "create", Rules: []string{name}, Changes: o.Changes})
+	return e.addPending(pending{key: stored, created: true}, b)
 }
 
 // checkCreates refuses to create a key that stays live in the output.
@@ -514,11 +535,13 @@ type routePrefix struct {
 	rule   int
 }
 
-func newRouter(rules []Rule) *router {
+// newRouter routes stored keys: the rules' canonical prefixes are
+// translated to where the input keeps the objects.
+func newRouter(rules []Rule, stored string) *router {
 	r := &router{}
 	for i, rule := range rules {
 		for _, p := range rule.Prefixes() {
-			r.prefixes = append(r.prefixes, routePrefix{prefix: p, rule: i})
+			r.prefixes = append(r.prefixes, routePrefix{prefix: state.Stored(stored, p), rule: i})
 		}
 	}
 	return r

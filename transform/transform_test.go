@@ -832,7 +832,7 @@ func TestBusyClusterEndsWithDeletes(t *testing.T) {
 				t.Fatalf("%d live keys, want 1", src.Index.LiveKeys)
 			}
 			out := filepath.Join(t.TempDir(), "out.db")
-			verifyOut := func(ctx context.Context, path string) error {
+			verifyOut := func(ctx context.Context, path, _ string) error {
 				r, err := verify.Run(ctx, verify.Config{Path: path, JustWritten: true, SkipHashCheck: true})
 				if err != nil {
 					return err

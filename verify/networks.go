@@ -484,8 +484,18 @@ var networkKeyPrefixes = []string{
 	"/registry/configmaps/kube-system/", "/registry/configmaps/kube-flannel/",
 }
 
-func networkKey(key []byte) bool {
-	for _, p := range networkKeyPrefixes {
+// storedPrefixes returns canonical prefixes as a snapshot under prefix
+// stores them.
+func storedPrefixes(prefix string, canonical []string) []string {
+	out := make([]string, len(canonical))
+	for i, p := range canonical {
+		out[i] = state.Stored(prefix, p)
+	}
+	return out
+}
+
+func hasAnyPrefix(key []byte, prefixes []string) bool {
+	for _, p := range prefixes {
 		if len(key) >= len(p) && string(key[:len(p)]) == p {
 			return true
 		}

@@ -42,6 +42,10 @@ type Config struct {
 	Progress  progress.Reporter
 	// Encryption decrypts values encrypted at rest so they are checked too.
 	Encryption *encryption.Config
+	// EtcdPrefix is where the cluster keeps its objects (kube-apiserver's
+	// --etcd-prefix). Default: detected, except for a file JustWritten
+	// (whose writer says where).
+	EtcdPrefix string
 	// JustWritten is for a file this process has just written (transform's
 	// check of its own output, before its trailer is appended: give
 	// SkipHashCheck too): no trailer check, no per-key metadata walk.
@@ -114,9 +118,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	// A check of a file just written reads only the keys the network checks
 	// read: a second full index of a large output would double the memory.
-	opts := snapshot.IndexOptions{Named: networkListed}
+	known := state.NormalizePrefix(cfg.EtcdPrefix)
+	opts := snapshot.IndexOptions{Named: storedPrefixes(known, networkListed)}
 	if cfg.JustWritten && !cfg.Structure {
-		opts.Only = networkKey
+		inNetwork := storedPrefixes(known, networkKeyPrefixes)
+		opts.Only = func(key []byte) bool { return hasAnyPrefix(key, inNetwork) }
 	}
 	ix, err := snap.IndexWith(ctx, cfg.Progress, opts)
 	if err != nil {
@@ -148,13 +154,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	c.add("compaction markers", mark, "scheduled %d, finished %d, last revision %d", m.ScheduledCompact, m.FinishedCompact, ix.LastRevision.Main)
 
 	cd := codec.New()
+	prefix := known
+	if !cfg.JustWritten {
+		prefix = state.ResolvePrefix(ix, cfg.EtcdPrefix)
+	}
 	if cfg.Structure {
-		if err := checkDecode(ctx, c, snap, ix, cd, cfg.Encryption, cfg.Progress); err != nil {
+		if err := checkDecode(ctx, c, snap, ix, cd, cfg.Encryption, cfg.Progress, prefix); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.ServiceCIDR != "" || cfg.PodNetworkCIDR != "" {
-		if err := checkNetworks(ctx, c, state.NewView(snap, ix, cd, cfg.Encryption), cfg); err != nil {
+		if err := checkNetworks(ctx, c, state.NewView(snap, ix, cd, cfg.Encryption, prefix), cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -179,12 +189,12 @@ func (r *Report) Err() error {
 	return fmt.Errorf("%w: %s", ErrFailed, strings.Join(names, "; "))
 }
 
-func checkDecode(ctx context.Context, c *checker, snap *snapshot.Snapshot, ix *snapshot.Index, cd *codec.Codec, enc *encryption.Config, p progress.Reporter) error {
+func checkDecode(ctx context.Context, c *checker, snap *snapshot.Snapshot, ix *snapshot.Index, cd *codec.Codec, enc *encryption.Config, p progress.Reporter, prefix string) error {
 	var probs []string
 	counts := map[string]int{}
 	err := snap.Live(ctx, ix, "verify", p, func(e *snapshot.Entry) error {
 		key := string(e.KV.Key)
-		if !strings.HasPrefix(key, "/registry/") {
+		if !strings.HasPrefix(key, prefix) {
 			return nil
 		}
 		value := e.KV.Value

@@ -213,12 +213,19 @@ func TestOutputMustCloseHistory(t *testing.T) {
 }
 
 // TestVerifyCustomPrefix: a snapshot whose objects live under another
-// --etcd-prefix must not pass the network checks on no objects at all.
+// --etcd-prefix is checked there (detected), and a wrong prefix must not
+// pass the network checks on no objects at all.
 func TestVerifyCustomPrefix(t *testing.T) {
 	in := testfile.RewriteLiveKV(t, copySample(t), filepath.Join(t.TempDir(), "prefixed.db"), func(k string, v []byte) (string, []byte, error) {
 		return strings.Replace(k, "/registry/", "/kubernetes.io/", 1), v, nil
 	})
-	r := run(t, verify.Config{Path: in, ServiceCIDR: "192.168.0.0/16", PodNetworkCIDR: "10.244.0.0/16"})
+	if r := run(t, verify.Config{Path: in, ServiceCIDR: "192.168.0.0/16", PodNetworkCIDR: "10.244.0.0/16", Structure: true}); !r.OK {
+		t.Errorf("verify of the sample under a detected /kubernetes.io/: %+v", failed(r))
+	}
+	if r := run(t, verify.Config{Path: in, ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.244.0.0/16"}); r.OK {
+		t.Error("verify passed the old service range as the new one under /kubernetes.io/: the checks saw no Services")
+	}
+	r := run(t, verify.Config{Path: in, ServiceCIDR: "192.168.0.0/16", PodNetworkCIDR: "10.244.0.0/16", EtcdPrefix: "/registry"})
 	c, ok := failed(r)["the objects to check are there"]
 	if !ok || !strings.Contains(strings.Join(c.Problems, " "), `"/kubernetes.io/"`) {
 		t.Fatalf("verify of a /kubernetes.io/ snapshot: %+v, want the objects check to fail naming the prefix", failed(r))

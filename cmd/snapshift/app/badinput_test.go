@@ -484,8 +484,8 @@ func badRows() []badRow {
 			want: "the new service CIDR 10.0.0.0/16 (--service-cidr) covers addresses the cluster uses outside it: 10.0.0.10 (node cp1 InternalIP, default/kubernetes endpoint"},
 		{name: "new pod range over the control-plane endpoint", args: transformTo("--pod-network-cidr", "10.0.0.0/23"), code: ExitRefused,
 			want: "kubeadm controlPlaneEndpoint, kube-apiserver advertise address (kube-apiserver-cp1)"},
-		{name: "objects under a custom --etcd-prefix", args: transformTo("--service-cidr", svc), code: ExitRefused,
-			want: `the snapshot keeps the cluster's objects under "/kubernetes.io/", not "/registry/" (kube-apiserver --etcd-prefix)`,
+		{name: "a wrong --etcd-prefix", args: transformTo("--service-cidr", svc, "--etcd-prefix", "registry"), code: ExitRefused,
+			want: `the snapshot keeps the cluster's objects under "/kubernetes.io/", not "/registry/": give --etcd-prefix /kubernetes.io (kube-apiserver's --etcd-prefix)`,
 			input: func(t *testing.T, dir string) string {
 				return testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "in.db"), func(k string, v []byte) (string, []byte, error) {
 					return strings.Replace(k, "/registry/", "/kubernetes.io/", 1), v, nil

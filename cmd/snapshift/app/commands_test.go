@@ -146,3 +146,53 @@ func TestRulesCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestCustomPrefixCommands: on a cluster kept under --etcd-prefix
+// /kubernetes.io, inspect, plan, transform, verify and get all work on the
+// detected prefix, say which it is, and keep Secret data hidden.
+func TestCustomPrefixCommands(t *testing.T) {
+	dir := t.TempDir()
+	in := testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "prefixed.db"), func(k string, v []byte) (string, []byte, error) {
+		return strings.Replace(k, "/registry/", "/kubernetes.io/", 1), v, nil
+	})
+	r := run(t, "inspect", in, "-o", "json", "-q")
+	var ins struct {
+		EtcdPrefix string `json:"etcdPrefix"`
+		Resources  []struct {
+			Name string `json:"name"`
+		} `json:"resources"`
+		Networks struct {
+			ServiceCIDRs []string `json:"serviceCIDRs"`
+		} `json:"networks"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &ins); r.code != 0 || err != nil {
+		t.Fatalf("inspect: exit %d, %v\n%s", r.code, err, r.stderr)
+	}
+	if ins.EtcdPrefix != "/kubernetes.io/" || len(ins.Resources) == 0 || strings.HasPrefix(ins.Resources[0].Name, "(outside") {
+		t.Errorf("inspect of a /kubernetes.io/ snapshot: prefix %q, resources %v", ins.EtcdPrefix, ins.Resources)
+	}
+	if r := run(t, "plan", in, "--service-cidr", "172.24.0.0/16", "-q"); r.code != 0 || !strings.Contains(r.stdout, "under /kubernetes.io/") {
+		t.Errorf("plan: exit %d, want the prefix named\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	out := filepath.Join(dir, "out.db")
+	if r := run(t, "transform", in, "--out", out, "--service-cidr", "172.24.0.0/16", "--pod-network-cidr", "10.55.0.0/16", "-q"); r.code != 0 {
+		t.Fatalf("transform: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := run(t, "verify", out, "--service-cidr", "172.24.0.0/16", "--pod-network-cidr", "10.55.0.0/16", "-q"); r.code != 0 {
+		t.Errorf("verify of the output: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	live, _ := liveState(t, out)
+	for k := range live {
+		if !strings.HasPrefix(k, "/kubernetes.io/") && k != "compact_rev_key" { // the apiserver's compactor key has no prefix
+			t.Errorf("output key %s is outside the cluster's prefix", k)
+		}
+	}
+	for _, k := range sortedKeys(live) {
+		if strings.HasPrefix(k, "/kubernetes.io/secrets/") {
+			if r := run(t, "get", out, k); r.code != 0 || !strings.Contains(r.stdout, "redacted") {
+				t.Errorf("get %s: exit %d, want the Secret redacted\n%s", k, r.code, r.stderr)
+			}
+			break
+		}
+	}
+}

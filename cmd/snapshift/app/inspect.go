@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/inspect"
+	"github.com/snapshift/snapshift/state"
 )
 
 type inspectOptions struct {
@@ -26,7 +27,7 @@ func (o *inspectOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := inspect.Run(ctx, inspect.Config{Path: o.path, SkipHashCheck: o.skipHash, Progress: o.progress(), Encryption: enc})
+	r, err := inspect.Run(ctx, inspect.Config{Path: o.path, SkipHashCheck: o.skipHash, Progress: o.progress(), Encryption: enc, EtcdPrefix: o.etcdPrefix})
 	if err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func inspectCommand() *cli.Command {
 		Description: "Checks the sha256 trailer and the bbolt structure, indexes every revision, and reports what\n" +
 			"the cluster holds. Reads the file only.\n\n" +
 			"Example:\n   snapshift inspect /backup/etcd-2026-11-21.db\n   snapshift inspect -o json snapshot.db | jq .networks",
-		Flags:  []cli.Flag{o.skipHashFlag(), o.encryptionFlag(), o.outputFlag(), o.quietFlag()},
+		Flags:  []cli.Flag{o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()},
 		Action: action(o),
 	}
 }
@@ -67,6 +68,9 @@ func printInspect(out io.Writer, r *inspect.Report) {
 		fmt.Fprintf(w, "Storage version:\t%s\n", r.Meta.StorageVersion)
 	}
 	fmt.Fprintf(w, "Keys:\t%d live, %d revisions in the key bucket (%d tombstones)\n", r.LiveKeys, r.Entries, r.Tombstones)
+	if r.EtcdPrefix != state.DefaultPrefix {
+		fmt.Fprintf(w, "Etcd prefix:\t%s (kube-apiserver --etcd-prefix; objects are counted by resource under it)\n", r.EtcdPrefix)
+	}
 	var b []string
 	for _, bi := range r.Buckets {
 		b = append(b, fmt.Sprintf("%s=%d", bi.Name, bi.Keys))

@@ -42,6 +42,7 @@ type common struct {
 
 	skipHash         bool
 	encryptionConfig string
+	etcdPrefix       string
 	format           string
 	formats          []string // what --output accepts; the first is the default
 	quiet            bool
@@ -59,6 +60,11 @@ func (o *common) skipHashFlag() cli.Flag {
 func (o *common) encryptionFlag() cli.Flag {
 	return &cli.StringFlag{Name: "encryption-config", Destination: &o.encryptionConfig,
 		Usage: "the apiserver's EncryptionConfiguration file, to read values encrypted at rest (aescbc, aesgcm, secretbox)"}
+}
+
+func (o *common) etcdPrefixFlag() cli.Flag {
+	return &cli.StringFlag{Name: "etcd-prefix", Destination: &o.etcdPrefix,
+		Usage: "where the cluster keeps its objects (kube-apiserver's --etcd-prefix, e.g. /kubernetes.io); default: detected from the snapshot (/registry)"}
 }
 
 // outputFlag is --output/-o; formats lists the accepted values, the first

@@ -12,6 +12,7 @@ import (
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/verify"
 )
@@ -47,7 +48,7 @@ func (o *transformOptions) flags() []cli.Flag {
 			&cli.BoolFlag{Name: "keep-alarms", Destination: &o.keepAlarms, Usage: "copy the snapshot's active etcd alarms (NOSPACE, CORRUPT) into the output; by default it holds none"})
 	}
 	fs = append(fs, o.rules.flags(allRuleOptions)...)
-	return append(fs, o.skipHashFlag(), o.encryptionFlag(), o.outputFlag(), o.quietFlag())
+	return append(fs, o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag())
 }
 
 func (o *transformOptions) setup(c *cli.Context) error {
@@ -81,7 +82,7 @@ func (o *transformOptions) Run(ctx context.Context) error {
 	scan.Encryption = enc
 	cfg := transform.Config{
 		Input: o.input, Output: o.out, Force: o.force, DryRun: o.dryRun, SkipHashCheck: o.skipHash, Progress: o.progress(),
-		Rules: rs, Observers: []transform.Observer{scan}, Encryption: enc, KeepAlarms: o.keepAlarms,
+		Rules: rs, Observers: []transform.Observer{scan}, Encryption: enc, KeepAlarms: o.keepAlarms, EtcdPrefix: o.etcdPrefix,
 		VerifyOutput: verifyOutput(ropts, enc),
 	}
 	if o.dryRun {
@@ -103,10 +104,10 @@ func (o *transformOptions) Run(ctx context.Context) error {
 }
 
 // verifyOutput is transform's check of its own output before publishing it.
-func verifyOutput(ropts rules.Options, enc *encryption.Config) func(ctx context.Context, path string) error {
-	return func(ctx context.Context, path string) error {
+func verifyOutput(ropts rules.Options, enc *encryption.Config) func(ctx context.Context, path, prefix string) error {
+	return func(ctx context.Context, path, prefix string) error {
 		cfg := verifyConfig(ropts)
-		cfg.Path, cfg.Encryption, cfg.JustWritten, cfg.SkipHashCheck = path, enc, true, true
+		cfg.Path, cfg.Encryption, cfg.JustWritten, cfg.SkipHashCheck, cfg.EtcdPrefix = path, enc, true, true, prefix
 		r, err := verify.Run(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("checking the new snapshot: %w", err)
@@ -161,6 +162,9 @@ func printTransform(out io.Writer, res *Result) {
 		verb = "would write"
 	}
 	fmt.Fprintf(out, "Input:  %s (revision %d, %d live keys, %d revisions)\n", r.Input.Path, r.Input.CurrentRevision, r.Input.LiveKeys, r.Input.Entries)
+	if r.Input.EtcdPrefix != state.DefaultPrefix {
+		fmt.Fprintf(out, "Prefix: the cluster keeps its objects under %s (kube-apiserver --etcd-prefix); the rules read and write there\n", r.Input.EtcdPrefix)
+	}
 	if r.Output != nil {
 		fmt.Fprintf(out, "Output: %s (%s, sha256 %s)\n", r.Output.Path, humanBytes(r.Output.Size), r.Output.SHA256)
 	}

@@ -31,6 +31,7 @@ func (o *verifyOptions) Run(ctx context.Context) error {
 	}
 	cfg := verifyConfig(o.rules.options())
 	cfg.Path, cfg.SkipHashCheck, cfg.Structure, cfg.Progress, cfg.Encryption = o.path, o.skipHash, true, o.progress(), enc
+	cfg.EtcdPrefix = o.etcdPrefix
 	r, err := verify.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -65,7 +66,7 @@ func verifyCommand() *cli.Command {
 			"IPAddress objects equal to what the Services imply, the default ServiceCIDR, node CIDRs inside the\n" +
 			"cluster CIDR and disjoint, and the ConfigMaps in agreement. Exit code 5 when a check fails.\n\n" +
 			"Example:\n   snapshift verify etcd-new.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
-		Flags:  append(o.rules.flags(verifyRuleOptions), o.skipHashFlag(), o.encryptionFlag(), o.outputFlag(), o.quietFlag()),
+		Flags:  append(o.rules.flags(verifyRuleOptions), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()),
 		Action: action(o),
 	}
 }
