@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,6 +50,16 @@ func versions() []string {
 		return strings.Fields(v)
 	}
 	return []string{"v1.36.3", "v1.30.14"}
+}
+
+// etcdPrefix is the kube-apiserver --etcd-prefix a version's migration runs
+// under: the oldest version keeps its objects where OpenShift does, so the
+// prefix detection is proven on a real apiserver's keys.
+func etcdPrefix(ver string) string {
+	if vs := versions(); len(vs) > 1 && ver == vs[len(vs)-1] {
+		return "/kubernetes.io"
+	}
+	return "/registry"
 }
 
 func TestMigration(t *testing.T) {
@@ -83,7 +94,8 @@ func testMigration(t *testing.T, ver string) {
 
 	// 1. The source cluster, for real, on the old ranges.
 	etcd := etcdtest.StartT(t)
-	api := startAPIServer(ctx, t, bin, etcd, p, oldServiceCIDR, logDir)
+	prefixFlag := "--etcd-prefix=" + etcdPrefix(ver)
+	api := startAPIServer(ctx, t, bin, etcd, p, oldServiceCIDR, logDir, prefixFlag)
 	src := populate(ctx, t, api.client, api)
 	snap := filepath.Join(dir, "source.db")
 	if err := etcd.SaveSnapshot(ctx, snap); err != nil {
@@ -94,8 +106,11 @@ func testMigration(t *testing.T, ver string) {
 
 	// 2. Migrate with snapshift (the real CLI, in-process) and restore.
 	migrated := filepath.Join(dir, "migrated.db")
-	run(t, "transform", snap, "--out", migrated, "--service-cidr", newServiceCIDR, "--pod-network-cidr", newPodCIDR,
+	out := run(t, "transform", snap, "--out", migrated, "--service-cidr", newServiceCIDR, "--pod-network-cidr", newPodCIDR,
 		"--sa-tokens", "clear", "--quiet")
+	if custom := etcdPrefix(ver) != "/registry"; custom != strings.Contains(out, "under "+etcdPrefix(ver)+"/") {
+		t.Errorf("transform under --etcd-prefix %s did not say which prefix it read:\n%s", etcdPrefix(ver), out)
+	}
 	run(t, "verify", migrated, "--service-cidr", newServiceCIDR, "--pod-network-cidr", newPodCIDR, "--quiet")
 	peer, err := etcdtest.FreePort()
 	if err != nil {
@@ -105,6 +120,12 @@ func testMigration(t *testing.T, ver string) {
 	dataDir := filepath.Join(dir, "etcd-restored")
 	run(t, "restore", migrated, "--name", "e2e", "--data-dir", dataDir, "--initial-cluster", "e2e="+peerURL, "--initial-advertise-peer-urls", peerURL)
 	etcd2 := etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "e2e", PeerURL: peerURL})
+	for _, p := range []string{"/registry/", etcdPrefix(ver) + "/"} {
+		resp, err := etcd2.Client().Get(ctx, p, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil || (resp.Count > 0) != (p == etcdPrefix(ver)+"/") {
+			t.Fatalf("the restored member holds %v keys under %s (err %v); the cluster's prefix is %s", resp, p, err, etcdPrefix(ver))
+		}
+	}
 
 	// 3. The new control plane on the new ranges, with a new PKI and a new
 	// service-account signing key (as in a disaster-recovery rebuild).
@@ -112,7 +133,7 @@ func testMigration(t *testing.T, ver string) {
 	os.MkdirAll(dir2, 0o700)
 	p2 := newPKI(t, dir2)
 	since := time.Now()
-	api2 := startAPIServer(ctx, t, bin, etcd2, p2, newServiceCIDR, logDir)
+	api2 := startAPIServer(ctx, t, bin, etcd2, p2, newServiceCIDR, logDir, prefixFlag)
 	t.Logf("[%s] kube-apiserver ready on the migrated data", ver)
 	kcm := startKCM(t, bin, api2, p2, newServiceCIDR, newPodCIDR, logDir)
 	judge(ctx, t, ver, api2, kcm, etcd2, src, p2, since)
@@ -508,7 +529,7 @@ func judge(ctx context.Context, t *testing.T, ver string, api *apiserver, kcm *p
 	check("the apiserver log has no repair or out-of-range complaints", len(logBad) == 0, "%s", strings.Join(logBad, "\n"))
 
 	// The allocator bitmap in etcd (bitmap allocator versions) matches.
-	if resp, err := etcd.Client().Get(ctx, "/registry/ranges/serviceips"); err == nil && len(resp.Kvs) == 1 {
+	if resp, err := etcd.Client().Get(ctx, etcdPrefix(ver)+"/ranges/serviceips"); err == nil && len(resp.Kvs) == 1 {
 		o, err := codec.New().Decode(resp.Kvs[0].Value)
 		if err == nil {
 			ra := o.Obj.(*corev1.RangeAllocation)

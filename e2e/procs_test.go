@@ -193,7 +193,7 @@ type apiserver struct {
 	dyn    dynamic.Interface
 }
 
-func startAPIServer(ctx context.Context, t *testing.T, bin string, etcd *etcdtest.Server, p *pki, serviceCIDR, logDir string) *apiserver {
+func startAPIServer(ctx context.Context, t *testing.T, bin string, etcd *etcdtest.Server, p *pki, serviceCIDR, logDir string, extra ...string) *apiserver {
 	t.Helper()
 	port, err := etcdtest.FreePort()
 	if err != nil {
@@ -215,6 +215,7 @@ func startAPIServer(ctx context.Context, t *testing.T, bin string, etcd *etcdtes
 	if p.clientCA != "" {
 		args = append(args, "--client-ca-file="+p.clientCA)
 	}
+	args = append(args, extra...)
 	a := &apiserver{proc: start(t, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), args, logDir)}
 	dumpOnFailure(t, a.proc)
 	a.url = fmt.Sprintf("https://127.0.0.1:%d", port)
