@@ -62,6 +62,12 @@ func etcdPrefix(ver string) string {
 	return "/registry"
 }
 
+// keepDNS says whether a version's migration keeps kube-dns at its old
+// address with a DNS bridge (the newest version, whose allocator has
+// ServiceCIDR objects: the kept address must stay legal without repair
+// complaints) or moves it (the others).
+func keepDNS(ver string) bool { return ver == versions()[0] }
+
 func TestMigration(t *testing.T) {
 	for _, ver := range versions() {
 		t.Run(ver, func(t *testing.T) { testMigration(t, ver) })
@@ -106,12 +112,15 @@ func testMigration(t *testing.T, ver string) {
 
 	// 2. Migrate with snapshift (the real CLI, in-process) and restore.
 	migrated := filepath.Join(dir, "migrated.db")
-	out := run(t, "transform", snap, "--out", migrated, "--service-cidr", newServiceCIDR, "--pod-network-cidr", newPodCIDR,
-		"--sa-tokens", "clear", "--quiet")
+	ruleArgs := []string{"--service-cidr", newServiceCIDR, "--pod-network-cidr", newPodCIDR}
+	if keepDNS(ver) {
+		ruleArgs = append(ruleArgs, "--keep-service-ip", "kube-system/kube-dns")
+	}
+	out := run(t, append(append([]string{"transform", snap, "--out", migrated, "--sa-tokens", "clear", "--quiet"}, ruleArgs...), keepArgs(ver)...)...)
 	if custom := etcdPrefix(ver) != "/registry"; custom != strings.Contains(out, "under "+etcdPrefix(ver)+"/") {
 		t.Errorf("transform under --etcd-prefix %s did not say which prefix it read:\n%s", etcdPrefix(ver), out)
 	}
-	run(t, "verify", migrated, "--service-cidr", newServiceCIDR, "--pod-network-cidr", newPodCIDR, "--quiet")
+	run(t, append([]string{"verify", migrated, "--quiet"}, ruleArgs...)...)
 	peer, err := etcdtest.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +146,14 @@ func testMigration(t *testing.T, ver string) {
 	t.Logf("[%s] kube-apiserver ready on the migrated data", ver)
 	kcm := startKCM(t, bin, api2, p2, newServiceCIDR, newPodCIDR, logDir)
 	judge(ctx, t, ver, api2, kcm, etcd2, src, p2, since)
+}
+
+// keepArgs are the transform-only flags of a version's migration.
+func keepArgs(ver string) []string {
+	if keepDNS(ver) {
+		return []string{"--dns-bridge"}
+	}
+	return nil
 }
 
 // run runs the snapshift CLI in-process and fails on a non-zero exit.
@@ -343,6 +360,19 @@ func mapped(t *testing.T, key, ip string) string {
 
 var complaints = regexp.MustCompile(`ClusterIPOutOfRange|ClusterIPNotAllocated|ClusterIPAlreadyAllocated|IPAddressWrongReference|IPAddressNotAllocated|KubernetesDefaultServiceCIDRInconsistent|appears to have leaked|is out of range|not in range|the provided network does not match`)
 
+// judgeKeptRange checks the ServiceCIDR that keeps kube-dns's old address
+// legal: there, terminating, and closed to allocation (an explicit old-range
+// address is refused). The repair loop's silence is checked with the rest.
+func judgeKeptRange(ctx context.Context, t *testing.T, ver string, c kubernetes.Interface, check func(string, bool, string, ...any)) {
+	t.Helper()
+	sc, err := c.NetworkingV1().ServiceCIDRs().Get(ctx, "snapshift-kept", metav1.GetOptions{})
+	check("ServiceCIDR snapshift-kept holds the old range, terminating", err == nil && strings.Join(sc.Spec.CIDRs, ",") == oldServiceCIDR &&
+		sc.DeletionTimestamp != nil, "%v %+v", err, sc)
+	_, err = c.CoreV1().Services("demo").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "old-range"},
+		Spec: corev1.ServiceSpec{ClusterIP: "192.168.77.77", Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+	check("the kept range hands out nothing: an explicit old-range clusterIP is refused", err != nil, "192.168.77.77 was accepted")
+}
+
 // judge checks the migrated control plane; since is when it was started
 // (events older than that came with the snapshot from the source cluster).
 func judge(ctx context.Context, t *testing.T, ver string, api *apiserver, kcm *proc, etcd *etcdtest.Server, src *srcState, newPKI *pki, since time.Time) {
@@ -367,11 +397,16 @@ func judge(ctx context.Context, t *testing.T, ver string, api *apiserver, kcm *p
 		now[k] = svc
 		was, ok := src.services[k]
 		if !ok {
-			wrong = append(wrong, k+": not in the source")
+			if !(keepDNS(ver) && k == "kube-system/kube-dns-bridge") {
+				wrong = append(wrong, k+": not in the source")
+			}
 			continue
 		}
 		for i, ip := range was.ips {
 			want := mapped(t, k, ip)
+			if keepDNS(ver) && k == "kube-system/kube-dns" {
+				want = ip // kept
+			}
 			if i >= len(svc.Spec.ClusterIPs) || svc.Spec.ClusterIPs[i] != want || (i == 0 && svc.Spec.ClusterIP != want) {
 				wrong = append(wrong, fmt.Sprintf("%s: %v, want %s", k, svc.Spec.ClusterIPs, want))
 			}
@@ -380,10 +415,20 @@ func judge(ctx context.Context, t *testing.T, ver string, api *apiserver, kcm *p
 			wrong = append(wrong, k+": UID changed")
 		}
 	}
-	check("every Service at its mapped address, UIDs unchanged", len(wrong) == 0 && len(now) == len(src.services), "%v (have %d, source %d)", wrong, len(now), len(src.services))
+	bridges := 0
+	if keepDNS(ver) {
+		bridges = 1
+	}
+	check("every Service at its mapped address, UIDs unchanged", len(wrong) == 0 && len(now) == len(src.services)+bridges, "%v (have %d, source %d)", wrong, len(now), len(src.services))
 	k := now["default/kubernetes"]
 	check("default/kubernetes is the first address of the new range", k.Spec.ClusterIP == "172.24.0.1", "%s", k.Spec.ClusterIP)
-	check("kube-dns at 172.24.0.10", now["kube-system/kube-dns"].Spec.ClusterIP == "172.24.0.10", "%s", now["kube-system/kube-dns"].Spec.ClusterIP)
+	if keepDNS(ver) {
+		check("kube-dns kept at 192.168.0.10, its bridge at 172.24.0.10", now["kube-system/kube-dns"].Spec.ClusterIP == "192.168.0.10" &&
+			now["kube-system/kube-dns-bridge"].Spec.ClusterIP == "172.24.0.10", "%s, bridge %s", now["kube-system/kube-dns"].Spec.ClusterIP, now["kube-system/kube-dns-bridge"].Spec.ClusterIP)
+		judgeKeptRange(ctx, t, ver, c, check)
+	} else {
+		check("kube-dns at 172.24.0.10", now["kube-system/kube-dns"].Spec.ClusterIP == "172.24.0.10", "%s", now["kube-system/kube-dns"].Spec.ClusterIP)
+	}
 	check("deleted Service stays deleted", func() bool { _, ok := now["demo/doomed"]; return !ok }(), "demo/doomed is back")
 
 	// IPAddress objects and the default ServiceCIDR (allocator on 1.33+).

@@ -510,6 +510,11 @@ func TestEndToEndSampleDNSBridge(t *testing.T) {
 			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != "/registry/services/specs/kube-system/kube-dns" {
 				t.Errorf("leftover %s: %+v", r, g)
 			}
+		case r == "servicecidrs (kept on purpose)":
+			// The terminating ServiceCIDR that keeps kube-dns's address legal.
+			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != state.PrefixServiceCIDRs+rules.KeptServiceCIDRName {
+				t.Errorf("leftover %s: %+v", r, g)
+			}
 		case r == "configmaps (kept on purpose)" || r == "daemonsets (kept on purpose)":
 			// NodeLocal DNSCache still binds and names the kept kube-dns address.
 			if !g.Intended || g.Keys != 1 || !strings.HasSuffix(g.Examples[0].Key, "/kube-system/node-local-dns") ||
@@ -584,5 +589,49 @@ func TestEndToEndCustomPrefix(t *testing.T) {
 	}
 	if resp, err := srv.Client().Get(t.Context(), state.DefaultPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
 		t.Errorf("the restored member holds %v keys under %s (err %v), want none", resp, state.DefaultPrefix, err)
+	}
+}
+
+// TestKeptRangeServiceCIDR: a kept Service outside the new range gets a
+// terminating ServiceCIDR over the old range when the cluster has
+// ServiceCIDR objects, none on one without (where the plan says what the
+// apiserver will warn about instead), and a second run on the output keeps
+// the first run's.
+func TestKeptRangeServiceCIDR(t *testing.T) {
+	t.Parallel()
+	keep := rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String(), KeepServiceIPs: []string{"kube-system/kube-dns"}}}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.db")
+	_, plan, _, err := runRules(t, testfile.Copy(t, samplePath, dir), out, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Service.KeptServiceCIDR != rules.KeptServiceCIDRName || len(plan.Service.KeptRanges) != 1 || plan.Service.KeptRanges[0] != oldServiceCIDR {
+		t.Errorf("plan: kept ServiceCIDR %q over %v, want %s over %s", plan.Service.KeptServiceCIDR, plan.Service.KeptRanges, rules.KeptServiceCIDRName, oldServiceCIDR)
+	}
+	sc, ok := readState(t, out).Live[state.PrefixServiceCIDRs+rules.KeptServiceCIDRName]
+	if !ok {
+		t.Fatal("no kept ServiceCIDR in the output")
+	}
+	obj, ok := decodeValue(t, codec.New(), "kept", sc.KV.Value).Obj.(*networkingv1.ServiceCIDR)
+	if !ok || obj.DeletionTimestamp == nil || !slices.Equal(obj.Finalizers, []string{"networking.k8s.io/service-cidr-finalizer"}) ||
+		!slices.Equal(obj.Spec.CIDRs, []string{oldServiceCIDR.String()}) || len(obj.Status.Conditions) != 1 || obj.Status.Conditions[0].Status != "False" {
+		t.Errorf("kept ServiceCIDR %+v: want the old range, terminating, with the controller's finalizer and Ready=False", obj)
+	}
+	rep, _, _, err := runRules(t, out, filepath.Join(dir, "again.db"), keep)
+	if err != nil || rep.Created != 0 || rep.Replaced != 0 {
+		t.Errorf("a second run on the output: %v, %d created, %d replaced; want nothing to do", err, rep.Created, rep.Replaced)
+	}
+
+	bitmapOnly := testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "bitmap.db"), func(k string, v []byte) (string, []byte, error) {
+		return strings.Replace(k, state.PrefixServiceCIDRs, "/elsewhere/servicecidrs/", 1), v, nil
+	})
+	rep, plan, _, err = runRules(t, bitmapOnly, "", keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(ruleCounts(rep)[rules.NameServiceCIDR].Notes, "\n")
+	if plan.Service.KeptServiceCIDR != "" || !strings.Contains(notes, "ClusterIPOutOfRange") {
+		t.Errorf("without ServiceCIDR objects: kept ServiceCIDR %q, notes:\n%s\nwant none, and a note on the repair loop's warnings", plan.Service.KeptServiceCIDR, notes)
 	}
 }

@@ -103,6 +103,9 @@ func (s *LeftoverScan) prepare() {
 		for _, n := range s.plan.Service.IPs {
 			s.movedTo[n] = true
 		}
+		if n := s.plan.Service.KeptServiceCIDR; n != "" {
+			s.kept[state.PrefixServiceCIDRs+n] = true
+		}
 		for _, mv := range s.plan.Service.Services {
 			if mv.Kept {
 				s.kept[mv.Key] = true

@@ -36,6 +36,11 @@ type ServicePlan struct {
 	Bridge netip.Addr `json:"bridge,omitempty"`
 	// DNS is the cluster DNS Service's final address.
 	DNS netip.Addr `json:"dns,omitempty"`
+	// KeptRanges are the old ranges that still hold kept addresses, and
+	// KeptServiceCIDR the terminating ServiceCIDR created over them (none
+	// on a cluster without ServiceCIDR objects).
+	KeptRanges      []netip.Prefix `json:"keptRanges,omitempty"`
+	KeptServiceCIDR string         `json:"keptServiceCIDR,omitempty"`
 }
 
 // ServiceMove is one Service's decision.

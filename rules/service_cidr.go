@@ -40,6 +40,7 @@ type ServiceCIDR struct {
 	// ipaddrs are the IPs that have an IPAddress object in the input.
 	ipaddrs   map[netip.Addr]bool
 	bridgeSvc *corev1.Service
+	keptCIDR  *keptCIDR // the terminating ServiceCIDR over the kept addresses, if any
 	notes     []string
 }
 
@@ -127,6 +128,9 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 		r.bridgeSvc = r.newBridge(svcs[w.DNS], lay.Plan.Bridge)
 	}
 	if err := r.planRanges(v, lay.Used); err != nil {
+		return err
+	}
+	if err := r.planKeptRange(v); err != nil {
 		return err
 	}
 	return r.scanIPAddresses(v)
@@ -464,6 +468,13 @@ func (r *ServiceCIDR) Finish(context.Context) ([]transform.NewObject, error) {
 			Changes: []transform.Change{{Field: "spec.clusterIP", New: r.sp.Bridge.String()}, {Field: "bridge for", New: r.opts.DNSService}}})
 		r.notef("created %s at %s for %s: point kubelet clusterDNS there (the cluster-config rule does, in kubelet-config)", strings.TrimPrefix(key, state.PrefixServices), r.sp.Bridge, r.opts.DNSService)
 	}
+	if r.keptCIDR != nil {
+		obj, err := r.newKeptServiceCIDR()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
 	if len(r.ipaddrs) == 0 || r.ipaddrGVK.Empty() {
 		return out, nil
 	}
@@ -614,6 +625,9 @@ func refuseExtraServiceCIDRs(v *state.View) error {
 		o, ok, err := v.Get(kr.Key)
 		if err != nil || !ok {
 			return err
+		}
+		if isKeptServiceCIDR(o) {
+			continue // an earlier migration's, terminating: it hands out nothing
 		}
 		cidrs, _ := state.ServiceCIDRSpec(o.Value.Obj)
 		extra = append(extra, fmt.Sprintf("%s (%s)", strings.TrimPrefix(kr.Key, state.PrefixServiceCIDRs), strings.Join(cidrs, ",")))
