@@ -484,6 +484,16 @@ func badRows() []badRow {
 			want: "the new service CIDR 10.0.0.0/16 (--service-cidr) covers addresses the cluster uses outside it: 10.0.0.10 (node cp1 InternalIP, default/kubernetes endpoint"},
 		{name: "new pod range over the control-plane endpoint", args: transformTo("--pod-network-cidr", "10.0.0.0/23"), code: ExitRefused,
 			want: "kubeadm controlPlaneEndpoint, kube-apiserver advertise address (kube-apiserver-cp1)"},
+		{name: "a service range wider than the cluster's kube-apiserver starts with", args: transformTo("--service-cidr", "172.0.0.0/11"), code: ExitRefused,
+			want: "the new service range 172.0.0.0/11 (kube-apiserver wants at least /12 for IPv4) (--service-cidr) is wider than kube-apiserver v1.33.2 accepts",
+			input: func(t *testing.T, dir string) string {
+				return testfile.RewriteLive(t, samplePath, filepath.Join(dir, "in.db"), func(k string, v []byte) ([]byte, error) {
+					if k != "/registry/configmaps/kube-system/kubeadm-config" {
+						return v, nil
+					}
+					return bytes.ReplaceAll(v, []byte("v1.34.2"), []byte("v1.33.2")), nil // same length: the protobuf stays valid
+				})
+			}},
 		{name: "a wrong --etcd-prefix", args: transformTo("--service-cidr", svc, "--etcd-prefix", "registry"), code: ExitRefused,
 			want: `the snapshot keeps the cluster's objects under "/kubernetes.io/", not "/registry/": give --etcd-prefix /kubernetes.io (kube-apiserver's --etcd-prefix)`,
 			input: func(t *testing.T, dir string) string {
