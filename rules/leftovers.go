@@ -28,6 +28,7 @@ type LeftoverScan struct {
 
 	groups    map[string]*LeftoverGroup
 	encrypted int
+	prefix    string // where the input keeps its objects (SetEtcdPrefix); "" the default
 
 	ready   bool
 	rs      []netip.Prefix
@@ -428,6 +429,10 @@ func (s *LeftoverScan) decrypt(k, value []byte) ([]byte, error) {
 	if s.Encryption == nil {
 		return nil, state.ErrEncrypted
 	}
-	plain, _, err := s.Encryption.Decrypt(string(k), value)
+	plain, _, err := s.Encryption.Decrypt(state.Stored(state.NormalizePrefix(s.prefix), string(k)), value)
 	return plain, err
 }
+
+// SetEtcdPrefix implements transform.PrefixAware: values are decrypted
+// under their stored keys.
+func (s *LeftoverScan) SetEtcdPrefix(prefix string) { s.prefix = prefix }

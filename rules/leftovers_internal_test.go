@@ -199,3 +199,35 @@ func TestLeftoverScanEncrypted(t *testing.T) {
 		t.Errorf("with the configuration: %+v, want 192.168.3.7 found", r)
 	}
 }
+
+// TestLeftoverScanEncryptedCustomPrefix: under another --etcd-prefix the
+// scan sees canonical keys, but aesgcm binds each value to its stored key:
+// told the prefix, the scan decrypts it; not told, it cannot.
+func TestLeftoverScanEncryptedCustomPrefix(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "enc.yaml")
+	conf := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [configmaps]\n  providers:\n" +
+		"  - aesgcm:\n      keys:\n      - {name: k1, secret: Y29uZmlnbWFwcy1zZWNyZXRib3gta2V5LTMyYnl0ZXM=}\n"
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encryption.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, err := enc.Encrypt("/kubernetes.io/configmaps/demo/c", []byte("upstream http://192.168.3.7:80"), encryption.Info{Provider: "aesgcm", KeyName: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &Plan{Service: &ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}}}
+	for _, told := range []bool{false, true} {
+		s := NewLeftoverScan(plan)
+		s.Encryption = enc
+		if told {
+			s.SetEtcdPrefix("/kubernetes.io/")
+		}
+		s.Observe([]byte("/registry/configmaps/demo/c"), ct, false)
+		if r := s.Report(); (len(r.Groups) == 1) != told || (r.Encrypted == 1) == told {
+			t.Errorf("prefix told %v: %+v", told, r)
+		}
+	}
+}

@@ -125,3 +125,11 @@ type Noter interface {
 type Observer interface {
 	Observe(key, value []byte, changed bool)
 }
+
+// PrefixAware is implemented by observers that need to know where the
+// input keeps its objects (--etcd-prefix): Observe names every value by
+// its canonical key, but a value encrypted at rest is bound to its stored
+// key (state.Stored). Run calls it before the stream.
+type PrefixAware interface {
+	SetEtcdPrefix(prefix string)
+}

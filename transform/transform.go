@@ -133,6 +133,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if len(cfg.Observers) > 0 {
+		for _, o := range cfg.Observers {
+			if pa, ok := o.(PrefixAware); ok {
+				pa.SetEtcdPrefix(e.prefix)
+			}
+		}
 		e.pump = newObserverPump(cfg.Observers)
 		defer e.pump.wait() // before snap.Close: the observers read its mapping
 	}
