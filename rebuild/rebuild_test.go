@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,10 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "bundle")
 	ms := members(t, 3)
+	for i := range ms {
+		ms[i].AdvertiseAddress = fmt.Sprintf("127.0.0.%d", i+1)
+	}
+	ms[1].NodeName = "node-b" // a node named otherwise than its member
 	rep, err := rebuild.Run(context.Background(), baseConfig(t, out, ms), rebuild.Options{Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +128,8 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	}
 	// The PKI: the apiserver certificate chains to the new CA and carries
 	// the new first service IP.
-	kdir := filepath.Join(out, rebuild.KubeDir)
+	checkNodes(t, out, ms)
+	kdir := filepath.Join(out, rebuild.KubeDir, "cp1")
 	ca := readCert(t, filepath.Join(kdir, "pki", "ca.crt"))
 	api := readCert(t, filepath.Join(kdir, "pki", "apiserver.crt"))
 	pool := x509.NewCertPool()
@@ -174,7 +180,7 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{filepath.Join(out, rebuild.EtcdDir, "cp2"), "/var/lib/kubelet/config.yaml", "clusterDNS: [172.24.0.10]",
-		"kubeadm join 127.0.0.1:6443 --token ", rep.CAHash, "kubectl delete pods --all"} {
+		"kubeadm join 10.0.0.10:6443 --token ", rep.CAHash, "Node `node-b` (127.0.0.2, etcd member `cp2`)", "kubectl delete pods --all"} {
 		if !strings.Contains(string(rb), want) {
 			t.Errorf("RUNBOOK.md does not say %q", want)
 		}
@@ -242,7 +248,8 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "etc-kubernetes")
-	ms := members(t, 1)
+	ms := members(t, 2)
+	ms[1].AdvertiseAddress = "127.0.0.2"
 	old := pki.Config{CertDir: filepath.Join(src, "pki"), ServiceCIDR: "192.168.0.0/16", NodeName: "cp1", AdvertiseAddress: "127.0.0.1"}
 	if _, err := pki.GenerateAll(old); err != nil {
 		t.Fatal(err)
@@ -265,7 +272,7 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	if after := snapshotTree(t, src); after != before {
 		t.Error("the source PKI or manifests changed")
 	}
-	kdir := filepath.Join(out, rebuild.KubeDir)
+	kdir := filepath.Join(out, rebuild.KubeDir, "cp1")
 	oldCA, _ := os.ReadFile(filepath.Join(src, "pki", "ca.crt"))
 	newCA, _ := os.ReadFile(filepath.Join(kdir, "pki", "ca.crt"))
 	if string(oldCA) != string(newCA) {
@@ -282,6 +289,26 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	if !strings.Contains(string(b), "172.24.0.0/16") || strings.Contains(string(b), "192.168.0.0/16") {
 		t.Errorf("kube-apiserver.yaml not rewritten:\n%s", b)
 	}
+	// The second node: the same CA, its own apiserver certificate and
+	// etcd certificates, its own flags; no kubeconfigs (the nodes keep theirs).
+	k2 := filepath.Join(out, rebuild.KubeDir, "cp2")
+	if ca2, _ := os.ReadFile(filepath.Join(k2, "pki", "ca.crt")); string(ca2) != string(oldCA) {
+		t.Error("cp2 does not hold the reused CA")
+	}
+	api2 := readCert(t, filepath.Join(k2, "pki", "apiserver.crt"))
+	if !containsIP(api2.IPAddresses, "127.0.0.2") || !containsIP(api2.IPAddresses, "172.24.0.1") || containsIP(api2.IPAddresses, "192.168.0.1") || !slices.Contains(api2.DNSNames, "cp2") {
+		t.Errorf("cp2 apiserver SANs %v %v", api2.DNSNames, api2.IPAddresses)
+	}
+	if p := readCert(t, filepath.Join(k2, "pki", "etcd", "peer.crt")); p.Subject.CommonName != "cp2" {
+		t.Errorf("cp2 etcd peer certificate is %s's", p.Subject.CommonName)
+	}
+	if _, err := os.Stat(filepath.Join(k2, "pki", "apiserver.crt.bak")); err == nil {
+		t.Error("cp2 holds a backup of cp1's apiserver certificate")
+	}
+	if _, err := os.Stat(filepath.Join(k2, "kubelet.conf")); err == nil {
+		t.Error("a planned migration wrote kubeconfigs")
+	}
+	checkManifests(t, k2, ms[1], ms)
 	srvs := startMembers(t, out, ms)
 	sec := decode(t, srvs[0], "/registry/secrets/kube-system/legacy-admin-token").(*corev1.Secret)
 	if len(sec.Data["token"]) == 0 {
@@ -321,6 +348,19 @@ func TestRefusals(t *testing.T) {
 	if _, err := os.Stat(out3); !os.IsNotExist(err) {
 		t.Error("a dry run wrote the bundle")
 	}
+}
+
+func readCertPEM(t *testing.T, b []byte) *x509.Certificate {
+	t.Helper()
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatal("no PEM block")
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func containsIP(ips []net.IP, s string) bool {

@@ -1,0 +1,139 @@
+package rebuild
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/manifests"
+	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/state"
+)
+
+// ClusterConfiguration is the part of kubeadm's ClusterConfiguration
+// (kube-system/kubeadm-config in the snapshot) a rebuild carries over.
+//
+// kubeadm's own types (k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm) are
+// not importable as a normal module dependency (k8s.io/kubernetes needs a
+// replace directive for every staging repository), so the fields are
+// declared here with kubeadm's JSON names, for both v1beta3 and v1beta4:
+// extraArgs is a map in v1beta3 and a list of {name, value} in v1beta4.
+// Unknown fields are ignored.
+type ClusterConfiguration struct {
+	APIVersion           string `json:"apiVersion"`
+	KubernetesVersion    string `json:"kubernetesVersion,omitempty"`
+	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
+	ImageRepository      string `json:"imageRepository,omitempty"`
+	ClusterName          string `json:"clusterName,omitempty"`
+	CertificatesDir      string `json:"certificatesDir,omitempty"`
+	Networking           struct {
+		ServiceSubnet string `json:"serviceSubnet,omitempty"`
+		PodSubnet     string `json:"podSubnet,omitempty"`
+		DNSDomain     string `json:"dnsDomain,omitempty"`
+	} `json:"networking"`
+	APIServer struct {
+		ControlPlaneComponent `json:",inline"`
+		CertSANs              []string `json:"certSANs,omitempty"`
+	} `json:"apiServer"`
+	ControllerManager ControlPlaneComponent `json:"controllerManager"`
+	Scheduler         ControlPlaneComponent `json:"scheduler"`
+	Etcd              struct {
+		Local *struct {
+			ImageRepository string    `json:"imageRepository,omitempty"`
+			ImageTag        string    `json:"imageTag,omitempty"`
+			DataDir         string    `json:"dataDir,omitempty"`
+			ExtraArgs       ExtraArgs `json:"extraArgs,omitempty"`
+			ServerCertSANs  []string  `json:"serverCertSANs,omitempty"`
+			PeerCertSANs    []string  `json:"peerCertSANs,omitempty"`
+		} `json:"local,omitempty"`
+		External *struct {
+			Endpoints []string `json:"endpoints"`
+		} `json:"external,omitempty"`
+	} `json:"etcd"`
+	// FeatureGates are kubeadm's own feature gates (not the components'):
+	// reported, not turned into flags.
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
+}
+
+// ControlPlaneComponent is kubeadm's per-component settings.
+type ControlPlaneComponent struct {
+	ExtraArgs    ExtraArgs                 `json:"extraArgs,omitempty"`
+	ExtraVolumes []manifests.HostPathMount `json:"extraVolumes,omitempty"`
+	ExtraEnvs    []corev1.EnvVar           `json:"extraEnvs,omitempty"`
+}
+
+// ExtraArgs are kubeadm's extraArgs in either form: a v1beta3 map (read
+// sorted by name, as kubeadm v1beta3 writes them) or a v1beta4 list (order
+// kept).
+type ExtraArgs []manifests.Arg
+
+// UnmarshalJSON accepts both forms.
+func (a *ExtraArgs) UnmarshalJSON(b []byte) error {
+	var list []manifests.Arg
+	if err := json.Unmarshal(b, &list); err == nil {
+		*a = list
+		return nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("extraArgs is neither a list of {name, value} (v1beta4) nor a map (v1beta3): %w", err)
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]manifests.Arg, 0, len(m))
+	for _, k := range names {
+		out = append(out, manifests.Arg{Name: k, Value: m[k]})
+	}
+	*a = out
+	return nil
+}
+
+// ParseClusterConfiguration reads kubeadm-config's ClusterConfiguration
+// document (kubeadm.k8s.io/v1beta3 or v1beta4).
+func ParseClusterConfiguration(doc []byte) (*ClusterConfiguration, error) {
+	var cc ClusterConfiguration
+	if err := yaml.Unmarshal(doc, &cc); err != nil {
+		return nil, fmt.Errorf("kubeadm-config ClusterConfiguration: %w", err)
+	}
+	switch cc.APIVersion {
+	case "kubeadm.k8s.io/v1beta3", "kubeadm.k8s.io/v1beta4":
+	default:
+		return nil, fmt.Errorf("kubeadm-config ClusterConfiguration: apiVersion %q is not kubeadm.k8s.io/v1beta3 or v1beta4", cc.APIVersion)
+	}
+	return &cc, nil
+}
+
+// readClusterConfiguration reads kube-system/kubeadm-config from the input
+// snapshot; nil when the snapshot has none (not a kubeadm cluster). The
+// input is indexed for that one key only, and its hash is left to the
+// transform phase, which checks it.
+func readClusterConfiguration(ctx context.Context, path string, skipHash bool, enc *encryption.Config) (*ClusterConfiguration, error) {
+	snap, err := snapshot.Open(path, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly, AllowNoTrailer: skipHash})
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Close()
+	ix, err := snap.IndexFiltered(ctx, nil, func(k []byte) bool { return strings.HasSuffix(string(k), "/configmaps/kube-system/kubeadm-config") })
+	if err != nil {
+		return nil, err
+	}
+	o, ok, err := state.NewView(snap, ix, codec.New(), enc).Get(state.KeyKubeadmConfig)
+	if err != nil || !ok {
+		return nil, err
+	}
+	cm, isCM := o.Value.Obj.(*corev1.ConfigMap)
+	if !isCM || cm.Data["ClusterConfiguration"] == "" {
+		return nil, nil
+	}
+	return ParseClusterConfiguration([]byte(cm.Data["ClusterConfiguration"]))
+}
