@@ -67,17 +67,20 @@ func TestRebuildDisasterRecovery(t *testing.T) {
 		yamlMembers = append(yamlMembers, fmt.Sprintf("  - {name: %s, nodeName: %s, advertiseAddress: %s, peerURL: %q, clientURL: %q}", m.name, m.node, m.addr, m.peerURL, m.clientURL))
 	}
 	bundle := filepath.Join(dir, "bundle")
+	enc := filepath.Join(dir, "encryption-config.yaml")
+	write(t, enc, []byte(e2eEncryptionConfig), 0o600)
 	cfg := filepath.Join(dir, "rebuild.yaml")
 	write(t, cfg, []byte(fmt.Sprintf(`apiVersion: snapshift.io/v1alpha1
 kind: RebuildConfiguration
 snapshot: %s
 output: %s
+encryptionConfig: %s
 networking: {serviceSubnet: %s, podSubnet: %s, controlPlaneEndpoint: %s}
 etcd:
   members:
 %s
 manifests: {kubernetesVersion: %s}
-`, snap, bundle, newServiceCIDR, newPodCIDR, cpEndpoint+":6443", strings.Join(yamlMembers, "\n"), ver)), 0o600)
+`, snap, bundle, enc, newServiceCIDR, newPodCIDR, cpEndpoint+":6443", strings.Join(yamlMembers, "\n"), ver)), 0o600)
 	run(t, "rebuild", "--config", cfg, "--quiet")
 
 	var restored []etcdtest.RestoredConfig
@@ -91,6 +94,10 @@ manifests: {kubernetesVersion: %s}
 	b := &pki{dir: filepath.Join(dir, "bundle-run"), certFile: filepath.Join(k, "pki", "apiserver.crt"), keyFile: filepath.Join(k, "pki", "apiserver.key"),
 		saKey: filepath.Join(k, "pki", "sa.key"), saPub: filepath.Join(k, "pki", "sa.pub"), clientCA: filepath.Join(k, "pki", "ca.crt")}
 	os.MkdirAll(b.dir, 0o700)
+	// The bundle's new Secrets (the bootstrap token) are encrypted with the
+	// first provider of the encryption config: this apiserver reads them
+	// with the copy the bundle holds for node 1.
+	b.extraArgs = []string{"--encryption-provider-config=" + filepath.Join(k, "enc", "encryption-config.yaml")}
 	b.tokens = filepath.Join(b.dir, "tokens.csv")
 	write(t, b.tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600)
 	caPEM, err := os.ReadFile(b.clientCA)
@@ -153,6 +160,19 @@ type member struct{ name, node, addr, peerURL, clientURL string }
 
 // cpEndpoint is the e2e cluster's control-plane endpoint name.
 const cpEndpoint = "cp.e2e.internal"
+
+// e2eEncryptionConfig encrypts new Secrets with aescbc and still reads the
+// restored ones, stored in clear.
+const e2eEncryptionConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [secrets]
+  providers:
+  - aescbc:
+      keys:
+      - {name: key1, secret: c25hcHNoaWZ0LWUyZS1hZXNjYmMta2V5LTMyLWJ5dGU=}
+  - identity: {}
+`
 
 // checkOtherNodes starts a kube-apiserver with node 2's generated manifest
 // (its flags read back from the Pod, its paths pointed into the bundle) and
@@ -217,6 +237,35 @@ func checkOtherNodes(ctx context.Context, t *testing.T, bin, bundle string, ms [
 		t.Fatalf("[rebuild] FAIL %s's kubelet.conf authenticates as %s %v", ms[2].node, u.Username, u.Groups)
 	}
 	t.Logf("[rebuild] PASS %s's kubelet.conf authenticates as %s %v", ms[2].node, u.Username, u.Groups)
+	checkEncryption(ctx, t, api, filepath.Join(n2, "super-admin.conf"), etcd, dir)
+}
+
+// checkEncryption: the apiserver started from the generated manifest uses
+// the bundle's encryption config (--encryption-provider-config, mounted
+// from the bundle): it reads the restored Secrets and stores a new one
+// encrypted with its aescbc key.
+func checkEncryption(ctx context.Context, t *testing.T, api *apiserver, superAdmin string, etcd *etcdtest.Server, dir string) {
+	cfg, err := clientcmd.BuildConfigFromFlags(api.url, retarget(t, superAdmin, api.url, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kubernetes.NewForConfigOrDie(cfg)
+	if secs, err := c.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); err != nil || len(secs.Items) == 0 {
+		t.Fatalf("[rebuild] FAIL the restored Secrets through the node's apiserver: %v", err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "e2e-encrypted", Namespace: "default"}, Data: map[string][]byte{"k": []byte("v")}}
+	if _, err := c.CoreV1().Secrets("default").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := etcd.Client().Get(ctx, "/registry/secrets/default/e2e-encrypted")
+	if err != nil || len(resp.Kvs) != 1 || !strings.HasPrefix(string(resp.Kvs[0].Value), "k8s:enc:aescbc:v1:key1:") {
+		t.Fatalf("[rebuild] FAIL a new Secret is not stored with the bundle's aescbc key: %v", err)
+	}
+	got, err := c.CoreV1().Secrets("default").Get(ctx, "e2e-encrypted", metav1.GetOptions{})
+	if err != nil || string(got.Data["k"]) != "v" {
+		t.Fatalf("[rebuild] FAIL the encrypted Secret does not read back: %v", err)
+	}
+	t.Logf("[rebuild] PASS the node's apiserver runs with the bundle's encryption config: restored Secrets readable, new ones stored as k8s:enc:aescbc:v1:key1")
 }
 
 // manifestArgs reads a generated static Pod back and returns its command's
