@@ -1,8 +1,8 @@
 // Package rebuild runs snapshift's whole chain from one declarative file:
 // plan, transform (with verification), restore of every etcd member,
 // certificates and kubeconfigs, static-pod manifests, and a runbook of the
-// steps that remain, into one output bundle laid out like /etc/kubernetes
-// plus etcd/<member>/. The bundle is built under a temporary name and
+// steps that remain, into one output bundle: kubernetes/<node>/ laid out
+// like /etc/kubernetes for every control-plane node, plus etcd/<member>/. The bundle is built under a temporary name and
 // renamed into place only when every phase has succeeded.
 package rebuild
 
@@ -246,8 +246,12 @@ func (c *Config) validateMembers(add func(string, ...any)) {
 			add("etcd.members[%d].nodeName %q must be a unique DNS name", i, m.NodeName)
 		}
 		nodes[m.NodeName] = true
-		if m.AdvertiseAddress == "" && m.NodeName == c.PKI.NodeName {
-			m.AdvertiseAddress = c.PKI.AdvertiseAddress
+		if m.NodeName == c.PKI.NodeName && c.PKI.AdvertiseAddress != "" {
+			if m.AdvertiseAddress == "" {
+				m.AdvertiseAddress = c.PKI.AdvertiseAddress
+			} else if m.AdvertiseAddress != c.PKI.AdvertiseAddress {
+				add("etcd.members[%d].advertiseAddress %s and pki.advertiseAddress %s differ for node %s: give one", i, m.AdvertiseAddress, c.PKI.AdvertiseAddress, m.NodeName)
+			}
 		}
 		if m.AdvertiseAddress == "" {
 			if p, err := url.Parse(m.PeerURL); err == nil {

@@ -145,19 +145,25 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
 		r.logf("rebuild", "dry run: the bundle was built and checked in a temporary directory and removed; nothing was written")
 		return r.report, nil
 	}
-	if _, err := os.Lstat(cfg.Output); err == nil {
-		if err := os.Remove(cfg.Output); err != nil { // empty, as checked
-			return nil, err
-		}
-	}
-	if err := os.Rename(tmp, cfg.Output); err != nil {
-		return nil, err
-	}
-	if err := fsutil.SyncDir(parent); err != nil {
+	if err := publish(tmp, cfg.Output); err != nil {
 		return nil, err
 	}
 	r.logf("rebuild", "bundle written to %s", cfg.Output)
 	return r.report, nil
+}
+
+// publish renames the finished bundle into place (output is missing or
+// empty, as checked) and syncs its parent.
+func publish(tmp, output string) error {
+	if _, err := os.Lstat(output); err == nil {
+		if err := os.Remove(output); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, output); err != nil {
+		return err
+	}
+	return fsutil.SyncDir(filepath.Dir(filepath.Clean(output)))
 }
 
 func (r *run) path(parts ...string) string {
