@@ -266,6 +266,15 @@ func checkEncryption(ctx context.Context, t *testing.T, api *apiserver, superAdm
 		t.Fatalf("[rebuild] FAIL the encrypted Secret does not read back: %v", err)
 	}
 	t.Logf("[rebuild] PASS the node's apiserver runs with the bundle's encryption config: restored Secrets readable, new ones stored as k8s:enc:aescbc:v1:key1")
+
+	// The new control-plane endpoint is what kubeadm-config and kube-proxy say.
+	kc, err1 := c.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	kp, err2 := c.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+	if err1 != nil || err2 != nil || !strings.Contains(kc.Data["ClusterConfiguration"], "controlPlaneEndpoint: "+cpEndpoint+":6443") ||
+		!strings.Contains(kp.Data["kubeconfig.conf"], "server: https://"+cpEndpoint+":6443") {
+		t.Fatalf("[rebuild] FAIL the control-plane endpoint did not move: %v %v", err1, err2)
+	}
+	t.Logf("[rebuild] PASS kubeadm-config's controlPlaneEndpoint and kube-proxy's server are %s:6443", cpEndpoint)
 }
 
 // manifestArgs reads a generated static Pod back and returns its command's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/manifests"
+	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
 )
@@ -113,27 +115,49 @@ func ParseClusterConfiguration(doc []byte) (*ClusterConfiguration, error) {
 	return &cc, nil
 }
 
-// readClusterConfiguration reads kube-system/kubeadm-config from the input
-// snapshot; nil when the snapshot has none (not a kubeadm cluster). The
-// input is indexed for that one key only, and its hash is left to the
-// transform phase, which checks it.
-func readClusterConfiguration(ctx context.Context, path string, skipHash bool, enc *encryption.Config) (*ClusterConfiguration, error) {
+// recorded is what the snapshot says about the control plane.
+type recorded struct {
+	cc *ClusterConfiguration // nil when absent
+	// addrs are the member nodes' recorded API server addresses.
+	addrs map[string]netip.Addr
+}
+
+// readRecorded reads kube-system/kubeadm-config and the member nodes'
+// recorded addresses from the input snapshot. The input is indexed for
+// those keys only, and its hash is left to the transform phase, which
+// checks it.
+func readRecorded(ctx context.Context, path string, skipHash bool, enc *encryption.Config, nodes []string) (*recorded, error) {
 	snap, err := snapshot.Open(path, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly, AllowNoTrailer: skipHash})
 	if err != nil {
 		return nil, err
 	}
 	defer snap.Close()
-	ix, err := snap.IndexFiltered(ctx, nil, func(k []byte) bool { return strings.HasSuffix(string(k), "/configmaps/kube-system/kubeadm-config") })
+	ix, err := snap.IndexFiltered(ctx, nil, func(k []byte) bool {
+		s := string(k)
+		return strings.HasSuffix(s, "/configmaps/kube-system/kubeadm-config") || strings.Contains(s, "/pods/kube-system/kube-apiserver-") || strings.Contains(s, "/minions/")
+	})
 	if err != nil {
 		return nil, err
 	}
-	o, ok, err := state.NewView(snap, ix, codec.New(), enc).Get(state.KeyKubeadmConfig)
+	v := state.NewView(snap, ix, codec.New(), enc)
+	rec := &recorded{addrs: map[string]netip.Addr{}}
+	for _, n := range nodes {
+		a, err := rules.RecordedAPIServerAddress(v, n)
+		if err != nil {
+			return nil, err
+		}
+		if a.IsValid() {
+			rec.addrs[n] = a
+		}
+	}
+	o, ok, err := v.Get(state.KeyKubeadmConfig)
 	if err != nil || !ok {
-		return nil, err
+		return rec, err
 	}
 	cm, isCM := o.Value.Obj.(*corev1.ConfigMap)
 	if !isCM || cm.Data["ClusterConfiguration"] == "" {
-		return nil, nil
+		return rec, nil
 	}
-	return ParseClusterConfiguration([]byte(cm.Data["ClusterConfiguration"]))
+	rec.cc, err = ParseClusterConfiguration([]byte(cm.Data["ClusterConfiguration"]))
+	return rec, err
 }

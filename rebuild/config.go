@@ -313,6 +313,14 @@ func (c *Config) InitialCluster() string {
 // RuleOptions are the rule options this configuration selects.
 func (c *Config) RuleOptions() rules.Options {
 	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions}
+	// The control plane at its (possibly new) addresses and endpoint: the
+	// control-plane-address rule moves what the snapshot records.
+	o.ControlPlaneEndpoint = c.Networking.ControlPlaneEndpoint
+	for _, n := range c.Nodes() {
+		if n.NodeName != "" && n.AdvertiseAddress != "" {
+			o.ControlPlaneAddresses = append(o.ControlPlaneAddresses, n.NodeName+"="+n.AdvertiseAddress)
+		}
+	}
 	if c.ServiceAccountTokens != "keep" {
 		o.SATokens = c.ServiceAccountTokens
 	}

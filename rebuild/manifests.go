@@ -3,6 +3,8 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/snapshift/snapshift/manifests"
+	"github.com/snapshift/snapshift/rules"
 )
 
 // DefaultEncryptionConfigPath is where a rebuild that adds
@@ -29,13 +32,19 @@ type MissingFile struct {
 // readConfig reads the snapshot's kubeadm ClusterConfiguration: its
 // extraArgs, extraVolumes and SANs are carried into every node's bundle.
 func (r *run) readConfig(ctx context.Context) error {
-	cc, err := readClusterConfiguration(ctx, r.cfg.Snapshot, r.cfg.SkipHashCheck, r.enc)
+	var names []string
+	for _, n := range r.cfg.Nodes() {
+		names = append(names, n.NodeName)
+	}
+	rec, err := readRecorded(ctx, r.cfg.Snapshot, r.cfg.SkipHashCheck, r.enc, names)
 	if err != nil {
 		return err
 	}
+	r.noteMoves(rec)
+	cc := rec.cc
 	r.cc = cc
 	if cc == nil {
-		r.report.ClusterConfiguration = []string{"the snapshot has no kubeadm-config ClusterConfiguration: manifests are kubeadm's defaults plus this rebuild's values"}
+		r.report.ClusterConfiguration = append(r.report.ClusterConfiguration, "the snapshot has no kubeadm-config ClusterConfiguration: manifests are kubeadm's defaults plus this rebuild's values")
 		return nil
 	}
 	note := func(f string, a ...any) {
@@ -43,8 +52,13 @@ func (r *run) readConfig(ctx context.Context) error {
 	}
 	note("read kubeadm-config ClusterConfiguration %s (kubernetesVersion %s)", cc.APIVersion, cc.KubernetesVersion)
 	if r.cfg.Networking.ControlPlaneEndpoint == "" && cc.ControlPlaneEndpoint != "" {
-		r.cfg.Networking.ControlPlaneEndpoint, r.cfg.PKI.ControlPlaneEndpoint = cc.ControlPlaneEndpoint, cc.ControlPlaneEndpoint
-		note("controlPlaneEndpoint %s kept (admin.conf, the join command and every apiserver certificate use it)", cc.ControlPlaneEndpoint)
+		ep := r.movedEndpoint(cc.ControlPlaneEndpoint)
+		r.cfg.Networking.ControlPlaneEndpoint, r.cfg.PKI.ControlPlaneEndpoint = ep, ep
+		if ep == cc.ControlPlaneEndpoint {
+			note("controlPlaneEndpoint %s kept (admin.conf, the join command and every apiserver certificate use it)", ep)
+		} else {
+			note("controlPlaneEndpoint %s -> %s: its node moved (give networking.controlPlaneEndpoint to choose another)", cc.ControlPlaneEndpoint, ep)
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -67,6 +81,42 @@ func (r *run) readConfig(ctx context.Context) error {
 		note("kubeadm featureGates %v are kubeadm's own, not component flags: not applied", cc.FeatureGates)
 	}
 	return nil
+}
+
+// noteMoves records the nodes whose recorded address is not their new one:
+// the control-plane-address rule moves them in the snapshot.
+func (r *run) noteMoves(rec *recorded) {
+	r.moved = map[netip.Addr]netip.Addr{}
+	for _, n := range r.cfg.Nodes() {
+		old, ok := rec.addrs[n.NodeName]
+		if !ok || old.String() == n.AdvertiseAddress {
+			continue
+		}
+		r.moved[old] = netip.MustParseAddr(n.AdvertiseAddress)
+		r.report.ClusterConfiguration = append(r.report.ClusterConfiguration,
+			fmt.Sprintf("node %s moves from %s to %s: the snapshot's copies of its address move with it (rule %s)", n.NodeName, old, n.AdvertiseAddress, rules.NameControlPlaneAddress))
+	}
+}
+
+// movedEndpoint is the recorded endpoint with its host moved when it is a
+// moved node's address.
+func (r *run) movedEndpoint(ep string) string {
+	host, port, err := net.SplitHostPort(ep)
+	if err != nil {
+		host, port = ep, ""
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return ep
+	}
+	n, ok := r.moved[a.Unmap()]
+	switch {
+	case !ok:
+		return ep
+	case port == "":
+		return n.String()
+	}
+	return net.JoinHostPort(n.String(), port)
 }
 
 // manifests writes each node's static-pod manifests: the existing ones

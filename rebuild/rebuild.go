@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,8 +51,11 @@ type Report struct {
 	// MissingFiles are files the manifests name that the bundle does not
 	// hold: put them on every control-plane node before starting it.
 	MissingFiles []MissingFile `json:"missingFiles,omitempty"`
-	PKI          []pki.Result  `json:"pki"`
-	Manifests    []string      `json:"manifests,omitempty"`
+	// OldAddresses are the resources whose values still hold a moved
+	// control-plane node's old address after the rules.
+	OldAddresses []AddressLeftover `json:"oldControlPlaneAddresses,omitempty"`
+	PKI          []pki.Result      `json:"pki"`
+	Manifests    []string          `json:"manifests,omitempty"`
 	// JoinCommand is how worker nodes rejoin when the CA changed (its token
 	// is in RUNBOOK.md, not here).
 	JoinCommand string `json:"joinCommand,omitempty"`
@@ -83,6 +87,8 @@ type run struct {
 	caPEM  []byte
 	// cc is the snapshot's kubeadm ClusterConfiguration; nil when absent.
 	cc *ClusterConfiguration
+	// moved maps the recorded address of each node that moves to its new one.
+	moved map[netip.Addr]netip.Addr
 }
 
 func (r *run) logf(phase, format string, args ...any) {
@@ -193,10 +199,11 @@ func (r *run) transform(ctx context.Context) error {
 	}
 	scan := rules.NewLeftoverScan(plan)
 	scan.Encryption = r.enc
+	addrScan := newOldAddressScan(r.moved)
 	out := r.path(SnapshotFile)
 	rep, err := transform.Run(ctx, transform.Config{
 		Input: r.cfg.Snapshot, Output: out, SkipHashCheck: r.cfg.SkipHashCheck, Rules: rs,
-		Observers: []transform.Observer{scan}, Encryption: r.enc, Progress: r.opts.Progress,
+		Observers: []transform.Observer{scan, addrScan}, Encryption: r.enc, Progress: r.opts.Progress,
 		VerifyOutput: func(ctx context.Context, path string) error {
 			v, err := verify.Run(ctx, verify.Config{Path: path, ServiceCIDR: r.cfg.Networking.ServiceCIDR,
 				PodNetworkCIDR: r.cfg.Networking.PodNetworkCIDR, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs,
@@ -211,6 +218,9 @@ func (r *run) transform(ctx context.Context) error {
 		return err
 	}
 	r.report.Transform = rep
+	if len(r.moved) > 0 {
+		r.report.OldAddresses = addrScan.report()
+	}
 	if plan.Service != nil || plan.Pod != nil {
 		r.report.Plan, r.report.Leftovers = plan, scan.Report()
 	}

@@ -128,7 +128,21 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	}
 	// The PKI: the apiserver certificate chains to the new CA and carries
 	// the new first service IP.
-	checkNodes(t, out, ms)
+	// The sample's cp1 (10.0.0.10, also kubeadm-config's endpoint) is
+	// rebuilt at 127.0.0.1: the endpoint follows it.
+	checkNodes(t, out, ms, "127.0.0.1")
+	var left []string
+	for _, l := range rep.OldAddresses {
+		left = append(left, l.Resource)
+	}
+	// The Node keeps its InternalIP until its kubelet runs; mirror and
+	// other Pods on cp1 keep their status IPs; the rules moved the rest.
+	if !slices.Contains(left, "nodes") || slices.Contains(left, "configmaps") || slices.Contains(left, "endpoints") {
+		t.Errorf("old control-plane address left in %v", rep.OldAddresses)
+	}
+	if !slices.Contains(rep.ClusterConfiguration, "controlPlaneEndpoint 10.0.0.10:6443 -> 127.0.0.1:6443: its node moved (give networking.controlPlaneEndpoint to choose another)") {
+		t.Errorf("report: %q", rep.ClusterConfiguration)
+	}
 	kdir := filepath.Join(out, rebuild.KubeDir, "cp1")
 	ca := readCert(t, filepath.Join(kdir, "pki", "ca.crt"))
 	api := readCert(t, filepath.Join(kdir, "pki", "apiserver.crt"))
@@ -180,7 +194,7 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{filepath.Join(out, rebuild.EtcdDir, "cp2"), "/var/lib/kubelet/config.yaml", "clusterDNS: [172.24.0.10]",
-		"kubeadm join 10.0.0.10:6443 --token ", rep.CAHash, "Node `node-b` (127.0.0.2, etcd member `cp2`)", "kubectl delete pods --all"} {
+		"kubeadm join 127.0.0.1:6443 --token ", rep.CAHash, "Node `node-b` (127.0.0.2, etcd member `cp2`)", "kubectl delete pods --all"} {
 		if !strings.Contains(string(rb), want) {
 			t.Errorf("RUNBOOK.md does not say %q", want)
 		}
@@ -208,6 +222,19 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	resp, err := srvs[2].Client().Get(context.Background(), "/snapshift-test")
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("a write on cp1 is not read on cp3: %v", err)
+	}
+	// The control plane's recorded addresses moved with cp1.
+	eps := decode(t, srvs[0], "/registry/services/endpoints/default/kubernetes").(*corev1.Endpoints)
+	if ip := eps.Subsets[0].Addresses[0].IP; ip != "127.0.0.1" {
+		t.Errorf("kubernetes Endpoints at %s, want cp1's new address", ip)
+	}
+	kcm := decode(t, srvs[0], "/registry/configmaps/kube-system/kubeadm-config").(*corev1.ConfigMap)
+	if !strings.Contains(kcm.Data["ClusterConfiguration"], "controlPlaneEndpoint: 127.0.0.1:6443") {
+		t.Errorf("kubeadm-config:\n%s", kcm.Data["ClusterConfiguration"])
+	}
+	mp := decode(t, srvs[0], "/registry/pods/kube-system/kube-apiserver-cp1").(*corev1.Pod)
+	if a := mp.Annotations["kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"]; a != "127.0.0.1:6443" {
+		t.Errorf("mirror Pod annotation %s", a)
 	}
 	svc := decode(t, srvs[1], "/registry/services/specs/default/kubernetes").(*corev1.Service)
 	if svc.Spec.ClusterIP != "172.24.0.1" {

@@ -182,6 +182,14 @@ func (r *run) runbookFollowUp(b *runbook) {
 		b.w("Pods, Endpoints and EndpointSlices are recreated by step 6 and their controllers; custom resources (CNI pools) and host state (`/run/flannel/subnet.env`, `cni0`) are yours to update.")
 		b.w("")
 	}
+	if lo := r.report.OldAddresses; len(lo) > 0 {
+		b.w("## 9b. Old control-plane addresses no rule moved")
+		for _, g := range lo {
+			b.w("- %s: %d keys (e.g. %s)", g.Resource, g.Keys, g.Example)
+		}
+		b.w("Nodes and Pods are updated by their kubelets once the nodes run at their new addresses; anything else (add-on configuration, webhooks, external load balancers) is yours to update.")
+		b.w("")
+	}
 	b.w("## 10. Check")
 	b.w("```sh")
 	b.w("kubectl get svc -A -o wide; kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDRS:.spec.podCIDRs")

@@ -395,3 +395,14 @@ func replaceIf(changes []transform.Change) transform.Result {
 	}
 	return transform.Result{Action: transform.Replace, Changes: slices.Clip(changes)}
 }
+
+// RecordedAPIServerAddress is a control-plane node's API server address as
+// a snapshot records it: its kube-apiserver mirror Pod's advertise-address
+// annotation, else its Node's InternalIP; invalid when neither is there.
+// The View must hold the node's mirror Pod and Node keys.
+func RecordedAPIServerAddress(v *state.View, node string) (netip.Addr, error) {
+	return recordedAddress(v, node)
+}
+
+// ControlPlaneRecordPrefixes are the keys RecordedAPIServerAddress reads.
+var ControlPlaneRecordPrefixes = []string{prefixAPIServerMirrorPods, state.PrefixNodes}
