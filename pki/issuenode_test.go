@@ -71,3 +71,28 @@ func TestIssueNode(t *testing.T) {
 		t.Error("issued a CA as a leaf")
 	}
 }
+
+// TestWriteJoinedKubeconfigs: a further control-plane node gets every
+// kubeconfig but super-admin.conf, its kubelet.conf for its own node.
+func TestWriteJoinedKubeconfigs(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, filepath.Join(dir, "pki"))
+	if _, err := GenerateAll(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.NodeName, cfg.AdvertiseAddress = "cp-2", "10.1.0.11"
+	res, err := WriteJoinedKubeconfigs(cfg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range res.Files {
+		names = append(names, filepath.Base(f.Path))
+		if f.Name == KubeletKubeConfigFileName && (f.Cert == nil || f.Cert.CommonName != "system:node:cp-2" || !slices.Equal(f.Cert.Organization, []string{"system:nodes"})) {
+			t.Errorf("kubelet.conf: %+v", f.Cert)
+		}
+	}
+	if want := []string{"admin.conf", "kubelet.conf", "controller-manager.conf", "scheduler.conf"}; !slices.Equal(names, want) {
+		t.Errorf("wrote %v, want %v", names, want)
+	}
+}

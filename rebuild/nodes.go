@@ -116,7 +116,11 @@ func (r *run) newPKI(context.Context) error {
 		r.report.PKI = append(r.report.PKI, res)
 	}
 	for _, n := range r.cfg.Nodes() {
-		k, err := pki.WriteKubeconfigs(r.pkiConfig(n), r.nodePath(n))
+		write := pki.WriteJoinedKubeconfigs
+		if n.NodeName == first.NodeName {
+			write = pki.WriteKubeconfigs
+		}
+		k, err := write(r.pkiConfig(n), r.nodePath(n))
 		if err != nil {
 			return fmt.Errorf("node %s: %w", n.NodeName, err)
 		}

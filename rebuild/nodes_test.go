@@ -57,6 +57,10 @@ func checkNodes(t *testing.T, out string, ms []rebuild.Member, endpointHost stri
 				t.Errorf("%s: %s CN %q SANs %v %v", nodeName(m), f, c.Subject.CommonName, c.DNSNames, c.IPAddresses)
 			}
 		}
+		_, err := os.Stat(filepath.Join(dir, "super-admin.conf"))
+		if first := m.Name == ms[0].Name; first != (err == nil) {
+			t.Errorf("%s: super-admin.conf present %v, want only on the first node", nodeName(m), err == nil)
+		}
 		checkKubelet(t, dir, m)
 		checkManifests(t, dir, m, ms)
 	}
