@@ -237,7 +237,7 @@ func checkOtherNodes(ctx context.Context, t *testing.T, bin, bundle string, ms [
 		t.Fatalf("[rebuild] FAIL %s's kubelet.conf authenticates as %s %v", ms[2].node, u.Username, u.Groups)
 	}
 	t.Logf("[rebuild] PASS %s's kubelet.conf authenticates as %s %v", ms[2].node, u.Username, u.Groups)
-	checkEncryption(ctx, t, api, filepath.Join(n2, "super-admin.conf"), etcd, dir)
+	checkEncryption(ctx, t, api, filepath.Join(bundle, "kubernetes", ms[0].node, "super-admin.conf"), etcd, dir) // super-admin.conf is only on the first node
 }
 
 // checkEncryption: the apiserver started from the generated manifest uses
