@@ -62,6 +62,8 @@ type pki struct {
 	// kubeconfig kube-controller-manager uses instead of the admin token.
 	clientCA      string
 	kubeconfigFor func(url string) string
+	// extraArgs are added to kube-apiserver's command line.
+	extraArgs []string
 }
 
 func newPKI(t *testing.T, dir string) *pki {
@@ -215,7 +217,7 @@ func startAPIServer(ctx context.Context, t *testing.T, bin string, etcd *etcdtes
 	if p.clientCA != "" {
 		args = append(args, "--client-ca-file="+p.clientCA)
 	}
-	args = append(args, extra...)
+	args = append(append(args, p.extraArgs...), extra...)
 	a := &apiserver{proc: start(t, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), args, logDir)}
 	dumpOnFailure(t, a.proc)
 	a.url = fmt.Sprintf("https://127.0.0.1:%d", port)

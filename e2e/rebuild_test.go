@@ -5,18 +5,25 @@ package e2e
 import (
 	"context"
 	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/keyutil"
+	"sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/internal/etcdtest"
 )
@@ -44,35 +51,53 @@ func TestRebuildDisasterRecovery(t *testing.T) {
 	api.stop()
 	etcd.Close()
 
-	peer, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
+	// Three control-plane nodes at 127.0.0.1-3 (all loopback), one etcd
+	// member each, behind a control-plane endpoint name.
+	var ms []member
+	var yamlMembers []string
+	for i := 1; i <= 3; i++ {
+		peer, err1 := etcdtest.FreePort()
+		client, err2 := etcdtest.FreePort()
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		m := member{name: fmt.Sprintf("e2e-%d", i), node: fmt.Sprintf("cp-e2e-%d", i), addr: fmt.Sprintf("127.0.0.%d", i),
+			peerURL: fmt.Sprintf("http://127.0.0.1:%d", peer), clientURL: fmt.Sprintf("http://127.0.0.1:%d", client)}
+		ms = append(ms, m)
+		yamlMembers = append(yamlMembers, fmt.Sprintf("  - {name: %s, nodeName: %s, advertiseAddress: %s, peerURL: %q, clientURL: %q}", m.name, m.node, m.addr, m.peerURL, m.clientURL))
 	}
-	client, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
 	bundle := filepath.Join(dir, "bundle")
+	enc := filepath.Join(dir, "encryption-config.yaml")
+	write(t, enc, []byte(e2eEncryptionConfig), 0o600)
 	cfg := filepath.Join(dir, "rebuild.yaml")
 	write(t, cfg, []byte(fmt.Sprintf(`apiVersion: snapshift.io/v1alpha1
 kind: RebuildConfiguration
 snapshot: %s
 output: %s
-networking: {serviceSubnet: %s, podSubnet: %s}
+encryptionConfig: %s
+networking: {serviceSubnet: %s, podSubnet: %s, controlPlaneEndpoint: %s}
 etcd:
   members:
-  - {name: e2e, peerURL: %q, clientURL: "http://127.0.0.1:%d"}
-pki: {nodeName: cp-e2e, advertiseAddress: 127.0.0.1}
+%s
 manifests: {kubernetesVersion: %s}
-`, snap, bundle, newServiceCIDR, newPodCIDR, peerURL, client, ver)), 0o600)
+`, snap, bundle, enc, newServiceCIDR, newPodCIDR, cpEndpoint+":6443", strings.Join(yamlMembers, "\n"), ver)), 0o600)
 	run(t, "rebuild", "--config", cfg, "--quiet")
 
-	etcd2 := etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: filepath.Join(bundle, "etcd", "e2e"), Name: "e2e", PeerURL: peerURL})
-	k := filepath.Join(bundle, "kubernetes")
+	var restored []etcdtest.RestoredConfig
+	for _, m := range ms {
+		restored = append(restored, etcdtest.RestoredConfig{DataDir: filepath.Join(bundle, "etcd", m.name), Name: m.name, PeerURL: m.peerURL})
+	}
+	members := etcdtest.StartRestoredClusterT(t, restored)
+	t.Logf("[rebuild] PASS the three restored members form one cluster")
+	etcd2 := members[0]
+	k := filepath.Join(bundle, "kubernetes", ms[0].node)
 	b := &pki{dir: filepath.Join(dir, "bundle-run"), certFile: filepath.Join(k, "pki", "apiserver.crt"), keyFile: filepath.Join(k, "pki", "apiserver.key"),
 		saKey: filepath.Join(k, "pki", "sa.key"), saPub: filepath.Join(k, "pki", "sa.pub"), clientCA: filepath.Join(k, "pki", "ca.crt")}
 	os.MkdirAll(b.dir, 0o700)
+	// The bundle's new Secrets (the bootstrap token) are encrypted with the
+	// first provider of the encryption config: this apiserver reads them
+	// with the copy the bundle holds for node 1.
+	b.extraArgs = []string{"--encryption-provider-config=" + filepath.Join(k, "enc", "encryption-config.yaml")}
 	b.tokens = filepath.Join(b.dir, "tokens.csv")
 	write(t, b.tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600)
 	caPEM, err := os.ReadFile(b.clientCA)
@@ -127,6 +152,163 @@ manifests: {kubernetesVersion: %s}
 	} else {
 		t.Logf("[rebuild] PASS a bootstrap token Secret for the join command exists")
 	}
+	checkOtherNodes(ctx, t, bin, bundle, ms, members[1], caPEM, logDir, dir)
+}
+
+// member is one control-plane node of the e2e rebuild.
+type member struct{ name, node, addr, peerURL, clientURL string }
+
+// cpEndpoint is the e2e cluster's control-plane endpoint name.
+const cpEndpoint = "cp.e2e.internal"
+
+// e2eEncryptionConfig encrypts new Secrets with aescbc and still reads the
+// restored ones, stored in clear.
+const e2eEncryptionConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [secrets]
+  providers:
+  - aescbc:
+      keys:
+      - {name: key1, secret: c25hcHNoaWZ0LWUyZS1hZXNjYmMta2V5LTMyLWJ5dGU=}
+  - identity: {}
+`
+
+// checkOtherNodes starts a kube-apiserver with node 2's generated manifest
+// (its flags read back from the Pod, its paths pointed into the bundle) and
+// checks that it serves node 2's own certificate, valid for node 2's
+// address and the control-plane endpoint name and for no other node's
+// address, and that node 3's kubelet.conf authenticates as
+// system:node:<node 3>.
+func checkOtherNodes(ctx context.Context, t *testing.T, bin, bundle string, ms []member, etcd *etcdtest.Server, caPEM []byte, logDir, dir string) {
+	n2 := filepath.Join(bundle, "kubernetes", ms[1].node)
+	port, err := etcdtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := manifestArgs(t, filepath.Join(n2, "manifests", "kube-apiserver.yaml"), n2, map[string]string{
+		// The test environment, not the node: a free port, the etcd member
+		// over plain HTTP, and no kubernetes Endpoints (loopback addresses
+		// may not be Endpoints).
+		"secure-port": strconv.Itoa(port), "etcd-servers": etcd.Endpoint(), "endpoint-reconciler-type": "none",
+		"etcd-cafile": "", "etcd-certfile": "", "etcd-keyfile": "",
+	})
+	if !slices.Contains(args, "--advertise-address="+ms[1].addr) {
+		t.Fatalf("[rebuild] FAIL node 2's manifest does not advertise %s: %v", ms[1].addr, args)
+	}
+	url := fmt.Sprintf("https://%s:%d", ms[1].addr, port)
+	kubelet3, err := clientcmd.BuildConfigFromFlags(url, retarget(t, filepath.Join(bundle, "kubernetes", ms[2].node, "kubelet.conf"), url, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &apiserver{proc: start(t, "kube-apiserver-"+ms[1].node, filepath.Join(bin, "kube-apiserver"), args, logDir), url: url, config: kubelet3}
+	dumpOnFailure(t, api.proc)
+	api.waitReady(ctx, t) // trusts only the bundle's CA
+	t.Logf("[rebuild] PASS kube-apiserver started from %s's manifest serves at %s", ms[1].node, url)
+
+	want, err := os.ReadFile(filepath.Join(n2, "pki", "apiserver.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	for _, name := range []string{ms[1].addr, cpEndpoint} {
+		conn, err := tls.Dial("tcp", fmt.Sprintf("%s:%d", ms[1].addr, port), &tls.Config{RootCAs: roots, ServerName: name})
+		if err != nil {
+			t.Fatalf("[rebuild] FAIL %s's apiserver is not valid for %s with only the new CA: %v", ms[1].node, name, err)
+		}
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		conn.Close()
+		if string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw})) != string(want) {
+			t.Fatalf("[rebuild] FAIL %s's apiserver does not serve its own apiserver.crt", ms[1].node)
+		}
+		if name == ms[1].addr && (leaf.VerifyHostname(ms[0].addr) == nil || leaf.VerifyHostname(ms[2].addr) == nil) {
+			t.Errorf("[rebuild] FAIL %s's certificate is valid for another node's address", ms[1].node)
+		}
+	}
+	t.Logf("[rebuild] PASS %s serves its own certificate, valid for %s and %s, not for %s or %s", ms[1].node, ms[1].addr, cpEndpoint, ms[0].addr, ms[2].addr)
+
+	review, err := kubernetes.NewForConfigOrDie(kubelet3).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("[rebuild] FAIL %s's kubelet.conf: %v", ms[2].node, err)
+	}
+	u := review.Status.UserInfo
+	if u.Username != "system:node:"+ms[2].node || !slices.Contains(u.Groups, "system:nodes") {
+		t.Fatalf("[rebuild] FAIL %s's kubelet.conf authenticates as %s %v", ms[2].node, u.Username, u.Groups)
+	}
+	t.Logf("[rebuild] PASS %s's kubelet.conf authenticates as %s %v", ms[2].node, u.Username, u.Groups)
+	checkEncryption(ctx, t, api, filepath.Join(bundle, "kubernetes", ms[0].node, "super-admin.conf"), etcd, dir) // super-admin.conf is only on the first node
+}
+
+// checkEncryption: the apiserver started from the generated manifest uses
+// the bundle's encryption config (--encryption-provider-config, mounted
+// from the bundle): it reads the restored Secrets and stores a new one
+// encrypted with its aescbc key.
+func checkEncryption(ctx context.Context, t *testing.T, api *apiserver, superAdmin string, etcd *etcdtest.Server, dir string) {
+	cfg, err := clientcmd.BuildConfigFromFlags(api.url, retarget(t, superAdmin, api.url, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kubernetes.NewForConfigOrDie(cfg)
+	if secs, err := c.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); err != nil || len(secs.Items) == 0 {
+		t.Fatalf("[rebuild] FAIL the restored Secrets through the node's apiserver: %v", err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "e2e-encrypted", Namespace: "default"}, Data: map[string][]byte{"k": []byte("v")}}
+	if _, err := c.CoreV1().Secrets("default").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := etcd.Client().Get(ctx, "/registry/secrets/default/e2e-encrypted")
+	if err != nil || len(resp.Kvs) != 1 || !strings.HasPrefix(string(resp.Kvs[0].Value), "k8s:enc:aescbc:v1:key1:") {
+		t.Fatalf("[rebuild] FAIL a new Secret is not stored with the bundle's aescbc key: %v", err)
+	}
+	got, err := c.CoreV1().Secrets("default").Get(ctx, "e2e-encrypted", metav1.GetOptions{})
+	if err != nil || string(got.Data["k"]) != "v" {
+		t.Fatalf("[rebuild] FAIL the encrypted Secret does not read back: %v", err)
+	}
+	t.Logf("[rebuild] PASS the node's apiserver runs with the bundle's encryption config: restored Secrets readable, new ones stored as k8s:enc:aescbc:v1:key1")
+
+	// The new control-plane endpoint is what kubeadm-config and kube-proxy say.
+	kc, err1 := c.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	kp, err2 := c.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+	if err1 != nil || err2 != nil || !strings.Contains(kc.Data["ClusterConfiguration"], "controlPlaneEndpoint: "+cpEndpoint+":6443") ||
+		!strings.Contains(kp.Data["kubeconfig.conf"], "server: https://"+cpEndpoint+":6443") {
+		t.Fatalf("[rebuild] FAIL the control-plane endpoint did not move: %v %v", err1, err2)
+	}
+	t.Logf("[rebuild] PASS kubeadm-config's controlPlaneEndpoint and kube-proxy's server are %s:6443", cpEndpoint)
+}
+
+// manifestArgs reads a generated static Pod back and returns its command's
+// arguments with /etc/kubernetes/ paths pointing into the node's bundle
+// directory; override replaces a flag's value ("" drops the flag).
+func manifestArgs(t *testing.T, path, nodeDir string, override map[string]string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := yaml.UnmarshalStrict(b, &pod); err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	seen := map[string]bool{}
+	for _, a := range pod.Spec.Containers[0].Command[1:] {
+		name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if v, ok := override[name]; ok {
+			seen[name] = true
+			if v == "" {
+				continue
+			}
+			value = v
+		}
+		args = append(args, "--"+name+"="+strings.ReplaceAll(value, "/etc/kubernetes/", nodeDir+"/"))
+	}
+	for name, v := range override {
+		if !seen[name] && v != "" {
+			args = append(args, "--"+name+"="+v)
+		}
+	}
+	return args
 }
 
 // retarget writes a copy of a kubeconfig whose server is url.

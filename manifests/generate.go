@@ -62,6 +62,17 @@ type Arg struct {
 	Value string `json:"value"`
 }
 
+// HostPathMount is one extra hostPath volume of a component, as kubeadm's
+// extraVolumes: mounted at MountPath, PathType as given (empty: no check).
+// One with the name of a default volume replaces it.
+type HostPathMount struct {
+	Name      string              `json:"name"`
+	HostPath  string              `json:"hostPath"`
+	MountPath string              `json:"mountPath"`
+	ReadOnly  bool                `json:"readOnly,omitempty"`
+	PathType  corev1.HostPathType `json:"pathType,omitempty"`
+}
+
 // GenerateConfig describes the control plane Generate builds. Each field
 // documents its default; SetDefaults applies them.
 type GenerateConfig struct {
@@ -135,6 +146,11 @@ type GenerateConfig struct {
 	ControllerManagerExtraArgs []Arg `json:"controllerManagerExtraArgs,omitempty"`
 	SchedulerExtraArgs         []Arg `json:"schedulerExtraArgs,omitempty"`
 	EtcdExtraArgs              []Arg `json:"etcdExtraArgs,omitempty"`
+	// Extra hostPath volumes per component (kubeadm's extraVolumes), added
+	// after the defaults.
+	APIServerExtraVolumes         []HostPathMount `json:"apiServerExtraVolumes,omitempty"`
+	ControllerManagerExtraVolumes []HostPathMount `json:"controllerManagerExtraVolumes,omitempty"`
+	SchedulerExtraVolumes         []HostPathMount `json:"schedulerExtraVolumes,omitempty"`
 	// Env is set in kube-apiserver, kube-controller-manager and
 	// kube-scheduler, sorted by name (kubeadm copies its own *_proxy
 	// variables there). Default none.
@@ -204,16 +220,7 @@ func (c GenerateConfig) Validate() error {
 			}
 		}
 	}
-	for _, d := range []struct{ name, path string }{{"cert dir", c.CertDir}, {"kubeconfig dir", c.KubeconfigDir}, {"etcd data dir", c.EtcdDataDir}} {
-		if !filepath.IsAbs(d.path) {
-			add(fmt.Errorf("%s %q is not an absolute path", d.name, d.path))
-		}
-	}
-	for _, p := range c.CACertPaths {
-		if !filepath.IsAbs(p) {
-			add(fmt.Errorf("CA cert path %q is not an absolute path", p))
-		}
-	}
+	errs = append(errs, c.pathErrors()...)
 	seen := map[string]bool{}
 	for i, m := range c.EtcdMembers {
 		switch {
@@ -253,6 +260,29 @@ func (c GenerateConfig) Validate() error {
 		add(checkComponent(comp))
 	}
 	return errors.Join(errs...)
+}
+
+// pathErrors checks that every host path is absolute.
+func (c GenerateConfig) pathErrors() []error {
+	var errs []error
+	for _, d := range []struct{ name, path string }{{"cert dir", c.CertDir}, {"kubeconfig dir", c.KubeconfigDir}, {"etcd data dir", c.EtcdDataDir}} {
+		if !filepath.IsAbs(d.path) {
+			errs = append(errs, fmt.Errorf("%s %q is not an absolute path", d.name, d.path))
+		}
+	}
+	for _, p := range c.CACertPaths {
+		if !filepath.IsAbs(p) {
+			errs = append(errs, fmt.Errorf("CA cert path %q is not an absolute path", p))
+		}
+	}
+	for _, vs := range [][]HostPathMount{c.APIServerExtraVolumes, c.ControllerManagerExtraVolumes, c.SchedulerExtraVolumes} {
+		for _, v := range vs {
+			if v.Name == "" || !filepath.IsAbs(v.HostPath) || !filepath.IsAbs(v.MountPath) {
+				errs = append(errs, fmt.Errorf("extra volume %q needs a name and absolute hostPath and mountPath (got %q, %q)", v.Name, v.HostPath, v.MountPath))
+			}
+		}
+	}
+	return errs
 }
 
 // localMember is this node's etcd member, with its client URL defaulted
@@ -356,11 +386,22 @@ type mounts struct {
 }
 
 func (m *mounts) add(name, hostPath string, readOnly bool, t corev1.HostPathType) {
+	m.addAt(name, hostPath, hostPath, readOnly, t)
+}
+
+func (m *mounts) addAt(name, hostPath, mountPath string, readOnly bool, t corev1.HostPathType) {
 	if m.vols == nil {
 		m.vols, m.mounts = map[string]corev1.Volume{}, map[string]corev1.VolumeMount{}
 	}
 	m.vols[name] = hostPathVolume(name, hostPath, t)
-	m.mounts[name] = corev1.VolumeMount{Name: name, MountPath: hostPath, ReadOnly: readOnly}
+	m.mounts[name] = corev1.VolumeMount{Name: name, MountPath: mountPath, ReadOnly: readOnly}
+}
+
+// extra adds kubeadm's extraVolumes (AddExtraHostPathMounts).
+func (m *mounts) extra(vols []HostPathMount) {
+	for _, v := range vols {
+		m.addAt(v.Name, v.HostPath, v.MountPath, v.ReadOnly, v.PathType)
+	}
 }
 
 func (m *mounts) volumes() []corev1.Volume {
@@ -538,6 +579,7 @@ func apiServerPod(c GenerateConfig) *corev1.Pod {
 	var m mounts
 	m.add("k8s-certs", c.CertDir, true, corev1.HostPathDirectoryOrCreate)
 	c.caCertMounts(&m)
+	m.extra(c.APIServerExtraVolumes)
 	host := probeAddress(c.AdvertiseAddress)
 	ctr := corev1.Container{
 		Name:            KubeAPIServer,
@@ -597,6 +639,7 @@ func controllerManagerPod(c GenerateConfig) *corev1.Pod {
 	m.add("k8s-certs", c.CertDir, true, corev1.HostPathDirectoryOrCreate)
 	c.caCertMounts(&m)
 	m.add("kubeconfig", kubeconfig, true, corev1.HostPathFileOrCreate)
+	m.extra(c.ControllerManagerExtraVolumes)
 	host := "127.0.0.1"
 	if a, ok := extraArg(c.ControllerManagerExtraArgs, "bind-address"); ok {
 		host = probeAddress(a)
@@ -627,6 +670,7 @@ func schedulerPod(c GenerateConfig) *corev1.Pod {
 	}
 	var m mounts
 	m.add("kubeconfig", kubeconfig, true, corev1.HostPathFileOrCreate)
+	m.extra(c.SchedulerExtraVolumes)
 	host := "127.0.0.1"
 	if a, ok := extraArg(c.SchedulerExtraArgs, "bind-address"); ok {
 		host = probeAddress(a)

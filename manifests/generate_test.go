@@ -335,3 +335,34 @@ func TestHostCACertPaths(t *testing.T) {
 }
 
 func mkdirAll(p string) error { return os.MkdirAll(p, 0o755) }
+
+// TestGenerateExtraVolumes: kubeadm's extraVolumes are mounted at their
+// mount path, replace a default of the same name, and are validated.
+func TestGenerateExtraVolumes(t *testing.T) {
+	cfg := ipv4Config()
+	cfg.APIServerExtraVolumes = []HostPathMount{{Name: "audit", HostPath: "/etc/kubernetes/audit", MountPath: "/audit", ReadOnly: true, PathType: "DirectoryOrCreate"}}
+	cfg.SchedulerExtraVolumes = []HostPathMount{{Name: "kubeconfig", HostPath: "/etc/kubernetes/other.conf", MountPath: "/etc/kubernetes/scheduler.conf", ReadOnly: true}}
+	set, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := mustGet(t, set, KubeAPIServer).Pod
+	var found bool
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		found = found || (m.Name == "audit" && m.MountPath == "/audit" && m.ReadOnly)
+	}
+	for _, v := range pod.Spec.Volumes {
+		found = found && !(v.Name == "audit" && v.HostPath.Path != "/etc/kubernetes/audit")
+	}
+	if !found {
+		t.Errorf("audit volume: %+v", pod.Spec.Containers[0].VolumeMounts)
+	}
+	sched := mustGet(t, set, KubeScheduler).Pod
+	if len(sched.Spec.Volumes) != 1 || sched.Spec.Volumes[0].HostPath.Path != "/etc/kubernetes/other.conf" {
+		t.Errorf("scheduler volumes %+v", sched.Spec.Volumes)
+	}
+	cfg.ControllerManagerExtraVolumes = []HostPathMount{{Name: "x", HostPath: "relative", MountPath: "/x"}}
+	if _, err := Generate(cfg); err == nil {
+		t.Error("a relative hostPath accepted")
+	}
+}

@@ -156,6 +156,23 @@ func BuildKubeconfig(cfg Config, spec KubeconfigSpec, ca *CA) (*clientcmdapi.Con
 // ca.crt/ca.key of cfg.CertDir. Files are 0600; replaced files are kept as
 // .bak. It requires NodeName and AdvertiseAddress.
 func WriteKubeconfigs(cfg Config, dir string) (Result, error) {
+	return writeKubeconfigs(cfg, dir, Kubeconfigs())
+}
+
+// WriteJoinedKubeconfigs is WriteKubeconfigs for a further control-plane
+// node, as `kubeadm join --control-plane` writes: no super-admin.conf (a
+// system:masters credential exists only on the first node).
+func WriteJoinedKubeconfigs(cfg Config, dir string) (Result, error) {
+	var specs []KubeconfigSpec
+	for _, s := range Kubeconfigs() {
+		if s.FileName != SuperAdminKubeConfigFileName {
+			specs = append(specs, s)
+		}
+	}
+	return writeKubeconfigs(cfg, dir, specs)
+}
+
+func writeKubeconfigs(cfg Config, dir string, specs []KubeconfigSpec) (Result, error) {
 	res := Result{Operation: OpKubeconfigs, Dir: dir}
 	if err := prepare(&cfg, OpKubeconfigs, "NodeName", "AdvertiseAddress"); err != nil {
 		return res, err
@@ -169,7 +186,7 @@ func WriteKubeconfigs(cfg Config, dir string) (Result, error) {
 	}
 	now := cfg.Now()
 	var outs []output
-	for _, spec := range Kubeconfigs() {
+	for _, spec := range specs {
 		kc, cert, err := BuildKubeconfig(cfg, spec, ca)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", OpKubeconfigs, err)

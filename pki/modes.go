@@ -304,3 +304,66 @@ func caFiles(dir, base string) []string {
 	p := filepath.Join(dir, base)
 	return []string{p + ".crt", p + ".key"}
 }
+
+// OpIssueNode is IssueNode's operation name.
+const OpIssueNode = "issue-node"
+
+// NodeLeaves are the certificates kubeadm makes on each control-plane node
+// (kubeadm join --control-plane copies only the CAs and sa.key): every leaf
+// of Certs. The CAs and the service-account key are shared by all nodes.
+func NodeLeaves() []string {
+	var out []string
+	for _, s := range Certs() {
+		if !s.IsCA() {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// IssueNode issues the named leaf certificates (all of NodeLeaves when none
+// are named) for the node cfg describes — its NodeName, AdvertiseAddress
+// and etcd member — with kubeadm's SANs, signed by the CAs already in
+// cfg.CertDir (left untouched). This is how each further control-plane
+// node of a rebuild gets its own identity from the shared CAs. It requires
+// ServiceCIDR (for the apiserver certificate), NodeName and
+// AdvertiseAddress. Replaced files are kept as .bak.
+func IssueNode(cfg Config, names ...string) (Result, error) {
+	res := Result{Operation: OpIssueNode, Dir: cfg.CertDir}
+	if err := prepare(&cfg, OpIssueNode, "NodeName", "AdvertiseAddress"); err != nil {
+		return res, err
+	}
+	if len(names) == 0 {
+		names = NodeLeaves()
+	}
+	cas := map[string]*CA{}
+	start := cfg.Now()
+	var outs []output
+	for _, name := range names {
+		spec, err := CertByName(name)
+		if err != nil || spec.IsCA() {
+			return res, fmt.Errorf("%s: %q is not a leaf certificate", OpIssueNode, name)
+		}
+		ca, ok := cas[spec.CAName]
+		if !ok {
+			caSpec, _ := CertByName(spec.CAName)
+			if ca, err = LoadCA(cfg.CertDir, caSpec.BaseName); err != nil {
+				return res, fmt.Errorf("%s: %w", OpIssueNode, err)
+			}
+			cas[spec.CAName] = ca
+			res.Reused = append(res.Reused, caFiles(cfg.CertDir, caSpec.BaseName)...)
+		}
+		o, cert, err := issue(cfg, spec, ca, start)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", OpIssueNode, err)
+		}
+		outs = append(outs, o...)
+		if old, err := loadCert(cfg.CertDir, spec.BaseName); err == nil {
+			res.Changes = append(res.Changes, sanDiff(spec.Name, old, cert)...)
+		}
+	}
+	if err := commit(cfg.CertDir, outs, &res); err != nil {
+		return res, fmt.Errorf("%s: %w", OpIssueNode, err)
+	}
+	return res, nil
+}

@@ -1,19 +1,23 @@
 // Package rebuild runs snapshift's whole chain from one declarative file:
 // plan, transform (with verification), restore of every etcd member,
 // certificates and kubeconfigs, static-pod manifests, and a runbook of the
-// steps that remain, into one output bundle laid out like /etc/kubernetes
-// plus etcd/<member>/. The bundle is built under a temporary name and
+// steps that remain, into one output bundle: kubernetes/<node>/ laid out
+// like /etc/kubernetes for every control-plane node, plus etcd/<member>/. The bundle is built under a temporary name and
 // renamed into place only when every phase has succeeded.
 package rebuild
 
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/rules"
@@ -60,6 +64,9 @@ type Networking struct {
 	rules.PodCIDROptions
 	// DNSDomain is the cluster domain. Default cluster.local.
 	DNSDomain string `json:"dnsDomain,omitempty"`
+	// ControlPlaneEndpoint is the shared API endpoint, host[:port], as
+	// kubeadm's. Optional (also accepted as pki.controlPlaneEndpoint).
+	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
 }
 
 // Etcd describes the new etcd cluster.
@@ -74,11 +81,22 @@ type Etcd struct {
 	DataDir string `json:"dataDir,omitempty"`
 }
 
-// Member is one etcd member (and control-plane node).
+// Member is one etcd member and, in kubeadm's stacked topology, the
+// control-plane node it runs on: every member gets its own bundle directory
+// kubernetes/<nodeName>/ with that node's certificates, kubeconfigs and
+// manifests.
 type Member struct {
 	Name      string `json:"name"`
 	PeerURL   string `json:"peerURL"`
 	ClientURL string `json:"clientURL"`
+	// NodeName is the node's name (kubelet.conf's system:node:<nodeName>, a
+	// DNS SAN of its apiserver and etcd certificates). Default: pki.nodeName
+	// for the member named so (or the only member), else the member name.
+	NodeName string `json:"nodeName,omitempty"`
+	// AdvertiseAddress is the node's API server address (--advertise-address,
+	// an IP SAN of its certificates). Default: pki.advertiseAddress for the
+	// node named pki.nodeName, else the host of PeerURL (it must be an IP).
+	AdvertiseAddress string `json:"advertiseAddress,omitempty"`
 }
 
 // PKI says where certificates come from.
@@ -87,10 +105,13 @@ type PKI struct {
 	// apiserver certificate is reissued for the new service CIDR in a copy.
 	// Empty: a whole new PKI (disaster recovery), with kubeconfigs.
 	Source string `json:"source,omitempty"`
-	// NodeName and AdvertiseAddress of the first control-plane node.
-	NodeName         string `json:"nodeName"`
-	AdvertiseAddress string `json:"advertiseAddress"`
-	// ControlPlaneEndpoint is the shared endpoint, host[:port]. Optional.
+	// NodeName and AdvertiseAddress of the first control-plane node (the
+	// one whose certificates Source holds). Default: the first member's
+	// node. With several members, give each its own in etcd.members.
+	NodeName         string `json:"nodeName,omitempty"`
+	AdvertiseAddress string `json:"advertiseAddress,omitempty"`
+	// ControlPlaneEndpoint is the shared endpoint, host[:port]. Optional;
+	// networking.controlPlaneEndpoint says the same.
 	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
 	// CertSANs are extra apiserver certificate SANs.
 	CertSANs []string `json:"certSANs,omitempty"`
@@ -148,44 +169,12 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if c.Etcd.InitialClusterToken == "" {
-		c.Etcd.InitialClusterToken = "etcd-cluster"
-	}
-	if c.Etcd.RevisionBump == 0 {
-		c.Etcd.RevisionBump = snapshot.DefaultRevisionBump
-	}
-	if c.Etcd.DataDir == "" {
-		c.Etcd.DataDir = "/var/lib/etcd"
-	}
-	if c.Networking.DNSService == "" {
-		c.Networking.DNSService = "kube-system/kube-dns"
-	}
-	if c.Networking.DNSDomain == "" {
-		c.Networking.DNSDomain = "cluster.local"
-	}
+	c.setDefaults()
 	if len(c.Etcd.Members) == 0 {
 		add("etcd.members needs at least one member")
 	}
-	seen := map[string]bool{}
-	for i, m := range c.Etcd.Members {
-		if m.Name == "" || seen[m.Name] {
-			add("etcd.members[%d]: a unique name is required", i)
-		}
-		seen[m.Name] = true
-		for _, u := range []struct{ f, v string }{{"peerURL", m.PeerURL}, {"clientURL", m.ClientURL}} {
-			if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-				add("etcd.members[%d].%s %q is not an http(s) URL", i, u.f, u.v)
-			}
-		}
-	}
-	if c.PKI.NodeName == "" {
-		if len(c.Etcd.Members) > 0 {
-			c.PKI.NodeName = c.Etcd.Members[0].Name
-		}
-	}
-	if c.PKI.AdvertiseAddress == "" {
-		add("pki.advertiseAddress is required (the first control-plane node's API address)")
-	}
+	c.validateMembers(add)
+	c.validateEndpoint(add)
 	switch c.ServiceAccountTokens {
 	case "":
 		if c.NewPKI() {
@@ -208,6 +197,110 @@ func (c *Config) Validate() error {
 	return rules.Validate(c.RuleOptions())
 }
 
+func (c *Config) setDefaults() {
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&c.Etcd.InitialClusterToken, "etcd-cluster")
+	def(&c.Etcd.DataDir, "/var/lib/etcd")
+	def(&c.Networking.DNSService, "kube-system/kube-dns")
+	def(&c.Networking.DNSDomain, "cluster.local")
+	if c.Etcd.RevisionBump == 0 {
+		c.Etcd.RevisionBump = snapshot.DefaultRevisionBump
+	}
+}
+
+// validateMembers checks every member and fills its node name and
+// advertise address; errors name the YAML path.
+func (c *Config) validateMembers(add func(string, ...any)) {
+	seen, nodes := map[string]bool{}, map[string]bool{}
+	if len(c.Etcd.Members) == 0 {
+		return
+	}
+	if first := c.Etcd.Members[0]; c.PKI.NodeName == "" {
+		c.PKI.NodeName = first.NodeName
+		if first.NodeName == "" {
+			c.PKI.NodeName = first.Name
+		}
+	}
+	for i := range c.Etcd.Members {
+		m := &c.Etcd.Members[i]
+		if m.Name == "" || seen[m.Name] {
+			add("etcd.members[%d]: a unique name is required", i)
+		}
+		seen[m.Name] = true
+		for _, u := range []struct{ f, v string }{{"peerURL", m.PeerURL}, {"clientURL", m.ClientURL}} {
+			if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+				add("etcd.members[%d].%s %q is not an http(s) URL", i, u.f, u.v)
+			}
+		}
+		if m.NodeName == "" {
+			m.NodeName = m.Name
+			if c.PKI.NodeName != "" && (m.Name == c.PKI.NodeName || len(c.Etcd.Members) == 1) {
+				m.NodeName = c.PKI.NodeName
+			}
+		}
+		if len(validation.IsDNS1123Subdomain(m.NodeName)) > 0 || nodes[m.NodeName] {
+			add("etcd.members[%d].nodeName %q must be a unique DNS name", i, m.NodeName)
+		}
+		nodes[m.NodeName] = true
+		if m.NodeName == c.PKI.NodeName && c.PKI.AdvertiseAddress != "" {
+			if m.AdvertiseAddress == "" {
+				m.AdvertiseAddress = c.PKI.AdvertiseAddress
+			} else if m.AdvertiseAddress != c.PKI.AdvertiseAddress {
+				add("etcd.members[%d].advertiseAddress %s and pki.advertiseAddress %s differ for node %s: give one", i, m.AdvertiseAddress, c.PKI.AdvertiseAddress, m.NodeName)
+			}
+		}
+		if m.AdvertiseAddress == "" {
+			if p, err := url.Parse(m.PeerURL); err == nil {
+				m.AdvertiseAddress = p.Hostname()
+			}
+		}
+		if a, err := netip.ParseAddr(m.AdvertiseAddress); err != nil || a.Zone() != "" {
+			add("etcd.members[%d].advertiseAddress %q is not an IP address (the API server advertises an IP; give it when the peer URL names a host)", i, m.AdvertiseAddress)
+		}
+	}
+	if !nodes[c.PKI.NodeName] {
+		add("pki.nodeName %q is the node of no etcd member (give etcd.members[].nodeName)", c.PKI.NodeName)
+	}
+	for _, m := range c.Etcd.Members {
+		if m.NodeName == c.PKI.NodeName {
+			c.PKI.AdvertiseAddress = m.AdvertiseAddress
+		}
+	}
+}
+
+// validateEndpoint checks the control-plane endpoint, given in either place.
+func (c *Config) validateEndpoint(add func(string, ...any)) {
+	n, p := c.Networking.ControlPlaneEndpoint, c.PKI.ControlPlaneEndpoint
+	switch {
+	case n != "" && p != "" && n != p:
+		add("networking.controlPlaneEndpoint %q and pki.controlPlaneEndpoint %q differ: give one", n, p)
+	case n == "":
+		c.Networking.ControlPlaneEndpoint = p
+	}
+	c.PKI.ControlPlaneEndpoint = c.Networking.ControlPlaneEndpoint
+	if e := c.Networking.ControlPlaneEndpoint; e != "" {
+		host, port, err := net.SplitHostPort(e)
+		if err != nil {
+			host, port = e, "6443"
+		}
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil || host == "" ||
+			(len(validation.IsDNS1123Subdomain(host)) > 0 && net.ParseIP(host) == nil) {
+			add("networking.controlPlaneEndpoint %q is not host[:port]", e)
+		}
+	}
+}
+
+// Node is one control-plane node of the rebuild: its etcd member, node
+// name and advertise address.
+type Node = Member
+
+// Nodes are the control-plane nodes, in member order (after Validate).
+func (c *Config) Nodes() []Node { return c.Etcd.Members }
+
 // InitialCluster is etcd's --initial-cluster for the members.
 func (c *Config) InitialCluster() string {
 	var parts []string
@@ -220,6 +313,14 @@ func (c *Config) InitialCluster() string {
 // RuleOptions are the rule options this configuration selects.
 func (c *Config) RuleOptions() rules.Options {
 	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions}
+	// The control plane at its (possibly new) addresses and endpoint: the
+	// control-plane-address rule moves what the snapshot records.
+	o.ControlPlaneEndpoint = c.Networking.ControlPlaneEndpoint
+	for _, n := range c.Nodes() {
+		if n.NodeName != "" && n.AdvertiseAddress != "" {
+			o.ControlPlaneAddresses = append(o.ControlPlaneAddresses, n.NodeName+"="+n.AdvertiseAddress)
+		}
+	}
 	if c.ServiceAccountTokens != "keep" {
 		o.SATokens = c.ServiceAccountTokens
 	}

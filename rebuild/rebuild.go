@@ -3,16 +3,15 @@ package rebuild
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
@@ -44,8 +43,19 @@ type Report struct {
 	Plan      *rules.Plan           `json:"plan,omitempty"`
 	Leftovers *rules.LeftoverReport `json:"leftovers,omitempty"`
 	Members   []MemberResult        `json:"members"`
-	PKI       []pki.Result          `json:"pki"`
-	Manifests []string              `json:"manifests,omitempty"`
+	// Nodes are the control-plane nodes, one bundle directory each.
+	Nodes []NodeResult `json:"nodes"`
+	// ClusterConfiguration says what was carried over from the snapshot's
+	// kubeadm-config (or that it has none).
+	ClusterConfiguration []string `json:"clusterConfiguration,omitempty"`
+	// MissingFiles are files the manifests name that the bundle does not
+	// hold: put them on every control-plane node before starting it.
+	MissingFiles []MissingFile `json:"missingFiles,omitempty"`
+	// OldAddresses are the resources whose values still hold a moved
+	// control-plane node's old address after the rules.
+	OldAddresses []AddressLeftover `json:"oldControlPlaneAddresses,omitempty"`
+	PKI          []pki.Result      `json:"pki"`
+	Manifests    []string          `json:"manifests,omitempty"`
 	// JoinCommand is how worker nodes rejoin when the CA changed (its token
 	// is in RUNBOOK.md, not here).
 	JoinCommand string `json:"joinCommand,omitempty"`
@@ -75,6 +85,12 @@ type run struct {
 	enc    *encryption.Config
 	token  *rules.BootstrapToken
 	caPEM  []byte
+	// cc is the snapshot's kubeadm ClusterConfiguration; nil when absent.
+	cc *ClusterConfiguration
+	// etcdPrefix is where the snapshot keeps the objects (its kube-apiserver's --etcd-prefix).
+	etcdPrefix string
+	// moved maps the recorded address of each node that moves to its new one.
+	moved map[netip.Addr]netip.Addr
 }
 
 func (r *run) logf(phase, format string, args ...any) {
@@ -117,6 +133,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
 		name string
 		fn   func(context.Context) error
 	}{
+		{"config", r.readConfig},
 		{"pki", r.newPKI},
 		{"transform", r.transform},
 		{"restore", r.restore},
@@ -136,82 +153,39 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
 		r.logf("rebuild", "dry run: the bundle was built and checked in a temporary directory and removed; nothing was written")
 		return r.report, nil
 	}
-	if _, err := os.Lstat(cfg.Output); err == nil {
-		if err := os.Remove(cfg.Output); err != nil { // empty, as checked
-			return nil, err
-		}
-	}
-	if err := os.Rename(tmp, cfg.Output); err != nil {
-		return nil, err
-	}
-	if err := fsutil.SyncDir(parent); err != nil {
+	if err := publish(tmp, cfg.Output); err != nil {
 		return nil, err
 	}
 	r.logf("rebuild", "bundle written to %s", cfg.Output)
 	return r.report, nil
 }
 
+// publish renames the finished bundle into place (output is missing or
+// empty, as checked) and syncs its parent.
+func publish(tmp, output string) error {
+	if _, err := os.Lstat(output); err == nil {
+		if err := os.Remove(output); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, output); err != nil {
+		return err
+	}
+	return fsutil.SyncDir(filepath.Dir(filepath.Clean(output)))
+}
+
 func (r *run) path(parts ...string) string {
 	return filepath.Join(append([]string{r.tmp}, parts...)...)
 }
 
-func (r *run) pkiConfig() pki.Config {
-	c := pki.Config{
-		CertDir: r.path(KubeDir, "pki"), ServiceCIDR: r.cfg.Networking.ServiceCIDR,
-		DNSDomain: r.cfg.Networking.DNSDomain, NodeName: r.cfg.PKI.NodeName,
-		AdvertiseAddress: r.cfg.PKI.AdvertiseAddress, ControlPlaneEndpoint: r.cfg.PKI.ControlPlaneEndpoint,
-		APIServerCertSANs: r.cfg.PKI.CertSANs, Now: r.opts.Now,
-	}
-	for _, m := range r.cfg.Etcd.Members {
-		c.EtcdMembers = append(c.EtcdMembers, pki.EtcdMember{Name: m.Name, PeerURL: m.PeerURL, ClientURL: m.ClientURL})
-	}
-	return c
-}
-
-// newPKI generates a whole new PKI first when there is none to reuse: the
-// cluster-info rule needs the new CA.
-func (r *run) newPKI(context.Context) error {
-	if !r.cfg.NewPKI() {
-		return nil
-	}
-	c := r.pkiConfig()
-	if c.ServiceCIDR == "" {
-		return errors.New("a new PKI needs networking.serviceSubnet (the apiserver certificate holds its first address)")
-	}
-	res, err := pki.GenerateAll(c)
-	if err != nil {
-		return err
-	}
-	k, err := pki.WriteKubeconfigs(c, r.path(KubeDir))
-	if err != nil {
-		return err
-	}
-	r.report.PKI = append(r.report.PKI, res, k)
-	if r.caPEM, err = os.ReadFile(r.path(KubeDir, "pki", "ca.crt")); err != nil {
-		return err
-	}
-	if r.report.CAHash, err = pki.CAHash(r.caPEM); err != nil {
-		return err
-	}
-	token, err := bootstraputil.GenerateBootstrapToken()
-	if err != nil {
-		return fmt.Errorf("generating a bootstrap token: %w", err)
-	}
-	id, secret, _ := strings.Cut(token, ".")
-	r.token = &rules.BootstrapToken{ID: id, Secret: secret}
-	r.report.JoinCommand = fmt.Sprintf("kubeadm join %s --token %s.<secret: see RUNBOOK.md> --discovery-token-ca-cert-hash %s", r.apiEndpoint(), id, r.report.CAHash)
-	r.logf("pki", "new PKI in %s, kubeconfigs in %s", KubeDir+"/pki", KubeDir)
-	return nil
-}
-
 func (r *run) apiEndpoint() string {
-	if e := r.cfg.PKI.ControlPlaneEndpoint; e != "" {
+	if e := r.cfg.Networking.ControlPlaneEndpoint; e != "" {
 		if !strings.Contains(e, ":") {
 			e += ":6443"
 		}
 		return e
 	}
-	return r.cfg.PKI.AdvertiseAddress + ":6443"
+	return net.JoinHostPort(r.firstNode().AdvertiseAddress, "6443")
 }
 
 func (r *run) transform(ctx context.Context) error {
@@ -227,10 +201,11 @@ func (r *run) transform(ctx context.Context) error {
 	}
 	scan := rules.NewLeftoverScan(plan)
 	scan.Encryption = r.enc
+	addrScan := newOldAddressScan(r.moved)
 	out := r.path(SnapshotFile)
 	rep, err := transform.Run(ctx, transform.Config{
 		Input: r.cfg.Snapshot, Output: out, SkipHashCheck: r.cfg.SkipHashCheck, Rules: rs,
-		Observers: []transform.Observer{scan}, Encryption: r.enc, Progress: r.opts.Progress,
+		Observers: []transform.Observer{scan, addrScan}, Encryption: r.enc, Progress: r.opts.Progress,
 		VerifyOutput: func(ctx context.Context, path, prefix string) error {
 			v, err := verify.Run(ctx, verify.Config{Path: path, EtcdPrefix: prefix, ServiceCIDR: r.cfg.Networking.ServiceCIDR,
 				PodNetworkCIDR: r.cfg.Networking.PodNetworkCIDR, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs,
@@ -245,6 +220,9 @@ func (r *run) transform(ctx context.Context) error {
 		return err
 	}
 	r.report.Transform = rep
+	if len(r.moved) > 0 {
+		r.report.OldAddresses = addrScan.report()
+	}
 	if plan.Service != nil || plan.Pod != nil {
 		r.report.Plan, r.report.Leftovers = plan, scan.Report()
 	}
@@ -269,43 +247,6 @@ func (r *run) restore(ctx context.Context) error {
 		r.report.Members = append(r.report.Members, MemberResult{Name: m.Name, DataDir: filepath.Join(EtcdDir, m.Name)})
 		r.logf("restore", "member %s into %s", m.Name, filepath.Join(EtcdDir, m.Name))
 	}
-	return nil
-}
-
-// renewCerts reuses an existing PKI: a copy of it in the bundle gets the
-// apiserver certificate for the new service CIDR and etcd certificates
-// for the new members. The source directory is only read.
-func (r *run) renewCerts(context.Context) error {
-	if r.cfg.NewPKI() {
-		return nil
-	}
-	dst := r.path(KubeDir, "pki")
-	if err := copyTree(r.cfg.PKI.Source, dst); err != nil {
-		return fmt.Errorf("copying %s: %w", r.cfg.PKI.Source, err)
-	}
-	c := r.pkiConfig()
-	if r.report.Plan != nil && r.report.Plan.Service != nil && c.ServiceCIDR != "" {
-		var old []string
-		for _, p := range r.report.Plan.Service.Old {
-			old = append(old, p.String())
-		}
-		c.OldServiceCIDR = strings.Join(old, ",")
-		if c.OldServiceCIDR != c.ServiceCIDR {
-			res, err := pki.RenewAPIServer(c)
-			if err != nil {
-				return err
-			}
-			r.report.PKI = append(r.report.PKI, res)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dst, "etcd", "ca.key")); err == nil {
-		res, err := pki.RenewEtcd(c)
-		if err != nil {
-			return err
-		}
-		r.report.PKI = append(r.report.PKI, res)
-	}
-	r.logf("certs", "reused the CA of %s; certificates reissued in %s", r.cfg.PKI.Source, KubeDir+"/pki")
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +21,11 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/internal/testfile"
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/rebuild"
 	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/state"
 )
 
 const samplePath = "../testdata/sample.db"
@@ -109,6 +112,10 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "bundle")
 	ms := members(t, 3)
+	for i := range ms {
+		ms[i].AdvertiseAddress = fmt.Sprintf("127.0.0.%d", i+1)
+	}
+	ms[1].NodeName = "node-b" // a node named otherwise than its member
 	rep, err := rebuild.Run(context.Background(), baseConfig(t, out, ms), rebuild.Options{Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +130,22 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	}
 	// The PKI: the apiserver certificate chains to the new CA and carries
 	// the new first service IP.
-	kdir := filepath.Join(out, rebuild.KubeDir)
+	// The sample's cp1 (10.0.0.10, also kubeadm-config's endpoint) is
+	// rebuilt at 127.0.0.1: the endpoint follows it.
+	checkNodes(t, out, ms, "127.0.0.1")
+	var left []string
+	for _, l := range rep.OldAddresses {
+		left = append(left, l.Resource)
+	}
+	// The Node keeps its InternalIP until its kubelet runs; mirror and
+	// other Pods on cp1 keep their status IPs; the rules moved the rest.
+	if !slices.Contains(left, "nodes") || slices.Contains(left, "configmaps") || slices.Contains(left, "endpoints") {
+		t.Errorf("old control-plane address left in %v", rep.OldAddresses)
+	}
+	if !slices.Contains(rep.ClusterConfiguration, "controlPlaneEndpoint 10.0.0.10:6443 -> 127.0.0.1:6443: its node moved (give networking.controlPlaneEndpoint to choose another)") {
+		t.Errorf("report: %q", rep.ClusterConfiguration)
+	}
+	kdir := filepath.Join(out, rebuild.KubeDir, "cp1")
 	ca := readCert(t, filepath.Join(kdir, "pki", "ca.crt"))
 	api := readCert(t, filepath.Join(kdir, "pki", "apiserver.crt"))
 	pool := x509.NewCertPool()
@@ -174,7 +196,7 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{filepath.Join(out, rebuild.EtcdDir, "cp2"), "/var/lib/kubelet/config.yaml", "clusterDNS: [172.24.0.10]",
-		"kubeadm join 127.0.0.1:6443 --token ", rep.CAHash, "kubectl delete pods --all"} {
+		"kubeadm join 127.0.0.1:6443 --token ", rep.CAHash, "Node `node-b` (127.0.0.2, etcd member `cp2`)", "kubectl delete pods --all"} {
 		if !strings.Contains(string(rb), want) {
 			t.Errorf("RUNBOOK.md does not say %q", want)
 		}
@@ -202,6 +224,19 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	resp, err := srvs[2].Client().Get(context.Background(), "/snapshift-test")
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("a write on cp1 is not read on cp3: %v", err)
+	}
+	// The control plane's recorded addresses moved with cp1.
+	eps := decode(t, srvs[0], "/registry/services/endpoints/default/kubernetes").(*corev1.Endpoints)
+	if ip := eps.Subsets[0].Addresses[0].IP; ip != "127.0.0.1" {
+		t.Errorf("kubernetes Endpoints at %s, want cp1's new address", ip)
+	}
+	kcm := decode(t, srvs[0], "/registry/configmaps/kube-system/kubeadm-config").(*corev1.ConfigMap)
+	if !strings.Contains(kcm.Data["ClusterConfiguration"], "controlPlaneEndpoint: 127.0.0.1:6443") {
+		t.Errorf("kubeadm-config:\n%s", kcm.Data["ClusterConfiguration"])
+	}
+	mp := decode(t, srvs[0], "/registry/pods/kube-system/kube-apiserver-cp1").(*corev1.Pod)
+	if a := mp.Annotations["kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"]; a != "127.0.0.1:6443" {
+		t.Errorf("mirror Pod annotation %s", a)
 	}
 	svc := decode(t, srvs[1], "/registry/services/specs/default/kubernetes").(*corev1.Service)
 	if svc.Spec.ClusterIP != "172.24.0.1" {
@@ -242,7 +277,8 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "etc-kubernetes")
-	ms := members(t, 1)
+	ms := members(t, 2)
+	ms[1].AdvertiseAddress = "127.0.0.2"
 	old := pki.Config{CertDir: filepath.Join(src, "pki"), ServiceCIDR: "192.168.0.0/16", NodeName: "cp1", AdvertiseAddress: "127.0.0.1"}
 	if _, err := pki.GenerateAll(old); err != nil {
 		t.Fatal(err)
@@ -265,7 +301,7 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	if after := snapshotTree(t, src); after != before {
 		t.Error("the source PKI or manifests changed")
 	}
-	kdir := filepath.Join(out, rebuild.KubeDir)
+	kdir := filepath.Join(out, rebuild.KubeDir, "cp1")
 	oldCA, _ := os.ReadFile(filepath.Join(src, "pki", "ca.crt"))
 	newCA, _ := os.ReadFile(filepath.Join(kdir, "pki", "ca.crt"))
 	if string(oldCA) != string(newCA) {
@@ -282,6 +318,26 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	if !strings.Contains(string(b), "172.24.0.0/16") || strings.Contains(string(b), "192.168.0.0/16") {
 		t.Errorf("kube-apiserver.yaml not rewritten:\n%s", b)
 	}
+	// The second node: the same CA, its own apiserver certificate and
+	// etcd certificates, its own flags; no kubeconfigs (the nodes keep theirs).
+	k2 := filepath.Join(out, rebuild.KubeDir, "cp2")
+	if ca2, _ := os.ReadFile(filepath.Join(k2, "pki", "ca.crt")); string(ca2) != string(oldCA) {
+		t.Error("cp2 does not hold the reused CA")
+	}
+	api2 := readCert(t, filepath.Join(k2, "pki", "apiserver.crt"))
+	if !containsIP(api2.IPAddresses, "127.0.0.2") || !containsIP(api2.IPAddresses, "172.24.0.1") || containsIP(api2.IPAddresses, "192.168.0.1") || !slices.Contains(api2.DNSNames, "cp2") {
+		t.Errorf("cp2 apiserver SANs %v %v", api2.DNSNames, api2.IPAddresses)
+	}
+	if p := readCert(t, filepath.Join(k2, "pki", "etcd", "peer.crt")); p.Subject.CommonName != "cp2" {
+		t.Errorf("cp2 etcd peer certificate is %s's", p.Subject.CommonName)
+	}
+	if _, err := os.Stat(filepath.Join(k2, "pki", "apiserver.crt.bak")); err == nil {
+		t.Error("cp2 holds a backup of cp1's apiserver certificate")
+	}
+	if _, err := os.Stat(filepath.Join(k2, "kubelet.conf")); err == nil {
+		t.Error("a planned migration wrote kubeconfigs")
+	}
+	checkManifests(t, k2, ms[1], ms)
 	srvs := startMembers(t, out, ms)
 	sec := decode(t, srvs[0], "/registry/secrets/kube-system/legacy-admin-token").(*corev1.Secret)
 	if len(sec.Data["token"]) == 0 {
@@ -321,6 +377,19 @@ func TestRefusals(t *testing.T) {
 	if _, err := os.Stat(out3); !os.IsNotExist(err) {
 		t.Error("a dry run wrote the bundle")
 	}
+}
+
+func readCertPEM(t *testing.T, b []byte) *x509.Certificate {
+	t.Helper()
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatal("no PEM block")
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func containsIP(ips []net.IP, s string) bool {
@@ -375,4 +444,31 @@ func snapshotTree(t *testing.T, dir string) string {
 		return nil
 	})
 	return b.String()
+}
+
+// TestCustomEtcdPrefix: a cluster that kept its objects under
+// --etcd-prefix /kubernetes.io is rebuilt under it: the restored member
+// holds the migrated objects there, and every node's kube-apiserver
+// manifest carries the flag, or the new apiserver would see an empty cluster.
+func TestCustomEtcdPrefix(t *testing.T) {
+	dir := t.TempDir()
+	in := testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "prefixed.db"), func(k string, v []byte) (string, []byte, error) {
+		return strings.Replace(k, state.DefaultPrefix, "/kubernetes.io/", 1), v, nil
+	})
+	out := filepath.Join(dir, "bundle")
+	ms := members(t, 1)
+	cfg := baseConfig(t, out, ms)
+	cfg.Snapshot = in
+	if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow}); err != nil {
+		t.Fatal(err)
+	}
+	api := podCommand(t, filepath.Join(out, rebuild.KubeDir, "cp1", "manifests", "kube-apiserver.yaml"))
+	if !slices.Contains(api, "--etcd-prefix=/kubernetes.io") {
+		t.Errorf("kube-apiserver command %v lacks --etcd-prefix=/kubernetes.io", api)
+	}
+	srv := startMembers(t, out, ms)[0]
+	svc, ok := decode(t, srv, "/kubernetes.io/services/specs/kube-system/kube-dns").(*corev1.Service)
+	if !ok || svc.Spec.ClusterIP != "172.24.0.10" {
+		t.Errorf("restored kube-dns under /kubernetes.io/: %+v", svc)
+	}
 }

@@ -13,7 +13,9 @@ import (
 // bootstrap token's secret (needed to join), so it is 0600 like the keys.
 func (r *run) writeRunbook(context.Context) error {
 	r.relocate()
-	os.Remove(r.path(KubeDir, "manifests-backup")) // only if empty: nothing was replaced
+	for _, n := range r.cfg.Nodes() {
+		os.Remove(r.nodePath(n, "manifests-backup")) // only if empty: nothing was replaced
+	}
 	if err := writeJSONFile(r.path(ReportFile), r.report); err != nil {
 		return err
 	}
@@ -56,9 +58,12 @@ func (r *run) runbookChanges(b *runbook) {
 		}
 	}
 	if c.NewPKI() {
-		b.w("- A new PKI (new cluster CA and new sa.key) in `%s/pki`, kubeconfigs in `%s`.", filepath.Join(out, KubeDir), filepath.Join(out, KubeDir))
+		b.w("- A new PKI (new cluster CA and new sa.key, the same in every node's directory); each control-plane node has its own serving certificates and kubeconfigs in `%s/<node>/`.", filepath.Join(out, KubeDir))
 	} else {
-		b.w("- Certificates reissued from the CA of `%s` in `%s/pki` (see report.json for every SAN).", c.PKI.Source, filepath.Join(out, KubeDir))
+		b.w("- Certificates reissued per node from the CA of `%s` in `%s/<node>/pki` (see report.json for every SAN).", c.PKI.Source, filepath.Join(out, KubeDir))
+	}
+	for _, n := range r.report.ClusterConfiguration {
+		b.w("- %s", n)
 	}
 	b.w("")
 }
@@ -81,29 +86,42 @@ func (r *run) runbookStop(b *runbook) {
 	b.w("")
 }
 
-// runbookInstall is step 3: put the bundle in place.
+// runbookInstall is step 3: each node's part of the bundle, in place.
 func (r *run) runbookInstall(b *runbook) {
 	c := r.cfg
 	out := c.Output
-	b.w("## 3. Put the bundle in place")
-	for _, m := range c.Etcd.Members {
-		b.w("On the node of etcd member `%s`:", m.Name)
+	b.w("## 3. Put the bundle in place, node by node")
+	b.w("Each control-plane node gets its own directory: its certificates, kubeconfigs and manifests carry its own name and address (the CAs and sa.key are the same in all). Do not copy one node's directory to another.")
+	b.w("")
+	for i, n := range r.report.Nodes {
+		b.w("### 3.%d Node `%s` (%s, etcd member `%s`)", i+1, n.Name, n.AdvertiseAddress, n.EtcdMember)
+		b.w("From the machine holding the bundle:")
 		b.w("```sh")
+		b.w("ssh root@%s mkdir -p /root/snapshift-rebuild/%s /root/snapshift-rebuild/%s", n.AdvertiseAddress, KubeDir, EtcdDir)
+		b.w("scp -rp %s root@%s:/root/snapshift-rebuild/%s/", filepath.Join(out, n.Dir), n.AdvertiseAddress, KubeDir)
+		b.w("scp -rp %s root@%s:/root/snapshift-rebuild/%s/", filepath.Join(out, EtcdDir, n.EtcdMember), n.AdvertiseAddress, EtcdDir)
+		b.w("```")
+		b.w("Then on `%s`:", n.Name)
+		b.w("```sh")
+		b.w("B=/root/snapshift-rebuild")
 		b.w("mv %s %s.before-rebuild", c.Etcd.DataDir, c.Etcd.DataDir)
-		b.w("cp -a %s %s && chmod 700 %s", filepath.Join(out, EtcdDir, m.Name), c.Etcd.DataDir, c.Etcd.DataDir)
+		b.w("cp -a $B/%s/%s %s && chmod 700 %s", EtcdDir, n.EtcdMember, c.Etcd.DataDir, c.Etcd.DataDir)
+		b.w("mkdir -p /etc/kubernetes/pki && cp -a $B/%s/pki/. /etc/kubernetes/pki/", n.Dir)
+		if c.NewPKI() {
+			b.w("cp -a $B/%s/*.conf /etc/kubernetes/", n.Dir)
+		}
+		for _, f := range n.Files {
+			b.w("install -D -m 0600 $B/%s %s", f.Bundle, f.Host)
+		}
+		b.w("mkdir -p /etc/kubernetes/manifests && cp -a $B/%s/manifests/. /etc/kubernetes/manifests/", n.Dir)
 		b.w("```")
 	}
-	b.w("On `%s` (and likewise on the other control-plane nodes):", c.PKI.NodeName)
-	b.w("```sh")
-	b.w("cp -a %s/pki/. /etc/kubernetes/pki/", filepath.Join(out, KubeDir))
-	if c.NewPKI() {
-		b.w("cp -a %s/*.conf /etc/kubernetes/", filepath.Join(out, KubeDir))
-	}
-	b.w("mkdir -p /etc/kubernetes/manifests && cp -a %s/manifests/. /etc/kubernetes/manifests/", filepath.Join(out, KubeDir))
-	b.w("```")
-	if len(c.Etcd.Members) > 1 {
-		b.w("Each other control-plane node needs its own etcd certificates and etcd.yaml for its member name and address:")
-		b.w("`snapshift certs --renew etcd --cert-dir /etc/kubernetes/pki --node-name <member> --apiserver-advertise-address <ip>` and the etcd flags in its manifest.")
+	if len(r.report.MissingFiles) > 0 {
+		b.w("### Files the manifests name that the bundle does not hold")
+		b.w("Put each on every control-plane node before starting it (they came from the cluster's kubeadm-config or manifests):")
+		for _, m := range r.report.MissingFiles {
+			b.w("- `%s` (%s %s)", m.Path, m.Component, m.Flag)
+		}
 	}
 	b.w("")
 }
@@ -113,7 +131,7 @@ func (r *run) runbookInstall(b *runbook) {
 func (r *run) runbookStart(b *runbook) {
 	b.w("## 4. Start the control plane")
 	b.w("```sh")
-	b.w("systemctl start kubelet        # on the control-plane nodes; all etcd members together")
+	b.w("systemctl start kubelet        # on every control-plane node, within a minute: etcd needs a quorum of its members")
 	b.w("kubectl --kubeconfig /etc/kubernetes/admin.conf get --raw /readyz")
 	b.w("```")
 	b.w("")
@@ -129,9 +147,16 @@ func (r *run) runbookStart(b *runbook) {
 		b.w("```")
 		b.w("")
 	}
-	b.w("## 6. Restart every pod")
-	b.w("Running pods keep their old addresses, resolv.conf and KUBERNETES_SERVICE_HOST; their tokens may be signed by an old key:")
+	b.w("## 6. Restart every pod, in stages")
+	b.w("Running pods keep their old addresses, resolv.conf and KUBERNETES_SERVICE_HOST; their tokens may be signed by an old key.")
+	b.w("Restart what the others need first, waiting for each stage to be Ready: the CNI, kube-proxy, cluster DNS, then the admission")
+	b.w("webhooks whose `failurePolicy` is `Fail` (until their own pods run, they reject the API calls that would recreate them), then the rest:")
 	b.w("```sh")
+	b.w("kubectl -n kube-system delete pods -l 'app in (flannel, calico-node, cilium, kube-router, weave-net)' --wait=false; kubectl -n kube-flannel delete pods --all --wait=false")
+	b.w("kubectl -n kube-system delete pods -l k8s-app=kube-proxy --wait=false")
+	b.w("kubectl -n kube-system delete pods -l k8s-app=kube-dns --wait=false")
+	b.w("kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.webhooks[*].failurePolicy}{\"\\t\"}{.webhooks[*].clientConfig.service.namespace}{\"\\n\"}{end}'")
+	b.w("#   restart the pods behind each Fail webhook's service first, then:")
 	b.w("kubectl delete pods --all --all-namespaces --wait=false")
 	b.w("```")
 	b.w("")
@@ -149,6 +174,10 @@ func (r *run) runbookFollowUp(b *runbook) {
 		b.w("kubeadm join %s --token %s.%s --discovery-token-ca-cert-hash %s", r.apiEndpoint(), r.token.ID, r.token.Secret, r.report.CAHash)
 		b.w("```")
 		b.w("The token expires in 24 hours (`kubeadm token create --print-join-command` makes another).")
+		b.w("Two traps: the restored Node object still says Ready, so `kubeadm join` refuses a node of the same name — `kubectl delete node <name>`")
+		b.w("first (its pods are recreated); and kubelets with serverTLSBootstrap ask for serving certificates: `kubectl get csr`, then")
+		b.w("`kubectl certificate approve <csr>` for each node's (else `kubectl logs`/`exec` fail with x509 errors).")
+		b.w("Hosts outside the cluster that run only flannel and kube-proxy with their own kubeconfigs need kubeconfigs signed by the new CA.")
 		b.w("")
 	}
 	if len(c.Networking.KeepServiceIPs) > 0 {
@@ -162,6 +191,14 @@ func (r *run) runbookFollowUp(b *runbook) {
 			b.w("- %s: %d keys (e.g. %s)", g.Resource, g.Keys, g.Examples[0].Key)
 		}
 		b.w("Pods, Endpoints and EndpointSlices are recreated by step 6 and their controllers; custom resources (CNI pools) and host state (`/run/flannel/subnet.env`, `cni0`) are yours to update.")
+		b.w("")
+	}
+	if lo := r.report.OldAddresses; len(lo) > 0 {
+		b.w("## 9b. Old control-plane addresses no rule moved")
+		for _, g := range lo {
+			b.w("- %s: %d keys (e.g. %s)", g.Resource, g.Keys, g.Example)
+		}
+		b.w("Nodes and Pods are updated by their kubelets once the nodes run at their new addresses; anything else (add-on configuration, webhooks, external load balancers) is yours to update.")
 		b.w("")
 	}
 	b.w("## 10. Check")

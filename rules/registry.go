@@ -20,6 +20,7 @@ type Options struct {
 	PodCIDROptions
 	SATokensOptions
 	ClusterInfoOptions
+	ControlPlaneOptions
 
 	// Now stamps objects the rules create. Default time.Now.
 	Now func() time.Time `json:"-"`
@@ -35,6 +36,7 @@ var registry = []Entry{
 	nodeLocalDNSEntry,
 	saTokensEntry,
 	clusterInfoEntry,
+	controlPlaneEntry,
 }
 
 // Entry is one registered rule: everything the CLI, the rebuild

@@ -80,8 +80,17 @@ func printRebuild(w io.Writer, r *rebuild.Report) {
 	for _, m := range r.Members {
 		fmt.Fprintf(w, "[restore] member %s: %s\n", m.Name, filepath.Join(r.Output, m.DataDir))
 	}
+	for _, n := range r.ClusterConfiguration {
+		fmt.Fprintf(w, "[config] %s\n", n)
+	}
 	for _, m := range r.Manifests {
 		fmt.Fprintf(w, "[manifests] %s\n", m)
+	}
+	for _, n := range r.Nodes {
+		fmt.Fprintf(w, "[node] %s (%s, etcd member %s): %s\n", n.Name, n.AdvertiseAddress, n.EtcdMember, filepath.Join(r.Output, n.Dir))
+	}
+	for _, m := range r.MissingFiles {
+		fmt.Fprintf(w, "[missing] %s %s=%s: not in the bundle; put it on every control-plane node\n", m.Component, m.Flag, m.Path)
 	}
 	if r.JoinCommand != "" {
 		fmt.Fprintf(w, "[join] %s\n", r.JoinCommand)

@@ -1,0 +1,233 @@
+package rebuild_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/internal/testfile"
+	"github.com/snapshift/snapshift/manifests"
+	"github.com/snapshift/snapshift/rebuild"
+)
+
+// The same cluster settings in kubeadm's two forms: v1beta3 (extraArgs a
+// map) and v1beta4 (a list). advertise-address and initial-cluster are
+// per-node values the rebuild must override.
+const (
+	clusterConfigV1beta3 = `apiVersion: kubeadm.k8s.io/v1beta3
+kind: ClusterConfiguration
+kubernetesVersion: v1.30.14
+controlPlaneEndpoint: cp.example.internal:6443
+networking: {serviceSubnet: 192.168.0.0/16, podSubnet: 10.244.0.0/16, dnsDomain: cluster.local}
+apiServer:
+  certSANs: [api.example.com, 203.0.113.7]
+  extraArgs:
+    audit-policy-file: /etc/kubernetes/audit/policy.yaml
+    audit-log-path: /var/log/kubernetes/audit.log
+    service-node-port-range: 30000-32000
+    oidc-ca-file: /etc/ssl/oidc/ca.pem
+    advertise-address: 10.9.9.9
+  extraVolumes:
+  - {name: audit, hostPath: /etc/kubernetes/audit, mountPath: /etc/kubernetes/audit, readOnly: true, pathType: DirectoryOrCreate}
+controllerManager:
+  extraArgs: {terminated-pod-gc-threshold: "100"}
+scheduler:
+  extraArgs: {bind-address: 0.0.0.0}
+etcd:
+  local:
+    dataDir: /var/lib/etcd
+    extraArgs: {quota-backend-bytes: "8589934592", initial-cluster: "old=https://10.9.9.9:2380"}
+    serverCertSANs: [etcd.example.internal]
+`
+	clusterConfigV1beta4 = `apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: v1.34.2
+controlPlaneEndpoint: cp.example.internal:6443
+networking: {serviceSubnet: 192.168.0.0/16, podSubnet: 10.244.0.0/16, dnsDomain: cluster.local}
+apiServer:
+  certSANs: [api.example.com, 203.0.113.7]
+  extraArgs:
+  - {name: audit-policy-file, value: /etc/kubernetes/audit/policy.yaml}
+  - {name: audit-log-path, value: /var/log/kubernetes/audit.log}
+  - {name: service-node-port-range, value: 30000-32000}
+  - {name: oidc-ca-file, value: /etc/ssl/oidc/ca.pem}
+  - {name: advertise-address, value: 10.9.9.9}
+  - {name: encryption-provider-config, value: /etc/kubernetes/secrets/enc.yaml}
+  extraVolumes:
+  - {name: audit, hostPath: /etc/kubernetes/audit, mountPath: /etc/kubernetes/audit, readOnly: true, pathType: DirectoryOrCreate}
+  - {name: secrets, hostPath: /etc/kubernetes/secrets, mountPath: /etc/kubernetes/secrets, readOnly: true, pathType: DirectoryOrCreate}
+controllerManager:
+  extraArgs: [{name: terminated-pod-gc-threshold, value: "100"}]
+scheduler:
+  extraArgs: [{name: bind-address, value: 0.0.0.0}]
+etcd:
+  local:
+    dataDir: /var/lib/etcd
+    extraArgs: [{name: quota-backend-bytes, value: "8589934592"}, {name: initial-cluster, value: "old=https://10.9.9.9:2380"}]
+    serverCertSANs: [etcd.example.internal]
+featureGates: {ControlPlaneKubeletLocalMode: true}
+`
+	encryptionConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [secrets]
+  providers:
+  - aescbc:
+      keys:
+      - {name: key1, secret: c25hcHNoaWZ0LXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmc=}
+  - identity: {}
+`
+)
+
+func TestParseClusterConfigurationBothForms(t *testing.T) {
+	for _, doc := range []string{clusterConfigV1beta3, clusterConfigV1beta4} {
+		cc, err := rebuild.ParseClusterConfiguration([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := cc.APIServer.ExtraArgs
+		if !slices.Contains(args, manifests.Arg{Name: "service-node-port-range", Value: "30000-32000"}) ||
+			!slices.Contains(cc.Etcd.Local.ExtraArgs, manifests.Arg{Name: "quota-backend-bytes", Value: "8589934592"}) ||
+			len(cc.APIServer.ExtraVolumes) == 0 || cc.APIServer.ExtraVolumes[0].MountPath != "/etc/kubernetes/audit" ||
+			!slices.Equal(cc.APIServer.CertSANs, []string{"api.example.com", "203.0.113.7"}) {
+			t.Errorf("%s: %+v", cc.APIVersion, cc)
+		}
+	}
+	// v1beta3's map is read sorted by name, as kubeadm writes it.
+	cc, _ := rebuild.ParseClusterConfiguration([]byte(clusterConfigV1beta3))
+	if !slices.IsSortedFunc(cc.APIServer.ExtraArgs, func(a, b manifests.Arg) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Errorf("v1beta3 extraArgs not sorted: %v", cc.APIServer.ExtraArgs)
+	}
+	if _, err := rebuild.ParseClusterConfiguration([]byte("apiVersion: kubeadm.k8s.io/v1beta2\nkind: ClusterConfiguration\n")); err == nil {
+		t.Error("v1beta2 accepted")
+	}
+	if _, err := rebuild.ParseClusterConfiguration([]byte("apiVersion: kubeadm.k8s.io/v1beta4\napiServer: {extraArgs: 3}\n")); err == nil {
+		t.Error("extraArgs: 3 accepted")
+	}
+}
+
+// withClusterConfiguration writes a copy of the sample whose kubeadm-config
+// holds doc, encoded as the apiserver stores a ConfigMap.
+func withClusterConfiguration(t *testing.T, doc, dst string) string {
+	t.Helper()
+	c := codec.New()
+	return testfile.RewriteLive(t, samplePath, dst, func(key string, value []byte) ([]byte, error) {
+		if key != "/registry/configmaps/kube-system/kubeadm-config" {
+			return value, nil
+		}
+		o, err := c.Decode(value)
+		if err != nil {
+			return nil, err
+		}
+		cm := o.Obj.(*corev1.ConfigMap).DeepCopy()
+		cm.Data["ClusterConfiguration"] = doc
+		o.Obj = cm
+		return c.Encode(o)
+	})
+}
+
+// TestCarriedClusterConfiguration: a DR rebuild of two nodes from a
+// snapshot whose kubeadm-config carries extraArgs, extraVolumes and SANs
+// (v1beta3 and v1beta4) and an encryption configuration: every node's
+// manifests carry the cluster's flags with its own per-node values, the
+// encryption config is in the bundle (0600) and mounted, the files the
+// bundle lacks are listed.
+func TestCarriedClusterConfiguration(t *testing.T) {
+	for _, tc := range []struct{ name, doc, encPath string }{
+		{"v1beta3", clusterConfigV1beta3, rebuild.DefaultEncryptionConfigPath},
+		{"v1beta4", clusterConfigV1beta4, "/etc/kubernetes/secrets/enc.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			enc := filepath.Join(dir, "enc.yaml")
+			if err := os.WriteFile(enc, []byte(encryptionConfig), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ms := members(t, 2)
+			ms[0].AdvertiseAddress, ms[1].AdvertiseAddress = "127.0.0.1", "127.0.0.2"
+			cfg := baseConfig(t, filepath.Join(dir, "bundle"), ms)
+			cfg.Snapshot = withClusterConfiguration(t, tc.doc, filepath.Join(dir, "in.db"))
+			cfg.EncryptionConfig = enc
+			rep, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms {
+				checkCarried(t, filepath.Join(dir, "bundle"), m, tc.encPath)
+			}
+			var missing []string
+			for _, f := range rep.MissingFiles {
+				missing = append(missing, f.Flag+"="+f.Path)
+			}
+			want := []string{"--audit-policy-file=/etc/kubernetes/audit/policy.yaml", "--oidc-ca-file=/etc/ssl/oidc/ca.pem"}
+			if !slices.Equal(missing, want) {
+				t.Errorf("missing files %v, want %v", missing, want)
+			}
+			rb, _ := os.ReadFile(filepath.Join(dir, "bundle", rebuild.RunbookFile))
+			for _, w := range []string{"`/etc/ssl/oidc/ca.pem` (kube-apiserver --oidc-ca-file)", "install -D -m 0600 $B/kubernetes/cp2/"} {
+				if !strings.Contains(string(rb), w) {
+					t.Errorf("RUNBOOK.md does not say %q", w)
+				}
+			}
+		})
+	}
+}
+
+func checkCarried(t *testing.T, out string, m rebuild.Member, encPath string) {
+	t.Helper()
+	dir := filepath.Join(out, rebuild.KubeDir, m.Name)
+	b, err := os.ReadFile(filepath.Join(dir, "manifests", "kube-apiserver.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := yaml.UnmarshalStrict(b, &pod); err != nil {
+		t.Fatal(err)
+	}
+	api := pod.Spec.Containers[0].Command
+	for _, f := range []string{"--audit-policy-file=/etc/kubernetes/audit/policy.yaml", "--service-node-port-range=30000-32000",
+		"--oidc-ca-file=/etc/ssl/oidc/ca.pem", "--advertise-address=" + m.AdvertiseAddress, "--encryption-provider-config=" + encPath,
+		"--service-cluster-ip-range=172.24.0.0/16"} {
+		if !slices.Contains(api, f) {
+			t.Errorf("%s kube-apiserver: no %s in %v", m.Name, f, api)
+		}
+	}
+	if slices.Contains(api, "--advertise-address=10.9.9.9") {
+		t.Errorf("%s: kubeadm-config's advertise-address kept", m.Name)
+	}
+	mountedAt := map[string]bool{}
+	for _, vm := range pod.Spec.Containers[0].VolumeMounts {
+		mountedAt[vm.MountPath] = true
+	}
+	if !mountedAt["/etc/kubernetes/audit"] || !mountedAt[filepath.Dir(encPath)] {
+		t.Errorf("%s: mounts %v", m.Name, mountedAt)
+	}
+	rel, _ := filepath.Rel("/etc/kubernetes", encPath)
+	if st, err := os.Stat(filepath.Join(dir, rel)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: encryption config in the bundle: %v %v", m.Name, st, err)
+	} else if got, _ := os.ReadFile(filepath.Join(dir, rel)); string(got) != encryptionConfig {
+		t.Errorf("%s: encryption config differs", m.Name)
+	}
+	if !slices.Contains(podCommand(t, filepath.Join(dir, "manifests", "kube-controller-manager.yaml")), "--terminated-pod-gc-threshold=100") ||
+		!slices.Contains(podCommand(t, filepath.Join(dir, "manifests", "kube-scheduler.yaml")), "--bind-address=0.0.0.0") {
+		t.Errorf("%s: controller-manager or scheduler extraArgs not carried", m.Name)
+	}
+	etcd := podCommand(t, filepath.Join(dir, "manifests", "etcd.yaml"))
+	if !slices.Contains(etcd, "--quota-backend-bytes=8589934592") || slices.Contains(etcd, "--initial-cluster=old=https://10.9.9.9:2380") {
+		t.Errorf("%s: etcd %v", m.Name, etcd)
+	}
+	api2 := readCert(t, filepath.Join(dir, "pki", "apiserver.crt"))
+	if !slices.Contains(api2.DNSNames, "api.example.com") || !slices.Contains(api2.DNSNames, "cp.example.internal") || !containsIP(api2.IPAddresses, "203.0.113.7") {
+		t.Errorf("%s: apiserver SANs %v %v", m.Name, api2.DNSNames, api2.IPAddresses)
+	}
+	if srv := readCert(t, filepath.Join(dir, "pki", "etcd", "server.crt")); !slices.Contains(srv.DNSNames, "etcd.example.internal") {
+		t.Errorf("%s: etcd server SANs %v", m.Name, srv.DNSNames)
+	}
+}

@@ -1,0 +1,408 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/option"
+	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/transform"
+)
+
+// NameControlPlaneAddress is the control-plane-address rule.
+const NameControlPlaneAddress = "control-plane-address"
+
+// Where the control plane's addresses are recorded in a kubeadm cluster.
+const (
+	prefixMasterLeases        = "/registry/masterleases/"
+	prefixAPIServerMirrorPods = "/registry/pods/kube-system/kube-apiserver-"
+	// apiServerEndpointAnnotation is kubeadm's
+	// kube-apiserver.advertise-address.endpoint on the mirror Pods.
+	apiServerEndpointAnnotation = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
+)
+
+// ControlPlaneOptions are the control-plane-address rule's options: the
+// control plane restored onto machines with other addresses.
+type ControlPlaneOptions struct {
+	// ControlPlaneEndpoint is the new shared endpoint, host[:port]
+	// (kubeadm's controlPlaneEndpoint). Empty: the recorded one, with its
+	// host moved when it is a moved node's address.
+	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
+	// ControlPlaneAddresses are "<node>=<new IP>" for the control-plane
+	// nodes; a node whose recorded address is already that is left alone.
+	ControlPlaneAddresses []string `json:"controlPlaneAddresses,omitempty"`
+}
+
+var controlPlaneEntry = Entry{
+	Name:    NameControlPlaneAddress,
+	Summary: "move the control plane to new addresses: kubeadm-config, cluster-info and kube-proxy servers, the kubernetes Endpoints/EndpointSlice, mirror Pod annotations; stale master leases deleted",
+	Touches: []string{"configmaps kube-system/kubeadm-config, kube-system/kube-proxy, kube-public/cluster-info (endpoint and addresses as scalars)",
+		"endpoints and endpointslices default/kubernetes", "pods kube-system/kube-apiserver-<node> (advertise-address annotation)",
+		"masterleases (deleted for moved addresses)"},
+	Enabled:  func(o *Options) bool { return o.ControlPlaneEndpoint != "" || len(o.ControlPlaneAddresses) > 0 },
+	Validate: func(o *Options) error { _, err := o.ControlPlaneOptions.parse(); return err },
+	New: func(o Options, _ *Plan) transform.Rule {
+		m, _ := o.ControlPlaneOptions.parse()
+		return &ControlPlaneAddress{opts: o.ControlPlaneOptions, nodes: m}
+	},
+	Example: func() Options {
+		return Options{ControlPlaneOptions: ControlPlaneOptions{ControlPlaneEndpoint: "k8s-api.internal:6443", ControlPlaneAddresses: []string{"cp1=10.1.0.10"}}}
+	},
+	Options: func(o *Options) []Option {
+		return []Option{
+			{Field: "ControlPlaneEndpoint", Name: "control-plane-endpoint", CLI: true, Config: "networking.controlPlaneEndpoint",
+				Usage: "the control plane's new shared endpoint, host[:port] (kubeadm's controlPlaneEndpoint)", Value: &o.ControlPlaneEndpoint},
+			{Field: "ControlPlaneAddresses", Name: "control-plane-address", CLI: true, Config: "etcd.members[].advertiseAddress",
+				Usage: "a control-plane node's new address, <node>=<IP> (repeatable)", Value: &o.ControlPlaneAddresses},
+		}
+	},
+}
+
+// parse checks the options and returns node -> new address.
+func (o ControlPlaneOptions) parse() (map[string]netip.Addr, error) {
+	if e := o.ControlPlaneEndpoint; e != "" {
+		if _, _, err := splitHostPort(e); err != nil {
+			return nil, option.Errorf("ControlPlaneEndpoint", "{} %q: %v", e, err)
+		}
+	}
+	out := map[string]netip.Addr{}
+	seen := map[netip.Addr]string{}
+	for _, s := range o.ControlPlaneAddresses {
+		node, ip, ok := strings.Cut(s, "=")
+		a, err := netip.ParseAddr(ip)
+		if !ok || node == "" || err != nil || a.Zone() != "" {
+			return nil, option.Errorf("ControlPlaneAddresses", "{} %q is not <node>=<IP>", s)
+		}
+		if prev, dup := seen[a]; dup && prev != node {
+			return nil, option.Errorf("ControlPlaneAddresses", "{}: %s and %s cannot both move to %s", prev, node, a)
+		}
+		seen[a], out[node] = node, a.Unmap()
+	}
+	return out, nil
+}
+
+// splitHostPort parses "host" or "host:port" ("[v6]:port"); port "" when absent.
+func splitHostPort(e string) (host, port string, err error) {
+	host, port, err = net.SplitHostPort(e)
+	if err != nil {
+		host, port = e, ""
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return "", "", fmt.Errorf("port %q is not in 1-65535", port)
+		}
+	}
+	if host == "" || strings.ContainsAny(host, "/ ") {
+		return "", "", fmt.Errorf("%q is not host[:port]", e)
+	}
+	return host, port, nil
+}
+
+// ControlPlaneAddress moves the control plane to new addresses, consistently:
+// every copy of a moved node's address and of the control-plane endpoint.
+type ControlPlaneAddress struct {
+	opts  ControlPlaneOptions
+	nodes map[string]netip.Addr
+	// addrs maps each moved node's recorded address to its new one;
+	// endpoint maps the recorded control-plane endpoint to the new one.
+	addrs          map[netip.Addr]netip.Addr
+	known          map[netip.Addr]bool // every recorded control-plane address, moved or not
+	oldEP, newEP   string
+	leasesToDelete map[string]bool
+	notes          []string
+}
+
+func (r *ControlPlaneAddress) Name() string { return NameControlPlaneAddress }
+
+func (r *ControlPlaneAddress) Prefixes() []string {
+	return []string{state.KeyKubeadmConfig, state.KeyKubeProxy, keyClusterInfo, keyKubernetesEndpoints,
+		keyKubernetesEndpointSlice, prefixMasterLeases, prefixAPIServerMirrorPods}
+}
+
+func (r *ControlPlaneAddress) Notes() []string { return r.notes }
+
+// Prepare finds each node's recorded address (its kube-apiserver mirror
+// Pod's advertise-address annotation, else its Node's InternalIP) and the
+// recorded control-plane endpoint.
+func (r *ControlPlaneAddress) Prepare(_ context.Context, v *state.View) error {
+	r.addrs, r.leasesToDelete, r.known = map[netip.Addr]netip.Addr{}, map[string]bool{}, map[netip.Addr]bool{}
+	names := make([]string, 0, len(r.nodes))
+	for n := range r.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, node := range names {
+		old, err := recordedAddress(v, node)
+		if err != nil {
+			return err
+		}
+		if old.IsValid() {
+			r.known[old] = true
+		}
+		switch {
+		case !old.IsValid():
+			r.notes = append(r.notes, fmt.Sprintf("node %s: no recorded address in the snapshot (a new node): nothing to move", node))
+		case old != r.nodes[node]:
+			r.addrs[old] = r.nodes[node]
+			r.leasesToDelete[prefixMasterLeases+old.String()] = true
+			r.notes = append(r.notes, fmt.Sprintf("node %s: %s -> %s", node, old, r.nodes[node]))
+		}
+	}
+	ep, err := recordedEndpoint(v)
+	if err != nil {
+		return err
+	}
+	r.oldEP, r.newEP = ep, r.opts.ControlPlaneEndpoint
+	if r.newEP == "" && ep != "" {
+		r.newEP = r.mapHostPort(ep)
+	}
+	if r.newEP != "" && r.oldEP != "" && r.newEP != r.oldEP {
+		r.notes = append(r.notes, fmt.Sprintf("control-plane endpoint %s -> %s: make the new name or address reach the API servers (DNS, load balancer) before the nodes start", r.oldEP, r.newEP))
+	}
+	return nil
+}
+
+// recordedAddress is a node's API server address as the snapshot records it.
+func recordedAddress(v *state.View, node string) (netip.Addr, error) {
+	if o, ok, err := v.Get(prefixAPIServerMirrorPods + node); err != nil {
+		return netip.Addr{}, err
+	} else if ok {
+		if p, isPod := o.Value.Obj.(*corev1.Pod); isPod {
+			if host, _, err := net.SplitHostPort(p.Annotations[apiServerEndpointAnnotation]); err == nil {
+				if a, err := netip.ParseAddr(host); err == nil {
+					return a.Unmap(), nil
+				}
+			}
+		}
+	}
+	o, ok, err := v.Get(state.PrefixNodes + node)
+	if err != nil || !ok {
+		return netip.Addr{}, err
+	}
+	if n, isNode := o.Value.Obj.(*corev1.Node); isNode {
+		for _, a := range n.Status.Addresses {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP {
+				return ip.Unmap(), nil
+			}
+		}
+	}
+	return netip.Addr{}, nil
+}
+
+// recordedEndpoint is kubeadm-config's controlPlaneEndpoint ("" when absent).
+func recordedEndpoint(v *state.View) (string, error) {
+	o, ok, err := v.Get(state.KeyKubeadmConfig)
+	if err != nil || !ok {
+		return "", err
+	}
+	cm, isCM := o.Value.Obj.(*corev1.ConfigMap)
+	if !isCM {
+		return "", nil
+	}
+	var cc struct {
+		ControlPlaneEndpoint string `json:"controlPlaneEndpoint"`
+	}
+	if err := yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc); err != nil {
+		return "", fmt.Errorf("%s: ClusterConfiguration: %w", state.KeyKubeadmConfig, err)
+	}
+	return cc.ControlPlaneEndpoint, nil
+}
+
+// mapAddr is a moved node's new address.
+func (r *ControlPlaneAddress) mapAddr(a netip.Addr) (netip.Addr, bool) {
+	n, ok := r.addrs[a.Unmap()]
+	return n, ok
+}
+
+// mapHostPort maps "host:port" or "host" whose host is a moved address.
+func (r *ControlPlaneAddress) mapHostPort(s string) string {
+	host, port, err := splitHostPort(s)
+	if err != nil {
+		return s
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return s
+	}
+	n, ok := r.mapAddr(a)
+	if !ok {
+		return s
+	}
+	if port == "" {
+		return n.String()
+	}
+	return net.JoinHostPort(n.String(), port)
+}
+
+// mapScalar maps one configuration scalar: the endpoint (as host:port or
+// in an https URL), or a moved address alone, as host:port or in a URL.
+func (r *ControlPlaneAddress) mapScalar(s string) (string, bool) {
+	if r.oldEP != "" && r.newEP != "" && s == r.oldEP {
+		return r.newEP, r.newEP != s
+	}
+	if u, err := url.Parse(s); err == nil && u.Scheme == "https" && u.Host != "" && u.Path == "" {
+		u.Host = r.mapServer(u)
+		return u.String(), u.String() != s
+	}
+	if n := r.mapHostPort(s); n != s {
+		return n, true
+	}
+	return s, false
+}
+
+// mapServer is the new host[:port] of an API server URL (kube-proxy's and
+// cluster-info's kubeconfig): the new endpoint when one is given and the
+// URL names the recorded endpoint or a control-plane node's address, else
+// the URL's host moved with its node.
+func (r *ControlPlaneAddress) mapServer(u *url.URL) string {
+	host := u.Hostname()
+	a, err := netip.ParseAddr(host)
+	names := u.Host == r.oldEP || host == r.oldEP || (err == nil && r.known[a.Unmap()])
+	if r.opts.ControlPlaneEndpoint == "" || !names {
+		return r.mapHostPort(u.Host)
+	}
+	if _, port, _ := splitHostPort(r.newEP); port == "" && u.Port() != "" {
+		h, _, _ := splitHostPort(r.newEP)
+		return net.JoinHostPort(strings.Trim(h, "[]"), u.Port())
+	}
+	return r.newEP
+}
+
+// Apply edits one object.
+func (r *ControlPlaneAddress) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
+	switch {
+	case obj.Key == state.KeyKubeadmConfig || obj.Key == state.KeyKubeProxy || obj.Key == keyClusterInfo:
+		return r.configMap(obj)
+	case obj.Key == keyKubernetesEndpoints:
+		return r.endpoints(obj)
+	case obj.Key == keyKubernetesEndpointSlice:
+		return r.endpointSlice(obj)
+	case strings.HasPrefix(obj.Key, prefixMasterLeases):
+		if r.leasesToDelete[obj.Key] {
+			return transform.Result{Action: transform.Delete, Changes: []transform.Change{{Field: "master lease", Old: strings.TrimPrefix(obj.Key, prefixMasterLeases)}}}, nil
+		}
+	case strings.HasPrefix(obj.Key, prefixAPIServerMirrorPods):
+		return r.mirrorPod(obj)
+	}
+	return transform.Result{}, nil
+}
+
+func (r *ControlPlaneAddress) configMap(obj *state.Object) (transform.Result, error) {
+	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
+	if !ok {
+		return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
+	}
+	keys := make([]string, 0, len(cm.Data))
+	for k := range cm.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var changes []transform.Change
+	for _, k := range keys {
+		doc, ch, err := editScalars(cm.Data[k], r.mapScalar)
+		if err != nil {
+			return transform.Result{}, fmt.Errorf("data[%s]: %w", k, err)
+		}
+		for _, c := range ch {
+			c.Field = "data[" + k + "] " + c.Field
+			changes = append(changes, c)
+		}
+		cm.Data[k] = doc
+	}
+	if len(changes) == 0 {
+		return transform.Result{}, nil
+	}
+	if obj.Key == keyClusterInfo {
+		r.notes = append(r.notes, "cluster-info's server moved: kube-controller-manager's bootstrap signer re-signs it (jws-kubeconfig-*)")
+	}
+	return transform.Result{Action: transform.Replace, Changes: changes}, nil
+}
+
+func (r *ControlPlaneAddress) endpoints(obj *state.Object) (transform.Result, error) {
+	ep, ok := obj.Value.Obj.(*corev1.Endpoints)
+	if !ok {
+		return transform.Result{}, fmt.Errorf("stored object is %s, not Endpoints", obj.Value.GVK)
+	}
+	var changes []transform.Change
+	for i := range ep.Subsets {
+		for j := range ep.Subsets[i].Addresses {
+			a := &ep.Subsets[i].Addresses[j]
+			if n, ok := r.mapString(a.IP); ok {
+				changes = append(changes, transform.Change{Field: fmt.Sprintf("subsets[%d].addresses[%d].ip", i, j), Old: a.IP, New: n})
+				a.IP = n
+			}
+		}
+	}
+	return replaceIf(changes), nil
+}
+
+func (r *ControlPlaneAddress) endpointSlice(obj *state.Object) (transform.Result, error) {
+	es, ok := obj.Value.Obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return transform.Result{}, fmt.Errorf("stored object is %s, not an EndpointSlice", obj.Value.GVK)
+	}
+	var changes []transform.Change
+	for i := range es.Endpoints {
+		for j, s := range es.Endpoints[i].Addresses {
+			if n, ok := r.mapString(s); ok {
+				changes = append(changes, transform.Change{Field: fmt.Sprintf("endpoints[%d].addresses[%d]", i, j), Old: s, New: n})
+				es.Endpoints[i].Addresses[j] = n
+			}
+		}
+	}
+	return replaceIf(changes), nil
+}
+
+func (r *ControlPlaneAddress) mirrorPod(obj *state.Object) (transform.Result, error) {
+	p, ok := obj.Value.Obj.(*corev1.Pod)
+	if !ok {
+		return transform.Result{}, fmt.Errorf("stored object is %s, not a Pod", obj.Value.GVK)
+	}
+	old, has := p.Annotations[apiServerEndpointAnnotation]
+	if n := r.mapHostPort(old); has && n != old {
+		p.Annotations[apiServerEndpointAnnotation] = n
+		return transform.Result{Action: transform.Replace, Changes: []transform.Change{{Field: "metadata.annotations[" + apiServerEndpointAnnotation + "]", Old: old, New: n}}}, nil
+	}
+	return transform.Result{}, nil
+}
+
+func (r *ControlPlaneAddress) mapString(s string) (string, bool) {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return s, false
+	}
+	n, ok := r.mapAddr(a)
+	if !ok {
+		return s, false
+	}
+	return n.String(), true
+}
+
+func replaceIf(changes []transform.Change) transform.Result {
+	if len(changes) == 0 {
+		return transform.Result{}
+	}
+	return transform.Result{Action: transform.Replace, Changes: slices.Clip(changes)}
+}
+
+// RecordedAPIServerAddress is a control-plane node's API server address as
+// a snapshot records it: its kube-apiserver mirror Pod's advertise-address
+// annotation, else its Node's InternalIP; invalid when neither is there.
+// The View must hold the node's mirror Pod and Node keys.
+func RecordedAPIServerAddress(v *state.View, node string) (netip.Addr, error) {
+	return recordedAddress(v, node)
+}
+
+// ControlPlaneRecordPrefixes are the keys RecordedAPIServerAddress reads.
+var ControlPlaneRecordPrefixes = []string{prefixAPIServerMirrorPods, state.PrefixNodes}
