@@ -33,6 +33,7 @@ var registry = []Entry{
 	podCIDREntry,
 	clusterConfigEntry,
 	nodeLocalDNSEntry,
+	calicoEntry,
 	saTokensEntry,
 	clusterInfoEntry,
 }
