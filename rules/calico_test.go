@@ -22,6 +22,7 @@ import (
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/etcdtest"
+	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 )
@@ -390,5 +391,52 @@ func checkAffinitiesAndHandles(t *testing.T, c *codec.Codec, live map[string][]b
 	}
 	if affs != len(blocks) || handles != len(handleBlocks) {
 		t.Errorf("%d affinities for %d blocks, %d handles for %d allocating handles", affs, len(blocks), handles, len(handleBlocks))
+	}
+}
+
+// TestCalicoSample migrates the sample's pod range and reads its Calico
+// state back from a restored etcd: the pool moved, each node's block and
+// affinity is renamed after its new CIDR, and every pod's address is still
+// allocated, at its offset, to the same handle.
+func TestCalicoSample(t *testing.T) {
+	t.Parallel()
+	m := migrateSample(t, rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}, Now: nowFunc})
+	live := map[string][]byte{}
+	for k, kv := range m.etcd {
+		if strings.HasPrefix(k, "/registry/") {
+			live[k] = kv.Value
+		}
+	}
+	got := readCalico(t, m.c, live)
+	if got.pools[newPodCIDR.String()] != "default-ipv4-ippool" || len(got.pools) != 1 {
+		t.Errorf("IPPools after the move: %v, want default-ipv4-ippool at %s", got.pools, newPodCIDR)
+	}
+	n := 0
+	for c, allocs := range sample.CalicoBlocks() {
+		old := netip.MustParsePrefix(c)
+		off, _ := cidr.Offset(oldPodCIDR, old.Addr())
+		nb, _ := cidr.AddrAt(newPodCIDR, off)
+		newBlock := netip.PrefixFrom(nb, old.Bits())
+		if _, ok := m.etcd["/registry/crd.projectcalico.org/ipamblocks/"+calicoName(newBlock)]; !ok {
+			t.Errorf("block %s: no IPAMBlock %s after the move", c, calicoName(newBlock))
+		}
+		if _, ok := m.etcd["/registry/crd.projectcalico.org/ipamblocks/"+calicoName(old)]; ok {
+			t.Errorf("block %s: the old IPAMBlock is still there", c)
+		}
+		for _, a := range allocs {
+			off, _ := cidr.Offset(oldPodCIDR, netip.MustParseAddr(a.IP))
+			want, _ := cidr.AddrAt(newPodCIDR, off)
+			found := false
+			for _, as := range got.addrs {
+				found = found || slices.Contains(as, want)
+			}
+			if !found {
+				t.Errorf("pod %s/%s: %s is not allocated at %s after the move", a.Namespace, a.Pod, a.IP, want)
+			}
+			n++
+		}
+	}
+	if n == 0 || len(got.addrs) != n {
+		t.Errorf("%d handles allocate addresses after the move, want one per sample pod (%d)", len(got.addrs), n)
 	}
 }
