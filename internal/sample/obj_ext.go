@@ -26,8 +26,8 @@ type crdSpec struct {
 	Validation            *crdValidation  `json:"validation,omitempty"`
 	Subresources          json.RawMessage `json:"subresources,omitempty"`
 	Versions              []crdVersion    `json:"versions,omitempty"`
-	Conversion            *crdConversion `json:"conversion,omitempty"`
-	PreserveUnknownFields *bool          `json:"preserveUnknownFields,omitempty"`
+	Conversion            *crdConversion  `json:"conversion,omitempty"`
+	PreserveUnknownFields *bool           `json:"preserveUnknownFields,omitempty"`
 }
 
 type crdNames struct {
