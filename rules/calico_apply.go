@@ -152,10 +152,42 @@ func (r *Calico) applyHandle(obj *state.Object) (transform.Result, error) {
 	if err := unstructured.SetNestedMap(u.Object, out, "spec", "block"); err != nil {
 		return transform.Result{}, err
 	}
-	sort.Strings(olds)
-	sort.Strings(news)
+	changes := []transform.Change{{Field: "spec.block", Old: strings.Join(sorted(olds), ","), New: strings.Join(sorted(news), ",")}}
+	if renameManagedKeys(u, olds, news) {
+		changes = append(changes, transform.Change{Field: "metadata.managedFields", New: "spec.block keys updated"})
+	}
 	r.counts["IPAMHandle"]++
-	return transform.Result{Action: transform.Replace, Changes: []transform.Change{{Field: "spec.block", Old: strings.Join(olds, ","), New: strings.Join(news, ",")}}}, nil
+	return transform.Result{Action: transform.Replace, Changes: changes}, nil
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	sort.Strings(s)
+	return s
+}
+
+// renameManagedKeys renames the map keys server-side apply records for
+// spec.block ("f:10.244.1.0/26") in a custom resource's managedFields.
+func renameManagedKeys(u *unstructured.Unstructured, olds, news []string) bool {
+	entries, _, _ := unstructured.NestedSlice(u.Object, "metadata", "managedFields")
+	changed := false
+	for _, e := range entries {
+		em, _ := e.(map[string]any)
+		block, ok := nested(em, "fieldsV1", "f:spec", "f:block")
+		if !ok {
+			continue
+		}
+		for i, o := range olds {
+			if v, ok := block["f:"+o]; ok {
+				delete(block, "f:"+o)
+				block["f:"+news[i]], changed = v, true
+			}
+		}
+	}
+	if changed {
+		_ = unstructured.SetNestedSlice(u.Object, entries, "metadata", "managedFields")
+	}
+	return changed
 }
 
 // applyInstallation maps the operator Installation's pools, as asked
