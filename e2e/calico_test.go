@@ -62,7 +62,9 @@ func calicoObjects(cidr4, cidr6, p4, p6 string) []*unstructured.Unstructured {
 		}
 		return out
 	}
-	attr := func(h string, sec map[string]any) map[string]any { return map[string]any{"handle_id": h, "secondary": sec} }
+	attr := func(h string, sec map[string]any) map[string]any {
+		return map[string]any{"handle_id": h, "secondary": sec}
+	}
 	block := func(c, node string, size int, taken map[int]int64, attrs []any) *unstructured.Unstructured {
 		return obj("IPAMBlock", nameOf(c), map[string]any{"affinity": "host:" + node, "allocations": slots(size, taken), "attributes": attrs,
 			"cidr": c, "deleted": false, "sequenceNumber": int64(len(attrs)), "strictAffinity": false, "unallocated": free(size, taken)})
@@ -73,7 +75,9 @@ func calicoObjects(cidr4, cidr6, p4, p6 string) []*unstructured.Unstructured {
 	handle := func(h string, blocks map[string]any) *unstructured.Unstructured {
 		return obj("IPAMHandle", h, map[string]any{"block": blocks, "deleted": false, "handleID": h})
 	}
-	pod := func(ns, name, node string) map[string]any { return map[string]any{"namespace": ns, "node": node, "pod": name} }
+	pod := func(ns, name, node string) map[string]any {
+		return map[string]any{"namespace": ns, "node": node, "pod": name}
+	}
 	b4a, b4b, b6a := cidr4+"171.0/26", cidr4+"235.192/26", cidr6+"7a1b:2c3d:4e5f:6a40/122"
 	return []*unstructured.Unstructured{
 		obj("IPPool", "default-ipv4-ippool", map[string]any{"allowedUses": []any{"Workload", "Tunnel"}, "assignmentMode": "Automatic", "blockSize": int64(26), "cidr": p4,
