@@ -28,23 +28,7 @@ func TestCalicoStateMatchesThePods(t *testing.T) {
 	for _, n := range sample.Nodes() {
 		nodeCIDR[n.Name] = netip.MustParsePrefix(n.PodCIDR)
 	}
-	stored := map[string]map[string]any{}
-	crds := 0
-	for _, e := range objects(t) {
-		if strings.HasPrefix(e.Key, "/registry/apiextensions.k8s.io/customresourcedefinitions/") && strings.HasSuffix(e.Key, ".crd.projectcalico.org") {
-			crds++
-		}
-		if strings.HasPrefix(e.Key, "/registry/crd.projectcalico.org/") {
-			var m map[string]any
-			if err := json.Unmarshal(e.Value, &m); err != nil {
-				t.Fatalf("%s: %v", e.Key, err)
-			}
-			stored[e.Key] = m
-		}
-	}
-	if crds != 4 {
-		t.Errorf("%d Calico CRDs stored, want 4 (ippools, ipamblocks, blockaffinities, ipamhandles)", crds)
-	}
+	stored := calicoStored(t)
 	seen := 0
 	for c, allocs := range sample.CalicoBlocks() {
 		block := netip.MustParsePrefix(c)
@@ -83,4 +67,28 @@ func TestCalicoStateMatchesThePods(t *testing.T) {
 	if seen != 0 {
 		t.Errorf("the blocks allocate %d addresses more than the live Pods on the pod network hold", seen)
 	}
+}
+
+// calicoStored decodes the sample's Calico objects, by key, and checks
+// that Calico's four IPAM CRDs are stored.
+func calicoStored(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	stored := map[string]map[string]any{}
+	crds := 0
+	for _, e := range objects(t) {
+		if strings.HasPrefix(e.Key, "/registry/apiextensions.k8s.io/customresourcedefinitions/") && strings.HasSuffix(e.Key, ".crd.projectcalico.org") {
+			crds++
+		}
+		if strings.HasPrefix(e.Key, "/registry/crd.projectcalico.org/") {
+			var m map[string]any
+			if err := json.Unmarshal(e.Value, &m); err != nil {
+				t.Fatalf("%s: %v", e.Key, err)
+			}
+			stored[e.Key] = m
+		}
+	}
+	if crds != 4 {
+		t.Errorf("%d Calico CRDs stored, want 4 (ippools, ipamblocks, blockaffinities, ipamhandles)", crds)
+	}
+	return stored
 }
