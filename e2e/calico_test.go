@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +24,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/internal/etcdtest"
+	"github.com/snapshift/snapshift/internal/sample"
 	calicocrds "github.com/snapshift/snapshift/testdata/crds/calico"
 )
 
@@ -125,6 +128,7 @@ func TestCalico(t *testing.T) {
 	api := startAPIServer(ctx, t, bin, etcd, p, oldServiceCIDR, logDir)
 	installCalicoCRDs(ctx, t, api.dyn)
 	populateCalico(ctx, t, api)
+	checkSampleCRDs(ctx, t, etcd)
 	snap := filepath.Join(dir, "source.db")
 	if err := etcd.SaveSnapshot(ctx, snap); err != nil {
 		t.Fatal(err)
@@ -290,5 +294,45 @@ func judgeCalicoRest(ctx context.Context, t *testing.T, api *apiserver) {
 	}
 	if want := []string{"CALICO_IPV4POOL_CIDR=" + calicoNew4, "CALICO_IPV6POOL_CIDR=" + calicoNew6}; !slices.Equal(env, want) {
 		t.Errorf("calico-node env %v, want %v", env, want)
+	}
+}
+
+// checkSampleCRDs compares the CRDs kube-apiserver stored for Calico's
+// manifests with what internal/sample stores for the same manifests: the
+// spec and the status' names and versions must be the same bytes (the
+// sample's storage form of a CRD is only as real as this comparison).
+func checkSampleCRDs(ctx context.Context, t *testing.T, etcd *etcdtest.Server) {
+	t.Helper()
+	entries, err := sample.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type stored struct {
+		APIVersion string          `json:"apiVersion"`
+		Spec       json.RawMessage `json:"spec"`
+	}
+	n := 0
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Key, ".crd.projectcalico.org") {
+			continue
+		}
+		resp, err := etcd.Client().Get(ctx, e.Key)
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("%s: not stored by kube-apiserver (%v)", e.Key, err)
+		}
+		var real, ours stored
+		if err := json.Unmarshal(resp.Kvs[0].Value, &real); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(e.Value, &ours); err != nil {
+			t.Fatal(err)
+		}
+		if real.APIVersion != ours.APIVersion || !bytes.Equal(real.Spec, ours.Spec) {
+			t.Errorf("%s: the sample stores\n%s %s\nkube-apiserver stores\n%s %s", e.Key, ours.APIVersion, ours.Spec, real.APIVersion, real.Spec)
+		}
+		n++
+	}
+	if n != 4 {
+		t.Errorf("compared %d Calico CRDs with the sample's, want 4", n)
 	}
 }
