@@ -150,10 +150,12 @@ func (r *Calico) planPools(v *state.View) ([]string, error) {
 	}
 	var problems []string
 	for i, u := range us {
-		if loadBalancerPool(u) {
-			continue // addresses for Services, not pods
-		}
 		c, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
+		if p, err := netip.ParsePrefix(c); err == nil && loadBalancerPool(u) {
+			if _, _, where := r.m.place(p.Masked()); where == calicoOther {
+				continue // addresses for Services, outside the pod range: not moved
+			}
+		}
 		bs, hasBS, _ := unstructured.NestedInt64(u.Object, "spec", "blockSize")
 		np, moved, problem := r.planPool("IPPool "+u.GetName(), c, bs, hasBS)
 		if problem != "" {
