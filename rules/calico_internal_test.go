@@ -13,11 +13,11 @@ import (
 // out by hand from those functions.
 func TestCalicoNames(t *testing.T) {
 	for c, want := range map[string]string{
-		"10.244.1.0/26":                        "10-244-1-0-26",
-		"10.55.235.192/26":                     "10-55-235-192-26",
-		"fd00:10:244::/122":                    "fd00-10-244---122",
+		"10.244.1.0/26":                         "10-244-1-0-26",
+		"10.55.235.192/26":                      "10-55-235-192-26",
+		"fd00:10:244::/122":                     "fd00-10-244---122",
 		"fd00:10:244:0:7a1b:2c3d:4e5f:6a40/122": "fd00-10-244-0-7a1b-2c3d-4e5f-6a40-122",
-		"2001:db8:0:1::40/122":                 "2001-db8-0-1--40-122",
+		"2001:db8:0:1::40/122":                  "2001-db8-0-1--40-122",
 	} {
 		if got := calicoCIDRName(netip.MustParsePrefix(c)); got != want {
 			t.Errorf("name of %s = %q, want %q", c, got, want)
@@ -47,8 +47,8 @@ func TestCalicoMap(t *testing.T) {
 		{"10.244.0.0/16", "10.55.0.0/18", "", false}, // the whole range becomes the whole new range; as a block it does not fit
 		{"10.244.8.0/21", "10.55.8.0/21", "10.55.8.0/21", true},
 		{"10.244.63.192/26", "10.55.63.192/26", "10.55.63.192/26", true},
-		{"10.244.64.0/26", "", "", false}, // beyond the new /18
-		{"10.55.1.0/26", "10.55.1.0/26", "10.55.1.0/26", true}, // already moved: stays
+		{"10.244.64.0/26", "", "", false},                         // beyond the new /18
+		{"10.55.1.0/26", "10.55.1.0/26", "10.55.1.0/26", true},    // already moved: stays
 		{"172.16.0.0/26", "172.16.0.0/26", "172.16.0.0/26", true}, // outside: stays
 	} {
 		p := netip.MustParsePrefix(c.in)
