@@ -34,6 +34,7 @@ var registry = []Entry{
 	podCIDREntry,
 	clusterConfigEntry,
 	nodeLocalDNSEntry,
+	calicoEntry,
 	saTokensEntry,
 	clusterInfoEntry,
 	controlPlaneEntry,

@@ -1,7 +1,7 @@
 package sample
 
 import (
-	"time"
+	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -19,14 +19,15 @@ type crdStored struct {
 }
 
 type crdSpec struct {
-	Group                 string         `json:"group"`
-	Version               string         `json:"version,omitempty"`
-	Names                 crdNames       `json:"names"`
-	Scope                 string         `json:"scope"`
-	Validation            *crdValidation `json:"validation,omitempty"`
-	Versions              []crdVersion   `json:"versions,omitempty"`
-	Conversion            *crdConversion `json:"conversion,omitempty"`
-	PreserveUnknownFields *bool          `json:"preserveUnknownFields,omitempty"`
+	Group                 string          `json:"group"`
+	Version               string          `json:"version,omitempty"`
+	Names                 crdNames        `json:"names"`
+	Scope                 string          `json:"scope"`
+	Validation            *crdValidation  `json:"validation,omitempty"`
+	Subresources          json.RawMessage `json:"subresources,omitempty"`
+	Versions              []crdVersion    `json:"versions,omitempty"`
+	Conversion            *crdConversion  `json:"conversion,omitempty"`
+	PreserveUnknownFields *bool           `json:"preserveUnknownFields,omitempty"`
 }
 
 type crdNames struct {
@@ -37,7 +38,9 @@ type crdNames struct {
 }
 
 type crdValidation struct {
-	OpenAPIV3Schema map[string]any `json:"openAPIV3Schema,omitempty"`
+	// OpenAPIV3Schema is the schema as apiextensions' JSONSchemaProps
+	// writes it (schemaJSON).
+	OpenAPIV3Schema json.RawMessage `json:"openAPIV3Schema,omitempty"`
 }
 
 type crdVersion struct {
@@ -62,90 +65,6 @@ type crdCondition struct {
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 	Reason             string      `json:"reason,omitempty"`
 	Message            string      `json:"message,omitempty"`
-}
-
-// ippoolSchema is a trimmed copy of Calico's IPPool schema.
-func ippoolSchema() map[string]any {
-	str := map[string]any{"type": "string"}
-	return map[string]any{
-		"description": "IPPool is the Schema for the ippools API",
-		"type":        "object",
-		"properties": map[string]any{
-			"apiVersion": str,
-			"kind":       str,
-			"metadata":   map[string]any{"type": "object"},
-			"spec": map[string]any{
-				"description": "IPPoolSpec contains the specification for an IPPool resource.",
-				"type":        "object",
-				"required":    []any{"cidr"},
-				"properties": map[string]any{
-					"allowedUses":      map[string]any{"type": "array", "items": str},
-					"blockSize":        map[string]any{"type": "integer"},
-					"cidr":             map[string]any{"description": "The pool CIDR.", "type": "string"},
-					"disableBGPExport": map[string]any{"type": "boolean"},
-					"ipipMode":         str,
-					"natOutgoing":      map[string]any{"type": "boolean"},
-					"nodeSelector":     str,
-					"vxlanMode":        str,
-				},
-			},
-		},
-	}
-}
-
-// calico adds the IPPool CustomResourceDefinition and the default IPv4 pool.
-func (b *builder) calico() {
-	created := tApps - 30*time.Minute
-	names := crdNames{Plural: "ippools", Singular: "ippool", Kind: "IPPool", ListKind: "IPPoolList"}
-	crd := crdStored{
-		TypeMeta: metav1.TypeMeta{Kind: "CustomResourceDefinition", APIVersion: "apiextensions.k8s.io/v1beta1"},
-		Metadata: objectMeta("CustomResourceDefinition", "", "ippools.crd.projectcalico.org", created),
-		Spec: crdSpec{
-			Group:                 "crd.projectcalico.org",
-			Version:               "v1",
-			Names:                 names,
-			Scope:                 "Cluster",
-			Validation:            &crdValidation{OpenAPIV3Schema: ippoolSchema()},
-			Versions:              []crdVersion{{Name: "v1", Served: true, Storage: true}},
-			Conversion:            &crdConversion{Strategy: "None"},
-			PreserveUnknownFields: new(false),
-		},
-		Status: crdStatus{
-			Conditions: []crdCondition{
-				{Type: "NamesAccepted", Status: "True", LastTransitionTime: at(created), Reason: "NoConflicts", Message: "no conflicts found"},
-				{Type: "Established", Status: "True", LastTransitionTime: at(created), Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"},
-			},
-			AcceptedNames:  names,
-			StoredVersions: []string{"v1"},
-		},
-	}
-	crd.Metadata.Generation = 1
-	b.addEntry(typedJSON("/registry/apiextensions.k8s.io/customresourcedefinitions/ippools.crd.projectcalico.org", crd))
-
-	poolCreated := at(created + time.Minute)
-	poolUID := string(uid("IPPool", "", "default-ipv4-ippool"))
-	b.addEntry(b.enc.customResource("/registry/crd.projectcalico.org/ippools/default-ipv4-ippool", map[string]any{
-		"apiVersion": "crd.projectcalico.org/v1",
-		"kind":       "IPPool",
-		"metadata": map[string]any{
-			"name":              "default-ipv4-ippool",
-			"uid":               poolUID,
-			"generation":        int64(1),
-			"creationTimestamp": poolCreated.UTC().Format(time.RFC3339),
-			"annotations": map[string]any{
-				"projectcalico.org/metadata": `{"creationTimestamp":"` + poolCreated.UTC().Format(time.RFC3339) + `"}`,
-			},
-		},
-		"spec": map[string]any{
-			"allowedUses":  []any{"Workload", "Tunnel"},
-			"blockSize":    int64(26),
-			"cidr":         PodCIDR,
-			"ipipMode":     "Always",
-			"natOutgoing":  true,
-			"nodeSelector": "all()",
-			"vxlanMode":    "Never",
-		},
-	}))
 }
 
 type apiServiceStored struct {

@@ -55,6 +55,9 @@ var kindByPrefix = []layout{
 	{"/registry/apiextensions.k8s.io/customresourcedefinitions/", "CustomResourceDefinition", false},
 	{"/registry/apiregistration.k8s.io/apiservices/", "APIService", false},
 	{"/registry/crd.projectcalico.org/ippools/", "IPPool", false},
+	{"/registry/crd.projectcalico.org/ipamblocks/", "IPAMBlock", false},
+	{"/registry/crd.projectcalico.org/blockaffinities/", "BlockAffinity", false},
+	{"/registry/crd.projectcalico.org/ipamhandles/", "IPAMHandle", false},
 }
 
 func objects(t *testing.T) []sample.Entry {
@@ -189,6 +192,9 @@ func TestStoredVersions(t *testing.T) {
 		"CustomResourceDefinition": "apiextensions.k8s.io/v1beta1",
 		"APIService":               "apiregistration.k8s.io/v1",
 		"IPPool":                   "crd.projectcalico.org/v1",
+		"IPAMBlock":                "crd.projectcalico.org/v1",
+		"BlockAffinity":            "crd.projectcalico.org/v1",
+		"IPAMHandle":               "crd.projectcalico.org/v1",
 		"Service":                  "v1",
 	}
 	for _, e := range objects(t) {
