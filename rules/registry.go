@@ -20,6 +20,7 @@ type Options struct {
 	PodCIDROptions
 	SATokensOptions
 	ClusterInfoOptions
+	UserRulesOptions
 
 	// Now stamps objects the rules create. Default time.Now.
 	Now func() time.Time `json:"-"`
@@ -35,6 +36,7 @@ var registry = []Entry{
 	nodeLocalDNSEntry,
 	saTokensEntry,
 	clusterInfoEntry,
+	userRulesEntry, // last: user rules edit on top of the built-in rules' result
 }
 
 // Entry is one registered rule: everything the CLI, the rebuild
@@ -192,6 +194,9 @@ func Build(o Options) ([]transform.Rule, *Plan, error) {
 	out := make([]transform.Rule, len(ordered))
 	for i, e := range ordered {
 		out[i] = e.New(o, plan)
+		if l, ok := out[i].(interface{ setEarlier([]transform.Rule) }); ok {
+			l.setEarlier(out[:i]) // to name a rule that changed a field first
+		}
 	}
 	return out, plan, nil
 }
