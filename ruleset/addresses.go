@@ -143,3 +143,40 @@ func runsOn(s string, i, j int) bool {
 	part := func(c byte) bool { return c == '.' || (c >= '0' && c <= '9') }
 	return (i > 0 && part(s[i-1])) || (j < len(s) && part(s[j]) && !(s[j] == '.' && (j+1 == len(s) || !part(s[j+1]))))
 }
+
+// Literals returns every address or CIDR literal in the strings at pointer
+// p in doc (a string's text, a list's or an object's strings); ok is false
+// when doc has nothing at p.
+func Literals(doc any, p string) (lits []netip.Prefix, ok bool) {
+	v, ok := get(doc, p)
+	if !ok {
+		return nil, false
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case string:
+			for _, loc := range addressToken.FindAllStringIndex(t, -1) {
+				if runsOn(t, loc[0], loc[1]) {
+					continue
+				}
+				tok := t[loc[0]:loc[1]]
+				if pr, err := netip.ParsePrefix(tok); err == nil {
+					lits = append(lits, pr)
+				} else if a, err := netip.ParseAddr(tok); err == nil && a.Zone() == "" {
+					lits = append(lits, netip.PrefixFrom(a, a.BitLen()))
+				}
+			}
+		case []any:
+			for _, x := range t {
+				walk(x)
+			}
+		case map[string]any:
+			for _, k := range unionKeys(t, nil) {
+				walk(t[k])
+			}
+		}
+	}
+	walk(v)
+	return lits, true
+}

@@ -88,3 +88,12 @@ func normalize(v any) (any, error) {
 	err = json.Unmarshal(b, &out)
 	return out, err
 }
+
+// MatchesMeta reports whether the rule selects an object by namespace,
+// name and labels alone (verify, on the output, where the where
+// conditions, stated on the input, no longer apply).
+func (r *Rule) MatchesMeta(m Meta) bool {
+	c := *r
+	c.Match.Where = nil
+	return c.Matches(m, nil)
+}

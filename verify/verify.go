@@ -14,7 +14,9 @@ import (
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/progress"
+	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
 )
@@ -42,6 +44,9 @@ type Config struct {
 	Progress  progress.Reporter
 	// Encryption decrypts values encrypted at rest so they are checked too.
 	Encryption *encryption.Config
+	// Rules are user rules files (docs/RULES.md) whose invariants are
+	// checked: no old address at a mapAddresses pointer, no deleted object.
+	Rules []string
 	// JustWritten is for a file this process has just written (transform's
 	// check of its own output, before its trailer is appended: give
 	// SkipHashCheck too): no trailer check, no per-key metadata walk.
@@ -114,9 +119,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	// A check of a file just written reads only the keys the network checks
 	// read: a second full index of a large output would double the memory.
-	opts := snapshot.IndexOptions{Named: networkListed}
+	files, err := ruleset.Load(cfg.Rules)
+	if err != nil {
+		return nil, option.Errorf("Rules", "{}: %w", err)
+	}
+	userPrefixes := rulePrefixes(files)
+	opts := snapshot.IndexOptions{Named: append(append([]string(nil), networkListed...), userPrefixes...)}
 	if cfg.JustWritten && !cfg.Structure {
-		opts.Only = networkKey
+		opts.Only = func(k []byte) bool { return networkKey(k) || underAny(k, userPrefixes) }
 	}
 	ix, err := snap.IndexWith(ctx, cfg.Progress, opts)
 	if err != nil {
@@ -155,6 +165,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if cfg.ServiceCIDR != "" || cfg.PodNetworkCIDR != "" {
 		if err := checkNetworks(ctx, c, state.NewView(snap, ix, cd, cfg.Encryption), cfg); err != nil {
+			return nil, err
+		}
+	}
+	if len(files) > 0 {
+		if err := checkUserRules(ctx, c, state.NewView(snap, ix, cd, cfg.Encryption), files); err != nil {
 			return nil, err
 		}
 	}
