@@ -68,6 +68,8 @@ type UserRules struct {
 	orig    map[string]any             // key -> the object's JSON form in the input
 	stats   map[*ruleset.Rule]*userRuleStats
 	notes   []string
+
+	unreadable int // values no rule selects that could not be decrypted
 }
 
 type userRuleStats struct{ matched, changed, deleted, skipped int }
@@ -88,6 +90,17 @@ func (r *UserRules) Prefixes() []string {
 // Lists: Prepare lists every resource a rule names.
 func (r *UserRules) Lists() []string { return r.Prefixes() }
 
+// Unreadable: a value that cannot be decrypted here (KMS) is copied as
+// stored unless a rule matched it, which Prepare could only do by reading
+// it: a rule's namespaces and names keep it from reading the others.
+func (r *UserRules) Unreadable(key string, _ error) bool {
+	_, matched := r.matched[key]
+	if !matched {
+		r.unreadable++
+	}
+	return !matched
+}
+
 func (r *UserRules) setEarlier(rs []transform.Rule) { r.earlier = rs }
 
 func (r *UserRules) rules() []*ruleset.Rule {
@@ -102,6 +115,9 @@ func (r *UserRules) rules() []*ruleset.Rule {
 // optional rules that did not apply.
 func (r *UserRules) Notes() []string {
 	out := slices.Clone(r.notes)
+	if r.unreadable > 0 {
+		out = append(out, fmt.Sprintf("%d values under the rules' resources could not be decrypted here (KMS) and were copied as stored: no rule selects them by namespace and name", r.unreadable))
+	}
 	for _, rule := range r.rules() {
 		s := r.stats[rule]
 		if s == nil || s.matched == 0 {
@@ -147,6 +163,9 @@ func (r *UserRules) match(v *state.View, rule *ruleset.Rule) error {
 	st := &userRuleStats{}
 	r.stats[rule] = st
 	for _, kr := range v.Keys(rule.Prefix()) {
+		if !rule.MayMatchKey(kr.Key) {
+			continue
+		}
 		obj, ok, err := v.Get(kr.Key)
 		if err != nil || !ok {
 			return err

@@ -1,6 +1,8 @@
 package rules_test
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,9 +10,12 @@ import (
 	"testing"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // goldenInput builds a snapshot (real etcd) from a golden case's input.
@@ -110,5 +115,71 @@ func TestUserRulesRefusals(t *testing.T) {
 	_, _, _, err = runRules(t, in, "", rules.Options{UserRulesOptions: rules.UserRulesOptions{Rules: []string{invalid}}})
 	if !errors.Is(err, transform.ErrRefused) || !strings.Contains(err.Error(), "replicaz") {
 		t.Fatalf("a patch adding an unknown field = %v, want a refusal naming it", err)
+	}
+}
+
+// Values encrypted at rest: a user rule's result is re-encrypted with the
+// object's provider and key; a KMS value no rule selects by namespace and
+// name is copied as stored, one a rule selects is refused.
+func TestUserRulesEncrypted(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "enc.yaml")
+	if err := os.WriteFile(cfgPath, []byte(encConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encryption.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := encryptSample(t, enc)
+	rulesPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesPath, []byte(`apiVersion: snapshift.io/v1alpha1
+kind: RuleSet
+rules:
+- name: quiet
+  match: {resource: configmaps, namespaces: [demo], names: [app-settings]}
+  mergePatch: {data: {LOG_LEVEL: error}}
+- name: kube-system-secrets
+  match: {resource: secrets, namespaces: [kube-system], labelSelector: "no-such=label"}
+  delete: true
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs, _, err := rules.Build(rules.Options{UserRulesOptions: rules.UserRulesOptions{Rules: []string{rulesPath}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.db")
+	if _, err := transform.Run(context.Background(), transform.Config{Input: in, Output: out, Rules: rs, Encryption: enc}); err != nil {
+		t.Fatal(err)
+	}
+	inState, outState := readState(t, in), readState(t, out)
+	const key = "/registry/configmaps/demo/app-settings"
+	stored := outState.Live[key].KV.Value
+	if !bytes.HasPrefix(stored, []byte("k8s:enc:secretbox:v1:cm-key:")) {
+		t.Fatalf("%s stored as %q, want secretbox with cm-key", key, stored[:min(30, len(stored))])
+	}
+	plain, _, err := enc.Decrypt(key, stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm := decodeTyped[*corev1.ConfigMap](t, codec.New(), key, plain); cm.Data["LOG_LEVEL"] != "error" || cm.Data["API_URL"] == "" {
+		t.Errorf("ConfigMap data %v", cm.Data)
+	}
+	const kms = "/registry/secrets/demo/db-credentials"
+	if !bytes.Equal(inState.Live[kms].KV.Value, outState.Live[kms].KV.Value) {
+		t.Error("the KMS Secret no rule selects was not copied as stored")
+	}
+
+	if err := os.WriteFile(rulesPath, []byte("apiVersion: snapshift.io/v1alpha1\nkind: RuleSet\nrules:\n- name: db\n  match: {resource: secrets, namespaces: [demo], names: [db-*]}\n  delete: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs, _, err = rules.Build(rules.Options{UserRulesOptions: rules.UserRulesOptions{Rules: []string{rulesPath}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = transform.Run(context.Background(), transform.Config{Input: in, DryRun: true, Rules: rs, Encryption: enc})
+	if !errors.Is(err, state.ErrEncrypted) || !strings.Contains(err.Error(), kms) {
+		t.Errorf("a rule selecting a KMS Secret: %v, want a refusal naming it", err)
 	}
 }

@@ -97,3 +97,21 @@ func (r *Rule) MatchesMeta(m Meta) bool {
 	c.Match.Where = nil
 	return c.Matches(m, nil)
 }
+
+// MayMatchKey reports whether the object at key (under the rule's prefix)
+// can match at all, judged by the namespace and name in the key alone:
+// objects that cannot are never decoded (nor decrypted).
+func (r *Rule) MayMatchKey(key string) bool {
+	rest, ok := strings.CutPrefix(key, r.Prefix())
+	if !ok {
+		return false
+	}
+	ns, name, namespaced := strings.Cut(rest, "/")
+	if !namespaced {
+		ns, name = "", rest
+	}
+	if len(r.Match.Namespaces) > 0 && !anyGlob(r.Match.Namespaces, ns) {
+		return false
+	}
+	return len(r.Match.Names) == 0 || anyGlob(r.Match.Names, name)
+}
