@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -153,6 +154,26 @@ func (r *UserRules) Prepare(ctx context.Context, v *state.View) error {
 		}
 		if r.stats[rule].matched == 0 {
 			r.notes = append(r.notes, fmt.Sprintf("warning: %s matched no object under %s: check its resource, namespaces, names, labelSelector and where", rule, rule.Prefix()))
+		}
+	}
+	return r.checkDeletes()
+}
+
+// checkDeletes refuses an object one rule deletes and another edits: one
+// of the two would be silently lost.
+func (r *UserRules) checkDeletes() error {
+	keys := slices.Sorted(maps.Keys(r.matched))
+	for _, k := range keys {
+		var del, edit *ruleset.Rule
+		for _, rule := range r.matched[k] {
+			if rule.Delete && del == nil {
+				del = rule
+			} else if !rule.Delete && edit == nil {
+				edit = rule
+			}
+		}
+		if del != nil && edit != nil {
+			return fmt.Errorf("%w: %s deletes %s, which %s edits: keep one of them", transform.ErrRefused, del, k, edit)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/internal/testfile"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/state"
@@ -181,5 +182,60 @@ rules:
 	_, err = transform.Run(context.Background(), transform.Config{Input: in, DryRun: true, Rules: rs, Encryption: enc})
 	if !errors.Is(err, state.ErrEncrypted) || !strings.Contains(err.Error(), kms) {
 		t.Errorf("a rule selecting a KMS Secret: %v, want a refusal naming it", err)
+	}
+}
+
+// The example rules file runs with every built-in network rule at once on
+// the sample: it edits what it selects, the built-in rules still do their
+// part, and a second run on the output with the same options changes
+// nothing.
+func TestUserRulesWithBuiltins(t *testing.T) {
+	opts := rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"},
+		PodCIDROptions:   rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"},
+		UserRulesOptions: rules.UserRulesOptions{Rules: []string{"../testdata/rules/example.yaml"}}}
+	in := testfile.Copy(t, samplePath, t.TempDir())
+	out := filepath.Join(t.TempDir(), "out.db")
+	rep, _, _, err := runRules(t, in, out, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*transform.RuleReport{}
+	for _, r := range rep.Rules {
+		byName[r.Name] = r
+	}
+	if byName[rules.NameServiceCIDR].Changed == 0 || byName[rules.NameUserRules].Changed != 1 {
+		t.Errorf("rules report: service-cidr %+v, user-rules %+v", byName[rules.NameServiceCIDR], byName[rules.NameUserRules])
+	}
+	if got := changesOf(rep, "/registry/deployments/demo/web"); len(got) != 1 || got[0] != "annotate-single-replica-web: /metadata/annotations/snapshift.io~1migrated: true" {
+		t.Errorf("demo/web changes = %v", got)
+	}
+	again, _, _, err := runRules(t, out, "", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Replaced+again.Deleted+again.Created != 0 {
+		t.Errorf("a second run changed %d, deleted %d, created %d", again.Replaced, again.Deleted, again.Created)
+	}
+}
+
+// A rule deleting an object another rule edits is refused up front.
+func TestUserRulesDeleteAndEdit(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "r.yaml")
+	if err := os.WriteFile(p, []byte(`apiVersion: snapshift.io/v1alpha1
+kind: RuleSet
+rules:
+- name: edit
+  match: {resource: deployments, namespaces: [demo], names: [web]}
+  mergePatch: {metadata: {annotations: {a: b}}}
+- name: drop
+  match: {resource: deployments, namespaces: [demo]}
+  delete: true
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := testfile.Copy(t, samplePath, t.TempDir())
+	_, _, _, err := runRules(t, in, "", rules.Options{UserRulesOptions: rules.UserRulesOptions{Rules: []string{p}}})
+	if !errors.Is(err, transform.ErrRefused) || !strings.Contains(err.Error(), `rule "drop"`) || !strings.Contains(err.Error(), `rule "edit"`) {
+		t.Errorf("delete and edit of one object = %v", err)
 	}
 }
