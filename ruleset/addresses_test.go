@@ -1,6 +1,7 @@
 package ruleset_test
 
 import (
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -81,4 +82,33 @@ func FuzzParse(f *testing.F) {
 			_ = r.Prefix()
 		}
 	})
+}
+
+// mapAddresses reaches strings at a pointer with escaped tokens, inside
+// lists and objects, and refuses a pointer with nothing there.
+func TestApplyMapAddresses(t *testing.T) {
+	f, err := ruleset.Parse("x.yaml", []byte(head+`rules:
+- name: a
+  match: {resource: configmaps}
+  mapAddresses: ["/data/a~1b", /spec]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := ruleset.Decode([]byte(`{"data":{"a/b":"dns 10.96.0.10"},"spec":{"list":["10.0.100.1",{"x":"10.0.100.0/24"}],"n":3}}`))
+	got, err := f.Rules[0].Apply(doc, testMapping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(got)
+	if want := `{"data":{"a/b":"dns 172.24.0.10"},"spec":{"list":["172.30.10.1",{"x":"172.30.10.0/24"}],"n":3}}`; string(b) != want {
+		t.Errorf("Apply = %s, want %s", b, want)
+	}
+	if orig, _ := json.Marshal(doc); !strings.Contains(string(orig), "10.96.0.10") {
+		t.Error("Apply modified its input")
+	}
+	missing, _ := ruleset.Decode([]byte(`{"data":{}}`))
+	if _, err := f.Rules[0].Apply(missing, testMapping()); err == nil || !strings.Contains(err.Error(), "/data/a~1b") {
+		t.Errorf("Apply on an object without the field = %v", err)
+	}
 }

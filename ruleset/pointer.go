@@ -70,10 +70,11 @@ func set(doc any, p string, v any) bool {
 	if len(ts) == 0 {
 		return false
 	}
-	parent, ok := get(doc, "/"+strings.Join(escapeAll(ts[:len(ts)-1]), "/"))
-	if len(ts) == 1 {
-		parent, ok = doc, true
+	parentPtr := ""
+	if len(ts) > 1 {
+		parentPtr = "/" + strings.Join(escapeAll(ts[:len(ts)-1]), "/")
 	}
+	parent, ok := get(doc, parentPtr)
 	if !ok {
 		return false
 	}
