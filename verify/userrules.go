@@ -58,11 +58,14 @@ func checkUserRules(ctx context.Context, c *checker, v *state.View, files []*rul
 			if len(r.Match.Where) > 0 || r.Optional || (len(r.MapAddresses) == 0 && !r.Delete) {
 				continue
 			}
-			objs, err := v.List(r.Prefix())
-			if err != nil {
-				return err
-			}
-			for _, o := range objs {
+			for _, kr := range v.Keys(r.Prefix()) {
+				if !r.MayMatchKey(kr.Key) {
+					continue // never decoded (nor decrypted), as in the transform
+				}
+				o, ok, err := v.Get(kr.Key)
+				if err != nil || !ok {
+					return err
+				}
 				doc, err := objectJSON(v.Codec(), o.Value)
 				if err != nil {
 					return fmt.Errorf("%s: %w", o.Key, err)
