@@ -47,6 +47,9 @@ type Config struct {
 	// ServiceAccountTokens is clear, delete or keep. Default: clear when a
 	// new PKI (and so a new sa.key) is generated, keep otherwise.
 	ServiceAccountTokens string `json:"serviceAccountTokens,omitempty"`
+	// Rules are user rules files (docs/RULES.md), run after the built-in
+	// rules; their invariants are verified.
+	Rules []string `json:"rules,omitempty"`
 
 	Etcd      Etcd      `json:"etcd"`
 	PKI       PKI       `json:"pki"`
@@ -162,7 +165,11 @@ func (c *Config) Validate() error {
 		add("output is required")
 	}
 	// The runbook names real paths: make them absolute.
-	for _, p := range []*string{&c.Snapshot, &c.Output, &c.EncryptionConfig, &c.PKI.Source, &c.Manifests.Source} {
+	paths := []*string{&c.Snapshot, &c.Output, &c.EncryptionConfig, &c.PKI.Source, &c.Manifests.Source}
+	for i := range c.Rules {
+		paths = append(paths, &c.Rules[i])
+	}
+	for _, p := range paths {
 		if *p != "" {
 			if abs, err := filepath.Abs(*p); err == nil {
 				*p = abs
@@ -312,7 +319,8 @@ func (c *Config) InitialCluster() string {
 
 // RuleOptions are the rule options this configuration selects.
 func (c *Config) RuleOptions() rules.Options {
-	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions}
+	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions,
+		UserRulesOptions: rules.UserRulesOptions{Rules: c.Rules}}
 	// The control plane at its (possibly new) addresses and endpoint: the
 	// control-plane-address rule moves what the snapshot records.
 	o.ControlPlaneEndpoint = c.Networking.ControlPlaneEndpoint

@@ -209,7 +209,7 @@ func (r *run) transform(ctx context.Context) error {
 		VerifyOutput: func(ctx context.Context, path, prefix string) error {
 			v, err := verify.Run(ctx, verify.Config{Path: path, EtcdPrefix: prefix, ServiceCIDR: r.cfg.Networking.ServiceCIDR,
 				PodNetworkCIDR: r.cfg.Networking.PodNetworkCIDR, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs,
-				DNSService: r.cfg.Networking.DNSService, Encryption: r.enc, JustWritten: true, SkipHashCheck: true})
+				DNSService: r.cfg.Networking.DNSService, Rules: r.cfg.Rules, Encryption: r.enc, JustWritten: true, SkipHashCheck: true})
 			if err != nil {
 				return err
 			}

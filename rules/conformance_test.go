@@ -81,7 +81,8 @@ func TestConformance(t *testing.T) {
 	// Build with everything on returns every rule once, in registry order.
 	all, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"},
 		PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}, SATokensOptions: rules.SATokensOptions{SATokens: rules.SATokensClear},
-		ClusterInfoOptions: rules.ClusterInfoOptions{ClusterCA: []byte(testCA)}, ControlPlaneOptions: rules.ControlPlaneOptions{ControlPlaneAddresses: []string{"cp1=10.1.0.10"}}})
+		ClusterInfoOptions: rules.ClusterInfoOptions{ClusterCA: []byte(testCA)}, ControlPlaneOptions: rules.ControlPlaneOptions{ControlPlaneAddresses: []string{"cp1=10.1.0.10"}},
+		UserRulesOptions: rules.UserRulesOptions{Rules: []string{"../testdata/rules/example.yaml"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

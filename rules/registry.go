@@ -21,6 +21,7 @@ type Options struct {
 	SATokensOptions
 	ClusterInfoOptions
 	ControlPlaneOptions
+	UserRulesOptions
 
 	// Now stamps objects the rules create. Default time.Now.
 	Now func() time.Time `json:"-"`
@@ -38,6 +39,7 @@ var registry = []Entry{
 	saTokensEntry,
 	clusterInfoEntry,
 	controlPlaneEntry,
+	userRulesEntry, // last: user rules edit on top of the built-in rules' result
 }
 
 // Entry is one registered rule: everything the CLI, the rebuild
@@ -195,6 +197,9 @@ func Build(o Options) ([]transform.Rule, *Plan, error) {
 	out := make([]transform.Rule, len(ordered))
 	for i, e := range ordered {
 		out[i] = e.New(o, plan)
+		if l, ok := out[i].(interface{ setEarlier([]transform.Rule) }); ok {
+			l.setEarlier(out[:i]) // to name a rule that changed a field first
+		}
 	}
 	return out, plan, nil
 }

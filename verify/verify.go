@@ -14,7 +14,9 @@ import (
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/progress"
+	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
 )
@@ -46,6 +48,9 @@ type Config struct {
 	// --etcd-prefix). Default: detected, except for a file JustWritten
 	// (whose writer says where).
 	EtcdPrefix string
+	// Rules are user rules files (docs/RULES.md) whose invariants are
+	// checked: no old address at a mapAddresses pointer, no deleted object.
+	Rules []string
 	// JustWritten is for a file this process has just written (transform's
 	// check of its own output, before its trailer is appended: give
 	// SkipHashCheck too): no trailer check, no per-key metadata walk.
@@ -119,10 +124,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// A check of a file just written reads only the keys the network checks
 	// read: a second full index of a large output would double the memory.
 	known := state.NormalizePrefix(cfg.EtcdPrefix)
-	opts := snapshot.IndexOptions{Named: storedPrefixes(known, networkListed)}
+	files, err := ruleset.Load(cfg.Rules)
+	if err != nil {
+		return nil, option.Errorf("Rules", "{}: %w", err)
+	}
+	userPrefixes := storedPrefixes(known, rulePrefixes(files))
+	opts := snapshot.IndexOptions{Named: append(storedPrefixes(known, networkListed), userPrefixes...)}
 	if cfg.JustWritten && !cfg.Structure {
 		inNetwork := storedPrefixes(known, networkKeyPrefixes)
-		opts.Only = func(key []byte) bool { return hasAnyPrefix(key, inNetwork) }
+		opts.Only = func(k []byte) bool { return hasAnyPrefix(k, inNetwork) || hasAnyPrefix(k, userPrefixes) }
 	}
 	ix, err := snap.IndexWith(ctx, cfg.Progress, opts)
 	if err != nil {
@@ -165,6 +175,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if cfg.ServiceCIDR != "" || cfg.PodNetworkCIDR != "" {
 		if err := checkNetworks(ctx, c, state.NewView(snap, ix, cd, cfg.Encryption, prefix), cfg); err != nil {
+			return nil, err
+		}
+	}
+	if len(files) > 0 {
+		if err := checkUserRules(ctx, c, state.NewView(snap, ix, cd, cfg.Encryption, prefix), files); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,188 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/ruleset"
+	"github.com/snapshift/snapshift/transform"
+)
+
+// toJSON is an object's JSON form, as the apiserver would serve it: a
+// custom resource as stored, a built-in object through the scheme's JSON
+// serializer.
+func toJSON(c *codec.Codec, val *codec.Object) (any, error) {
+	var b []byte
+	var err error
+	if u, ok := val.Obj.(*unstructured.Unstructured); ok {
+		b, err = json.Marshal(u.Object)
+	} else {
+		b, err = c.EncodeJSON(val.Obj)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ruleset.Decode(b)
+}
+
+// metaOf reads what rules match on from an object's JSON form.
+func metaOf(doc any) ruleset.Meta {
+	var m ruleset.Meta
+	if s, ok := at(doc, "/metadata/namespace").(string); ok {
+		m.Namespace = s
+	}
+	if s, ok := at(doc, "/metadata/name").(string); ok {
+		m.Name = s
+	}
+	if l, ok := at(doc, "/metadata/labels").(map[string]any); ok {
+		m.Labels = map[string]string{}
+		for k, v := range l {
+			if s, ok := v.(string); ok {
+				m.Labels[k] = s
+			}
+		}
+	}
+	return m
+}
+
+func at(doc any, p string) any {
+	v, _ := ruleset.At(doc, p)
+	return v
+}
+
+// identity are the fields that place an object at its key.
+var identity = []string{"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace", "/metadata/uid"}
+
+// checkResult tries a rule's result on the object (from the View, which
+// may be modified): nil when it changes nothing or writes back cleanly.
+func checkResult(c *codec.Codec, val *codec.Object, doc, next any) error {
+	if len(ruleset.Compare(doc, next)) == 0 {
+		return nil
+	}
+	return writeBack(c, val, doc, next)
+}
+
+// writeBack stores next, the patched JSON form of val (whose JSON form is
+// cur), into val. A built-in object is decoded strictly into its type (an
+// unknown field or a wrong type is an error), and only if its unpatched
+// JSON form gives back exactly the same object: a field JSON cannot hold
+// would otherwise be lost.
+func writeBack(c *codec.Codec, val *codec.Object, cur, next any) error {
+	for _, p := range identity {
+		if a, b := at(cur, p), at(next, p); !ruleset.Equal(a, b) {
+			return fmt.Errorf("%s would change (%v -> %v): an object cannot move to another key or type", p, a, b)
+		}
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	if u, ok := val.Obj.(*unstructured.Unstructured); ok {
+		nu := &unstructured.Unstructured{}
+		if _, _, err := unstructured.UnstructuredJSONScheme.Decode(b, nil, nu); err != nil {
+			return err
+		}
+		u.Object = nu.Object
+		return nil
+	}
+	curJSON, err := json.Marshal(cur)
+	if err != nil {
+		return err
+	}
+	back, err := typedFromJSON(val.Obj, curJSON)
+	if err != nil {
+		return fmt.Errorf("its own JSON form does not decode: %w", err)
+	}
+	want, err1 := c.Encode(val)
+	got, err2 := c.Encode(&codec.Object{Encoding: val.Encoding, GVK: val.GVK, Obj: back})
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	if !bytes.Equal(want, got) {
+		return fmt.Errorf("the %s does not survive its JSON form unchanged (a field JSON cannot hold), so patching it would lose data", val.GVK.Kind)
+	}
+	obj, err := typedFromJSON(val.Obj, b)
+	if err != nil {
+		return fmt.Errorf("the result is not a valid %s: %w", val.GVK.Kind, err)
+	}
+	val.Obj = obj
+	return nil
+}
+
+// typedFromJSON decodes b strictly into a new object of like's type.
+func typedFromJSON(like runtime.Object, b []byte) (runtime.Object, error) {
+	obj, ok := reflect.New(reflect.TypeOf(like).Elem()).Interface().(runtime.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a runtime.Object", like)
+	}
+	strict, err := sigsjson.UnmarshalStrict(b, obj)
+	if err != nil {
+		return nil, err
+	}
+	if len(strict) > 0 {
+		return nil, errors.Join(strict...)
+	}
+	return obj, nil
+}
+
+// userChange renders one changed field for the report; a Secret's values
+// are never shown.
+func userChange(rule *ruleset.Rule, d ruleset.Diff, secret bool, m *ruleset.Mapping) transform.Change {
+	ch := transform.Change{Field: rule.Name + ": " + d.Pointer}
+	switch {
+	case secret:
+		ch.Old, ch.New = "(hidden)", "(hidden)"
+		if d.Added {
+			ch.Old = ""
+		}
+		if d.Removed {
+			ch.New = ""
+		}
+		return ch
+	case !d.Added && !d.Removed:
+		if o, ok := d.Old.(string); ok && isLong(o) {
+			if n, tc, err := m.MapText(o); err == nil && len(tc) > 0 && n == d.New {
+				var olds, news []string
+				for _, t := range tc {
+					olds, news = append(olds, t.Old), append(news, t.New)
+				}
+				ch.Field += " (addresses in the text)"
+				ch.Old, ch.New = strings.Join(olds, ","), strings.Join(news, ",")
+				return ch
+			}
+		}
+	}
+	if !d.Added {
+		ch.Old = display(d.Old)
+	}
+	if !d.Removed {
+		ch.New = display(d.New)
+	}
+	return ch
+}
+
+func isLong(s string) bool { return len(s) > 60 || strings.Contains(s, "\n") }
+
+func display(v any) string {
+	s, ok := v.(string)
+	if !ok {
+		b, _ := json.Marshal(v)
+		s = string(b)
+	}
+	if isLong(s) {
+		return fmt.Sprintf("(%d characters)", len(s))
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}

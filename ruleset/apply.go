@@ -1,0 +1,154 @@
+package ruleset
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+)
+
+// Decode parses an object's JSON form, numbers kept as written.
+func Decode(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Apply runs the rule's edits on a copy of doc, in order: mapAddresses,
+// then patch (RFC 6902), then mergePatch (RFC 7386). doc is not modified.
+// A pointer or patch that does not apply is an error naming it.
+func (r *Rule) Apply(doc any, m *Mapping) (any, error) {
+	out, err := deepCopy(doc)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range r.MapAddresses {
+		v, ok := get(out, p)
+		if !ok {
+			return nil, fmt.Errorf("mapAddresses: the object has nothing at %s", p)
+		}
+		nv, err := mapValue(v, m)
+		if err != nil {
+			return nil, fmt.Errorf("mapAddresses %s: %w", p, err)
+		}
+		set(out, p, nv)
+	}
+	if r.patchJSON == nil && r.mergeJSON == nil {
+		return out, nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	if r.patchJSON != nil {
+		patch, err := jsonpatch.DecodePatch(r.patchJSON)
+		if err != nil {
+			return nil, fmt.Errorf("patch: %w", err)
+		}
+		if b, err = patch.Apply(b); err != nil {
+			return nil, fmt.Errorf("patch: %w", err)
+		}
+	}
+	if r.mergeJSON != nil {
+		if b, err = jsonpatch.MergePatch(b, r.mergeJSON); err != nil {
+			return nil, fmt.Errorf("mergePatch: %w", err)
+		}
+	}
+	return Decode(b)
+}
+
+// mapValue maps the addresses in a string (as text), or in every string
+// inside a list or object.
+func mapValue(v any, m *Mapping) (any, error) {
+	switch t := v.(type) {
+	case string:
+		s, _, err := m.MapText(t)
+		return s, err
+	case []any:
+		for i := range t {
+			nv, err := mapValue(t[i], m)
+			if err != nil {
+				return nil, err
+			}
+			t[i] = nv
+		}
+		return t, nil
+	case map[string]any:
+		for k := range t {
+			nv, err := mapValue(t[k], m)
+			if err != nil {
+				return nil, err
+			}
+			t[k] = nv
+		}
+		return t, nil
+	}
+	return v, nil
+}
+
+func deepCopy(doc any) (any, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(b)
+}
+
+// Diff is one leaf that differs between two JSON values.
+type Diff struct {
+	Pointer  string
+	Old, New any
+	// Added and Removed say the leaf exists on one side only.
+	Added, Removed bool
+}
+
+// Compare lists the leaves that differ between a and b, in document order
+// (object keys sorted).
+func Compare(a, b any) []Diff {
+	var out []Diff
+	compare("", a, b, true, true, &out)
+	return out
+}
+
+func compare(p string, a, b any, hasA, hasB bool, out *[]Diff) {
+	ma, aObj := a.(map[string]any)
+	mb, bObj := b.(map[string]any)
+	if hasA && hasB && aObj && bObj {
+		for _, k := range unionKeys(ma, mb) {
+			va, okA := ma[k]
+			vb, okB := mb[k]
+			compare(p+"/"+escape(k), va, vb, okA, okB, out)
+		}
+		return
+	}
+	la, aList := a.([]any)
+	lb, bList := b.([]any)
+	if hasA && hasB && aList && bList {
+		for i := 0; i < max(len(la), len(lb)); i++ {
+			var va, vb any
+			if i < len(la) {
+				va = la[i]
+			}
+			if i < len(lb) {
+				vb = lb[i]
+			}
+			compare(fmt.Sprintf("%s/%d", p, i), va, vb, i < len(la), i < len(lb), out)
+		}
+		return
+	}
+	if hasA && hasB && equalJSON(a, b) {
+		return
+	}
+	*out = append(*out, Diff{Pointer: p, Old: a, New: b, Added: !hasA, Removed: !hasB})
+}
+
+// At returns the value at pointer p in doc.
+func At(doc any, p string) (any, bool) { return get(doc, p) }
+
+// Equal compares two JSON values.
+func Equal(a, b any) bool { return equalJSON(a, b) }
