@@ -172,9 +172,30 @@ func WriteJoinedKubeconfigs(cfg Config, dir string) (Result, error) {
 	return writeKubeconfigs(cfg, dir, specs)
 }
 
+// WriteUserKubeconfig writes one kubeconfig, dir/fileName, for any named
+// identity (user, groups) with a client certificate signed by the existing
+// ca.crt/ca.key of cfg.CertDir, pointing at the control-plane endpoint (or
+// the advertise address): for hosts outside the control plane that run
+// with their own kubeconfigs (kube-proxy, a CNI agent) after a new CA.
+func WriteUserKubeconfig(cfg Config, dir, fileName, user string, groups []string) (Result, error) {
+	if user == "" || fileName == "" {
+		return Result{Operation: OpKubeconfigs, Dir: dir}, fmt.Errorf("%s: a user name and a file name are required", OpKubeconfigs)
+	}
+	spec := KubeconfigSpec{FileName: fileName, ClientName: user, Organization: groups, Endpoint: EndpointControlPlane}
+	var required []string // the server: the endpoint, else this node's address
+	if cfg.ControlPlaneEndpoint == "" {
+		required = []string{"AdvertiseAddress"}
+	}
+	return writeKubeconfigsFor(cfg, dir, []KubeconfigSpec{spec}, required...)
+}
+
 func writeKubeconfigs(cfg Config, dir string, specs []KubeconfigSpec) (Result, error) {
+	return writeKubeconfigsFor(cfg, dir, specs, "NodeName", "AdvertiseAddress")
+}
+
+func writeKubeconfigsFor(cfg Config, dir string, specs []KubeconfigSpec, required ...string) (Result, error) {
 	res := Result{Operation: OpKubeconfigs, Dir: dir}
-	if err := prepare(&cfg, OpKubeconfigs, "NodeName", "AdvertiseAddress"); err != nil {
+	if err := prepare(&cfg, OpKubeconfigs, required...); err != nil {
 		return res, err
 	}
 	if dir == "" {

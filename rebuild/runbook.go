@@ -177,7 +177,12 @@ func (r *run) runbookFollowUp(b *runbook) {
 		b.w("Two traps: the restored Node object still says Ready, so `kubeadm join` refuses a node of the same name — `kubectl delete node <name>`")
 		b.w("first (its pods are recreated); and kubelets with serverTLSBootstrap ask for serving certificates: `kubectl get csr`, then")
 		b.w("`kubectl certificate approve <csr>` for each node's (else `kubectl logs`/`exec` fail with x509 errors).")
-		b.w("Hosts outside the cluster that run only flannel and kube-proxy with their own kubeconfigs need kubeconfigs signed by the new CA.")
+		b.w("Hosts outside the cluster that run only flannel and kube-proxy with their own kubeconfigs need kubeconfigs signed by the new CA,")
+		b.w("one per identity they use, e.g.:")
+		b.w("```sh")
+		b.w("snapshift certs --cert-dir %s --control-plane-endpoint %s \\", filepath.Join(r.cfg.Output, KubeDir, r.firstNode().NodeName, "pki"), r.apiEndpoint())
+		b.w("  --kubeconfig-user system:kube-proxy --kubeconfig-out kube-proxy.conf")
+		b.w("```")
 		b.w("")
 	}
 	if len(c.Networking.KeepServiceIPs) > 0 {

@@ -20,6 +20,9 @@ type certsOptions struct {
 	all           bool
 	kubeconfigDir string
 	sans, members cli.StringSlice
+	// --kubeconfig-user: one kubeconfig for a named identity.
+	kubeUser, kubeOut string
+	kubeGroups        cli.StringSlice
 }
 
 func (o *certsOptions) flags() []cli.Flag {
@@ -37,6 +40,9 @@ func (o *certsOptions) flags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "etcd-member", Destination: &o.members, Usage: "NAME=PEER_URL[,CLIENT_URL] (repeatable)"},
 		&cli.StringFlag{Name: "service-dns-domain", Value: "cluster.local", Destination: &o.cfg.DNSDomain, Usage: "the cluster DNS domain"},
 		&cli.BoolFlag{Name: "force", Destination: &o.cfg.Force, Usage: "--all: write into a non-empty --cert-dir (replaced files kept as .bak)"},
+		&cli.StringFlag{Name: "kubeconfig-user", Destination: &o.kubeUser, Usage: "write one kubeconfig for this user (a client certificate CN signed by --cert-dir's ca.crt/ca.key), e.g. system:kube-proxy"},
+		&cli.StringSliceFlag{Name: "kubeconfig-group", Destination: &o.kubeGroups, Usage: "--kubeconfig-user: a group (the certificate's O), repeatable"},
+		&cli.StringFlag{Name: "kubeconfig-out", Destination: &o.kubeOut, Usage: "--kubeconfig-user: the file to write (0600; a replaced file is kept as .bak)"},
 		o.outputFlag(),
 	}
 }
@@ -61,11 +67,21 @@ func (o *certsOptions) Validate() error {
 	if err := o.validateFormat(); err != nil {
 		return err
 	}
+	modes := 0
+	for _, on := range []bool{o.all, o.renew != "", o.kubeUser != ""} {
+		if on {
+			modes++
+		}
+	}
 	switch {
-	case o.all && o.renew != "":
-		return usagef("give --all or --renew, not both")
-	case !o.all && o.renew != "apiserver" && o.renew != "etcd":
-		return usagef("certs needs --renew apiserver, --renew etcd or --all")
+	case modes > 1:
+		return usagef("give one of --all, --renew and --kubeconfig-user")
+	case o.kubeUser != "" && o.kubeOut == "":
+		return usagef("--kubeconfig-user needs --kubeconfig-out FILE")
+	case o.kubeUser == "" && (o.kubeOut != "" || len(o.kubeGroups.Value()) > 0):
+		return usagef("--kubeconfig-out and --kubeconfig-group go with --kubeconfig-user")
+	case o.kubeUser == "" && !o.all && o.renew != "apiserver" && o.renew != "etcd":
+		return usagef("certs needs --renew apiserver, --renew etcd, --all or --kubeconfig-user")
 	}
 	o.cfg.SetDefaults()
 	if err := o.cfg.Validate(); err != nil {
@@ -89,6 +105,10 @@ func (o *certsOptions) Run(context.Context) error {
 }
 
 func (o *certsOptions) write() ([]pki.Result, error) {
+	if o.kubeUser != "" {
+		r, err := pki.WriteUserKubeconfig(o.cfg, filepath.Dir(o.kubeOut), filepath.Base(o.kubeOut), o.kubeUser, o.kubeGroups.Value())
+		return []pki.Result{r}, err
+	}
 	switch o.renew {
 	case "apiserver":
 		r, err := pki.RenewAPIServer(o.cfg)
@@ -119,6 +139,9 @@ func certsCommand() *cli.Command {
 			"                       first service IP SAN replaced, every other SAN kept, plus --apiserver-cert-extra-sans)\n" +
 			"   --renew etcd        reuse etcd/ca; reissue etcd server, peer and client certs for the member(s)\n" +
 			"   --all               a whole new PKI in an empty --cert-dir, plus kubeconfigs (disaster recovery)\n" +
+			"   --kubeconfig-user   one kubeconfig for a named identity, signed by --cert-dir's CA, pointing at\n" +
+			"                       --control-plane-endpoint (or --apiserver-advertise-address): for hosts outside the\n" +
+			"                       control plane with their own kubeconfigs (kube-proxy, a CNI agent) after a new CA\n" +
 			"File names and layout are kubeadm's. Keys are 0600; every replaced file is kept as <file>.bak.\n\n" +
 			"Example:\n   snapshift certs --renew apiserver --cert-dir /etc/kubernetes/pki \\\n" +
 			"     --old-service-cidr 192.168.0.0/16 --service-cidr 172.24.0.0/16",
