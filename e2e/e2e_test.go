@@ -373,6 +373,10 @@ func judgeKeptRange(ctx context.Context, t *testing.T, ver string, c kubernetes.
 	check("the kept range hands out nothing: an explicit old-range clusterIP is refused", err != nil, "192.168.77.77 was accepted")
 }
 
+// createdByJudge are the Services judge creates in namespace demo after the
+// migration.
+var createdByJudge = map[string]bool{"after-migration": true, "explicit": true, "taken": true, "old-range": true}
+
 // judge checks the migrated control plane; since is when it was started
 // (events older than that came with the snapshot from the source cluster).
 func judge(ctx context.Context, t *testing.T, ver string, api *apiserver, kcm *proc, etcd *etcdtest.Server, src *srcState, newPKI *pki, since time.Time) {
@@ -558,6 +562,12 @@ func judge(ctx context.Context, t *testing.T, ver string, api *apiserver, kcm *p
 	for _, e := range evs.Items {
 		if e.CreationTimestamp.Time.Before(since.Add(-time.Second)) {
 			continue // from the source cluster, carried over in the snapshot
+		}
+		if e.InvolvedObject.Namespace == "demo" && createdByJudge[e.InvolvedObject.Name] {
+			// The repair loop can see a Service this test just created before its IPAddress
+			// reaches the informer ("not allocated; repairing"): the apiserver's own race,
+			// not the migrated state.
+			continue
 		}
 		if complaints.MatchString(e.Reason) || complaints.MatchString(e.Message) {
 			bad = append(bad, fmt.Sprintf("%s %s/%s: %s", e.Reason, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Message))
