@@ -152,7 +152,7 @@ manifests: {kubernetesVersion: %s}
 	} else {
 		t.Logf("[rebuild] PASS a bootstrap token Secret for the join command exists")
 	}
-	checkOtherNodes(ctx, t, bin, bundle, ms, members[1], caPEM, logDir, dir)
+	checkOtherNodes(ctx, t, bin, bundle, ms, members, caPEM, logDir, dir)
 }
 
 // member is one control-plane node of the e2e rebuild.
@@ -174,70 +174,87 @@ resources:
   - identity: {}
 `
 
-// checkOtherNodes starts a kube-apiserver with node 2's generated manifest
-// (its flags read back from the Pod, its paths pointed into the bundle) and
-// checks that it serves node 2's own certificate, valid for node 2's
-// address and the control-plane endpoint name and for no other node's
-// address, and that node 3's kubelet.conf authenticates as
-// system:node:<node 3>.
-func checkOtherNodes(ctx context.Context, t *testing.T, bin, bundle string, ms []member, etcd *etcdtest.Server, caPEM []byte, logDir, dir string) {
-	n2 := filepath.Join(bundle, "kubernetes", ms[1].node)
+// checkOtherNodes starts, for every node but the first, a kube-apiserver
+// with that node's generated manifest (its flags read back from the Pod,
+// its paths pointed into the bundle, its own etcd member) and checks that
+// it serves the node's own certificate, valid for the node's address and
+// the control-plane endpoint name and for no other node's address, and
+// that the next node's kubelet.conf authenticates through it as
+// system:node:<that node>. The second node's apiserver also proves the
+// encryption config.
+func checkOtherNodes(ctx context.Context, t *testing.T, bin, bundle string, ms []member, etcds []*etcdtest.Server, caPEM []byte, logDir, dir string) {
+	for i := 1; i < len(ms); i++ {
+		api := checkNodeAPIServer(ctx, t, bin, bundle, ms, i, etcds[i], caPEM, logDir, dir)
+		if i == 1 {
+			checkEncryption(ctx, t, api, filepath.Join(bundle, "kubernetes", ms[0].node, "super-admin.conf"), etcds[i], dir) // super-admin.conf is only on the first node
+		}
+		api.stop()
+	}
+}
+
+// checkNodeAPIServer starts node i's kube-apiserver and checks its
+// certificate, and node i+1's kubelet.conf through it.
+func checkNodeAPIServer(ctx context.Context, t *testing.T, bin, bundle string, ms []member, i int, etcd *etcdtest.Server, caPEM []byte, logDir, dir string) *apiserver {
+	node, next := ms[i], ms[(i+1)%len(ms)]
+	nd := filepath.Join(bundle, "kubernetes", node.node)
 	port, err := etcdtest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := manifestArgs(t, filepath.Join(n2, "manifests", "kube-apiserver.yaml"), n2, map[string]string{
+	args := manifestArgs(t, filepath.Join(nd, "manifests", "kube-apiserver.yaml"), nd, map[string]string{
 		// The test environment, not the node: a free port, the etcd member
 		// over plain HTTP, and no kubernetes Endpoints (loopback addresses
 		// may not be Endpoints).
 		"secure-port": strconv.Itoa(port), "etcd-servers": etcd.Endpoint(), "endpoint-reconciler-type": "none",
 		"etcd-cafile": "", "etcd-certfile": "", "etcd-keyfile": "",
 	})
-	if !slices.Contains(args, "--advertise-address="+ms[1].addr) {
-		t.Fatalf("[rebuild] FAIL node 2's manifest does not advertise %s: %v", ms[1].addr, args)
+	if !slices.Contains(args, "--advertise-address="+node.addr) {
+		t.Fatalf("[rebuild] FAIL %s's manifest does not advertise %s: %v", node.node, node.addr, args)
 	}
-	url := fmt.Sprintf("https://%s:%d", ms[1].addr, port)
-	kubelet3, err := clientcmd.BuildConfigFromFlags(url, retarget(t, filepath.Join(bundle, "kubernetes", ms[2].node, "kubelet.conf"), url, dir))
+	url := fmt.Sprintf("https://%s:%d", node.addr, port)
+	kubelet, err := clientcmd.BuildConfigFromFlags(url, retarget(t, filepath.Join(bundle, "kubernetes", next.node, "kubelet.conf"), url, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := &apiserver{proc: start(t, "kube-apiserver-"+ms[1].node, filepath.Join(bin, "kube-apiserver"), args, logDir), url: url, config: kubelet3}
+	api := &apiserver{proc: start(t, "kube-apiserver-"+node.node, filepath.Join(bin, "kube-apiserver"), args, logDir), url: url, config: kubelet}
 	dumpOnFailure(t, api.proc)
 	api.waitReady(ctx, t) // trusts only the bundle's CA
-	t.Logf("[rebuild] PASS kube-apiserver started from %s's manifest serves at %s", ms[1].node, url)
+	t.Logf("[rebuild] PASS kube-apiserver started from %s's manifest serves at %s", node.node, url)
 
-	want, err := os.ReadFile(filepath.Join(n2, "pki", "apiserver.crt"))
+	want, err := os.ReadFile(filepath.Join(nd, "pki", "apiserver.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(caPEM)
-	for _, name := range []string{ms[1].addr, cpEndpoint} {
-		conn, err := tls.Dial("tcp", fmt.Sprintf("%s:%d", ms[1].addr, port), &tls.Config{RootCAs: roots, ServerName: name})
+	for _, name := range []string{node.addr, cpEndpoint} {
+		conn, err := tls.Dial("tcp", fmt.Sprintf("%s:%d", node.addr, port), &tls.Config{RootCAs: roots, ServerName: name})
 		if err != nil {
-			t.Fatalf("[rebuild] FAIL %s's apiserver is not valid for %s with only the new CA: %v", ms[1].node, name, err)
+			t.Fatalf("[rebuild] FAIL %s's apiserver is not valid for %s with only the new CA: %v", node.node, name, err)
 		}
 		leaf := conn.ConnectionState().PeerCertificates[0]
 		conn.Close()
 		if string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw})) != string(want) {
-			t.Fatalf("[rebuild] FAIL %s's apiserver does not serve its own apiserver.crt", ms[1].node)
+			t.Fatalf("[rebuild] FAIL %s's apiserver does not serve its own apiserver.crt", node.node)
 		}
-		if name == ms[1].addr && (leaf.VerifyHostname(ms[0].addr) == nil || leaf.VerifyHostname(ms[2].addr) == nil) {
-			t.Errorf("[rebuild] FAIL %s's certificate is valid for another node's address", ms[1].node)
+		for _, other := range ms {
+			if name == node.addr && other.addr != node.addr && leaf.VerifyHostname(other.addr) == nil {
+				t.Errorf("[rebuild] FAIL %s's certificate is valid for %s's address %s", node.node, other.node, other.addr)
+			}
 		}
 	}
-	t.Logf("[rebuild] PASS %s serves its own certificate, valid for %s and %s, not for %s or %s", ms[1].node, ms[1].addr, cpEndpoint, ms[0].addr, ms[2].addr)
+	t.Logf("[rebuild] PASS %s serves its own certificate, valid for %s and %s and no other node's address", node.node, node.addr, cpEndpoint)
 
-	review, err := kubernetes.NewForConfigOrDie(kubelet3).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	review, err := kubernetes.NewForConfigOrDie(kubelet).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("[rebuild] FAIL %s's kubelet.conf: %v", ms[2].node, err)
+		t.Fatalf("[rebuild] FAIL %s's kubelet.conf: %v", next.node, err)
 	}
 	u := review.Status.UserInfo
-	if u.Username != "system:node:"+ms[2].node || !slices.Contains(u.Groups, "system:nodes") {
-		t.Fatalf("[rebuild] FAIL %s's kubelet.conf authenticates as %s %v", ms[2].node, u.Username, u.Groups)
+	if u.Username != "system:node:"+next.node || !slices.Contains(u.Groups, "system:nodes") {
+		t.Fatalf("[rebuild] FAIL %s's kubelet.conf authenticates as %s %v", next.node, u.Username, u.Groups)
 	}
-	t.Logf("[rebuild] PASS %s's kubelet.conf authenticates as %s %v", ms[2].node, u.Username, u.Groups)
-	checkEncryption(ctx, t, api, filepath.Join(bundle, "kubernetes", ms[0].node, "super-admin.conf"), etcd, dir) // super-admin.conf is only on the first node
+	t.Logf("[rebuild] PASS %s's kubelet.conf authenticates through %s as %s %v", next.node, node.node, u.Username, u.Groups)
+	return api
 }
 
 // checkEncryption: the apiserver started from the generated manifest uses
