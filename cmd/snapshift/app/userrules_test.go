@@ -21,7 +21,8 @@ kind: RuleSet
 rules:
 - name: calico-pool
   match: {resource: ippools.crd.projectcalico.org}
-  mapAddresses: [/spec/cidr]
+  mapAddresses: [/spec/cidr]        # the built-in calico rule moves it: the same value, no conflict
+  mergePatch: {spec: {disabled: true}}
 - name: web-annotation
   match: {resource: deployments, namespaces: [demo], names: [web]}
   mergePatch: {metadata: {annotations: {example.com/dns: "192.168.0.10"}}}
@@ -50,7 +51,7 @@ func TestTransformUserRules(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("plan: exit %d, %s", r.code, r.stderr)
 	}
-	for _, want := range []string{`"field":"calico-pool: /spec/cidr","old":"10.244.0.0/16","new":"10.55.0.0/16"`,
+	for _, want := range []string{`"field":"calico-pool: /spec/disabled"`,
 		`"field":"db-password: /data/password","old":"(hidden)","new":"(hidden)"`, `warning: rule \"typo\"`} {
 		if !strings.Contains(squash(r.stdout), squash(want)) {
 			t.Errorf("plan --output json lacks %s", want)
@@ -73,11 +74,12 @@ func TestTransformUserRules(t *testing.T) {
 	}
 	var pool struct {
 		Spec struct {
-			CIDR string `json:"cidr"`
+			CIDR     string `json:"cidr"`
+			Disabled bool   `json:"disabled"`
 		} `json:"spec"`
 	}
-	if err := json.Unmarshal(get("/registry/crd.projectcalico.org/ippools/default-ipv4-ippool"), &pool); err != nil || pool.Spec.CIDR != "10.55.0.0/16" {
-		t.Errorf("IPPool spec.cidr = %q (%v), want 10.55.0.0/16", pool.Spec.CIDR, err)
+	if err := json.Unmarshal(get("/registry/crd.projectcalico.org/ippools/default-ipv4-ippool"), &pool); err != nil || pool.Spec.CIDR != "10.55.0.0/16" || !pool.Spec.Disabled {
+		t.Errorf("IPPool spec = %+v (%v), want cidr 10.55.0.0/16 (the calico rule) and disabled (the user rule)", pool.Spec, err)
 	}
 	c := codec.New()
 	dep, err := c.Decode(get("/registry/deployments/demo/web"))
