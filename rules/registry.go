@@ -20,6 +20,7 @@ type Options struct {
 	PodCIDROptions
 	SATokensOptions
 	ClusterInfoOptions
+	CNIOptions
 
 	// Now stamps objects the rules create. Default time.Now.
 	Now func() time.Time `json:"-"`
@@ -32,6 +33,7 @@ var registry = []Entry{
 	serviceCIDREntry,
 	podCIDREntry,
 	clusterConfigEntry,
+	ciliumEntry, cniEntry,
 	nodeLocalDNSEntry,
 	saTokensEntry,
 	clusterInfoEntry,
