@@ -355,6 +355,9 @@ func (r *Cilium) editCiliumNode(u *unstructured.Unstructured, mv *ciliumNodeMove
 			}
 		}
 	}
+	if n := r.editManagedFields(u, mv); n > 0 {
+		note("metadata.managedFields", "", fmt.Sprintf("%d moved map keys renamed", n))
+	}
 	if st, ok := nested(u.Object, "status", "ipam"); ok {
 		r.mapKeys(st, "used", "status.ipam.used", mv, note)
 		if pc, ok := st["pod-cidrs"].(map[string]any); ok {
@@ -411,4 +414,47 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// editManagedFields renames the field-set keys ("f:10.244.1.0/24" under
+// f:pod-cidrs, "f:<address>" under f:pool and f:used) that name a moved
+// CIDR or address, so that server-side apply's record matches the object.
+func (r *Cilium) editManagedFields(u *unstructured.Unstructured, mv *ciliumNodeMove) int {
+	n := 0
+	var walk func(m map[string]any) map[string]any
+	walk = func(m map[string]any) map[string]any {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok {
+				m[k] = walk(sub)
+			}
+		}
+		return renameKeys(m, func(k string) (string, bool) {
+			name, ok := strings.CutPrefix(k, "f:")
+			if !ok {
+				return k, false
+			}
+			if c := mv.cidrs[name]; c != "" {
+				n++
+				return "f:" + c, true
+			}
+			if a, ok := r.mapAddr(mv, name); ok {
+				n++
+				return "f:" + a, true
+			}
+			return k, false
+		})
+	}
+	mfs, ok := nested(u.Object, "metadata")
+	if !ok {
+		return 0
+	}
+	list, _ := mfs["managedFields"].([]any)
+	for _, e := range list {
+		if mf, ok := e.(map[string]any); ok {
+			if fs, ok := mf["fieldsV1"].(map[string]any); ok {
+				mf["fieldsV1"] = walk(fs)
+			}
+		}
+	}
+	return n
 }
