@@ -327,34 +327,7 @@ func (r *Cilium) editCiliumNode(u *unstructured.Unstructured, mv *ciliumNodeMove
 		}
 		r.mapKeys(ipam, "pool", "spec.ipam.pool", mv, note)
 	}
-	if addrs, ok := spec["addresses"].([]any); ok {
-		for i, e := range addrs {
-			m, ok := e.(map[string]any)
-			if !ok || m["type"] != "CiliumInternalIP" {
-				continue
-			}
-			if s, ok := m["ip"].(string); ok {
-				if n, ok := r.mapAddr(mv, s); ok {
-					m["ip"] = n
-					note(fmt.Sprintf("spec.addresses[%d] (CiliumInternalIP)", i), s, n)
-				}
-			}
-		}
-	}
-	for _, sec := range []string{"health", "ingress"} {
-		m, ok := spec[sec].(map[string]any)
-		if !ok {
-			continue
-		}
-		for _, fam := range []string{"ipv4", "ipv6"} {
-			if s, ok := m[fam].(string); ok {
-				if n, ok := r.mapAddr(mv, s); ok {
-					m[fam] = n
-					note("spec."+sec+"."+fam, s, n)
-				}
-			}
-		}
-	}
+	r.mapSpecAddrs(spec, mv, note)
 	if n := r.editManagedFields(u, mv); n > 0 {
 		note("metadata.managedFields", "", fmt.Sprintf("%d moved map keys renamed", n))
 	}
@@ -457,4 +430,37 @@ func (r *Cilium) editManagedFields(u *unstructured.Unstructured, mv *ciliumNodeM
 		}
 	}
 	return n
+}
+
+// mapSpecAddrs maps the pod-range addresses of a CiliumNode's spec: the
+// CiliumInternalIP (router) address, the health and ingress addresses.
+func (r *Cilium) mapSpecAddrs(spec map[string]any, mv *ciliumNodeMove, note func(field, old, new string)) {
+	if addrs, ok := spec["addresses"].([]any); ok {
+		for i, e := range addrs {
+			m, ok := e.(map[string]any)
+			if !ok || m["type"] != "CiliumInternalIP" {
+				continue
+			}
+			if s, ok := m["ip"].(string); ok {
+				if n, ok := r.mapAddr(mv, s); ok {
+					m["ip"] = n
+					note(fmt.Sprintf("spec.addresses[%d] (CiliumInternalIP)", i), s, n)
+				}
+			}
+		}
+	}
+	for _, sec := range []string{"health", "ingress"} {
+		m, ok := spec[sec].(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, fam := range []string{"ipv4", "ipv6"} {
+			if s, ok := m[fam].(string); ok {
+				if n, ok := r.mapAddr(mv, s); ok {
+					m[fam] = n
+					note("spec."+sec+"."+fam, s, n)
+				}
+			}
+		}
+	}
 }
