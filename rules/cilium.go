@@ -25,15 +25,17 @@ const NameCilium = "cilium"
 // CiliumNode, the pod CIDRs the operator handed out and the pod-range
 // addresses the agent took from them, each at its offset.
 //
-// What Cilium does with it (cilium/cilium pkg/ipam/allocator/clusterpool and
-// podcidr): cilium-operator reads cluster-pool-ipv4-cidr once, at start, and
-// then re-reserves every CiliumNode's spec.ipam.podCIDRs in it; a CIDR
-// outside the configured pool is not re-reserved (the node gets an
-// operator-status error and keeps it), and a changed pool alone never moves
-// an existing node. The agent takes its router (CiliumInternalIP), health
-// and ingress addresses from its node's podCIDRs when it starts, and
-// restores its endpoints with the addresses they had. So both must restart
-// after the restore, and pods keep their old addresses until recreated.
+// What Cilium does with it (read in cilium/cilium): cilium-operator reads
+// cluster-pool-ipv4-cidr once, at start (pkg/ipam/allocator/clusterpool),
+// then re-reserves every CiliumNode's spec.ipam.podCIDRs in it
+// (pkg/ipam/allocator/podcidr, reuseIPNets); a CIDR outside the pool is
+// not re-reserved (the node gets an operator-status error and keeps it),
+// and a changed pool alone never moves an existing node. At start the agent
+// restores its router address (cilium_host) from the node, which fails for
+// an old-range address, then from its CiliumNode's CiliumInternalIP, which
+// this rule moved, so it keeps the mapped address; its endpoints' old
+// addresses cannot be re-allocated in the new CIDRs ("Unable to restore
+// endpoint, ignoring"), so those pods have no network until recreated.
 type Cilium struct {
 	opts  Options
 	plan  *Plan
@@ -286,7 +288,7 @@ func (r *Cilium) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 				cm.Data[k] = nv
 			}
 		}
-		r.notes = append(r.notes, "cilium-config: the cluster pool moved; cilium-operator reads it only at start: restart cilium-operator first (it re-reserves every CiliumNode's moved pod CIDRs), then the cilium DaemonSet (each agent takes its router, health and ingress addresses from its moved CIDRs), then recreate every pod that is not on the host network (its endpoint keeps the old address until then; CiliumEndpoints are rewritten by the agents)")
+		r.notes = append(r.notes, "cilium-config: the cluster pool moved; cilium-operator reads it only at start: restart cilium-operator first (it re-reserves every CiliumNode's moved pod CIDRs), then the cilium DaemonSet (each agent takes its router address from its CiliumNode's moved CiliumInternalIP), then at once recreate every pod that is not on the host network: the agents cannot restore endpoints whose old-range addresses lie outside the new CIDRs, so those pods have no network until recreated (their CiliumEndpoints are recreated with them)")
 	case strings.HasPrefix(obj.Key, state.PrefixCiliumNodes):
 		mv := r.nodes[obj.Key]
 		if mv == nil {
