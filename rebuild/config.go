@@ -58,6 +58,8 @@ type Networking struct {
 	rules.ServiceCIDROptions
 	// podSubnet (new pod CIDR; empty: unchanged), oldPodSubnet.
 	rules.PodCIDROptions
+	// leaveCNIState: CNIs whose IPAM state is moved by hand (calico, cilium).
+	rules.CNIOptions
 	// DNSDomain is the cluster domain. Default cluster.local.
 	DNSDomain string `json:"dnsDomain,omitempty"`
 }
@@ -219,7 +221,8 @@ func (c *Config) InitialCluster() string {
 
 // RuleOptions are the rule options this configuration selects.
 func (c *Config) RuleOptions() rules.Options {
-	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions}
+	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions,
+		CNIOptions: c.Networking.CNIOptions}
 	if c.ServiceAccountTokens != "keep" {
 		o.SATokens = c.ServiceAccountTokens
 	}
