@@ -89,6 +89,9 @@ func (r *CNI) Prepare(ctx context.Context, v *state.View) error {
 	}
 	for _, c := range cnis {
 		r.notes = append(r.notes, "CNI: "+c.String())
+		if c.Name == state.CNICalico && c.IPAM == state.IPAMHostLocal && !r.moved(c) {
+			r.notes = append(r.notes, "Calico's IPPools are not moved by this build: after the restore, create an IPPool for the new pod CIDR with the old pool's ipipMode/vxlanMode and natOutgoing and delete the old one, or pods' traffic leaves the cluster without NAT")
+		}
 		if !c.HoldsPodAddresses || r.moved(c) {
 			continue
 		}

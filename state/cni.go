@@ -250,6 +250,8 @@ func detectCalico(v *View) (*CNI, error) {
 		c.Note = "IPPools only: no calico-node, calico-config or IPAM blocks, so Calico allocates nothing here"
 	case c.IPAM == IPAMCalico:
 		c.HoldsPodAddresses = len(c.State) > 0
+	case c.IPAM == IPAMHostLocal:
+		c.Note = "pod addresses come from node.spec.podCIDR; calico-node still reads the IPPools for NAT-outgoing and encapsulation"
 	}
 	if len(ev) == 0 {
 		c.Evidence = []string{"custom resources only"}
