@@ -80,8 +80,15 @@ func (r *Cilium) Prepare(ctx context.Context, v *state.View) error {
 		return nil // the cni rule notes what to do by hand
 	}
 	o, ok, err := v.Get(state.KeyCiliumConfig)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		if n := len(v.Keys(state.PrefixCiliumNodes)); n > 0 {
+			return fmt.Errorf("%w: the snapshot holds %d CiliumNodes but no kube-system/cilium-config to say Cilium's IPAM mode and pool (is Cilium configured elsewhere?): give --leave-cni-state cilium to move its state by hand",
+				transform.ErrRefused, n)
+		}
+		return nil
 	}
 	cm, ok := o.Value.Obj.(*corev1.ConfigMap)
 	if !ok {
