@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -20,7 +21,7 @@ import (
 // NameCilium is the cilium rule.
 const NameCilium = "cilium"
 
-// Cilium moves Cilium's cluster-pool IPAM state with the pod range
+// Cilium moves Cilium's cluster-pool (and multi-pool, cilium_pools.go) IPAM state with the pod range
 // (docs/ARCHITECTURE.md §17): the pool in cilium-config and, per
 // CiliumNode, the pod CIDRs the operator handed out and the pod-range
 // addresses the agent took from them, each at its offset.
@@ -41,6 +42,7 @@ type Cilium struct {
 	plan  *Plan
 	mode  string
 	pool  map[string]string // cilium-config key -> new value
+	pools map[string]map[string]string // CiliumPodIPPool key -> old CIDR -> new (multi-pool)
 	nodes map[string]*ciliumNodeMove
 	notes []string
 }
@@ -58,9 +60,10 @@ var ciliumPoolKeys = []string{"cluster-pool-ipv4-cidr", "cluster-pool-ipv6-cidr"
 
 var ciliumEntry = Entry{
 	Name:    NameCilium,
-	Summary: "move Cilium's cluster-pool IPAM state: the pool in cilium-config and every CiliumNode's pod CIDRs and pod-range addresses, offsets kept",
-	Touches: []string{"configmaps kube-system/cilium-config (cluster-pool-ipv4/ipv6-cidr, native-routing CIDRs equal to the pool)",
-		"ciliumnodes.cilium.io (spec.ipam.podCIDRs, CiliumInternalIP in spec.addresses, spec.health, spec.ingress, spec.ipam.pool, status.ipam)"},
+	Summary: "move Cilium's cluster-pool and multi-pool IPAM state: the pool in cilium-config, CiliumPodIPPools, every CiliumNode's pod CIDRs and pod-range addresses, offsets kept",
+	Touches: []string{"configmaps kube-system/cilium-config (cluster-pool-ipv4/ipv6-cidr, native-routing CIDRs equal to the pool, auto-create-cilium-pod-ip-pools)",
+		"ciliumpodippools.cilium.io (spec.ipv4/ipv6.cidrs inside the old pod range)",
+		"ciliumnodes.cilium.io (spec.ipam.podCIDRs, spec.ipam.pools.allocated, CiliumInternalIP in spec.addresses, spec.health, spec.ingress, spec.ipam.pool, status.ipam)"},
 	After:   []string{NamePodCIDR}, // it reuses the Nodes' mapping
 	Enabled: func(o *Options) bool { return o.PodNetworkCIDR != "" },
 	New:     func(o Options, p *Plan) transform.Rule { return &Cilium{opts: o, plan: p} },
@@ -69,7 +72,9 @@ var ciliumEntry = Entry{
 }
 
 func (r *Cilium) Name() string       { return NameCilium }
-func (r *Cilium) Prefixes() []string { return []string{state.KeyCiliumConfig, state.PrefixCiliumNodes} }
+func (r *Cilium) Prefixes() []string {
+	return []string{state.KeyCiliumConfig, state.PrefixCiliumNodes, state.PrefixCiliumPools}
+}
 func (r *Cilium) Lists() []string    { return []string{state.PrefixCiliumNodes, state.PrefixCiliumPools} }
 func (r *Cilium) Notes() []string    { return r.notes }
 
@@ -102,9 +107,7 @@ func (r *Cilium) Prepare(ctx context.Context, v *state.View) error {
 	case state.IPAMKubernetes:
 		r.notes = append(r.notes, "Cilium runs with ipam: kubernetes: it takes pod CIDRs from node.spec.podCIDRs, which the pod-cidr rule moves; restart cilium-operator, then the cilium DaemonSet, then every pod that is not on the host network")
 		return nil
-	case state.IPAMMultiPool:
-		return r.refuseMultiPool(v)
-	case state.IPAMClusterPool:
+	case state.IPAMMultiPool, state.IPAMClusterPool:
 	default:
 		r.notes = append(r.notes, fmt.Sprintf("Cilium runs with ipam: %s: its pod addresses do not come from the cluster pod CIDR, so nothing of Cilium's moves", r.mode))
 		return nil
@@ -115,19 +118,12 @@ func (r *Cilium) Prepare(ctx context.Context, v *state.View) error {
 	if err := r.planPool(cm.Data); err != nil {
 		return err
 	}
+	if r.mode == state.IPAMMultiPool {
+		if err := r.planPodIPPools(v, cm.Data); err != nil {
+			return err
+		}
+	}
 	return r.planNodes(v)
-}
-
-func (r *Cilium) refuseMultiPool(v *state.View) error {
-	var names []string
-	for _, kr := range v.Keys(state.PrefixCiliumPools) {
-		names = append(names, strings.TrimPrefix(kr.Key, state.PrefixCiliumPools))
-	}
-	if len(names) == 0 {
-		names = []string{"none stored"}
-	}
-	return fmt.Errorf("%w: Cilium runs with multi-pool IPAM, whose CiliumPodIPPools (%s) and per-node pool allocations snapshift does not move: migrate the pools by hand and give --leave-cni-state cilium",
-		transform.ErrRefused, strings.Join(names, ", "))
 }
 
 // planPool maps the pool keys of cilium-config. Each pool CIDR must be the
@@ -210,6 +206,7 @@ func (r *Cilium) planNodes(v *state.View) error {
 			return fmt.Errorf("%s: stored object is %s, not a custom resource", o.Key, o.Value.GVK)
 		}
 		cidrs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ipam", "podCIDRs")
+		cidrs = append(cidrs, r.poolAllocations(u)...)
 		mv := &ciliumNodeMove{cidrs: map[string]string{}}
 		for _, c := range cidrs {
 			p, err := r.mapCiliumCIDR(byNode[u.GetName()], c)
@@ -289,13 +286,23 @@ func (r *Cilium) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 		if !ok {
 			return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
 		}
-		for _, k := range ciliumPoolKeys {
-			if nv, ok := r.pool[k]; ok {
-				changes = append(changes, transform.Change{Field: "data[" + k + "]", Old: cm.Data[k], New: nv})
-				cm.Data[k] = nv
-			}
+		for _, k := range slices.Sorted(maps.Keys(r.pool)) {
+			changes = append(changes, transform.Change{Field: "data[" + k + "]", Old: cm.Data[k], New: r.pool[k]})
+			cm.Data[k] = r.pool[k]
 		}
-		r.notes = append(r.notes, "cilium-config: the cluster pool moved; cilium-operator reads it only at start: restart cilium-operator first (it re-reserves every CiliumNode's moved pod CIDRs), then the cilium DaemonSet (each agent takes its router address from its CiliumNode's moved CiliumInternalIP), then at once recreate every pod that is not on the host network: the agents cannot restore endpoints whose old-range addresses lie outside the new CIDRs, so those pods have no network until recreated (their CiliumEndpoints are recreated with them)")
+		r.notes = append(r.notes, ciliumRestartNote)
+	case strings.HasPrefix(obj.Key, state.PrefixCiliumPools):
+		if len(r.pools[obj.Key]) == 0 {
+			return transform.Result{}, nil
+		}
+		u, ok := obj.Value.Obj.(*unstructured.Unstructured)
+		if !ok {
+			return transform.Result{}, fmt.Errorf("stored object is %s, not a custom resource", obj.Value.GVK)
+		}
+		changes = editPodIPPool(u, r.pools[obj.Key])
+		if len(r.pool) == 0 && len(r.notes) == 0 {
+			r.notes = append(r.notes, ciliumRestartNote)
+		}
 	case strings.HasPrefix(obj.Key, state.PrefixCiliumNodes):
 		mv := r.nodes[obj.Key]
 		if mv == nil {
@@ -312,6 +319,9 @@ func (r *Cilium) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 	}
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
 }
+
+// ciliumRestartNote is what the operator does after a moved pool.
+const ciliumRestartNote = "Cilium's pool moved; cilium-operator reads its pools only at start: restart cilium-operator first (it re-reserves every CiliumNode's moved pod CIDRs), then the cilium DaemonSet (each agent takes its router address from its CiliumNode's moved CiliumInternalIP), then at once recreate every pod that is not on the host network: the agents cannot restore endpoints whose old-range addresses lie outside the new CIDRs, so those pods have no network until recreated (their CiliumEndpoints are recreated with them)"
 
 // editCiliumNode maps the pod CIDRs and every pod-range address of one
 // CiliumNode; the node's own addresses (InternalIP, ExternalIP) stay.
@@ -335,6 +345,19 @@ func (r *Cilium) editCiliumNode(u *unstructured.Unstructured, mv *ciliumNodeMove
 			}
 		}
 		r.mapKeys(ipam, "pool", "spec.ipam.pool", mv, note)
+		if pools, ok := ipam["pools"].(map[string]any); ok {
+			allocated, _ := pools["allocated"].([]any)
+			for i, e := range allocated {
+				a, _ := e.(map[string]any)
+				list, _ := a["cidrs"].([]any)
+				for j, c := range list {
+					if s, ok := c.(string); ok && mv.cidrs[s] != "" {
+						note(fmt.Sprintf("spec.ipam.pools.allocated[%d] (pool %v)", i, a["pool"]), s, mv.cidrs[s])
+						list[j] = mv.cidrs[s]
+					}
+				}
+			}
+		}
 	}
 	r.mapSpecAddrs(spec, mv, note)
 	if n := r.editManagedFields(u, mv); n > 0 {

@@ -118,7 +118,7 @@ func (r *CNI) moved(c state.CNI) bool {
 		return err == nil && e.Enabled(&r.opts)
 	case state.CNICilium:
 		e, err := Lookup(NameCilium)
-		return err == nil && e.Enabled(&r.opts) && c.IPAM == state.IPAMClusterPool
+		return err == nil && e.Enabled(&r.opts) && (c.IPAM == state.IPAMClusterPool || c.IPAM == state.IPAMMultiPool)
 	}
 	return false
 }
