@@ -41,7 +41,7 @@ type Cilium struct {
 	opts  Options
 	plan  *Plan
 	mode  string
-	pool  map[string]string // cilium-config key -> new value
+	pool  map[string]string            // cilium-config key -> new value
 	pools map[string]map[string]string // CiliumPodIPPool key -> old CIDR -> new (multi-pool)
 	nodes map[string]*ciliumNodeMove
 	notes []string
@@ -71,12 +71,12 @@ var ciliumEntry = Entry{
 	Options: func(*Options) []Option { return nil },
 }
 
-func (r *Cilium) Name() string       { return NameCilium }
+func (r *Cilium) Name() string { return NameCilium }
 func (r *Cilium) Prefixes() []string {
 	return []string{state.KeyCiliumConfig, state.PrefixCiliumNodes, state.PrefixCiliumPools}
 }
-func (r *Cilium) Lists() []string    { return []string{state.PrefixCiliumNodes, state.PrefixCiliumPools} }
-func (r *Cilium) Notes() []string    { return r.notes }
+func (r *Cilium) Lists() []string { return []string{state.PrefixCiliumNodes, state.PrefixCiliumPools} }
+func (r *Cilium) Notes() []string { return r.notes }
 
 // Prepare reads the IPAM mode and plans every CiliumNode, refusing a pool
 // that is not the pod range being moved and a multi-pool IPAM.
