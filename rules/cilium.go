@@ -105,8 +105,7 @@ func (r *Cilium) Prepare(ctx context.Context, v *state.View) error {
 	}
 	switch r.mode {
 	case state.IPAMKubernetes:
-		r.notes = append(r.notes, "Cilium runs with ipam: kubernetes: it takes pod CIDRs from node.spec.podCIDRs, which the pod-cidr rule moves; restart cilium-operator, then the cilium DaemonSet, then every pod that is not on the host network")
-		return nil
+		r.notes = append(r.notes, "Cilium runs with ipam: kubernetes: it takes pod CIDRs from node.spec.podCIDRs, which the pod-cidr rule moves (the CiliumNodes' copies and pod-range addresses move with them); restart the cilium DaemonSet, then at once recreate every pod that is not on the host network: the agents cannot restore endpoints whose old-range addresses lie outside the new CIDRs")
 	case state.IPAMMultiPool, state.IPAMClusterPool:
 	default:
 		r.notes = append(r.notes, fmt.Sprintf("Cilium runs with ipam: %s: its pod addresses do not come from the cluster pod CIDR, so nothing of Cilium's moves", r.mode))
