@@ -82,6 +82,7 @@ func TestCNIDetection(t *testing.T) {
 		{"cilium/kubernetes-ipam", "cilium (kubernetes IPAM; 1 ciliumnodes.cilium.io): pod CIDRs come from node.spec.podCIDRs", "cilium", "kubernetes", false},
 		{"cilium/multi-pool", "cilium (multi-pool IPAM; 2 ciliumnodes.cilium.io, 2 ciliumpodippools.cilium.io)", "cilium", "multi-pool", true},
 		{"cni/calico-refused", "calico (calico-ipam IPAM; 1 ippools.crd.projectcalico.org, 1 ipamblocks.crd.projectcalico.org", "calico", "calico-ipam", true},
+		{"cni/calico-operator-refused", "calico (calico-ipam IPAM; 1 ippools.crd.projectcalico.org, 1 ipamblocks.crd.projectcalico.org", "calico", "calico-ipam", true},
 		{"cni/calico-host-local", "calico (host-local IPAM; 1 ippools.crd.projectcalico.org): pod addresses come from node.spec.podCIDR", "calico", "host-local", false},
 		{"cni/weave", "weave (weave IPAM): IPALLOC_RANGE 10.244.0.0/16", "weave", "weave", false},
 		{"cluster-config/canal", "canal (host-local IPAM)", "canal", "host-local", false},
