@@ -51,6 +51,8 @@ type Report struct {
 	Encodings       []Count               `json:"encodings"`
 	Encrypted       []Count               `json:"encrypted,omitempty"`
 	Networks        *state.Networks       `json:"networks"`
+	// CNI names the CNIs found and their IPAM state (state.DetectCNI).
+	CNI []state.CNI `json:"cni"`
 	// Alarms are the active etcd alarms (a NOSPACE alarm survives a plain
 	// restore and leaves the member read-only).
 	Alarms []snapshot.Alarm `json:"alarms,omitempty"`
@@ -75,7 +77,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix, err := snap.IndexWith(ctx, cfg.Progress, snapshot.IndexOptions{Named: []string{state.PrefixNodes}})
+	ix, err := snap.IndexWith(ctx, cfg.Progress, snapshot.IndexOptions{Named: append([]string{state.PrefixNodes}, state.CNIListed...)})
 	if err != nil {
 		return nil, err
 	}
@@ -124,8 +126,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r.Resources, r.SecretTypes, r.Encodings, r.Encrypted = sorted(resources), sorted(secretTypes), sorted(encodings), sorted(encrypted)
-	r.Networks, err = state.DetectReadable(ctx, state.NewView(snap, ix, c, cfg.Encryption, prefix))
+	v := state.NewView(snap, ix, c, cfg.Encryption, prefix)
+	r.Networks, err = state.DetectReadable(ctx, v)
 	if err != nil {
+		return nil, err
+	}
+	if r.CNI, err = state.DetectCNI(ctx, v); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -65,6 +65,8 @@ type Networking struct {
 	rules.ServiceCIDROptions
 	// podSubnet (new pod CIDR; empty: unchanged), oldPodSubnet.
 	rules.PodCIDROptions
+	// leaveCNIState: CNIs whose IPAM state is moved by hand (calico, cilium).
+	rules.CNIOptions
 	// DNSDomain is the cluster domain. Default cluster.local.
 	DNSDomain string `json:"dnsDomain,omitempty"`
 	// ControlPlaneEndpoint is the shared API endpoint, host[:port], as
@@ -320,7 +322,7 @@ func (c *Config) InitialCluster() string {
 // RuleOptions are the rule options this configuration selects.
 func (c *Config) RuleOptions() rules.Options {
 	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions,
-		UserRulesOptions: rules.UserRulesOptions{Rules: c.Rules}}
+		UserRulesOptions: rules.UserRulesOptions{Rules: c.Rules}, CNIOptions: c.Networking.CNIOptions}
 	// The control plane at its (possibly new) addresses and endpoint: the
 	// control-plane-address rule moves what the snapshot records.
 	o.ControlPlaneEndpoint = c.Networking.ControlPlaneEndpoint

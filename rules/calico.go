@@ -79,9 +79,12 @@ var calicoEntry = Entry{
 		"operator.tigera.io installations (spec/status calicoNetwork.ipPools[].cidr)",
 		"nodes (projectcalico.org tunnel and WireGuard address annotations)",
 		"daemonsets kube-system|calico-system/calico-node (CALICO_IPV4POOL_CIDR, CALICO_IPV6POOL_CIDR)", "configmaps kube-system/calico-config"},
-	After:   []string{NamePodCIDR}, // it reads the pod plan
-	Enabled: func(o *Options) bool { return o.PodNetworkCIDR != "" },
-	New:     func(_ Options, p *Plan) transform.Rule { return &Calico{plan: p} },
+	After: []string{NamePodCIDR}, // it reads the pod plan
+	// --leave-cni-state calico: the operator moves Calico's state by hand.
+	Enabled: func(o *Options) bool {
+		return o.PodNetworkCIDR != "" && !slices.Contains(o.LeaveCNIState, state.CNICalico)
+	},
+	New: func(_ Options, p *Plan) transform.Rule { return &Calico{plan: p} },
 	Example: func() Options {
 		return Options{PodCIDROptions: PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}}
 	},

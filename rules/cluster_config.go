@@ -18,7 +18,7 @@ import (
 // ClusterConfig moves the copies of the CIDRs that live in ConfigMaps with
 // the objects (docs/ARCHITECTURE.md §11): kubeadm-config (networking.serviceSubnet,
 // podSubnet, and any extraArgs copy), kubelet-config clusterDNS, kube-proxy
-// clusterCIDR, and flannel's net-conf.json Network. Each data value is
+// clusterCIDR, and flannel's (and Canal's canal-config) net-conf.json Network. Each data value is
 // edited as a YAML/JSON document: only scalars that exactly equal an old
 // CIDR (or a comma-separated list of them) or a moved Service IP are
 // replaced, in place, so every other byte stays as it was.
@@ -35,13 +35,13 @@ var clusterConfigKeys = map[string]bool{
 func (r *ClusterConfig) Name() string { return NameClusterConfig }
 
 func (r *ClusterConfig) Prefixes() []string {
-	return append([]string{state.KeyKubeadmConfig, state.KeyKubeletConfig, state.KeyKubeProxy}, state.FlannelConfigKeys...)
+	return append([]string{state.KeyKubeadmConfig, state.KeyKubeletConfig, state.KeyKubeProxy, state.KeyCanalConfig}, state.FlannelConfigKeys...)
 }
 
 func (r *ClusterConfig) Notes() []string { return r.notes }
 
 func claimsConfigMap(key string) bool {
-	if clusterConfigKeys[key] || key == state.KeyKubeletConfig || strings.HasPrefix(key, state.KeyKubeletConfig+"-1.") {
+	if clusterConfigKeys[key] || key == state.KeyKubeletConfig || key == state.KeyCanalConfig || strings.HasPrefix(key, state.KeyKubeletConfig+"-1.") {
 		return true
 	}
 	for _, k := range state.FlannelConfigKeys {
@@ -201,7 +201,8 @@ var clusterConfigEntry = Entry{
 	Name:    NameClusterConfig,
 	Summary: "move the copies of the ranges that live in ConfigMaps, edited in place",
 	Touches: []string{"configmaps kube-system/kubeadm-config (serviceSubnet, podSubnet)", "configmaps kube-system/kubelet-config (clusterDNS)",
-		"configmaps kube-system/kube-proxy (clusterCIDR)", "configmaps kube-flannel-cfg (net-conf.json Network)"},
+		"configmaps kube-system/kube-proxy (clusterCIDR)", "configmaps kube-flannel-cfg (net-conf.json Network)",
+		"configmaps kube-system/canal-config (net-conf.json Network)"},
 	// It edits with the mappings the network rules planned.
 	After:   []string{NameServiceCIDR, NamePodCIDR},
 	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" || o.PodNetworkCIDR != "" },

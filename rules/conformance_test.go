@@ -105,6 +105,7 @@ func TestConformance(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			in, inState := conformanceInput(t, name, in, inState)
 			opts, ok := enablingOptions(name)
 			if !ok {
 				t.Fatalf("rule %s has no enabling options in this test: add them to enablingOptions", name)

@@ -423,6 +423,11 @@ func substituteTokens(s string, m map[string]string) string {
 		if n, ok := m[tok]; ok {
 			return n
 		}
+		// "ipv4-cidrs:10.55.0.0/16" (Cilium's auto-create-cilium-pod-ip-pools):
+		// the key's colon runs into the token.
+		if n, ok := m[strings.TrimPrefix(tok, ":")]; ok && strings.HasPrefix(tok, ":") {
+			return ":" + n
+		}
 		return tok
 	})
 }

@@ -16,6 +16,8 @@ import (
 type Plan struct {
 	Service *ServicePlan `json:"service,omitempty"`
 	Pod     *PodPlan     `json:"pod,omitempty"`
+	// CNI names the CNIs the snapshot shows (the cni rule's detection).
+	CNI []state.CNI `json:"cni,omitempty"`
 
 	detected *state.Networks
 	inUse    *[]inUse // addresses no rule moves, read once

@@ -22,6 +22,7 @@ type Options struct {
 	ClusterInfoOptions
 	ControlPlaneOptions
 	UserRulesOptions
+	CNIOptions
 
 	// Now stamps objects the rules create. Default time.Now.
 	Now func() time.Time `json:"-"`
@@ -34,8 +35,10 @@ var registry = []Entry{
 	serviceCIDREntry,
 	podCIDREntry,
 	clusterConfigEntry,
+	ciliumEntry,
 	nodeLocalDNSEntry,
 	calicoEntry,
+	cniEntry, // after the CNI rules: it refuses the IPAM state none of them moves
 	saTokensEntry,
 	clusterInfoEntry,
 	controlPlaneEntry,

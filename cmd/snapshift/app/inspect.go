@@ -119,6 +119,7 @@ func printInspect(out io.Writer, r *inspect.Report) {
 		fmt.Fprintf(w, "  not read\t%s\n", u)
 	}
 	w.Flush()
+	printCNI(out, r.CNI)
 	if len(n.Nodes) > 0 {
 		fmt.Fprintf(out, "\nNode pod CIDRs:\n")
 		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -130,5 +131,18 @@ func printInspect(out io.Writer, r *inspect.Report) {
 			fmt.Fprintf(w, "  %s\t%s\n", nd.Node, cidrs)
 		}
 		w.Flush()
+	}
+}
+
+// printCNI shows the CNIs found and where their IPAM keeps pod addresses.
+func printCNI(out io.Writer, cnis []state.CNI) {
+	fmt.Fprintf(out, "\nCNI:\n")
+	if len(cnis) == 0 {
+		fmt.Fprintf(out, "  unknown (no flannel, Canal, Calico, Cilium or Weave objects)\n")
+		return
+	}
+	for _, c := range cnis {
+		fmt.Fprintf(out, "  %s\n", c)
+		fmt.Fprintf(out, "      found by: %s\n", strings.Join(c.Evidence, ", "))
 	}
 }

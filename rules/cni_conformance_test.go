@@ -1,0 +1,33 @@
+package rules_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/rules"
+)
+
+// conformanceInputs are the golden inputs the conformance suite runs a
+// rule on instead of the sample, for rules whose objects the sample does
+// not hold (it runs flannel: no Cilium, no Weave).
+var conformanceInputs = map[string]string{
+	rules.NameCilium: "cilium/cluster-pool",
+	rules.NameCNI:    "cni/weave",
+}
+
+// conformanceInput returns the snapshot the conformance suite runs rule
+// name on, and its state: a golden input built on a real etcd, or the sample.
+func conformanceInput(t *testing.T, name, sample string, sampleState *liveState) (string, *liveState) {
+	dir, ok := conformanceInputs[name]
+	if !ok {
+		return sample, sampleState
+	}
+	c := codec.New()
+	var kvs []kvPair
+	for _, e := range readInputYAML(t, filepath.Join(goldenDir, dir, "input.yaml")) {
+		kvs = append(kvs, kvPair{Key: e.Key, Value: encodeEntry(t, c, e)})
+	}
+	in := buildSnapshot(t, kvs)
+	return in, readState(t, in)
+}
