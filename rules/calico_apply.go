@@ -338,25 +338,15 @@ func mapEnvValues(doc map[string]any, mapping map[string]string) bool {
 // applyConfigMap maps the pod-range CIDRs in calico-config's values (a CNI
 // network config may name its pools: "ipv4_pools": ["10.244.0.0/16"]).
 func (r *Calico) applyConfigMap(obj *state.Object) (transform.Result, error) {
-	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
-	}
-	keys := make([]string, 0, len(cm.Data))
-	for k := range cm.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var changes []transform.Change
-	for _, k := range keys {
-		s, ch, err := r.m.mapCIDRsInText(cm.Data[k])
-		if err != nil {
-			return transform.Result{}, fmt.Errorf("data[%s]: %w", k, err)
+	changes, err := editConfigMapData(obj, func(v string) (string, []transform.Change, error) {
+		s, ch, err := r.m.mapCIDRsInText(v)
+		if err != nil || ch.len() == 0 {
+			return v, nil, err
 		}
-		if ch.len() > 0 {
-			cm.Data[k] = s
-			changes = append(changes, transform.Change{Field: "data[" + k + "]", Old: strings.Join(ch.old, ","), New: strings.Join(ch.new, ",")})
-		}
+		return s, []transform.Change{{Old: strings.Join(ch.old, ","), New: strings.Join(ch.new, ",")}}, nil
+	})
+	if err != nil {
+		return transform.Result{}, err
 	}
 	if len(changes) == 0 {
 		return transform.Result{}, nil

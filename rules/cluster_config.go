@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/snapshift/snapshift/internal/yamledit"
 	"github.com/snapshift/snapshift/state"
@@ -57,26 +55,11 @@ func (r *ClusterConfig) Apply(_ context.Context, obj *state.Object) (transform.R
 	if !claimsConfigMap(obj.Key) {
 		return transform.Result{}, nil
 	}
-	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
-	}
-	var changes []transform.Change
-	keys := make([]string, 0, len(cm.Data))
-	for k := range cm.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		doc, ch, err := editScalars(cm.Data[k], r.mapScalar)
-		if err != nil {
-			return transform.Result{}, fmt.Errorf("data[%s]: %w", k, err)
-		}
-		for _, c := range ch {
-			c.Field = "data[" + k + "] " + c.Field
-			changes = append(changes, c)
-		}
-		cm.Data[k] = doc
+	changes, err := editConfigMapData(obj, func(v string) (string, []transform.Change, error) {
+		return editScalars(v, r.mapScalar)
+	})
+	if err != nil {
+		return transform.Result{}, err
 	}
 	if len(changes) == 0 {
 		return transform.Result{}, nil

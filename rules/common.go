@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -266,6 +269,29 @@ func editSpecCopies(meta *metav1.ObjectMeta, fields []string, mapping map[string
 	}
 	if editManagedFields(meta, mapping) {
 		changes = append(changes, transform.Change{Field: "metadata.managedFields", New: what + " values updated"})
+	}
+	return changes, nil
+}
+
+// editConfigMapData edits, in place and in key order, every data value of
+// the ConfigMap in obj with edit; the changes it reports are named
+// data[<key>] <field>.
+func editConfigMapData(obj *state.Object, edit func(value string) (string, []transform.Change, error)) ([]transform.Change, error) {
+	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
+	if !ok {
+		return nil, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
+	}
+	var changes []transform.Change
+	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
+		doc, ch, err := edit(cm.Data[k])
+		if err != nil {
+			return nil, fmt.Errorf("data[%s]: %w", k, err)
+		}
+		for _, c := range ch {
+			c.Field = strings.TrimSpace("data[" + k + "] " + c.Field)
+			changes = append(changes, c)
+		}
+		cm.Data[k] = doc
 	}
 	return changes, nil
 }

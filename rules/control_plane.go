@@ -299,26 +299,11 @@ func (r *ControlPlaneAddress) Apply(_ context.Context, obj *state.Object) (trans
 }
 
 func (r *ControlPlaneAddress) configMap(obj *state.Object) (transform.Result, error) {
-	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
-	}
-	keys := make([]string, 0, len(cm.Data))
-	for k := range cm.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var changes []transform.Change
-	for _, k := range keys {
-		doc, ch, err := editScalars(cm.Data[k], r.mapScalar)
-		if err != nil {
-			return transform.Result{}, fmt.Errorf("data[%s]: %w", k, err)
-		}
-		for _, c := range ch {
-			c.Field = "data[" + k + "] " + c.Field
-			changes = append(changes, c)
-		}
-		cm.Data[k] = doc
+	changes, err := editConfigMapData(obj, func(v string) (string, []transform.Change, error) {
+		return editScalars(v, r.mapScalar)
+	})
+	if err != nil {
+		return transform.Result{}, err
 	}
 	if len(changes) == 0 {
 		return transform.Result{}, nil
