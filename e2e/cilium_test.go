@@ -88,11 +88,10 @@ func populateCilium(ctx context.Context, t *testing.T, api *apiserver) {
 			t.Fatal(err)
 		}
 	}
-	b, err := os.ReadFile("../testdata/crds/cilium/ciliumnodes.yaml")
-	must(err)
+	b := repoFile(t, "testdata", "crds", "cilium", "ciliumnodes.yaml")
 	crd := &unstructured.Unstructured{}
 	must(sigyaml.Unmarshal(b, &crd.Object))
-	_, err = api.dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
+	_, err := api.dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
 	must(err)
 	c := api.client.CoreV1()
 	_, err = c.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}, metav1.CreateOptions{})

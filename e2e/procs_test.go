@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -301,4 +302,16 @@ func startKCM(t *testing.T, bin string, a *apiserver, p *pki, serviceCIDR, podCI
 	k := start(t, "kube-controller-manager", filepath.Join(bin, "kube-controller-manager"), args, logDir)
 	dumpOnFailure(t, k)
 	return k
+}
+
+// repoFile reads a file of the repository by its path from the root: the
+// test binary runs from the root (make e2e) or from e2e/ (go test).
+func repoFile(t *testing.T, parts ...string) []byte {
+	t.Helper()
+	_, self, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(append([]string{filepath.Dir(self), ".."}, parts...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

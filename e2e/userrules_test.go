@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -126,12 +125,7 @@ func judgeUserRules(ctx context.Context, t *testing.T, api *apiserver) {
 func userRulesObjects(t *testing.T) map[string][]byte {
 	t.Helper()
 	created := metav1.NewTime(time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC))
-	// The binary may run from the repository root (make e2e) or from e2e/.
-	_, self, _, _ := runtime.Caller(0)
-	crdYAML, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "testdata", "crds", "metallb", "metallb.io_ipaddresspools.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	crdYAML := repoFile(t, "testdata", "crds", "metallb", "metallb.io_ipaddresspools.yaml")
 	var crd map[string]any
 	if err := yaml.Unmarshal(crdYAML, &crd); err != nil {
 		t.Fatal(err)
