@@ -85,6 +85,9 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	}
 	if len(podNet) > 0 {
 		c.add("node pod CIDRs inside the cluster CIDR and disjoint", checkNodeCIDRs(nets.Nodes, podNet), "%d nodes", len(nets.Nodes))
+		if err := addCNIChecks(c, v); err != nil {
+			return err
+		}
 	}
 	c.add("configuration agrees with the CIDRs", checkConfiguration(nets, svcNet, podNet, dnsIPs),
 		"kubeadm-config, kubelet-config, kube-proxy, flannel, ServiceCIDR, RangeAllocation")
@@ -482,6 +485,7 @@ var networkKeyPrefixes = []string{
 	state.PrefixServices, state.PrefixIPAddresses, state.PrefixNodes,
 	"/registry/ranges/", "/registry/servicecidrs/",
 	"/registry/configmaps/kube-system/", "/registry/configmaps/kube-flannel/",
+	cniKeyPrefixes[0], cniKeyPrefixes[1],
 }
 
 // storedPrefixes returns canonical prefixes as a snapshot under prefix

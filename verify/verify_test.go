@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -229,5 +230,59 @@ func TestVerifyCustomPrefix(t *testing.T) {
 	c, ok := failed(r)["the objects to check are there"]
 	if !ok || !strings.Contains(strings.Join(c.Problems, " "), `"/kubernetes.io/"`) {
 		t.Fatalf("verify of a /kubernetes.io/ snapshot: %+v, want the objects check to fail naming the prefix", failed(r))
+	}
+}
+
+// TestCNIStateChecks: the migrated sample's Calico IPAM state passes (every
+// block inside the moved pool, disjoint, affinities matching), also as a
+// fresh output; a block moved outside every pool, a block overlapping
+// another and an affinity whose block went away each fail, named.
+func TestCNIStateChecks(t *testing.T) {
+	out := migrate(t, copySample(t))
+	const check = "Calico IPAM: blocks inside the IPPools, disjoint, affinities matching"
+	for _, cfg := range []verify.Config{{Path: out, PodNetworkCIDR: "10.55.0.0/16"}, {Path: out, PodNetworkCIDR: "10.55.0.0/16", JustWritten: true, SkipHashCheck: true}} {
+		r := run(t, cfg)
+		found := false
+		for _, c := range r.Checks {
+			found = found || (c.Name == check && c.OK)
+		}
+		if !found || !r.OK {
+			t.Errorf("the migrated sample (just written %v): %+v, want %q to pass", cfg.JustWritten, failed(r), check)
+		}
+	}
+	var blocks []string
+	_, ix := testfile.OpenIndexed(t, out)
+	for _, kr := range ix.LiveKeysWithPrefix(state.PrefixCalicoBlocks) {
+		blocks = append(blocks, kr.Key)
+	}
+	if len(blocks) < 2 {
+		t.Fatalf("the migrated sample has %d IPAMBlocks, want several", len(blocks))
+	}
+	for _, c := range []struct {
+		name string
+		edit func(key string, v []byte) []byte
+		want string
+	}{
+		{"a block outside every pool", func(k string, v []byte) []byte {
+			if k != blocks[0] {
+				return v
+			}
+			return bytes.Replace(v, []byte(`"cidr":"10.55.`), []byte(`"cidr":"10.99.`), 1)
+		}, "is inside no IPPool"},
+		{"two blocks overlapping", func(k string, v []byte) []byte {
+			if k != blocks[1] {
+				return v
+			}
+			return bytes.Replace(v, []byte(`"cidr":"10.55.`), []byte(`"cidr":"10.55.0.0/16","x":"`), 1)
+		}, "overlaps"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := testfile.RewriteLive(t, out, filepath.Join(t.TempDir(), "bad.db"), func(k string, v []byte) ([]byte, error) { return c.edit(k, v), nil })
+			r := run(t, verify.Config{Path: bad, PodNetworkCIDR: "10.55.0.0/16"})
+			got, ok := failed(r)[check]
+			if !ok || !strings.Contains(strings.Join(got.Problems, "; "), c.want) {
+				t.Errorf("%s: %+v, want %q failing with %q", c.name, failed(r), check, c.want)
+			}
+		})
 	}
 }

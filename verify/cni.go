@@ -1,0 +1,210 @@
+package verify
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/snapshift/snapshift/state"
+)
+
+// cniKeyPrefixes are where the CNI checks read (with the ConfigMaps of
+// kube-system, which networkKeyPrefixes has).
+var cniKeyPrefixes = []string{"/registry/crd.projectcalico.org/", "/registry/cilium.io/"}
+
+// cidrObject is one IPAM object's CIDR (and for Calico the node it is
+// affine to), named for the problems.
+type cidrObject struct {
+	name  string
+	cidr  netip.Prefix
+	owner string // an IPAMBlock's spec.affinity, a BlockAffinity's node
+}
+
+// addCNIChecks checks that the CNIs' own copies of the pod network agree
+// with each other (ARCHITECTURE.md: what the calico and cilium rules keep):
+// every Calico IPAMBlock inside an IPPool, the blocks disjoint, every
+// confirmed BlockAffinity naming a block affine to its node; every
+// CiliumNode's pod CIDRs inside cilium-config's cluster pool and disjoint.
+// A cluster without the objects gets no check.
+func addCNIChecks(c *checker, v *state.View) error {
+	pools, err := cidrObjects(v, state.PrefixCalicoPools, "")
+	if err != nil {
+		return err
+	}
+	blocks, err := cidrObjects(v, state.PrefixCalicoBlocks, "affinity")
+	if err != nil {
+		return err
+	}
+	if len(blocks) > 0 {
+		affs, err := confirmedAffinities(v)
+		if err != nil {
+			return err
+		}
+		probs := append(blocksInPools(blocks, pools), overlaps(blocks)...)
+		probs = append(probs, affinitiesMatch(affs, blocks)...)
+		c.add("Calico IPAM: blocks inside the IPPools, disjoint, affinities matching", probs, "%d IPPools, %d IPAMBlocks, %d confirmed affinities", len(pools), len(blocks), len(affs))
+	}
+	return addCiliumCheck(c, v)
+}
+
+// cidrObjects reads spec.cidr (and spec.<owner>, if given) of every object
+// under prefix; an object without a CIDR is skipped.
+func cidrObjects(v *state.View, prefix, owner string) ([]cidrObject, error) {
+	objs, err := v.List(prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []cidrObject
+	for _, o := range objs {
+		u, ok := o.Value.Obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		s, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			continue
+		}
+		co := cidrObject{name: u.GetName(), cidr: p.Masked()}
+		if owner != "" {
+			co.owner, _, _ = unstructured.NestedString(u.Object, "spec", owner)
+		}
+		out = append(out, co)
+	}
+	return out, nil
+}
+
+// confirmedAffinities are the BlockAffinities in state confirmed, their
+// owner "host:<node>" as a block's affinity names it.
+func confirmedAffinities(v *state.View) ([]cidrObject, error) {
+	objs, err := v.List(state.PrefixCalicoAffs)
+	if err != nil {
+		return nil, err
+	}
+	var out []cidrObject
+	for _, o := range objs {
+		u, ok := o.Value.Obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		st, _, _ := unstructured.NestedString(u.Object, "spec", "state")
+		s, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
+		node, _, _ := unstructured.NestedString(u.Object, "spec", "node")
+		p, err := netip.ParsePrefix(s)
+		if st != "confirmed" || err != nil {
+			continue
+		}
+		out = append(out, cidrObject{name: u.GetName(), cidr: p.Masked(), owner: "host:" + node})
+	}
+	return out, nil
+}
+
+func contains(outer, inner netip.Prefix) bool {
+	return outer.Bits() <= inner.Bits() && outer.Contains(inner.Addr())
+}
+
+func blocksInPools(blocks, pools []cidrObject) []string {
+	var probs []string
+	for _, b := range blocks {
+		if !slices.ContainsFunc(pools, func(p cidrObject) bool { return contains(p.cidr, b.cidr) }) {
+			probs = append(probs, fmt.Sprintf("IPAMBlock %s (%s) is inside no IPPool", b.name, b.cidr))
+		}
+	}
+	return probs
+}
+
+// overlaps names every pair of objects whose CIDRs overlap.
+func overlaps(objs []cidrObject) []string {
+	s := slices.Clone(objs)
+	sort.Slice(s, func(i, j int) bool { return s[i].cidr.Addr().Less(s[j].cidr.Addr()) })
+	var probs []string
+	for i := 1; i < len(s); i++ {
+		if s[i-1].cidr.Overlaps(s[i].cidr) {
+			probs = append(probs, fmt.Sprintf("%s (%s) overlaps %s (%s)", s[i-1].name, s[i-1].cidr, s[i].name, s[i].cidr))
+		}
+	}
+	return probs
+}
+
+func affinitiesMatch(affs, blocks []cidrObject) []string {
+	var probs []string
+	for _, a := range affs {
+		if !slices.ContainsFunc(blocks, func(b cidrObject) bool { return b.cidr == a.cidr && b.owner == a.owner }) {
+			probs = append(probs, fmt.Sprintf("BlockAffinity %s (%s, %s) has no IPAMBlock of that CIDR affine to its node", a.name, a.cidr, a.owner))
+		}
+	}
+	return probs
+}
+
+// addCiliumCheck: with cluster-pool IPAM, every CiliumNode's pod CIDRs lie
+// in cilium-config's pool and no two nodes' overlap.
+func addCiliumCheck(c *checker, v *state.View) error {
+	o, ok, err := v.Get(state.KeyCiliumConfig)
+	if err != nil || !ok {
+		return err
+	}
+	cm, ok := o.Value.Obj.(*corev1.ConfigMap)
+	if !ok {
+		return nil
+	}
+	data := cm.Data
+	if ipam := data["ipam"]; ipam != "" && ipam != state.IPAMClusterPool {
+		return nil
+	}
+	var pool []netip.Prefix
+	for _, k := range []string{"cluster-pool-ipv4-cidr", "cluster-pool-ipv6-cidr"} {
+		for _, f := range strings.Fields(strings.ReplaceAll(data[k], ",", " ")) {
+			if p, err := netip.ParsePrefix(f); err == nil {
+				pool = append(pool, p.Masked())
+			}
+		}
+	}
+	nodes, err := ciliumNodeCIDRs(v)
+	if err != nil || len(nodes) == 0 || len(pool) == 0 {
+		return err
+	}
+	var probs []string
+	for _, n := range nodes {
+		if !slices.ContainsFunc(pool, func(p netip.Prefix) bool { return contains(p, n.cidr) }) {
+			probs = append(probs, fmt.Sprintf("CiliumNode %s pod CIDR %s is outside the cluster pool %s", n.name, n.cidr, joinPrefixes(pool)))
+		}
+	}
+	probs = append(probs, overlaps(nodes)...)
+	c.add("Cilium cluster pool: node pod CIDRs inside it and disjoint", probs, "%d CiliumNode pod CIDRs in %s", len(nodes), joinPrefixes(pool))
+	return nil
+}
+
+// ciliumNodeCIDRs lists every CiliumNode's spec.ipam.podCIDRs.
+func ciliumNodeCIDRs(v *state.View) ([]cidrObject, error) {
+	objs, err := v.List(state.PrefixCiliumNodes)
+	if err != nil {
+		return nil, err
+	}
+	var out []cidrObject
+	for _, o := range objs {
+		u, ok := o.Value.Obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		cidrs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ipam", "podCIDRs")
+		for _, s := range cidrs {
+			if p, err := netip.ParsePrefix(s); err == nil {
+				out = append(out, cidrObject{name: u.GetName(), cidr: p.Masked()})
+			}
+		}
+	}
+	return out, nil
+}
+
+func joinPrefixes(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
