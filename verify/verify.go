@@ -107,13 +107,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer snap.Close()
 	c := &checker{r: &Report{Path: cfg.Path, OK: true}}
-	if snap.HasTrailer && cfg.JustWritten {
-		c.add("sha256 trailer", nil, "written by this run (%s)", snap.SHA256)
-	} else if snap.HasTrailer {
-		c.add("sha256 trailer", nil, "matches (%s)", snap.SHA256)
-	} else {
-		c.add("sha256 trailer", nil, "absent (a raw database, accepted without one); not checked")
-	}
+	addTrailerCheck(c, snap, cfg.JustWritten)
 	if cfg.Structure {
 		probs, err := snap.CheckStructure(maxProblems)
 		if err != nil {
@@ -148,8 +142,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		c.add("revision metadata", kc.Problems, "mod_revision equals its revision, create_revision and version consistent per key")
 	}
+	addMarkerCheck(c, snap.Meta, ix, cfg.JustWritten)
+	if err := checkContent(ctx, c, snap, ix, cfg, known, files); err != nil {
+		return nil, err
+	}
+	return c.r, nil
+}
+
+// addTrailerCheck reports the sha256 trailer (checked by Open).
+func addTrailerCheck(c *checker, snap *snapshot.Snapshot, justWritten bool) {
+	switch {
+	case snap.HasTrailer && justWritten:
+		c.add("sha256 trailer", nil, "written by this run (%s)", snap.SHA256)
+	case snap.HasTrailer:
+		c.add("sha256 trailer", nil, "matches (%s)", snap.SHA256)
+	default:
+		c.add("sha256 trailer", nil, "absent (a raw database, accepted without one); not checked")
+	}
+}
+
+// addMarkerCheck checks the compaction markers against the keys.
+func addMarkerCheck(c *checker, m snapshot.Meta, ix *snapshot.Index, justWritten bool) {
 	var mark []string
-	m := snap.Meta
 	if m.FinishedCompact > m.ScheduledCompact {
 		mark = append(mark, fmt.Sprintf("finishedCompactRev %d is after scheduledCompactRev %d", m.FinishedCompact, m.ScheduledCompact))
 	}
@@ -158,11 +172,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// drops, and etcd's restore takes the highest of the last key revision
 	// and the markers as its current revision. What snapshift writes must
 	// close the history: markers above every key it holds.
-	if cfg.JustWritten && m.ScheduledCompact <= ix.LastRevision.Main {
+	if justWritten && m.ScheduledCompact <= ix.LastRevision.Main {
 		mark = append(mark, fmt.Sprintf("scheduledCompactRev %d does not close the history: the last key revision is %d", m.ScheduledCompact, ix.LastRevision.Main))
 	}
 	c.add("compaction markers", mark, "scheduled %d, finished %d, last revision %d", m.ScheduledCompact, m.FinishedCompact, ix.LastRevision.Main)
+}
 
+// checkContent decodes every value (Structure) and runs the network and
+// user-rules checks, reading the objects under the cluster's prefix.
+func checkContent(ctx context.Context, c *checker, snap *snapshot.Snapshot, ix *snapshot.Index, cfg Config, known string, files []*ruleset.File) error {
 	cd := codec.New()
 	prefix := known
 	if !cfg.JustWritten {
@@ -170,20 +188,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if cfg.Structure {
 		if err := checkDecode(ctx, c, snap, ix, cd, cfg.Encryption, cfg.Progress, prefix); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	v := state.NewView(snap, ix, cd, cfg.Encryption, prefix)
 	if cfg.ServiceCIDR != "" || cfg.PodNetworkCIDR != "" {
-		if err := checkNetworks(ctx, c, state.NewView(snap, ix, cd, cfg.Encryption, prefix), cfg); err != nil {
-			return nil, err
+		if err := checkNetworks(ctx, c, v, cfg); err != nil {
+			return err
 		}
 	}
 	if len(files) > 0 {
-		if err := checkUserRules(ctx, c, state.NewView(snap, ix, cd, cfg.Encryption, prefix), files); err != nil {
-			return nil, err
-		}
+		return checkUserRules(ctx, c, v, files)
 	}
-	return c.r, nil
+	return nil
 }
 
 // Err returns an error wrapping ErrFailed that names the failed checks.
