@@ -53,6 +53,29 @@ func inspectCommand() *cli.Command {
 }
 
 func printInspect(out io.Writer, r *inspect.Report) {
+	printSummary(out, r)
+	section := func(title string, counts []inspect.Count) {
+		if len(counts) == 0 {
+			return
+		}
+		fmt.Fprintf(out, "\n%s:\n", title)
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, c := range counts {
+			fmt.Fprintf(w, "  %s\t%d\n", c.Name, c.Count)
+		}
+		w.Flush()
+	}
+	section("Resources", r.Resources)
+	section("Secrets by type", r.SecretTypes)
+	section("Value encodings", r.Encodings)
+	section("Encrypted values (provider/version key)", r.Encrypted)
+	printNetworks(out, r.Networks)
+	printCNI(out, r.CNI)
+	printNodeCIDRs(out, r.Networks)
+}
+
+// printSummary is inspect's header: the file, its revisions and buckets.
+func printSummary(out io.Writer, r *inspect.Report) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	hash := "verified (sha256 " + r.SHA256 + ")"
 	if !r.HashChecked {
@@ -80,26 +103,12 @@ func printInspect(out io.Writer, r *inspect.Report) {
 		fmt.Fprintf(w, "Alarm:\t%s: active; a plain restore keeps it (transform and restore clear it unless --keep-alarms)\n", a)
 	}
 	w.Flush()
+}
 
-	section := func(title string, counts []inspect.Count) {
-		if len(counts) == 0 {
-			return
-		}
-		fmt.Fprintf(out, "\n%s:\n", title)
-		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		for _, c := range counts {
-			fmt.Fprintf(w, "  %s\t%d\n", c.Name, c.Count)
-		}
-		w.Flush()
-	}
-	section("Resources", r.Resources)
-	section("Secrets by type", r.SecretTypes)
-	section("Value encodings", r.Encodings)
-	section("Encrypted values (provider/version key)", r.Encrypted)
-
-	n := r.Networks
+// printNetworks shows the ranges the snapshot records, and where.
+func printNetworks(out io.Writer, n *state.Networks) {
 	fmt.Fprintf(out, "\nNetworks:\n")
-	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if len(n.ServiceCIDR) == 0 {
 		fmt.Fprintf(w, "  service CIDR\t(not recorded)\n")
 	}
@@ -119,10 +128,13 @@ func printInspect(out io.Writer, r *inspect.Report) {
 		fmt.Fprintf(w, "  not read\t%s\n", u)
 	}
 	w.Flush()
-	printCNI(out, r.CNI)
+}
+
+// printNodeCIDRs lists every Node's pod CIDRs.
+func printNodeCIDRs(out io.Writer, n *state.Networks) {
 	if len(n.Nodes) > 0 {
 		fmt.Fprintf(out, "\nNode pod CIDRs:\n")
-		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		for _, nd := range n.Nodes {
 			cidrs := strings.Join(nd.PodCIDRs, ",")
 			if cidrs == "" {
