@@ -194,6 +194,13 @@ func (r *run) runbookFollowUp(b *runbook) {
 		b.w("## 9. Old-range addresses no rule moved")
 		for _, g := range lo.Groups {
 			b.w("- %s: %d keys (e.g. %s)", g.Resource, g.Keys, g.Examples[0].Key)
+			if len(g.Namespaces) > 0 {
+				var ns []string
+				for _, n := range g.Namespaces {
+					ns = append(ns, fmt.Sprintf("%s (%d)", n.Namespace, n.Keys))
+				}
+				b.w("  - by namespace, in the order of step 6: %s", strings.Join(ns, ", "))
+			}
 		}
 		b.w("Pods, Endpoints and EndpointSlices are recreated by step 6 and their controllers; custom resources (CNI pools) and host state (`/run/flannel/subnet.env`, `cni0`) are yours to update.")
 		b.w("")

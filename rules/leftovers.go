@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +51,62 @@ type LeftoverGroup struct {
 	Examples []Leftover `json:"examples"`
 	// Intended marks exempt Services, which keep old addresses on purpose.
 	Intended bool `json:"intended,omitempty"`
+	// Namespaces counts the keys per namespace, in the order to recreate
+	// them, for pod-level state (Pods, Endpoints, EndpointSlices,
+	// CiliumEndpoints): their controllers recreate it after the restart.
+	Namespaces []NamespaceCount `json:"namespaces,omitempty"`
+	perNS      map[string]int
+}
+
+// NamespaceCount is a number of keys in one namespace.
+type NamespaceCount struct {
+	Namespace string `json:"namespace"`
+	Keys      int    `json:"keys"`
+}
+
+// podLevel are the resources whose old addresses the workloads' own
+// controllers replace once the pods are recreated on the new ranges.
+var podLevel = map[string]bool{"pods": true, "endpoints": true, "endpointslices": true, "cilium.io/ciliumendpoints": true}
+
+// recreateFirst are the namespaces whose pods go first (the CNI, then
+// kube-system: kube-proxy, DNS), before webhooks and the rest, in the
+// rebuild runbook's staged order.
+var recreateFirst = []string{"kube-flannel", "tigera-operator", "calico-system", "cilium", "kube-system"}
+
+// RecreateOrder sorts namespace counts into the order to recreate their
+// pods: recreateFirst, then the rest by name.
+func RecreateOrder(perNS map[string]int) []NamespaceCount {
+	out := make([]NamespaceCount, 0, len(perNS))
+	for ns, n := range perNS {
+		out = append(out, NamespaceCount{ns, n})
+	}
+	rank := func(ns string) int {
+		if i := slices.Index(recreateFirst, ns); i >= 0 {
+			return i
+		}
+		return len(recreateFirst)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if ri, rj := rank(out[i].Namespace), rank(out[j].Namespace); ri != rj {
+			return ri < rj
+		}
+		return out[i].Namespace < out[j].Namespace
+	})
+	return out
+}
+
+// namespaceOf is the namespace in a namespaced key under resource res
+// (/registry/<res path>/<ns>/<name>), or "".
+func namespaceOf(key, res string) string {
+	parts := strings.Split(strings.TrimPrefix(key, state.DefaultPrefix), "/")
+	skip := len(strings.Split(res, "/"))
+	if res == "endpoints" {
+		skip = 2 // services/endpoints
+	}
+	if len(parts) != skip+2 {
+		return ""
+	}
+	return parts[skip]
 }
 
 // Leftover is one key and the old-range addresses in it.
@@ -200,6 +257,14 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		s.groups[gk] = g
 	}
 	g.Keys++
+	if podLevel[res] {
+		if ns := namespaceOf(key, res); ns != "" {
+			if g.perNS == nil {
+				g.perNS = map[string]int{}
+			}
+			g.perNS[ns]++
+		}
+	}
 	if len(g.Examples) < s.MaxExamples {
 		l := Leftover{Key: key, Addresses: found}
 		switch {
@@ -222,6 +287,9 @@ func (s *LeftoverScan) Report() *LeftoverReport {
 		r.Ranges = append(r.Ranges, p.String())
 	}
 	for _, g := range s.groups {
+		if len(g.perNS) > 0 {
+			g.Namespaces = RecreateOrder(g.perNS)
+		}
 		r.Groups = append(r.Groups, g)
 	}
 	sort.Slice(r.Groups, func(i, j int) bool {

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 	"net/netip"
 	"os"
@@ -229,5 +230,30 @@ func TestLeftoverScanEncryptedCustomPrefix(t *testing.T) {
 		if r := s.Report(); (len(r.Groups) == 1) != told || (r.Encrypted == 1) == told {
 			t.Errorf("prefix told %v: %+v", told, r)
 		}
+	}
+}
+
+// TestLeftoverScanNamespaces: pod-level leftovers (Pods, Endpoints,
+// EndpointSlices) are counted per namespace in the order to recreate them:
+// the CNI's namespace, kube-system, then the rest by name; other resources
+// get no such list.
+func TestLeftoverScanNamespaces(t *testing.T) {
+	plan := &Plan{Pod: &PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("10.55.0.0/16")}}}
+	s := NewLeftoverScan(plan)
+	for _, k := range []string{"/registry/pods/demo/a", "/registry/pods/kube-system/b", "/registry/pods/demo/c", "/registry/pods/kube-flannel/d",
+		"/registry/services/endpoints/demo/web", "/registry/endpointslices/kube-system/dns-x", "/registry/configmaps/demo/c"} {
+		s.Observe([]byte(k), []byte(`"podIP":"10.244.1.5"`), false)
+	}
+	got := map[string]string{}
+	for _, g := range s.Report().Groups {
+		var parts []string
+		for _, n := range g.Namespaces {
+			parts = append(parts, fmt.Sprintf("%s=%d", n.Namespace, n.Keys))
+		}
+		got[g.Resource] = strings.Join(parts, " ")
+	}
+	want := map[string]string{"pods": "kube-flannel=1 kube-system=1 demo=2", "endpoints": "demo=1", "endpointslices": "kube-system=1", "configmaps": ""}
+	if !maps.Equal(got, want) {
+		t.Errorf("per-namespace counts %v, want %v", got, want)
 	}
 }

@@ -218,6 +218,9 @@ func printTransform(out io.Writer, res *Result) {
 		}
 		for _, g := range lo.Groups {
 			fmt.Fprintf(out, "  %s: %d keys\n", g.Resource, g.Keys)
+			if len(g.Namespaces) > 0 {
+				fmt.Fprintf(out, "    recreated by their controllers once the pods restart; by namespace, in restart order: %s\n", namespaceCounts(g.Namespaces))
+			}
 			for _, e := range g.Examples {
 				if e.Note != "" {
 					fmt.Fprintf(out, "      %s (%s)\n", e.Key, e.Note)
@@ -230,6 +233,15 @@ func printTransform(out io.Writer, res *Result) {
 			fmt.Fprintf(out, "  (%d encrypted values not scanned)\n", lo.Encrypted)
 		}
 	}
+}
+
+// namespaceCounts is "kube-system 3, demo 2".
+func namespaceCounts(ns []rules.NamespaceCount) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = fmt.Sprintf("%s %d", n.Namespace, n.Keys)
+	}
+	return strings.Join(s, ", ")
 }
 
 // printAlarms says what happened to the input's etcd alarms.
