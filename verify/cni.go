@@ -55,16 +55,12 @@ func addCNIChecks(c *checker, v *state.View) error {
 // cidrObjects reads spec.cidr (and spec.<owner>, if given) of every object
 // under prefix; an object without a CIDR is skipped.
 func cidrObjects(v *state.View, prefix, owner string) ([]cidrObject, error) {
-	objs, err := v.List(prefix)
+	us, err := listCustom(v, prefix)
 	if err != nil {
 		return nil, err
 	}
 	var out []cidrObject
-	for _, o := range objs {
-		u, ok := o.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
+	for _, u := range us {
 		s, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
@@ -82,16 +78,12 @@ func cidrObjects(v *state.View, prefix, owner string) ([]cidrObject, error) {
 // confirmedAffinities are the BlockAffinities in state confirmed, their
 // owner "host:<node>" as a block's affinity names it.
 func confirmedAffinities(v *state.View) ([]cidrObject, error) {
-	objs, err := v.List(state.PrefixCalicoAffs)
+	us, err := listCustom(v, state.PrefixCalicoAffs)
 	if err != nil {
 		return nil, err
 	}
 	var out []cidrObject
-	for _, o := range objs {
-		u, ok := o.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
+	for _, u := range us {
 		st, _, _ := unstructured.NestedString(u.Object, "spec", "state")
 		s, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
 		node, _, _ := unstructured.NestedString(u.Object, "spec", "node")
@@ -181,16 +173,12 @@ func addCiliumCheck(c *checker, v *state.View) error {
 
 // ciliumNodeCIDRs lists every CiliumNode's spec.ipam.podCIDRs.
 func ciliumNodeCIDRs(v *state.View) ([]cidrObject, error) {
-	objs, err := v.List(state.PrefixCiliumNodes)
+	us, err := listCustom(v, state.PrefixCiliumNodes)
 	if err != nil {
 		return nil, err
 	}
 	var out []cidrObject
-	for _, o := range objs {
-		u, ok := o.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
+	for _, u := range us {
 		cidrs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ipam", "podCIDRs")
 		for _, s := range cidrs {
 			if p, err := netip.ParsePrefix(s); err == nil {
@@ -207,4 +195,19 @@ func joinPrefixes(ps []netip.Prefix) string {
 		s[i] = p.String()
 	}
 	return strings.Join(s, ",")
+}
+
+// listCustom lists the custom resources under prefix (JSON in etcd).
+func listCustom(v *state.View, prefix string) ([]*unstructured.Unstructured, error) {
+	objs, err := v.List(prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if u, ok := o.Value.Obj.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	return out, nil
 }
