@@ -89,6 +89,8 @@ type run struct {
 	cc *ClusterConfiguration
 	// etcdPrefix is where the snapshot keeps the objects (its kube-apiserver's --etcd-prefix).
 	etcdPrefix string
+	// tokenExpires is when the bootstrap token the rules write expires.
+	tokenExpires time.Time
 	// moved maps the recorded address of each node that moves to its new one.
 	moved map[netip.Addr]netip.Addr
 }
@@ -190,9 +192,11 @@ func (r *run) apiEndpoint() string {
 
 func (r *run) transform(ctx context.Context) error {
 	o := r.cfg.RuleOptions()
-	o.Now = r.opts.Now
+	now := r.opts.Now() // one instant for every stamp the rules write
+	o.Now = func() time.Time { return now }
 	if r.cfg.NewPKI() {
 		o.ClusterCA, o.BootstrapToken = r.caPEM, r.token
+		r.tokenExpires = r.token.Expires(now.UTC().Truncate(time.Second)) // as the cluster-info rule writes it
 		o.ClusterInfoServer = "https://" + r.apiEndpoint()
 	}
 	rs, plan, err := rules.Build(o)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // writeRunbook writes report.json and RUNBOOK.md: the remaining manual
@@ -173,7 +174,8 @@ func (r *run) runbookFollowUp(b *runbook) {
 		b.w("kubeadm reset -f")
 		b.w("kubeadm join %s --token %s.%s --discovery-token-ca-cert-hash %s", r.apiEndpoint(), r.token.ID, r.token.Secret, r.report.CAHash)
 		b.w("```")
-		b.w("The token expires in 24 hours (`kubeadm token create --print-join-command` makes another).")
+		b.w("The token expires at %s (`kubeadm token create --print-join-command` makes another).",
+			r.tokenExpires.Format(time.RFC3339))
 		b.w("Two traps: the restored Node object still says Ready, so `kubeadm join` refuses a node of the same name — `kubectl delete node <name>`")
 		b.w("first (its pods are recreated); and kubelets with serverTLSBootstrap ask for serving certificates: `kubectl get csr`, then")
 		b.w("`kubectl certificate approve <csr>` for each node's (else `kubectl logs`/`exec` fail with x509 errors).")

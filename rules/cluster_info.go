@@ -27,6 +27,14 @@ type BootstrapToken struct {
 	TTL        time.Duration // default 24h
 }
 
+// Expires is when a token written at now expires (TTL, default 24h).
+func (t BootstrapToken) Expires(now time.Time) time.Time {
+	if t.TTL == 0 {
+		return now.Add(defaultTokenTTL)
+	}
+	return now.Add(t.TTL)
+}
+
 // ValidBootstrapToken checks that t is a bootstrap token kube-apiserver
 // accepts: "[a-z0-9]{6}.[a-z0-9]{16}", checked as k8s.io/cluster-bootstrap
 // does (the secret in constant time).
@@ -101,19 +109,16 @@ func (r *ClusterInfo) Finish(context.Context) ([]transform.NewObject, error) {
 	if r.token == nil {
 		return nil, nil
 	}
-	ttl := r.token.TTL
-	if ttl == 0 {
-		ttl = defaultTokenTTL
-	}
 	name := bootstraputil.BootstrapTokenSecretName(r.token.ID)
 	key := "/registry/secrets/" + metav1.NamespaceSystem + "/" + name
 	now := r.now().UTC().Truncate(time.Second)
+	expires := r.token.Expires(now)
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem, UID: newUID(key, r.token.ID), CreationTimestamp: metav1.NewTime(now)},
 		Type:       bootstrapapi.SecretTypeBootstrapToken,
-		Data:       bootstrapTokenData(*r.token, now.Add(ttl)),
+		Data:       bootstrapTokenData(*r.token, expires),
 	}
-	r.notes = append(r.notes, fmt.Sprintf("bootstrap token %s written (expires %s); the join command is in the runbook", r.token.ID, now.Add(ttl).Format(time.RFC3339)))
+	r.notes = append(r.notes, fmt.Sprintf("bootstrap token %s written (expires %s); the join command is in the runbook", r.token.ID, expires.Format(time.RFC3339)))
 	return []transform.NewObject{{Key: key, Value: &codec.Object{Encoding: codec.Protobuf, GVK: corev1.SchemeGroupVersion.WithKind("Secret"), Obj: s},
 		Changes: []transform.Change{{Field: "bootstrap token", New: r.token.ID + " (secret not shown)"}}}}, nil
 }
