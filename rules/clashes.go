@@ -44,8 +44,8 @@ func (p *Plan) addressesInUse(v *state.View) ([]inUse, error) {
 		return *p.inUse, nil
 	}
 	var all []inUse
-	for _, read := range []func(*Plan, *state.View) ([]inUse, error){nodeAddresses, apiEndpoints, kubeadmEndpoints, serviceExternalIPs} {
-		got, err := read(p, v)
+	for _, read := range []func(*state.View) ([]inUse, error){nodeAddresses, apiEndpoints, kubeadmEndpoints, serviceExternalIPs} {
+		got, err := read(v)
 		if err != nil {
 			return nil, err
 		}
@@ -95,8 +95,8 @@ func addIP(out []inUse, s, what string) []inUse {
 	return out
 }
 
-func nodeAddresses(p *Plan, v *state.View) ([]inUse, error) {
-	objs, err := p.list(v, state.PrefixNodes)
+func nodeAddresses(v *state.View) ([]inUse, error) {
+	objs, err := v.List(state.PrefixNodes)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func nodeAddresses(p *Plan, v *state.View) ([]inUse, error) {
 }
 
 // apiEndpoints reads the addresses behind default/kubernetes.
-func apiEndpoints(_ *Plan, v *state.View) ([]inUse, error) {
+func apiEndpoints(v *state.View) ([]inUse, error) {
 	var out []inUse
 	if o, ok, err := v.Get(keyKubernetesEndpoints); err != nil {
 		return nil, err
@@ -145,7 +145,7 @@ func apiEndpoints(_ *Plan, v *state.View) ([]inUse, error) {
 
 // kubeadmEndpoints reads kubeadm's controlPlaneEndpoint (when it is an
 // address) and the advertise addresses its mirror pods record.
-func kubeadmEndpoints(_ *Plan, v *state.View) ([]inUse, error) {
+func kubeadmEndpoints(v *state.View) ([]inUse, error) {
 	var out []inUse
 	if o, ok, err := v.Get(state.KeyKubeadmConfig); err != nil {
 		return nil, err
@@ -181,8 +181,8 @@ func hostOf(s string) string {
 	return strings.Trim(s, "[]")
 }
 
-func serviceExternalIPs(p *Plan, v *state.View) ([]inUse, error) {
-	objs, err := p.list(v, state.PrefixServices)
+func serviceExternalIPs(v *state.View) ([]inUse, error) {
+	objs, err := v.List(state.PrefixServices)
 	if err != nil {
 		return nil, err
 	}

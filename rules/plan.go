@@ -21,25 +21,6 @@ type Plan struct {
 
 	detected *state.Networks
 	inUse    *[]inUse // addresses no rule moves, read once
-	lists    map[string][]*state.Object
-}
-
-// list decodes the live objects under prefix once per run: the Services
-// and Nodes are read by the clash check and by the planners of several
-// rules. The objects are shared: callers must not modify them.
-func (p *Plan) list(v *state.View, prefix string) ([]*state.Object, error) {
-	if objs, ok := p.lists[prefix]; ok {
-		return objs, nil
-	}
-	objs, err := v.List(prefix)
-	if err != nil {
-		return nil, err
-	}
-	if p.lists == nil {
-		p.lists = map[string][]*state.Object{}
-	}
-	p.lists[prefix] = objs
-	return objs, nil
 }
 
 // ServicePlan maps the service range.

@@ -40,7 +40,7 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 	if err := r.plan.checkClashes(v, "PodNetworkCIDR", "pod", oldP, newP); err != nil {
 		return err
 	}
-	nodes, err := listNodePods(r.plan, v)
+	nodes, err := listNodePods(v)
 	if err != nil {
 		return err
 	}
@@ -96,8 +96,8 @@ func (r *PodCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, newP 
 }
 
 // listNodePods reads every Node's pod CIDRs.
-func listNodePods(p *Plan, v *state.View) ([]nodePods, error) {
-	objs, err := p.list(v, state.PrefixNodes)
+func listNodePods(v *state.View) ([]nodePods, error) {
+	objs, err := v.List(state.PrefixNodes)
 	if err != nil {
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	if err := refuseExtraServiceCIDRs(v); err != nil {
 		return err
 	}
-	svcs, ips, err := listServices(r.plan, v)
+	svcs, ips, err := listServices(v)
 	if err != nil {
 		return err
 	}
@@ -179,9 +179,9 @@ func (r *ServiceCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, n
 }
 
 // listServices reads every Service, by key, and its cluster IPs (none for
-// a headless or ExternalName Service). The Services are shared (read-only).
-func listServices(p *Plan, v *state.View) (map[string]*corev1.Service, map[string][]netip.Addr, error) {
-	objs, err := p.list(v, state.PrefixServices)
+// a headless or ExternalName Service).
+func listServices(v *state.View) (map[string]*corev1.Service, map[string][]netip.Addr, error) {
+	objs, err := v.List(state.PrefixServices)
 	if err != nil {
 		return nil, nil, err
 	}
