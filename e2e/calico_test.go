@@ -144,14 +144,7 @@ func TestCalico(t *testing.T) {
 		t.Errorf("the leftover scan still finds old-range addresses in Calico objects:\n%s", left)
 	}
 	run(t, "verify", migrated, "--pod-network-cidr", pods, "--quiet")
-	peer, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	dataDir := filepath.Join(dir, "etcd-restored")
-	run(t, "restore", migrated, "--name", "e2e", "--data-dir", dataDir, "--initial-cluster", "e2e="+peerURL, "--initial-advertise-peer-urls", peerURL)
-	etcd2 := etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "e2e", PeerURL: peerURL})
+	etcd2 := restoreMember(t, migrated, dir)
 	api2 := startAPIServer(ctx, t, bin, etcd2, p, oldServiceCIDR, logDir)
 	judgeCalico(ctx, t, api2)
 }

@@ -58,14 +58,7 @@ func TestCiliumClusterPool(t *testing.T) {
 	if !strings.Contains(out, "that no rule moves:\n  none\n") {
 		t.Errorf("[cilium] FAIL the leftover scan finds old-range addresses after the move")
 	}
-	peer, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	dataDir := filepath.Join(dir, "etcd-restored")
-	run(t, "restore", migrated, "--name", "e2e", "--data-dir", dataDir, "--initial-cluster", "e2e="+peerURL, "--initial-advertise-peer-urls", peerURL)
-	etcd2 := etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "e2e", PeerURL: peerURL})
+	etcd2 := restoreMember(t, migrated, dir)
 	api2 := startAPIServer(ctx, t, bin, etcd2, p, oldServiceCIDR, logDir)
 	judgeCilium(ctx, t, api2)
 }

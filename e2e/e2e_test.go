@@ -121,14 +121,7 @@ func testMigration(t *testing.T, ver string) {
 		t.Errorf("transform under --etcd-prefix %s did not say which prefix it read:\n%s", etcdPrefix(ver), out)
 	}
 	run(t, append([]string{"verify", migrated, "--quiet"}, ruleArgs...)...)
-	peer, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	dataDir := filepath.Join(dir, "etcd-restored")
-	run(t, "restore", migrated, "--name", "e2e", "--data-dir", dataDir, "--initial-cluster", "e2e="+peerURL, "--initial-advertise-peer-urls", peerURL)
-	etcd2 := etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "e2e", PeerURL: peerURL})
+	etcd2 := restoreMember(t, migrated, dir)
 	for _, p := range []string{"/registry/", etcdPrefix(ver) + "/"} {
 		resp, err := etcd2.Client().Get(ctx, p, clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil || (resp.Count > 0) != (p == etcdPrefix(ver)+"/") {

@@ -315,3 +315,17 @@ func repoFile(t *testing.T, parts ...string) []byte {
 	}
 	return b
 }
+
+// restoreMember restores a migrated snapshot with `snapshift restore` into
+// dir/etcd-restored as the single member e2e and serves it with a real etcd.
+func restoreMember(t *testing.T, migrated, dir string) *etcdtest.Server {
+	t.Helper()
+	peer, err := etcdtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+	dataDir := filepath.Join(dir, "etcd-restored")
+	run(t, "restore", migrated, "--name", "e2e", "--data-dir", dataDir, "--initial-cluster", "e2e="+peerURL, "--initial-advertise-peer-urls", peerURL)
+	return etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "e2e", PeerURL: peerURL})
+}

@@ -72,14 +72,7 @@ func TestUserRules(t *testing.T) {
 	migrated := filepath.Join(dir, "migrated.db")
 	run(t, "transform", snap, "--out", migrated, "--rules", rulesPath, "--quiet")
 	run(t, "verify", migrated, "--rules", rulesPath, "--quiet")
-	peer, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	dataDir := filepath.Join(dir, "etcd-restored")
-	run(t, "restore", migrated, "--name", "e2e", "--data-dir", dataDir, "--initial-cluster", "e2e="+peerURL, "--initial-advertise-peer-urls", peerURL)
-	etcd2 := etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "e2e", PeerURL: peerURL})
+	etcd2 := restoreMember(t, migrated, dir)
 
 	api := startAPIServer(ctx, t, bin, etcd2, newPKI(t, dir), "10.96.0.0/12", logDir)
 	judgeUserRules(ctx, t, api)
