@@ -38,8 +38,10 @@ type Index struct {
 	// LiveKeys is the number of keys whose newest revision is not a
 	// tombstone (of the keys recorded, with IndexOptions.Only).
 	LiveKeys int
-	// LastRevision is the highest revision in the `key` bucket.
-	LastRevision Revision
+	// LastRevision is the highest revision in the `key` bucket;
+	// LastKeyRevision the highest that holds a user key (not a marker).
+	LastRevision    Revision
+	LastKeyRevision Revision
 	// CurrentRevision is what etcd would report as its current revision:
 	// the highest of LastRevision.Main and the two compaction markers.
 	CurrentRevision int64
@@ -123,6 +125,7 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 			ix.Markers++
 			continue
 		}
+		ix.LastKeyRevision = rev
 		if tomb {
 			ix.Tombstones++
 		}

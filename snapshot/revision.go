@@ -48,3 +48,9 @@ func RevisionKey(rev Revision) []byte {
 func RevisionString(rev Revision) string {
 	return fmt.Sprintf("%d_%d", rev.Main, rev.Sub)
 }
+
+// TombstoneKey returns the 18-byte `key` bucket key of a deletion at rev:
+// the revision key and etcd's 't' mark.
+func TombstoneKey(rev Revision) []byte {
+	return append(RevisionKey(rev), 't')
+}

@@ -27,6 +27,15 @@ type Report struct {
 	// output holds none of them (the default: see Config.KeepAlarms).
 	Alarms        []snapshot.Alarm `json:"alarms,omitempty"`
 	AlarmsCleared bool             `json:"alarmsCleared,omitempty"`
+	// Restored lists the members a fused restore (Config.Restore) wrote.
+	Restored []RestoredMember `json:"restored,omitempty"`
+}
+
+// RestoredMember is one data dir a fused restore wrote.
+type RestoredMember struct {
+	Name    string `json:"name"`
+	DataDir string `json:"dataDir"`
+	WALDir  string `json:"walDir,omitempty"`
 }
 
 // InputSummary identifies the input.

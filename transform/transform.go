@@ -62,6 +62,12 @@ type Config struct {
 	// before it is published; an error means nothing is published.
 	// etcdPrefix is where the output keeps the objects (the input's).
 	VerifyOutput func(ctx context.Context, path, etcdPrefix string) error
+	// Restore, instead of Output, restores the result straight into these
+	// members' data dirs (a fused restore, snapshot.StartFused): the input's
+	// database is copied at disk speed and the changes are appended to the
+	// copy; no snapshot file is written. KeepAlarms applies to every member;
+	// VerifyOutput checks the first member's database (without a trailer).
+	Restore []snapshot.RestoreConfig
 }
 
 // Validate checks the configuration before any work.
@@ -69,7 +75,10 @@ func (c *Config) Validate() error {
 	if c.Input == "" {
 		return errors.New("no input snapshot given")
 	}
-	if !c.DryRun && c.Output == "" {
+	switch {
+	case len(c.Restore) > 0 && (c.Output != "" || c.DryRun):
+		return option.Errorf("Restore", "{} writes data dirs: give no Output and no DryRun with it")
+	case !c.DryRun && c.Output == "" && len(c.Restore) == 0:
 		return option.Errorf("Output", "no output given ({}), and not a dry run")
 	}
 	seen := map[string]bool{}
@@ -102,11 +111,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	p := progress.OrNop(cfg.Progress)
-	if !cfg.DryRun {
-		// Refuse an existing output before the long part.
-		if err := checkOutput(cfg.Output, cfg.Force, cfg.Input); err != nil {
-			return nil, err
-		}
+	// Refuse an existing output before the long part.
+	if err := cfg.checkOutputs(); err != nil {
+		return nil, err
 	}
 	snap, ix, err := openIndexed(ctx, cfg, p)
 	if err != nil {
@@ -118,16 +125,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	e.report.AlarmsCleared = len(e.report.Alarms) > 0 && !cfg.KeepAlarms
+	defer e.abort() // no-op after a successful commit
+	if len(cfg.Restore) > 0 {
+		// The copy of the input runs while the rules work.
+		if err := e.startFused(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.prepare(ctx); err != nil {
 		return nil, err
 	}
-	if !cfg.DryRun {
-		defer func() {
-			if e.w != nil {
-				e.w.Abort() // no-op after a successful Commit
-			}
-			e.spill.close()
-		}()
+	if !cfg.DryRun && len(cfg.Restore) == 0 {
 		if err := e.startOutput(ctx); err != nil {
 			return nil, err
 		}
@@ -155,12 +163,66 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// is checked (which builds an index of its own).
 	e.index, ix = nil, nil
 	runtime.GC() // so the output's check reuses that memory instead of adding to it
+	if e.fused != nil {
+		if err := e.fused.Commit(ctx); err != nil {
+			return nil, err
+		}
+		for _, m := range e.fused.Members() {
+			e.report.Restored = append(e.report.Restored, RestoredMember{Name: m.Name, DataDir: m.DataDir, WALDir: m.WALDir})
+		}
+		return e.report, nil
+	}
 	res, err := e.w.Commit()
 	if err != nil {
 		return nil, err
 	}
 	e.report.Output = res
 	return e.report, nil
+}
+
+// checkOutputs refuses an output that exists, or a data dir that is not
+// new or empty, before any work.
+func (c *Config) checkOutputs() error {
+	if len(c.Restore) > 0 {
+		members := make([]snapshot.RestoreConfig, len(c.Restore))
+		for i, m := range c.Restore {
+			m.SnapshotPath, m.KeepAlarms = c.Input, c.KeepAlarms
+			if err := m.Validate(); err != nil {
+				return err
+			}
+			members[i] = m
+		}
+		c.Restore = members
+		return nil
+	}
+	if c.DryRun {
+		return nil
+	}
+	return checkOutput(c.Output, c.Force, c.Input)
+}
+
+// abort removes every unfinished output.
+func (e *engine) abort() {
+	if e.w != nil {
+		e.w.Abort()
+	}
+	if e.fused != nil {
+		e.fused.Abort()
+	}
+	e.spill.close()
+}
+
+// startFused starts the restore into the members' data dirs.
+func (e *engine) startFused(ctx context.Context) error {
+	f, err := snapshot.StartFused(ctx, e.snap, e.cfg.Restore)
+	if err != nil {
+		return err
+	}
+	if e.cfg.VerifyOutput != nil {
+		f.BeforePublish = func(db string) error { return e.cfg.VerifyOutput(ctx, db, e.prefix) }
+	}
+	e.fused, e.out = f, f
+	return nil
 }
 
 // openIndexed opens the input and indexes it. The trailer is checked on
@@ -234,7 +296,7 @@ func (e *engine) startOutput(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.w = w
+	e.w, e.out = w, w
 	if cfg.KeepAlarms {
 		return e.w.CopyBuckets(e.snap)
 	}
@@ -292,7 +354,9 @@ type engine struct {
 	index       *snapshot.Index
 	router      *router
 	prefix      string // where the input keeps the objects; rules see state.DefaultPrefix
-	w           *snapshot.Writer
+	w           *snapshot.Writer       // the new snapshot file, or
+	fused       *snapshot.FusedRestore // the members' data dirs
+	out         output                 // whichever of the two; nil in a dry run
 	report      *Report
 	ruleReports []*RuleReport
 	pending     []pending
@@ -414,6 +478,14 @@ func (e *engine) observe(stored, value []byte, changed bool) {
 	e.pump.observe(key, value, changed)
 }
 
+// output receives the key bucket's entries and the compaction revision.
+type output interface {
+	Put(revKey, raw []byte) error
+	SetCompacted(rev int64) error
+}
+
+// put writes an unchanged live entry: a fused restore has it already (it
+// edits a copy of the input).
 func (e *engine) put(revKey, raw []byte) error {
 	if e.w == nil {
 		return nil
@@ -471,9 +543,13 @@ func (e *engine) checkCreates() error {
 // addPending queues a change; its bytes go to the spill file, created
 // beside the output at the first change (a dry run keeps none).
 func (e *engine) addPending(p pending, value []byte) error {
-	if e.w != nil {
+	if e.out != nil {
 		if e.spill == nil {
-			sp, err := newSpill(e.cfg.Output)
+			beside := e.cfg.Output
+			if len(e.cfg.Restore) > 0 {
+				beside = e.cfg.Restore[0].DataDir
+			}
+			sp, err := newSpill(beside)
 			if err != nil {
 				return err
 			}
@@ -491,7 +567,9 @@ func (e *engine) addPending(p pending, value []byte) error {
 
 // writePending appends every replaced or created object at one new main
 // revision above the input's current revision, and sets the compaction
-// markers above everything written.
+// markers above everything written. Editing a copy of the input in place,
+// a deleted key needs its tombstone: those come first, so that a key
+// deleted and created again ends live.
 func (e *engine) writePending() error {
 	current := e.index.CurrentRevision
 	top := current
@@ -499,15 +577,31 @@ func (e *engine) writePending() error {
 		top = current + 1
 		e.report.NewRevision = top
 	}
-	for i, p := range e.pending {
-		if e.w == nil {
-			break // a dry run: nothing to write
+	e.report.CompactRevision = top + 1
+	if e.out == nil {
+		e.pending = nil
+		return nil // a dry run: nothing to write
+	}
+	sub := int64(0)
+	if e.fused != nil {
+		for _, k := range sortedKeys(e.deleted) {
+			raw, err := snapshot.KV{Key: []byte(k)}.Marshal()
+			if err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			if err := e.out.Put(snapshot.TombstoneKey(snapshot.Revision{Main: top, Sub: sub}), raw); err != nil {
+				return err
+			}
+			sub++
 		}
+	}
+	for _, p := range e.pending {
 		value, err := e.spill.read(p.off, p.size)
 		if err != nil {
 			return err
 		}
-		rev := snapshot.Revision{Main: current + 1, Sub: int64(i)}
+		rev := snapshot.Revision{Main: top, Sub: sub}
+		sub++
 		kv := snapshot.KV{Key: []byte(p.key), Value: value, ModRevision: rev.Main}
 		if p.created {
 			kv.CreateRevision, kv.Version = rev.Main, 1
@@ -518,16 +612,21 @@ func (e *engine) writePending() error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.key, err)
 		}
-		if err := e.put(snapshot.RevisionKey(rev), raw); err != nil {
+		if err := e.out.Put(snapshot.RevisionKey(rev), raw); err != nil {
 			return err
 		}
 	}
 	e.pending = nil
-	e.report.CompactRevision = top + 1
-	if e.w != nil {
-		return e.w.SetCompacted(top + 1)
+	return e.out.SetCompacted(top + 1)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
-	return nil
+	sort.Strings(out)
+	return out
 }
 
 // router maps a key to the rules that claim it, in rule order.

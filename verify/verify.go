@@ -171,9 +171,10 @@ func addMarkerCheck(c *checker, m snapshot.Meta, ix *snapshot.Index, justWritten
 	// newest revisions are deletions, which the output (and compaction)
 	// drops, and etcd's restore takes the highest of the last key revision
 	// and the markers as its current revision. What snapshift writes must
-	// close the history: markers above every key it holds.
-	if justWritten && m.ScheduledCompact <= ix.LastRevision.Main {
-		mark = append(mark, fmt.Sprintf("scheduledCompactRev %d does not close the history: the last key revision is %d", m.ScheduledCompact, ix.LastRevision.Main))
+	// close the history: markers above every key it holds (a revision
+	// bump's marker, which a fused restore writes, holds none).
+	if justWritten && m.ScheduledCompact <= ix.LastKeyRevision.Main {
+		mark = append(mark, fmt.Sprintf("scheduledCompactRev %d does not close the history: the last key revision is %d", m.ScheduledCompact, ix.LastKeyRevision.Main))
 	}
 	c.add("compaction markers", mark, "scheduled %d, finished %d, last revision %d", m.ScheduledCompact, m.FinishedCompact, ix.LastRevision.Main)
 }
