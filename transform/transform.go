@@ -353,7 +353,7 @@ type engine struct {
 	snap        *snapshot.Snapshot
 	index       *snapshot.Index
 	router      *router
-	prefix      string // where the input keeps the objects; rules see state.DefaultPrefix
+	prefix      string                 // where the input keeps the objects; rules see state.DefaultPrefix
 	w           *snapshot.Writer       // the new snapshot file, or
 	fused       *snapshot.FusedRestore // the members' data dirs
 	out         output                 // whichever of the two; nil in a dry run
