@@ -127,8 +127,27 @@ func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (f 
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	f.cancel = cancel
-	go func() { f.copyDone <- copyDB(cctx, src, f.members[0].dbNew()) }()
+	go func() { f.copyDone <- f.copyAndOpen(cctx) }()
 	return f, nil
+}
+
+// copyAndOpen copies the input's database into the first member and opens
+// the copy for the edits (bbolt rebuilds the free page list of a database
+// etcd wrote without one: a walk of every page, done here while the rules
+// still work).
+func (f *FusedRestore) copyAndOpen(ctx context.Context) error {
+	if err := copyDB(ctx, f.src, f.members[0].dbNew()); err != nil {
+		return err
+	}
+	db, err := bolt.Open(f.members[0].dbNew(), 0o600, &bolt.Options{
+		NoSync: true, NoGrowSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
+		InitialMmapSize: int(f.src.DBSize + f.src.DBSize/8),
+	})
+	if err != nil {
+		return fmt.Errorf("restore: opening the copy: %w", err)
+	}
+	f.db = db
+	return nil
 }
 
 // writeTiny writes every bucket of the input but key into a small snapshot
@@ -182,24 +201,21 @@ func copyDB(ctx context.Context, src *Snapshot, dst string) error {
 	return out.Close()
 }
 
-// open waits for the copy and opens it for the edits.
+// open waits for the copy, opened, and starts the first transaction.
 func (f *FusedRestore) open() error {
-	if f.db != nil {
+	if f.tx != nil {
 		return nil
 	}
-	if err := <-f.copyDone; err != nil {
-		f.copyDone <- err // Abort reads it again
-		return err
+	if f.copyDone != nil {
+		err := <-f.copyDone
+		f.copyDone = nil
+		if err != nil {
+			return err
+		}
 	}
-	f.copyDone <- nil
-	db, err := bolt.Open(f.members[0].dbNew(), 0o600, &bolt.Options{
-		NoSync: true, NoGrowSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
-		InitialMmapSize: int(f.src.DBSize + f.src.DBSize/8),
-	})
-	if err != nil {
-		return fmt.Errorf("restore: opening the copy: %w", err)
+	if f.db == nil {
+		return errors.New("internal error: the copy is not open")
 	}
-	f.db = db
 	return f.begin()
 }
 
@@ -278,10 +294,19 @@ func (f *FusedRestore) Commit(ctx context.Context) error {
 		return err
 	}
 	first := &f.members[0]
+	// The check reads the database from the page cache while it is written
+	// back to disk.
+	synced := make(chan error, 1)
+	go func() { synced <- syncFile(first.dbNew()) }()
+	var verr error
 	if f.BeforePublish != nil {
-		if err := f.BeforePublish(first.dbNew()); err != nil {
-			return err
-		}
+		verr = f.BeforePublish(first.dbNew())
+	}
+	if err := <-synced; err != nil {
+		return err
+	}
+	if verr != nil {
+		return verr
 	}
 	if err := renameSynced(first.dbNew(), first.db()); err != nil {
 		return err
@@ -308,7 +333,7 @@ func (f *FusedRestore) Commit(ctx context.Context) error {
 }
 
 // finishDB writes the membership buckets, the alarms, the bump and the
-// markers into the open copy, commits, closes and fsyncs it.
+// markers into the open copy, commits and closes it.
 func (f *FusedRestore) finishDB() error {
 	first := &f.members[0]
 	var err error
@@ -331,7 +356,7 @@ func (f *FusedRestore) finishDB() error {
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	return syncFile(first.dbNew())
+	return nil
 }
 
 // markCompacted writes the revision bump's marker (an empty value at the
@@ -521,7 +546,10 @@ func (f *FusedRestore) Abort() {
 	f.done = true
 	if f.cancel != nil {
 		f.cancel()
+	}
+	if f.copyDone != nil && f.cancel != nil {
 		<-f.copyDone // the copy has stopped writing
+		f.copyDone = nil
 	}
 	if f.tx != nil {
 		f.tx.Rollback()

@@ -115,7 +115,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.checkOutputs(); err != nil {
 		return nil, err
 	}
-	snap, ix, err := openIndexed(ctx, cfg, p)
+	var fused *snapshot.FusedRestore
+	defer func() {
+		if fused != nil {
+			fused.Abort() // no-op after a successful Commit
+		}
+	}()
+	// A fused restore copies the input while it is indexed and the rules
+	// work; the copy is removed if the input's hash does not match.
+	startCopy := func(s *snapshot.Snapshot) (err error) {
+		if len(cfg.Restore) > 0 {
+			fused, err = snapshot.StartFused(ctx, s, cfg.Restore)
+		}
+		return err
+	}
+	snap, ix, err := openIndexed(ctx, cfg, p, startCopy)
 	if err != nil {
 		return nil, err
 	}
@@ -126,11 +140,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	e.report.AlarmsCleared = len(e.report.Alarms) > 0 && !cfg.KeepAlarms
 	defer e.abort() // no-op after a successful commit
-	if len(cfg.Restore) > 0 {
-		// The copy of the input runs while the rules work.
-		if err := e.startFused(ctx); err != nil {
-			return nil, err
-		}
+	if fused != nil {
+		e.useFused(ctx, fused)
 	}
 	if err := e.prepare(ctx); err != nil {
 		return nil, err
@@ -212,25 +223,25 @@ func (e *engine) abort() {
 	e.spill.close()
 }
 
-// startFused starts the restore into the members' data dirs.
-func (e *engine) startFused(ctx context.Context) error {
-	f, err := snapshot.StartFused(ctx, e.snap, e.cfg.Restore)
-	if err != nil {
-		return err
-	}
+// useFused makes the engine write into a fused restore.
+func (e *engine) useFused(ctx context.Context, f *snapshot.FusedRestore) {
 	if e.cfg.VerifyOutput != nil {
 		f.BeforePublish = func(db string) error { return e.cfg.VerifyOutput(ctx, db, e.prefix) }
 	}
 	e.fused, e.out = f, f
-	return nil
 }
 
 // openIndexed opens the input and indexes it. The trailer is checked on
 // the other core while the index is built; nothing is decided on the input
 // before the hash has matched.
-func openIndexed(ctx context.Context, cfg Config, p progress.Reporter) (*snapshot.Snapshot, *snapshot.Index, error) {
+func openIndexed(ctx context.Context, cfg Config, p progress.Reporter, opened func(*snapshot.Snapshot) error) (*snapshot.Snapshot, *snapshot.Index, error) {
 	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: snapshot.HashInBackground, Progress: p})
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := opened(snap); err != nil {
+		snap.WaitHash()
+		snap.Close()
 		return nil, nil, err
 	}
 	var named []string

@@ -9,7 +9,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/transform"
 )
 
 // restoreOptions are restore's options, named as etcdutl's.
@@ -17,6 +19,7 @@ type restoreOptions struct {
 	common
 	cfg      snapshot.RestoreConfig
 	peerURLs string
+	rules    ruleFlags // any rule flag makes it a fused restore
 }
 
 func (o *restoreOptions) flags() []cli.Flag {
@@ -31,8 +34,13 @@ func (o *restoreOptions) flags() []cli.Flag {
 			Usage: "raise the revision by this much (0 with --mark-compacted=false to disable)"},
 		&cli.BoolFlag{Name: "mark-compacted", Value: true, Destination: &o.cfg.MarkCompacted, Usage: "mark the bumped revision compacted (goes with --bump-revision)"},
 		&cli.BoolFlag{Name: "keep-alarms", Destination: &o.cfg.KeepAlarms, Usage: "keep the snapshot's active etcd alarms (NOSPACE, CORRUPT); by default the member starts without them"},
-		o.skipHashFlag(), o.outputFlag(),
+		o.skipHashFlag(), o.outputFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.quietFlag(),
 	}
+}
+
+// allFlags are restore's own flags and every rule's.
+func (o *restoreOptions) allFlags() []cli.Flag {
+	return append(o.flags(), o.rules.flags(allRuleOptions)...)
 }
 
 func (o *restoreOptions) setup(c *cli.Context) error {
@@ -62,6 +70,14 @@ func (o *restoreOptions) Validate() error {
 }
 
 func (o *restoreOptions) Run(ctx context.Context) error {
+	ropts := o.rules.options()
+	rs, plan, err := rules.Build(ropts)
+	if err != nil {
+		return err
+	}
+	if len(rs) > 0 {
+		return o.runFused(ctx, ropts, rs, plan)
+	}
 	cfg := o.cfg
 	rep, err := snapshot.RestoreWithReport(ctx, cfg)
 	if err != nil {
@@ -72,11 +88,46 @@ func (o *restoreOptions) Run(ctx context.Context) error {
 			"peerURLs": cfg.PeerURLs, "revisionBump": cfg.RevisionBump, "markCompacted": cfg.MarkCompacted, "alarms": rep.Alarms, "alarmsCleared": rep.AlarmsCleared})
 	}
 	printAlarms(o.stdout, rep.Alarms, rep.AlarmsCleared, false)
+	o.printRestored()
+	return nil
+}
+
+func (o *restoreOptions) printRestored() {
+	cfg := o.cfg
 	fmt.Fprintf(o.stdout, "[restore] member %s restored into %s (initial cluster %s", cfg.Name, cfg.DataDir, cfg.InitialCluster)
 	if cfg.RevisionBump > 0 {
 		fmt.Fprintf(o.stdout, ", revision bumped by %d and marked compacted", cfg.RevisionBump)
 	}
 	fmt.Fprintln(o.stdout, ")")
+}
+
+// runFused applies the rules while restoring: no snapshot file is written
+// in between, and the member's database is checked as transform checks its
+// output before the data dir is renamed into place.
+func (o *restoreOptions) runFused(ctx context.Context, ropts rules.Options, rs []transform.Rule, plan *rules.Plan) error {
+	enc, err := o.encryption()
+	if err != nil {
+		return err
+	}
+	scan := rules.NewLeftoverScan(plan)
+	scan.Encryption = enc
+	r, err := transform.Run(ctx, transform.Config{
+		Input: o.cfg.SnapshotPath, Restore: []snapshot.RestoreConfig{o.cfg}, SkipHashCheck: o.skipHash, Progress: o.progress(),
+		Rules: rs, Observers: []transform.Observer{scan}, Encryption: enc, KeepAlarms: o.cfg.KeepAlarms, EtcdPrefix: o.etcdPrefix,
+		VerifyOutput: verifyOutput(ropts, enc),
+	})
+	if err != nil {
+		return err
+	}
+	res := &Result{Report: r}
+	if plan.Service != nil || plan.Pod != nil {
+		res.Plan, res.Leftovers = plan, scan.Report()
+	}
+	if o.json() {
+		return writeJSON(o.stdout, res)
+	}
+	printTransform(o.stdout, res)
+	o.printRestored()
 	return nil
 }
 
@@ -91,9 +142,14 @@ func restoreCommand() *cli.Command {
 			"revision is bumped by 1000000000 and marked compacted, so every client holding an old\n" +
 			"resourceVersion relists. The data dir is built under a temporary name and renamed into place;\n" +
 			"it must not exist or be empty. Run once per member with the same --initial-cluster and token.\n\n" +
+			"With rule flags (those of transform, e.g. --service-cidr, or --rules FILE) the rules are applied on\n" +
+			"the way, in one pass: the snapshot's database is copied into the member at disk speed and the changed\n" +
+			"objects are written into the copy, checked as transform checks its output, before the data dir is\n" +
+			"renamed into place; no new snapshot file is written. etcd compacts the old revisions at first boot.\n\n" +
 			"Example:\n   snapshift restore new.db --name cp1 --data-dir /var/lib/etcd-new \\\n" +
-			"     --initial-cluster cp1=https://10.0.0.11:2380 --initial-advertise-peer-urls https://10.0.0.11:2380",
-		Flags:  o.flags(),
+			"     --initial-cluster cp1=https://10.0.0.11:2380 --initial-advertise-peer-urls https://10.0.0.11:2380\n" +
+			"   snapshift restore etcd.db --name cp1 --data-dir /var/lib/etcd-new --service-cidr 172.24.0.0/16 ...",
+		Flags:  o.allFlags(),
 		Action: action(o),
 	}
 }
