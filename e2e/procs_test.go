@@ -316,6 +316,25 @@ func repoFile(t *testing.T, parts ...string) []byte {
 	return b
 }
 
+// fusedRestore migrates a snapshot while restoring it, with `snapshift
+// restore SNAPSHOT [rule flags]`, into dir/etcd-restored as the single member
+// e2e, checks the member's database with `snapshift verify` and verifyArgs,
+// and serves it with a real etcd. It returns restore's output.
+func fusedRestore(t *testing.T, snap, dir string, verifyArgs []string, ruleFlags ...string) (string, *etcdtest.Server) {
+	t.Helper()
+	peer, err := etcdtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+	dataDir := filepath.Join(dir, "etcd-restored")
+	out := run(t, append([]string{"restore", snap, "--name", "e2e", "--data-dir", dataDir, "--initial-cluster", "e2e=" + peerURL,
+		"--initial-advertise-peer-urls", peerURL}, ruleFlags...)...)
+	db := filepath.Join(dataDir, "member", "snap", "db")
+	run(t, append([]string{"verify", db, "--skip-hash-check", "--quiet"}, verifyArgs...)...)
+	return out, etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "e2e", PeerURL: peerURL})
+}
+
 // restoreMember restores a migrated snapshot with `snapshift restore` into
 // dir/etcd-restored as the single member e2e and serves it with a real etcd.
 func restoreMember(t *testing.T, migrated, dir string) *etcdtest.Server {

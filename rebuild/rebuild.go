@@ -70,7 +70,6 @@ type MemberResult struct {
 
 // Bundle paths, relative to the output directory.
 const (
-	SnapshotFile = "snapshot.db"
 	KubeDir      = "kubernetes"
 	EtcdDir      = "etcd"
 	RunbookFile  = "RUNBOOK.md"
@@ -137,8 +136,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
 	}{
 		{"config", r.readConfig},
 		{"pki", r.newPKI},
-		{"transform", r.transform},
-		{"restore", r.restore},
+		{"transform", r.transform}, // and restore: one pass
 		{"certs", r.renewCerts},
 		{"manifests", r.manifests},
 		{"runbook", r.writeRunbook},
@@ -206,9 +204,14 @@ func (r *run) transform(ctx context.Context) error {
 	scan := rules.NewLeftoverScan(plan)
 	scan.Encryption = r.enc
 	addrScan := newOldAddressScan(r.moved)
-	out := r.path(SnapshotFile)
+	members, err := r.members()
+	if err != nil {
+		return err
+	}
+	// One pass: the rules are applied while every member is restored (no
+	// migrated snapshot file in between).
 	rep, err := transform.Run(ctx, transform.Config{
-		Input: r.cfg.Snapshot, Output: out, SkipHashCheck: r.cfg.SkipHashCheck, Rules: rs,
+		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck, Rules: rs,
 		Observers: []transform.Observer{scan, addrScan}, Encryption: r.enc, Progress: r.opts.Progress,
 		VerifyOutput: func(ctx context.Context, path, prefix string) error {
 			v, err := verify.Run(ctx, verify.Config{Path: path, EtcdPrefix: prefix, ServiceCIDR: r.cfg.Networking.ServiceCIDR,
@@ -231,27 +234,28 @@ func (r *run) transform(ctx context.Context) error {
 		r.report.Plan, r.report.Leftovers = plan, scan.Report()
 	}
 	r.logf("transform", "%d replaced, %d created, %d deleted; verified", rep.Replaced, rep.Created, rep.Deleted)
-	return nil
-}
-
-func (r *run) restore(ctx context.Context) error {
-	if err := os.MkdirAll(r.path(EtcdDir), 0o700); err != nil {
-		return err
-	}
 	for _, m := range r.cfg.Etcd.Members {
-		dir := r.path(EtcdDir, m.Name)
-		err := snapshot.Restore(ctx, snapshot.RestoreConfig{
-			SnapshotPath: r.path(SnapshotFile), Name: m.Name, DataDir: dir, PeerURLs: []string{m.PeerURL},
-			InitialCluster: r.cfg.InitialCluster(), InitialClusterToken: r.cfg.Etcd.InitialClusterToken,
-			RevisionBump: r.cfg.Etcd.RevisionBump, MarkCompacted: true,
-		})
-		if err != nil {
-			return err
-		}
 		r.report.Members = append(r.report.Members, MemberResult{Name: m.Name, DataDir: filepath.Join(EtcdDir, m.Name)})
 		r.logf("restore", "member %s into %s", m.Name, filepath.Join(EtcdDir, m.Name))
 	}
 	return nil
+}
+
+// members are the restore configurations of every etcd member, their data
+// dirs in the bundle's etcd/.
+func (r *run) members() ([]snapshot.RestoreConfig, error) {
+	if err := os.MkdirAll(r.path(EtcdDir), 0o700); err != nil {
+		return nil, err
+	}
+	var out []snapshot.RestoreConfig
+	for _, m := range r.cfg.Etcd.Members {
+		out = append(out, snapshot.RestoreConfig{
+			Name: m.Name, DataDir: r.path(EtcdDir, m.Name), PeerURLs: []string{m.PeerURL},
+			InitialCluster: r.cfg.InitialCluster(), InitialClusterToken: r.cfg.Etcd.InitialClusterToken,
+			RevisionBump: r.cfg.Etcd.RevisionBump, MarkCompacted: true,
+		})
+	}
+	return out, nil
 }
 
 // copyTree copies a directory of regular files, keeping their modes.

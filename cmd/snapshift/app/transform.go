@@ -168,14 +168,8 @@ func printTransform(out io.Writer, res *Result) {
 	if r.Output != nil {
 		fmt.Fprintf(out, "Output: %s (%s, sha256 %s)\n", r.Output.Path, humanBytes(r.Output.Size), r.Output.SHA256)
 	}
-	fmt.Fprintf(out, "Keys:   %s %d unchanged, %d replaced, %d created; %d deleted; %d old revisions and tombstones dropped\n",
-		verb, r.Copied, r.Replaced, r.Created, r.Deleted, r.Dropped)
+	printKeys(out, r, verb)
 	printAlarms(out, r.Alarms, r.AlarmsCleared, r.DryRun)
-	if r.NewRevision > 0 {
-		fmt.Fprintf(out, "Revision: changes at %d; compacted at %d\n", r.NewRevision, r.CompactRevision)
-	} else {
-		fmt.Fprintf(out, "Revision: no changes; compacted at %d\n", r.CompactRevision)
-	}
 	if len(r.Rules) > 0 {
 		fmt.Fprintln(out, "\nRules:")
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -232,6 +226,22 @@ func printTransform(out io.Writer, res *Result) {
 		if lo.Encrypted > 0 {
 			fmt.Fprintf(out, "  (%d encrypted values not scanned)\n", lo.Encrypted)
 		}
+	}
+}
+
+// printKeys prints the key counts and the revisions.
+func printKeys(out io.Writer, r *transform.Report, verb string) {
+	dropped, compacted := "dropped", fmt.Sprintf("compacted at %d", r.CompactRevision)
+	if len(r.Restored) > 0 {
+		// A fused restore edits a copy of the input: etcd compacts at boot.
+		dropped, compacted = "left for etcd to compact at first boot", "everything older is compacted"
+	}
+	fmt.Fprintf(out, "Keys:   %s %d unchanged, %d replaced, %d created; %d deleted; %d old revisions and tombstones %s\n",
+		verb, r.Copied, r.Replaced, r.Created, r.Deleted, r.Dropped, dropped)
+	if r.NewRevision > 0 {
+		fmt.Fprintf(out, "Revision: changes at %d; %s\n", r.NewRevision, compacted)
+	} else {
+		fmt.Fprintf(out, "Revision: no changes; %s\n", compacted)
 	}
 }
 
