@@ -70,10 +70,10 @@ type MemberResult struct {
 
 // Bundle paths, relative to the output directory.
 const (
-	KubeDir      = "kubernetes"
-	EtcdDir      = "etcd"
-	RunbookFile  = "RUNBOOK.md"
-	ReportFile   = "report.json"
+	KubeDir     = "kubernetes"
+	EtcdDir     = "etcd"
+	RunbookFile = "RUNBOOK.md"
+	ReportFile  = "report.json"
 )
 
 type run struct {
