@@ -50,6 +50,7 @@ const (
 	CaseTransform        = "transform"
 	CaseTransformMigrate = "transform-migrate"
 	CasePlanMigrate      = "plan-migrate"
+	CaseFusedMigrate     = "restore-migrate"
 	CaseRestore          = "restore"
 	CaseEtcdutlRestore   = "etcdutl-restore"
 )
@@ -59,8 +60,9 @@ var caseDescriptions = map[string]string{
 	CaseTransform:        "snapshift transform, no rules",
 	CaseTransformMigrate: "snapshift transform, seed migration",
 	CasePlanMigrate:      "snapshift plan, seed migration",
+	CaseFusedMigrate:     "snapshift restore with the seed migration applied on the way (fused), of the input",
 	CaseRestore:          "snapshift restore of transform-migrate's output",
-	CaseEtcdutlRestore:   "etcdutl's restore of the same file",
+	CaseEtcdutlRestore:   "etcdutl's restore of the input",
 }
 
 // Report is the whole benchmark.
@@ -87,8 +89,8 @@ type SizeReport struct {
 	// GeneratedSeconds is how long generating took; zero when the cached file was reused.
 	GeneratedSeconds float64      `json:"generatedSeconds,omitempty"`
 	Cases            []CaseReport `json:"cases"`
-	// Target compares transform-migrate + restore with twice etcdutl-restore, per round.
-	Target *Target `json:"target,omitempty"`
+	// Targets are issue 16's goals, each met or not.
+	Targets []Target `json:"targets,omitempty"`
 }
 
 // CaseReport is one case of one size.
@@ -118,11 +120,13 @@ type RunResult struct {
 	RatioToFloor float64 `json:"ratioToFloor"`
 }
 
-// Target is the "transform + restore <= 2x etcdutl restore" goal.
+// Target is one goal: a ratio (the median over rounds of the per-round ratio) or a peak memory in
+// MiB, at most Limit.
 type Target struct {
-	// Ratio is the median over rounds of (transform-migrate + restore) / etcdutl-restore.
-	Ratio float64 `json:"ratio"`
-	Limit float64 `json:"limit"`
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"` // 0: for reference, no goal
+	Unit  string  `json:"unit"`  // "x" or "MiB"
 	Met   bool    `json:"met"`
 }
 
@@ -163,7 +167,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			"cases run as child processes, all cases once per round; ratios are per round against the floor of the same round, then the median",
 			"peak RSS is getrusage ru_maxrss and counts mapped file pages; peak RssAnon is sampled every 50ms from /proc/<pid>/status",
 			"floor: " + caseDescriptions[CaseFloor] + "; it does not check the input's trailer",
-			"restore and etcdutl-restore: member default, revision bump 1000000000, marked compacted",
+			"restore, restore-migrate and etcdutl-restore: member default, revision bump 1000000000, marked compacted; etcdutl-restore and restore-migrate read the input, restore reads transform-migrate's output",
 		}}
 	for _, size := range cfg.Sizes {
 		sr, err := runSize(ctx, cfg, size)
@@ -214,7 +218,7 @@ func Input(ctx context.Context, cacheDir string, size gen.Size, seed int64, log 
 }
 
 // caseOrder is the order of the cases in a report.
-var caseOrder = []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate, CaseRestore, CaseEtcdutlRestore}
+var caseOrder = []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate, CaseFusedMigrate, CaseEtcdutlRestore, CaseRestore}
 
 // sizeRun is the measurement of one size in progress.
 type sizeRun struct {
@@ -222,8 +226,9 @@ type sizeRun struct {
 	size    gen.Size
 	in      *gen.Result
 	work    string
-	cases   map[string]*CaseReport
-	targets []float64 // per round: (transform-migrate + restore) / etcdutl-restore
+	cases map[string]*CaseReport
+	// ratios are per-round ratios of the targets, by target name.
+	ratios map[string][]float64
 }
 
 func runSize(ctx context.Context, cfg Config, size gen.Size) (*SizeReport, error) {
@@ -245,7 +250,7 @@ func runSize(ctx context.Context, cfg Config, size gen.Size) (*SizeReport, error
 	if err := warm(in.Path); err != nil {
 		return nil, err
 	}
-	r := &sizeRun{cfg: cfg, size: size, in: in, work: work, cases: map[string]*CaseReport{}}
+	r := &sizeRun{cfg: cfg, size: size, in: in, work: work, cases: map[string]*CaseReport{}, ratios: map[string][]float64{}}
 	for _, name := range caseOrder {
 		r.cases[name] = &CaseReport{Name: name, Description: caseDescriptions[name], InputBytes: in.Size, InputEntries: in.Entries}
 	}
@@ -268,15 +273,16 @@ func (r *sizeRun) round(ctx context.Context, round int) error {
 	outputs := map[string]string{ // removed after their case unless Keep
 		CaseFloor: filepath.Join(dir, "floor.db"), CaseTransform: filepath.Join(dir, "transform.db"),
 		CaseRestore: filepath.Join(dir, "restore.etcd"), CaseEtcdutlRestore: filepath.Join(dir, "etcdutl-restore.etcd"),
+		CaseFusedMigrate: filepath.Join(dir, "restore-migrate.etcd"),
 	}
-	seq, restores := roundOrder(round)
+	seq := roundOrder(round)
 	got, err := r.measureRound(ctx, round, seq, r.argv(migrated, outputs), outputs)
 	if err != nil {
 		return err
 	}
 	if round == 1 {
-		// The restores read transform-migrate's output: their throughput is over that file.
-		if err := r.setRestoreInput(migrated, restores); err != nil {
+		// restore reads transform-migrate's output: its throughput is over that file.
+		if err := r.setRestoreInput(migrated, []string{CaseRestore}); err != nil {
 			return err
 		}
 	}
@@ -288,7 +294,9 @@ func (r *sizeRun) round(ctx context.Context, round int) error {
 		m := got[name]
 		r.cases[name].Runs = append(r.cases[name].Runs, RunResult{Round: round, Measurement: m, RatioToFloor: m.Wall.Seconds() / floor})
 	}
-	r.targets = append(r.targets, (got[CaseTransformMigrate].Wall+got[CaseRestore].Wall).Seconds()/got[CaseEtcdutlRestore].Wall.Seconds())
+	etcdutl := got[CaseEtcdutlRestore].Wall.Seconds()
+	r.ratios[targetFused] = append(r.ratios[targetFused], got[CaseFusedMigrate].Wall.Seconds()/etcdutl)
+	r.ratios[targetTwoSteps] = append(r.ratios[targetTwoSteps], (got[CaseTransformMigrate].Wall+got[CaseRestore].Wall).Seconds()/etcdutl)
 	return nil
 }
 
@@ -303,22 +311,19 @@ func (r *sizeRun) argv(migrated string, outputs map[string]string) map[string][]
 		CaseTransform:        snapshift("transform", in, "--out", outputs[CaseTransform], "--quiet"),
 		CaseTransformMigrate: snapshift(append([]string{"transform", in, "--out", migrated, "--quiet"}, migrate...)...),
 		CasePlanMigrate:      snapshift(append([]string{"plan", in, "--quiet"}, migrate...)...),
+		CaseFusedMigrate:     snapshift(append([]string{"restore", in, "--data-dir", outputs[CaseFusedMigrate], "--quiet"}, migrate...)...),
 		CaseRestore:          snapshift("restore", migrated, "--data-dir", outputs[CaseRestore]),
-		CaseEtcdutlRestore:   childCmd("etcdutl-restore", migrated, outputs[CaseEtcdutlRestore]),
+		CaseEtcdutlRestore:   childCmd("etcdutl-restore", in, outputs[CaseEtcdutlRestore]),
 	}
 }
 
-// roundOrder is the order of the cases in a round: the independent cases rotate each round; the
-// two restores need transform-migrate's output, and alternate with each other.
-func roundOrder(round int) (seq, restores []string) {
-	first := []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate}
+// roundOrder is the order of the cases in a round: the cases that read the input rotate each
+// round; restore needs transform-migrate's output and comes last.
+func roundOrder(round int) []string {
+	first := []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate, CaseFusedMigrate, CaseEtcdutlRestore}
 	k := (round - 1) % len(first)
-	seq = append(append([]string(nil), first[k:]...), first[:k]...)
-	restores = []string{CaseRestore, CaseEtcdutlRestore}
-	if round%2 == 0 {
-		restores = []string{CaseEtcdutlRestore, CaseRestore}
-	}
-	return append(seq, restores...), restores
+	seq := append(append([]string(nil), first[k:]...), first[:k]...)
+	return append(seq, CaseRestore)
 }
 
 // measureRound runs the cases of seq in order, each as a child process, and removes each case's
@@ -380,8 +385,47 @@ func (r *sizeRun) summarize(sr *SizeReport) {
 		}
 		sr.Cases = append(sr.Cases, *c)
 	}
-	t := median(r.targets)
-	sr.Target = &Target{Ratio: t, Limit: 2, Met: t <= 2}
+	sr.Targets = r.targets()
+}
+
+// Target names.
+const (
+	targetFused    = "restore-migrate / etcdutl-restore"
+	targetTwoSteps = "(transform-migrate + restore) / etcdutl-restore"
+	targetPlan     = "plan-migrate / floor"
+	targetMigrate  = "transform-migrate / floor"
+)
+
+// targets are issue 16's goals for this size: the fused restore near etcd's restore of the same
+// input, plan and the seed migration near the floor, and the peak anonymous memory of the
+// migrations bounded (160 MiB at xlarge and above, 128 MiB below).
+func (r *sizeRun) targets() []Target {
+	ratio := func(name string, values []float64, limit float64) Target {
+		v := median(values)
+		return Target{Name: name, Value: v, Limit: limit, Unit: "x", Met: v <= limit}
+	}
+	floorRatios := func(c string) []float64 {
+		var out []float64
+		for _, run := range r.cases[c].Runs {
+			out = append(out, run.RatioToFloor)
+		}
+		return out
+	}
+	memLimit := 128.0
+	if r.size.Keys >= 1_000_000 {
+		memLimit = 160
+	}
+	out := []Target{
+		ratio(targetFused, r.ratios[targetFused], 1.3),
+		{Name: targetTwoSteps, Value: median(r.ratios[targetTwoSteps]), Unit: "x", Met: true}, // what the fused restore replaces
+		ratio(targetPlan, floorRatios(CasePlanMigrate), 0.35),
+		ratio(targetMigrate, floorRatios(CaseTransformMigrate), 1.3),
+	}
+	for _, c := range []string{CaseTransformMigrate, CaseFusedMigrate} {
+		mib := float64(r.cases[c].PeakRssAnonBytes) / (1 << 20)
+		out = append(out, Target{Name: "peak RssAnon " + c, Value: mib, Limit: memLimit, Unit: "MiB", Met: mib <= memLimit})
+	}
+	return out
 }
 
 // entries counts the `key` bucket entries of a snapshot (not timed).
@@ -437,12 +481,19 @@ func (r *Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "  %-18s %8.2fs %8.2f %8.0f %10.0f %10s %12s\n", c.Name, c.MedianSeconds, c.RatioToFloor, c.MBPerSecond,
 				c.KeysPerSecond, humanBytes(c.PeakRSSBytes), humanBytes(c.PeakRssAnonBytes))
 		}
-		if t := s.Target; t != nil {
+		for _, t := range s.Targets {
 			verdict := "met"
 			if !t.Met {
 				verdict = "NOT met"
 			}
-			fmt.Fprintf(w, "  target (transform-migrate + restore) <= %.0fx etcdutl-restore: %.2fx, %s\n", t.Limit, t.Ratio, verdict)
+			switch {
+			case t.Limit == 0:
+				fmt.Fprintf(w, "  for reference %-41s %6.2fx   (the two steps the fused restore replaces)\n", t.Name, t.Value)
+			case t.Unit == "MiB":
+				fmt.Fprintf(w, "  target %-48s <= %4.0f MiB: %6.0f MiB  %s\n", t.Name, t.Limit, t.Value, verdict)
+			default:
+				fmt.Fprintf(w, "  target %-48s <= %4.2fx:    %6.2fx   %s\n", t.Name, t.Limit, t.Value, verdict)
+			}
 		}
 	}
 	for _, n := range r.Notes {

@@ -97,7 +97,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	if len(rep.Sizes) != 1 || len(rep.Sizes[0].Cases) != 6 {
+	if len(rep.Sizes) != 1 || len(rep.Sizes[0].Cases) != 7 {
 		t.Fatalf("report %+v", rep)
 	}
 	for _, c := range rep.Sizes[0].Cases {
@@ -110,10 +110,13 @@ func TestSmoke(t *testing.T) {
 	}
 	var table bytes.Buffer
 	rep.WriteTable(&table)
-	for _, want := range []string{"tiny", bench.CaseFloor, bench.CaseEtcdutlRestore, "target"} {
+	for _, want := range []string{"tiny", bench.CaseFloor, bench.CaseEtcdutlRestore, bench.CaseFusedMigrate, "target restore-migrate / etcdutl-restore"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
+	}
+	if ts := rep.Sizes[0].Targets; len(ts) != 6 || ts[0].Value <= 0 {
+		t.Errorf("targets %+v", ts)
 	}
 	// A second run reuses the generated snapshot; the work directory is gone.
 	if _, generated, err := bench.Input(context.Background(), cache, cfg.Sizes[0], 1, &log); err != nil || generated {
