@@ -222,10 +222,10 @@ var caseOrder = []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePla
 
 // sizeRun is the measurement of one size in progress.
 type sizeRun struct {
-	cfg     Config
-	size    gen.Size
-	in      *gen.Result
-	work    string
+	cfg   Config
+	size  gen.Size
+	in    *gen.Result
+	work  string
 	cases map[string]*CaseReport
 	// ratios are per-round ratios of the targets, by target name.
 	ratios map[string][]float64
