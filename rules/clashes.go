@@ -44,7 +44,11 @@ func (p *Plan) addressesInUse(v *state.View) ([]inUse, error) {
 		return *p.inUse, nil
 	}
 	var all []inUse
-	for _, read := range []func(*state.View) ([]inUse, error){nodeAddresses, apiEndpoints, kubeadmEndpoints, serviceExternalIPs} {
+	readServices := serviceExternalIPs
+	if p.serviceInUse != nil { // the service-cidr rule read them already
+		readServices = func(*state.View) ([]inUse, error) { return *p.serviceInUse, nil }
+	}
+	for _, read := range []func(*state.View) ([]inUse, error){nodeAddresses, apiEndpoints, kubeadmEndpoints, readServices} {
 		got, err := read(v)
 		if err != nil {
 			return nil, err
@@ -182,26 +186,28 @@ func hostOf(s string) string {
 }
 
 func serviceExternalIPs(v *state.View) ([]inUse, error) {
-	objs, err := v.List(state.PrefixServices)
-	if err != nil {
-		return nil, err
-	}
 	var out []inUse
-	for _, o := range objs {
-		svc, ok := o.Value.Obj.(*corev1.Service)
-		if !ok {
-			continue
+	err := v.Each(state.PrefixServices, func(o *state.Object) error {
+		if svc, ok := o.Value.Obj.(*corev1.Service); ok {
+			out = append(out, externalIPs(svc)...)
 		}
-		name := svc.Namespace + "/" + svc.Name
-		for _, ip := range svc.Spec.ExternalIPs {
-			out = addIP(out, ip, "externalIP of Service "+name)
-		}
-		out = addIP(out, svc.Spec.LoadBalancerIP, "loadBalancerIP of Service "+name)
-		for _, ing := range svc.Status.LoadBalancer.Ingress {
-			out = addIP(out, ing.IP, "load-balancer IP of Service "+name)
-		}
+		return nil
+	})
+	return out, err
+}
+
+// externalIPs are a Service's external, load-balancer and ingress IPs.
+func externalIPs(svc *corev1.Service) []inUse {
+	var out []inUse
+	name := svc.Namespace + "/" + svc.Name
+	for _, ip := range svc.Spec.ExternalIPs {
+		out = addIP(out, ip, "externalIP of Service "+name)
 	}
-	return out, nil
+	out = addIP(out, svc.Spec.LoadBalancerIP, "loadBalancerIP of Service "+name)
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		out = addIP(out, ing.IP, "load-balancer IP of Service "+name)
+	}
+	return out
 }
 
 // inside reports whether n lies within one of ps.

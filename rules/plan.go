@@ -21,6 +21,9 @@ type Plan struct {
 
 	detected *state.Networks
 	inUse    *[]inUse // addresses no rule moves, read once
+	// serviceInUse are the Services' external addresses, when the
+	// service-cidr rule has read every Service already.
+	serviceInUse *[]inUse
 }
 
 // ServicePlan maps the service range.

@@ -94,17 +94,21 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	if err != nil {
 		return err
 	}
+	dnsKey := state.PrefixServices + r.opts.DNSService
+	// One decode of the Services: their cluster IPs, the addresses the clash
+	// check needs, and the DNS Service itself.
+	svcs, err := readServices(v, dnsKey)
+	if err != nil {
+		return err
+	}
+	r.plan.serviceInUse = &svcs.inUse
 	if err := r.plan.checkClashes(v, "ServiceCIDR", "service", oldP, newP); err != nil {
 		return err
 	}
 	if err := refuseExtraServiceCIDRs(v); err != nil {
 		return err
 	}
-	svcs, ips, err := listServices(v)
-	if err != nil {
-		return err
-	}
-	w := serviceWish{IPs: ips, Old: oldP, New: newP, Repack: r.opts.Repack, DNS: state.PrefixServices + r.opts.DNSService}
+	w := serviceWish{IPs: svcs.ips, Old: oldP, New: newP, Repack: r.opts.Repack, DNS: dnsKey}
 	for _, k := range r.opts.KeepServiceIPs {
 		w.Keep = append(w.Keep, state.PrefixServices+k)
 	}
@@ -125,7 +129,7 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 		}
 	}
 	if lay.Plan.Bridge.IsValid() {
-		r.bridgeSvc = r.newBridge(svcs[w.DNS], lay.Plan.Bridge)
+		r.bridgeSvc = r.newBridge(svcs.dns, lay.Plan.Bridge)
 	}
 	if err := r.planRanges(v, lay.Used); err != nil {
 		return err
@@ -180,28 +184,37 @@ func (r *ServiceCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, n
 
 // listServices reads every Service, by key, and its cluster IPs (none for
 // a headless or ExternalName Service).
-func listServices(v *state.View) (map[string]*corev1.Service, map[string][]netip.Addr, error) {
-	objs, err := v.List(state.PrefixServices)
-	if err != nil {
-		return nil, nil, err
-	}
-	svcs, ips := map[string]*corev1.Service{}, map[string][]netip.Addr{}
-	for _, o := range objs {
+// services is what the service-cidr rule needs of every Service, read in
+// one pass without keeping the objects.
+type services struct {
+	ips   map[string][]netip.Addr // cluster IPs by key
+	inUse []inUse                 // external and load-balancer IPs
+	dns   *corev1.Service         // the DNS Service, if there is one
+}
+
+func readServices(v *state.View, dnsKey string) (*services, error) {
+	out := &services{ips: map[string][]netip.Addr{}}
+	err := v.Each(state.PrefixServices, func(o *state.Object) error {
 		svc, ok := o.Value.Obj.(*corev1.Service)
 		if !ok {
-			return nil, nil, fmt.Errorf("%s: stored object is %s, not a Service", o.Key, o.Value.GVK)
+			return fmt.Errorf("%s: stored object is %s, not a Service", o.Key, o.Value.GVK)
 		}
 		var as []netip.Addr
 		for _, ip := range serviceIPs(svc) {
 			a, err := netip.ParseAddr(ip)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: clusterIP %q is not an IP address", o.Key, ip)
+				return fmt.Errorf("%s: clusterIP %q is not an IP address", o.Key, ip)
 			}
 			as = append(as, a)
 		}
-		svcs[o.Key], ips[o.Key] = svc, as
-	}
-	return svcs, ips, nil
+		out.ips[o.Key] = as
+		out.inUse = append(out.inUse, externalIPs(svc)...)
+		if o.Key == dnsKey {
+			out.dns = svc
+		}
+		return nil
+	})
+	return out, err
 }
 
 // serviceIPs returns a Service's allocated cluster IPs (none for headless

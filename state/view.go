@@ -61,39 +61,60 @@ func (v *View) Codec() *codec.Codec { return v.codec }
 
 // Get decodes the live object at key; ok is false if the key is not live.
 func (v *View) Get(key string) (obj *Object, ok bool, err error) {
-	stored := Stored(v.prefix, key)
-	rev, ok := v.index.Lookup([]byte(stored))
+	rev, ok := v.index.Lookup([]byte(Stored(v.prefix, key)))
 	if !ok {
 		return nil, false, nil
 	}
-	kv, ok, err := v.snap.Get(rev)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	plain, info, err := Decrypt(v.enc, stored, kv.Value) // bound to the stored key
-	if err != nil {
-		return nil, false, err
-	}
-	val, err := v.codec.Decode(plain)
-	if err != nil {
-		return nil, false, DecodeError(v.snap.Path, stored, rev, err)
-	}
-	return &Object{Key: key, Revision: rev, Meta: kv, Value: val, Encryption: info}, true, nil
+	o, err := v.decodeAt(key, rev)
+	return o, o != nil, err
 }
 
 // List decodes every live object whose key starts with prefix, sorted by key.
 func (v *View) List(prefix string) ([]*Object, error) {
 	var out []*Object
+	err := v.Each(prefix, func(o *Object) error {
+		out = append(out, o)
+		return nil
+	})
+	return out, err
+}
+
+// Each decodes the live objects under prefix one at a time, in key order,
+// and calls fn with each: what fn does not keep is garbage at once, so a
+// rule that needs a little of every object (addresses, names) does not hold
+// them all.
+func (v *View) Each(prefix string, fn func(*Object) error) error {
 	for _, kr := range v.Keys(prefix) {
-		o, ok, err := v.Get(kr.Key)
+		o, err := v.decodeAt(kr.Key, kr.Rev)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if ok {
-			out = append(out, o)
+		if o == nil {
+			continue
+		}
+		if err := fn(o); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// decodeAt decodes key's value at its live revision rev (nil if absent).
+func (v *View) decodeAt(key string, rev snapshot.Revision) (*Object, error) {
+	stored := Stored(v.prefix, key)
+	kv, ok, err := v.snap.Get(rev)
+	if err != nil || !ok {
+		return nil, err
+	}
+	plain, info, err := Decrypt(v.enc, stored, kv.Value) // bound to the stored key
+	if err != nil {
+		return nil, err
+	}
+	val, err := v.codec.Decode(plain)
+	if err != nil {
+		return nil, DecodeError(v.snap.Path, stored, rev, err)
+	}
+	return &Object{Key: key, Revision: rev, Meta: kv, Value: val, Encryption: info}, nil
 }
 
 // Raw returns the stored value bytes at key without decoding.
