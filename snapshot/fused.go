@@ -85,11 +85,11 @@ func (m *memberDirs) dbNew() string { return m.db() + ".snapshift" }
 // for each (member metadata, WAL) and starts copying the input's database
 // into the first member's data dir. src stays open until Commit or Abort.
 // Every member must agree on the revision bump and alarms.
-func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (f *FusedRestore, err error) {
+func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ *FusedRestore, err error) {
 	if len(members) == 0 {
 		return nil, errors.New("no member to restore")
 	}
-	f = &FusedRestore{src: src, copyDone: make(chan error, 1)}
+	f := &FusedRestore{src: src, copyDone: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			f.Abort()

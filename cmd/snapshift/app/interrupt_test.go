@@ -88,6 +88,8 @@ func TestInterrupt(t *testing.T) {
 		{"restore/SIGINT", syscall.SIGINT, afterDelay, func(w string) []string { return restoreInto(in, w) }, ""},
 		{"restore/SIGTERM", syscall.SIGTERM, afterDelay, func(w string) []string { return restoreInto(in, w) }, ""},
 		{"restore/SIGINT while writing", syscall.SIGINT, whenTempExists, func(w string) []string { return restoreInto(in, w) }, ""},
+		{"fused restore/SIGTERM", syscall.SIGTERM, afterDelay, func(w string) []string { return fusedRestoreInto(in, w) }, ""},
+		{"fused restore/SIGINT while writing", syscall.SIGINT, whenTempExists, func(w string) []string { return fusedRestoreInto(in, w) }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
