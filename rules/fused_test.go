@@ -117,6 +117,15 @@ func TestFusedRestore(t *testing.T) {
 				t.Errorf("fused %d/%d/%d replaced/created/deleted, two steps %d/%d/%d", rep.Replaced, rep.Created, rep.Deleted,
 					twoStep.Replaced, twoStep.Created, twoStep.Deleted)
 			}
+			// etcd's restore writes the same membership for every member (only
+			// the WAL names the member): the later members get the first one's
+			// database byte for byte.
+			first := testfile.Sum(t, filepath.Join(members[0].DataDir, "member", "snap", "db"))
+			for _, m := range members[1:] {
+				if testfile.Sum(t, filepath.Join(m.DataDir, "member", "snap", "db")) != first {
+					t.Errorf("member %s's database differs from member %s's", m.Name, members[0].Name)
+				}
+			}
 			servers := etcdtest.StartRestoredClusterT(t, served)
 			for _, srv := range servers {
 				got, rev := liveByKey(t, srv)
