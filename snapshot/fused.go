@@ -83,8 +83,10 @@ func (m *memberDirs) dbNew() string { return m.db() + ".snapshift" }
 
 // StartFused validates the members' configurations, runs etcd's restore
 // for each (member metadata, WAL) and starts copying the input's database
-// into the first member's data dir. src stays open until Commit or Abort.
-// Every member must agree on the revision bump and alarms.
+// into the first member's data dir, or, if src was opened with
+// OpenOptions.CopyTo (in the same file system), takes that copy. src stays
+// open until Commit or Abort. Every member must agree on the revision bump
+// and alarms.
 func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ *FusedRestore, err error) {
 	if len(members) == 0 {
 		return nil, errors.New("no member to restore")
@@ -136,7 +138,15 @@ func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ 
 // etcd wrote without one: a walk of every page, done here while the rules
 // still work).
 func (f *FusedRestore) copyAndOpen(ctx context.Context) error {
-	if err := copyDB(ctx, f.src, f.members[0].dbNew()); err != nil {
+	if f.src.Copied {
+		// Open's hash wrote the copy as it read the input.
+		if err := f.src.WaitCopy(); err != nil {
+			return err
+		}
+		if err := os.Rename(f.src.copyTo, f.members[0].dbNew()); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	} else if err := copyDB(ctx, f.src, f.members[0].dbNew()); err != nil {
 		return err
 	}
 	db, err := bolt.Open(f.members[0].dbNew(), 0o600, &bolt.Options{
@@ -558,6 +568,9 @@ func (f *FusedRestore) Abort() {
 	if f.db != nil {
 		f.db.Close()
 		f.db = nil
+	}
+	if f.src.Copied {
+		os.Remove(f.src.copyTo) // gone already if it was taken
 	}
 	for _, m := range f.members {
 		for _, d := range []string{m.tmpData, m.tmpWAL} {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -129,7 +131,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		return err
 	}
-	snap, ix, err := openIndexed(ctx, cfg, p, startCopy)
+	var copyTo string
+	if len(cfg.Restore) > 0 {
+		// The input's hash writes the copy the first member starts from.
+		var err error
+		if copyTo, err = tempBeside(cfg.Restore[0].DataDir); err != nil {
+			return nil, err
+		}
+		defer os.Remove(copyTo) // renamed into the member unless the run failed
+	}
+	snap, ix, err := openIndexed(ctx, cfg, p, copyTo, startCopy)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +202,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return e.report, nil
 }
 
+// tempBeside creates an empty private file beside path (hidden, unique).
+func tempBeside(path string) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".snapshift-copy-*")
+	if err != nil {
+		return "", fmt.Errorf("restore: %w", err)
+	}
+	return f.Name(), f.Close()
+}
+
 // checkOutputs refuses an output that exists, or a data dir that is not
 // new or empty, before any work.
 func (c *Config) checkOutputs() error {
@@ -234,8 +254,8 @@ func (e *engine) useFused(ctx context.Context, f *snapshot.FusedRestore) {
 // openIndexed opens the input and indexes it. The trailer is checked on
 // the other core while the index is built; nothing is decided on the input
 // before the hash has matched.
-func openIndexed(ctx context.Context, cfg Config, p progress.Reporter, opened func(*snapshot.Snapshot) error) (*snapshot.Snapshot, *snapshot.Index, error) {
-	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: snapshot.HashInBackground, Progress: p})
+func openIndexed(ctx context.Context, cfg Config, p progress.Reporter, copyTo string, opened func(*snapshot.Snapshot) error) (*snapshot.Snapshot, *snapshot.Index, error) {
+	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: snapshot.HashInBackground, Progress: p, CopyTo: copyTo})
 	if err != nil {
 		return nil, nil, err
 	}
