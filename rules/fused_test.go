@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/snapshift/snapshift/internal/etcdtest"
+	"github.com/snapshift/snapshift/internal/gen"
 	"github.com/snapshift/snapshift/internal/testfile"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
@@ -149,6 +150,44 @@ func TestFusedRestore(t *testing.T) {
 				t.Errorf("temporary files left beside the data dirs: %v", left)
 			}
 		})
+	}
+}
+
+// TestFusedRestoreHistory runs the same comparison on a generated snapshot
+// with history: keys with several revisions, keys deleted (tombstones), etcd
+// leases and compaction markers, so the copy the fused restore edits holds
+// older revisions that etcd must compact at boot.
+func TestFusedRestoreHistory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "gen.db")
+	res, err := gen.Generate(t.Context(), gen.Config{Path: in, Keys: 3000, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Entries <= res.Keys || res.Tombstones == 0 {
+		t.Fatalf("generated %d entries for %d keys, %d tombstones: no history to test", res.Entries, res.Keys, res.Tombstones)
+	}
+	opts := rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String()},
+		PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}}
+	out := filepath.Join(dir, "migrated.db")
+	twoStep, _, _, err := runRules(t, in, out, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantRev := liveByKey(t, restoreAndServe(t, out))
+	members, served := fusedMembers(t, t.TempDir(), 1)
+	if _, err := fusedRestore(t, in, opts, members); err != nil {
+		t.Fatal(err)
+	}
+	srv := etcdtest.StartRestoredT(t, served[0])
+	got, rev := liveByKey(t, srv)
+	compareLive(t, "fused", got, want)
+	if rev != wantRev {
+		t.Errorf("revision %d, the two steps give %d", rev, wantRev)
+	}
+	if _, err := srv.Client().Get(t.Context(), "/registry/", clientv3.WithPrefix(), clientv3.WithRev(twoStep.Input.CurrentRevision)); !errors.Is(err, rpctypes.ErrCompacted) {
+		t.Errorf("a read at the source revision %d: %v, want %v", twoStep.Input.CurrentRevision, err, rpctypes.ErrCompacted)
 	}
 }
 
