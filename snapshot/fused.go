@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
 	bolt "go.etcd.io/bbolt"
@@ -151,7 +152,7 @@ func (f *FusedRestore) copyAndOpen(ctx context.Context) error {
 	}
 	db, err := bolt.Open(f.members[0].dbNew(), 0o600, &bolt.Options{
 		NoSync: true, NoGrowSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
-		InitialMmapSize: int(f.src.DBSize + f.src.DBSize/8),
+		InitialMmapSize: int(f.src.DBSize + f.src.DBSize/8), MmapFlags: syscall.MAP_POPULATE,
 	})
 	if err != nil {
 		return fmt.Errorf("restore: opening the copy: %w", err)
