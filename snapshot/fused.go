@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"syscall"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
@@ -65,6 +66,11 @@ type FusedRestore struct {
 	compactAt int64
 	alarms    []Alarm
 	done      bool
+	// checked is closed by InputChecked: the copy is opened by bbolt only
+	// then (its free-page rebuild panics, in a goroutine of its own, on a
+	// page the caller's full read of the input would have refused).
+	checked     chan struct{}
+	checkedOnce sync.Once
 	// membership is every bucket but key of the first member's database
 	// as etcd's restore wrote it.
 	membership bucketData
@@ -92,7 +98,7 @@ func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ 
 	if len(members) == 0 {
 		return nil, errors.New("no member to restore")
 	}
-	f := &FusedRestore{src: src, copyDone: make(chan error, 1)}
+	f := &FusedRestore{src: src, copyDone: make(chan error, 1), checked: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			f.Abort()
@@ -138,7 +144,14 @@ func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ 
 // the copy for the edits (bbolt rebuilds the free page list of a database
 // etcd wrote without one: a walk of every page, done here while the rules
 // still work).
-func (f *FusedRestore) copyAndOpen(ctx context.Context) error {
+func (f *FusedRestore) copyAndOpen(ctx context.Context) (err error) {
+	// bbolt panics on a database it finds inconsistent when it rebuilds the
+	// free pages (in this goroutine): that is a refusal of the input.
+	defer func() {
+		if r := recover(); r != nil {
+			err = invalid(f.src.Path, "is corrupt: bbolt refused the copy of its database: %v", r)
+		}
+	}()
 	if f.src.Copied {
 		// Open's hash wrote the copy as it read the input.
 		if err := f.src.WaitCopy(); err != nil {
@@ -149,6 +162,11 @@ func (f *FusedRestore) copyAndOpen(ctx context.Context) error {
 		}
 	} else if err := copyDB(ctx, f.src, f.members[0].dbNew()); err != nil {
 		return err
+	}
+	select {
+	case <-f.checked:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	db, err := bolt.Open(f.members[0].dbNew(), 0o600, &bolt.Options{
 		NoSync: true, NoGrowSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
@@ -210,6 +228,12 @@ func copyDB(ctx context.Context, src *Snapshot, dst string) error {
 		}
 	}
 	return out.Close()
+}
+
+// InputChecked tells the restore that the caller has read the whole input
+// without finding a fault (its index pass): the copy may be opened.
+func (f *FusedRestore) InputChecked() {
+	f.checkedOnce.Do(func() { close(f.checked) })
 }
 
 // open waits for the copy, opened, and starts the first transaction.

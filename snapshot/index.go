@@ -2,10 +2,12 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"hash/maphash"
 	"math"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,13 +17,14 @@ import (
 // Index knows, for every user key of a snapshot, its newest revision. It is
 // built by one pass over the `key` bucket and holds no values, and, to stay
 // small on snapshots of a million keys, no key strings either: keys are
-// recorded by a 64-bit hash, checked against the stored key whenever two
-// revisions meet under one hash, so a collision is detected and the keys
-// involved are then recorded by name. Keys under the prefixes the caller
-// names (IndexOptions.Named) are recorded by name, so that they can be
-// listed quickly; other prefixes are listed by a walk of the bucket.
+// recorded by a 64-bit hash in a packed array sorted by hash (24 bytes a
+// key, exactly sized). Where two revisions share a hash the stored keys are
+// read back to tell an update from a collision, and the keys of a collision
+// are then recorded by name. Keys under the prefixes the caller names
+// (IndexOptions.Named) are recorded by name, so that they can be listed
+// quickly; other prefixes are listed by a walk of the bucket.
 type Index struct {
-	hashed map[uint64]latest
+	packed []packedKey       // sorted by hash; one per key not named
 	named  map[string]latest // Named prefixes, and keys whose hash collided
 	seed   maphash.Seed
 	opts   IndexOptions
@@ -51,10 +54,39 @@ type Index struct {
 }
 
 type latest struct {
-	rev      Revision
-	ord      uint32 // the entry's position in the bucket (see Index.live)
-	tomb     bool
-	collided bool // hashed only: two keys share this hash; both are in named
+	rev  Revision
+	ord  uint32 // the entry's position in the bucket (see Index.live)
+	tomb bool
+}
+
+// packedKey is one revision of a hashed key: 24 bytes. The index holds one
+// per key (its newest revision) once built; while the bucket is read it
+// holds one per revision.
+type packedKey struct {
+	hash uint64
+	main int64
+	sub  uint32 // the sub-revision, with the two flags below
+	ord  uint32
+}
+
+const (
+	packedTomb     = 1 << 31 // the revision is a tombstone
+	packedCollided = 1 << 30 // several keys share this hash: all are in named
+	packedSubMask  = packedCollided - 1
+)
+
+func (p packedKey) latest() latest {
+	return latest{rev: Revision{Main: p.main, Sub: int64(p.sub & packedSubMask)}, ord: p.ord, tomb: p.sub&packedTomb != 0}
+}
+
+func (p packedKey) collided() bool { return p.sub&packedCollided != 0 }
+
+// revisionKey is a packedKey while the bucket is read, with a second,
+// independent 32-bit hash of the key: revisions under one hash whose
+// second hashes differ are certainly of different keys.
+type revisionKey struct {
+	packedKey
+	check uint32
 }
 
 // IndexOptions tune what an Index records.
@@ -86,11 +118,13 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
 	p = progress.OrNop(p)
 	p.Start("index", "bytes", s.DBSize)
-	ix = &Index{hashed: make(map[uint64]latest, 1024), named: map[string]latest{}, seed: maphash.MakeSeed(), opts: opts, snap: s}
+	ix = &Index{named: map[string]latest{}, seed: maphash.MakeSeed(), opts: opts, snap: s}
 	if ix.opts.hash == nil {
 		seed := ix.seed
 		ix.opts.hash = func(key []byte) uint64 { return maphash.Bytes(seed, key) }
 	}
+	var revs []revisionKey // one per revision of a hashed key, in bucket order
+	checkSeed := maphash.MakeSeed()
 	c := s.tx.Bucket(KeyBucket).Cursor()
 	var pending int64
 	var prev []byte
@@ -132,24 +166,118 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 		if opts.Only != nil && !opts.Only(kv.Key) {
 			continue
 		}
-		if err := ix.record(kv.Key, latest{rev: rev, ord: ord, tomb: tomb}); err != nil {
-			return nil, err
+		l := latest{rev: rev, ord: ord, tomb: tomb}
+		if ix.isNamed(kv.Key) {
+			ix.named[string(kv.Key)] = l // bucket order is revision order: the last wins
+			continue
 		}
+		if rev.Sub > packedSubMask {
+			return nil, invalid(s.Path, "revision %s: sub-revision above %d", RevisionString(rev), packedSubMask)
+		}
+		pk := packedKey{hash: ix.opts.hash(kv.Key), main: rev.Main, sub: uint32(rev.Sub), ord: ord}
+		if tomb {
+			pk.sub |= packedTomb
+		}
+		revs = append(revs, revisionKey{packedKey: pk, check: uint32(maphash.Bytes(checkSeed, kv.Key))})
 	}
 	p.Add(pending)
-	for _, l := range ix.hashed {
-		if !l.tomb && !l.collided {
-			ix.LiveKeys++
-		}
+	if err := ix.pack(revs); err != nil {
+		return nil, err
 	}
-	for _, l := range ix.named {
-		if !l.tomb {
-			ix.LiveKeys++
-		}
-	}
+	ix.markLive()
 	ix.CurrentRevision = max(ix.LastRevision.Main, s.Meta.ScheduledCompact, s.Meta.FinishedCompact)
 	p.Done() // only a finished phase is reported done
 	return ix, nil
+}
+
+// pack sorts the revisions of hashed keys by hash and keeps the newest of
+// each key, in an array of exactly that many entries. Revisions under one
+// hash are of one key when their second hashes agree too (96 bits in all:
+// for a million keys, two distinct keys agree with a probability of about
+// 10^-17); otherwise their stored keys are read back and tell them apart
+// exactly: several keys under one hash (a collision) move to named, with a
+// marker left under the hash.
+func (ix *Index) pack(revs []revisionKey) error {
+	slices.SortFunc(revs, func(a, b revisionKey) int {
+		if c := cmp.Compare(a.hash, b.hash); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ord, b.ord)
+	})
+	out := make([]packedKey, 0, countHashes(revs))
+	for i := 0; i < len(revs); {
+		j := i + 1
+		for j < len(revs) && revs[j].hash == revs[i].hash {
+			j++
+		}
+		keep, err := ix.newestOf(revs[i:j])
+		if err != nil {
+			return err
+		}
+		out = append(out, keep)
+		i = j
+	}
+	ix.packed = out
+	return nil
+}
+
+// countHashes counts the distinct hashes of sorted revisions.
+func countHashes(revs []revisionKey) int {
+	n := 0
+	for i := range revs {
+		if i == 0 || revs[i].hash != revs[i-1].hash {
+			n++
+		}
+	}
+	return n
+}
+
+// newestOf reduces the revisions under one hash (in bucket order) to the
+// entry the index keeps.
+func (ix *Index) newestOf(run []revisionKey) (packedKey, error) {
+	last := run[len(run)-1]
+	same := true
+	for _, r := range run {
+		same = same && r.check == last.check
+	}
+	if same {
+		return last.packedKey, nil
+	}
+	byKey := map[string]latest{}
+	for _, r := range run {
+		stored, err := ix.storedKey(r.latest())
+		if err != nil {
+			return packedKey{}, err
+		}
+		byKey[string(stored)] = r.latest() // in bucket order: the last wins
+	}
+	if len(byKey) == 1 {
+		return last.packedKey, nil
+	}
+	for k, l := range byKey {
+		ix.named[k] = l
+	}
+	return packedKey{hash: last.hash, sub: packedCollided}, nil
+}
+
+// markLive sets the live bit of the newest revision of every live key and
+// counts them.
+func (ix *Index) markLive() {
+	ix.live = make([]uint64, (ix.Entries+63)/64)
+	set := func(l latest) {
+		if !l.tomb {
+			ix.live[l.ord/64] |= 1 << (l.ord % 64)
+			ix.LiveKeys++
+		}
+	}
+	for _, p := range ix.packed {
+		if !p.collided() {
+			set(p.latest())
+		}
+	}
+	for _, l := range ix.named {
+		set(l)
+	}
 }
 
 // isNamed reports whether key is under one of the Named prefixes.
@@ -160,59 +288,6 @@ func (ix *Index) isNamed(key []byte) bool {
 		}
 	}
 	return false
-}
-
-// record notes a newer revision of key. Bucket order is revision order, so
-// the last write wins.
-func (ix *Index) record(key []byte, l latest) error {
-	if ix.isNamed(key) {
-		prev, had := ix.named[string(key)]
-		ix.replace(prev, had, l)
-		ix.named[string(key)] = l
-		return nil
-	}
-	h := ix.opts.hash(key)
-	e, ok := ix.hashed[h]
-	switch {
-	case !ok:
-		ix.replace(latest{}, false, l)
-		ix.hashed[h] = l
-	case e.collided:
-		prev, had := ix.named[string(key)]
-		ix.replace(prev, had, l)
-		ix.named[string(key)] = l
-	default:
-		// A second revision under this hash: the same key (an update), or
-		// another key with the same hash (a collision). The stored key says.
-		stored, err := ix.storedKey(e)
-		if err != nil {
-			return err
-		}
-		if bytes.Equal(stored, key) {
-			ix.replace(e, true, l)
-			ix.hashed[h] = l
-			return nil
-		}
-		ix.replace(latest{}, false, l)
-		ix.named[string(stored)] = e
-		ix.named[string(key)] = l
-		ix.hashed[h] = latest{collided: true}
-	}
-	return nil
-}
-
-// replace moves a key's live bit from its previous newest revision (if it
-// had one, and it was not a tombstone) to its new one.
-func (ix *Index) replace(prev latest, had bool, next latest) {
-	if had && !prev.tomb {
-		ix.live[prev.ord/64] &^= 1 << (prev.ord % 64)
-	}
-	if !next.tomb {
-		for int(next.ord/64) >= len(ix.live) {
-			ix.live = append(ix.live, 0)
-		}
-		ix.live[next.ord/64] |= 1 << (next.ord % 64)
-	}
 }
 
 // liveAt reports whether the entry at position ord of the bucket is the
@@ -244,12 +319,14 @@ func (ix *Index) find(key []byte) (latest, bool) {
 	if ix.isNamed(key) {
 		return latest{}, false
 	}
-	l, ok := ix.hashed[ix.opts.hash(key)]
-	if !ok || l.collided {
+	h := ix.opts.hash(key)
+	i, found := slices.BinarySearchFunc(ix.packed, h, func(p packedKey, h uint64) int { return cmp.Compare(p.hash, h) })
+	if !found || ix.packed[i].collided() {
 		return latest{}, false // a collided hash: every key under it is named
 	}
 	// The hash is the key's, or another key's that never met this one in
 	// the bucket: confirm against the stored key.
+	l := ix.packed[i].latest()
 	stored, err := ix.storedKey(l)
 	if err != nil || !bytes.Equal(stored, key) {
 		return latest{}, false

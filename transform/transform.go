@@ -144,6 +144,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fused != nil {
+		fused.InputChecked() // the index read every key and page: the copy is sound
+	}
 	defer snap.Close()
 	e := newEngine(ctx, cfg, snap, ix)
 	if e.report.Alarms, err = snap.Alarms(); err != nil {
