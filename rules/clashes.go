@@ -100,23 +100,20 @@ func addIP(out []inUse, s, what string) []inUse {
 }
 
 func nodeAddresses(v *state.View) ([]inUse, error) {
-	objs, err := v.List(state.PrefixNodes)
-	if err != nil {
-		return nil, err
-	}
 	var out []inUse
-	for _, o := range objs {
+	err := v.Each(state.PrefixNodes, func(o *state.Object) error {
 		node, ok := o.Value.Obj.(*corev1.Node)
 		if !ok {
-			continue
+			return nil
 		}
 		for _, a := range node.Status.Addresses {
 			if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
 				out = addIP(out, a.Address, "node "+node.Name+" "+string(a.Type))
 			}
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // apiEndpoints reads the addresses behind default/kubernetes.

@@ -97,19 +97,16 @@ func (r *PodCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, newP 
 
 // listNodePods reads every Node's pod CIDRs.
 func listNodePods(v *state.View) ([]nodePods, error) {
-	objs, err := v.List(state.PrefixNodes)
-	if err != nil {
-		return nil, err
-	}
 	var out []nodePods
-	for _, o := range objs {
+	err := v.Each(state.PrefixNodes, func(o *state.Object) error {
 		node, ok := o.Value.Obj.(*corev1.Node)
 		if !ok {
-			return nil, fmt.Errorf("%s: stored object is %s, not a Node", o.Key, o.Value.GVK)
+			return fmt.Errorf("%s: stored object is %s, not a Node", o.Key, o.Value.GVK)
 		}
 		out = append(out, nodePods{Key: o.Key, Name: node.Name, PodCIDR: node.Spec.PodCIDR, PodCIDRs: node.Spec.PodCIDRs})
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 func nodeCIDRs(n *corev1.Node) []string {

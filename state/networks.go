@@ -265,20 +265,20 @@ func detectKubeletConfig(v *View, n *Networks) error {
 // detectNodes reads every Node's podCIDRs, and the smallest prefix per
 // family that covers them as a pod Source of kind SourceNodes.
 func detectNodes(v *View, n *Networks) error {
-	nodes, err := v.List(PrefixNodes)
-	if err != nil {
-		return err
-	}
-	for _, o := range nodes {
+	err := v.Each(PrefixNodes, func(o *Object) error {
 		node, ok := o.Value.Obj.(*corev1.Node)
 		if !ok {
-			continue
+			return nil
 		}
 		cidrs := node.Spec.PodCIDRs
 		if len(cidrs) == 0 && node.Spec.PodCIDR != "" {
 			cidrs = []string{node.Spec.PodCIDR}
 		}
 		n.Nodes = append(n.Nodes, NodeCIDR{Node: node.Name, PodCIDRs: cidrs})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if c := coveringNodeCIDRs(n.Nodes); len(c) > 0 {
 		n.PodCIDR = append(n.PodCIDR, Source{SourceNodes, "Node podCIDRs (smallest covering prefix)", c})

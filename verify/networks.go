@@ -155,15 +155,11 @@ func readServiceState(v *state.View, dnsKey string) (*serviceState, error) {
 // readServiceIPs lists every parsable ClusterIP of every Service that is not
 // of type ExternalName.
 func readServiceIPs(v *state.View, dnsKey string) ([]serviceIP, error) {
-	svcs, err := v.List(state.PrefixServices)
-	if err != nil {
-		return nil, err
-	}
 	var out []serviceIP
-	for _, o := range svcs {
+	err := v.Each(state.PrefixServices, func(o *state.Object) error {
 		svc, ok := o.Value.Obj.(*corev1.Service)
 		if !ok || svc.Spec.Type == corev1.ServiceTypeExternalName {
-			continue
+			return nil
 		}
 		ips := svc.Spec.ClusterIPs
 		if len(ips) == 0 && svc.Spec.ClusterIP != "" {
@@ -175,8 +171,9 @@ func readServiceIPs(v *state.View, dnsKey string) ([]serviceIP, error) {
 				out = append(out, serviceIP{key: o.Key, addr: a, dns: dns})
 			}
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // readRanges reads the primary and secondary service IP RangeAllocations.
@@ -201,25 +198,23 @@ func readRanges(v *state.View) ([]rangeAlloc, error) {
 
 // readIPAddresses reads every IPAddress object's parentRef.
 func readIPAddresses(v *state.View) ([]ipAddress, error) {
-	objs, err := v.List(state.PrefixIPAddresses)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ipAddress, len(objs))
-	for i, o := range objs {
-		out[i].key = o.Key
+	var out []ipAddress
+	err := v.Each(state.PrefixIPAddresses, func(o *state.Object) error {
+		a := ipAddress{key: o.Key}
 		switch ip := o.Value.Obj.(type) {
 		case *networkingv1.IPAddress:
 			if r := ip.Spec.ParentRef; r != nil {
-				out[i].ns, out[i].name, out[i].group, out[i].resc = r.Namespace, r.Name, r.Group, r.Resource
+				a.ns, a.name, a.group, a.resc = r.Namespace, r.Name, r.Group, r.Resource
 			}
 		case *networkingv1beta1.IPAddress:
 			if r := ip.Spec.ParentRef; r != nil {
-				out[i].ns, out[i].name, out[i].group, out[i].resc = r.Namespace, r.Name, r.Group, r.Resource
+				a.ns, a.name, a.group, a.resc = r.Namespace, r.Name, r.Group, r.Resource
 			}
 		}
-	}
-	return out, nil
+		out = append(out, a)
+		return nil
+	})
+	return out, err
 }
 
 // dnsIPs are the addresses of the DNS Service and of any DNS bridge.
