@@ -153,7 +153,7 @@ func TestFusedRestore(t *testing.T) {
 	}
 }
 
-// TestFusedRestoreHistory runs the same comparison on a generated snapshot
+// TestFusedRestoreHistory runs the same comparison on a generated snapshot (the churn profile)
 // with history: keys with several revisions, keys deleted (tombstones), etcd
 // leases and compaction markers, so the copy the fused restore edits holds
 // older revisions that etcd must compact at boot.
@@ -161,7 +161,7 @@ func TestFusedRestoreHistory(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "gen.db")
-	res, err := gen.Generate(t.Context(), gen.Config{Path: in, Keys: 3000, Seed: 5})
+	res, err := gen.Generate(t.Context(), gen.Config{Path: in, Keys: 3000, Seed: 5, Profile: gen.ProfileChurn})
 	if err != nil {
 		t.Fatal(err)
 	}

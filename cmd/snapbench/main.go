@@ -52,7 +52,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:      "snapbench",
 		Usage:     "benchmark snapshift on generated etcd snapshots",
-		UsageText: "snapbench [--sizes small,medium,large] [--runs 3] [--cache .bench] [--out FILE] [--keep]",
+		UsageText: "snapbench [--sizes small,medium,large] [--profiles basic,churn] [--runs 3] [--cache .bench] [--out FILE] [--keep]",
 		Description: "For each size, generates (or reuses) a snapshot in --cache, reads it once to warm the page cache, then runs\n" +
 			"in rounds, each case as a child process: the floor (a plain bbolt copy), snapshift transform without rules and\n" +
 			"with the seed migration, snapshift plan, snapshift restore with the seed migration applied on the way (fused),\n" +
@@ -71,6 +71,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.BoolFlag{Name: "keep", Usage: "keep every output of every run in the cache's work directory"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "generator seed"},
 			&cli.StringFlag{Name: "snapshift", Usage: "a snapshift binary to measure (default: go build -o bin/snapshift ./cmd/snapshift)"},
+			&cli.StringFlag{Name: "profiles", Value: strings.Join(gen.Profiles, ","), Usage: "comma-separated generator profiles to measure each size with: " + strings.Join(gen.Profiles, ", ")},
 		},
 		Action: runBench,
 		Commands: []*cli.Command{{
@@ -83,6 +84,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "generator seed"},
 				&cli.StringFlag{Name: "out", Required: true, Usage: "the snapshot file to write"},
 				&cli.BoolFlag{Name: "force", Usage: "replace an existing --out"},
+				&cli.StringFlag{Name: "profile", Value: gen.ProfileBasic, Usage: "the cluster's history: " + strings.Join(gen.Profiles, " or ")},
 			},
 			Action: runGenerate,
 		}},
@@ -99,12 +101,12 @@ func runGenerate(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		keys = n
+		keys = gen.SizedKeys(c.String("profile"), n)
 	}
 	if keys == 0 {
 		return errors.New("give --size or --keys")
 	}
-	res, err := gen.Generate(c.Context, gen.Config{Path: c.String("out"), Keys: keys, Seed: c.Int64("seed"), Force: c.Bool("force")})
+	res, err := gen.Generate(c.Context, gen.Config{Path: c.String("out"), Keys: keys, Seed: c.Int64("seed"), Force: c.Bool("force"), Profile: c.String("profile")})
 	if err != nil {
 		return err
 	}
@@ -143,7 +145,13 @@ func runBench(c *cli.Context) error {
 			return err
 		}
 	}
-	rep, err := bench.Run(c.Context, bench.Config{Sizes: sizes, Runs: c.Int("runs"), Seed: c.Int64("seed"), Cache: cache, Keep: c.Bool("keep"),
+	var profiles []string
+	for _, p := range strings.Split(c.String("profiles"), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			profiles = append(profiles, p)
+		}
+	}
+	rep, err := bench.Run(c.Context, bench.Config{Sizes: sizes, Profiles: profiles, Runs: c.Int("runs"), Seed: c.Int64("seed"), Cache: cache, Keep: c.Bool("keep"),
 		Snapshift: []string{bin}, Child: []string{self, bench.ChildCommand}, Log: c.App.ErrWriter})
 	if rep != nil && len(rep.Sizes) > 0 {
 		rep.WriteTable(c.App.Writer)

@@ -28,6 +28,9 @@ const (
 type Config struct {
 	// Sizes to measure, in order. Required.
 	Sizes []gen.Size
+	// Profiles are the generator profiles each size is measured with, in
+	// order. Default: gen.ProfileBasic.
+	Profiles []string
 	// Runs is the number of rounds per size. Default 3.
 	Runs int
 	// Seed of the generated snapshots. Default 1.
@@ -80,7 +83,9 @@ type Report struct {
 
 // SizeReport is one size.
 type SizeReport struct {
-	Name       string `json:"name"`
+	Name string `json:"name"`
+	// Profile is the generator profile (gen.Profiles).
+	Profile    string `json:"profile"`
 	Input      string `json:"input"`
 	InputBytes int64  `json:"inputBytes"`
 	Keys       int    `json:"keys"`
@@ -142,6 +147,14 @@ func (c *Config) validate() error {
 	if c.Runs <= 0 {
 		c.Runs = 3
 	}
+	if len(c.Profiles) == 0 {
+		c.Profiles = []string{gen.ProfileBasic}
+	}
+	for _, p := range c.Profiles {
+		if !slices.Contains(gen.Profiles, p) {
+			return fmt.Errorf("unknown profile %q (profiles: %v)", p, gen.Profiles)
+		}
+	}
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
@@ -170,11 +183,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			"restore, restore-migrate and etcdutl-restore: member default, revision bump 1000000000, marked compacted; etcdutl-restore and restore-migrate read the input, restore reads transform-migrate's output",
 		}}
 	for _, size := range cfg.Sizes {
-		sr, err := runSize(ctx, cfg, size)
-		if err != nil {
-			return rep, fmt.Errorf("size %s: %w", size.Name, err)
+		for _, profile := range cfg.Profiles {
+			sr, err := runSize(ctx, cfg, size, profile)
+			if err != nil {
+				return rep, fmt.Errorf("size %s/%s: %w", size.Name, profile, err)
+			}
+			rep.Sizes = append(rep.Sizes, *sr)
 		}
-		rep.Sizes = append(rep.Sizes, *sr)
 	}
 	return rep, nil
 }
@@ -182,31 +197,40 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // cacheMeta is stored beside a generated snapshot.
 type cacheMeta struct {
 	GeneratorVersion string      `json:"generatorVersion"`
+	Profile          string      `json:"profile,omitempty"`
 	Keys             int         `json:"keys"`
 	Seed             int64       `json:"seed"`
 	Result           *gen.Result `json:"result"`
 }
 
-// Input returns the cached snapshot of a size, generating it when it is missing or stale.
-func Input(ctx context.Context, cacheDir string, size gen.Size, seed int64, log io.Writer) (res *gen.Result, generated bool, err error) {
-	base := filepath.Join(cacheDir, fmt.Sprintf("%s-seed%d", size.Name, seed))
+// Input returns the cached snapshot of a size and profile, generating it when it is missing or
+// stale. The basic profile's files keep their old names (<size>-seed<N>.db).
+func Input(ctx context.Context, cacheDir string, size gen.Size, seed int64, profile string, log io.Writer) (res *gen.Result, generated bool, err error) {
+	name := fmt.Sprintf("%s-seed%d", size.Name, seed)
+	if profile != "" && profile != gen.ProfileBasic {
+		name = fmt.Sprintf("%s-%s-seed%d", size.Name, profile, seed)
+	} else {
+		profile = ""
+	}
+	base := filepath.Join(cacheDir, name)
+	keys := gen.SizedKeys(profile, size.Keys) // about the same file size whatever the profile
 	path, metaPath := base+".db", base+".json"
 	if b, err := os.ReadFile(metaPath); err == nil {
 		var m cacheMeta
-		if json.Unmarshal(b, &m) == nil && m.GeneratorVersion == gen.Version && m.Keys == size.Keys && m.Seed == seed && m.Result != nil {
+		if json.Unmarshal(b, &m) == nil && m.GeneratorVersion == gen.Version && m.Keys == keys && m.Seed == seed && m.Profile == profile && m.Result != nil {
 			if st, err := os.Stat(path); err == nil && st.Size() == m.Result.Size {
 				m.Result.Path = path
 				return m.Result, false, nil
 			}
 		}
 	}
-	fmt.Fprintf(log, "[generate] %s: %d keys into %s\n", size.Name, size.Keys, path)
+	fmt.Fprintf(log, "[generate] %s: %d keys into %s\n", name, keys, path)
 	os.Remove(metaPath)
-	res, err = gen.Generate(ctx, gen.Config{Path: path, Keys: size.Keys, Seed: seed, Force: true})
+	res, err = gen.Generate(ctx, gen.Config{Path: path, Keys: keys, Seed: seed, Force: true, Profile: profile})
 	if err != nil {
 		return nil, false, err
 	}
-	b, err := json.MarshalIndent(cacheMeta{GeneratorVersion: gen.Version, Keys: size.Keys, Seed: seed, Result: res}, "", "  ")
+	b, err := json.MarshalIndent(cacheMeta{GeneratorVersion: gen.Version, Profile: profile, Keys: keys, Seed: seed, Result: res}, "", "  ")
 	if err != nil {
 		return nil, false, err
 	}
@@ -222,21 +246,22 @@ var caseOrder = []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePla
 
 // sizeRun is the measurement of one size in progress.
 type sizeRun struct {
-	cfg   Config
-	size  gen.Size
-	in    *gen.Result
-	work  string
-	cases map[string]*CaseReport
+	cfg     Config
+	size    gen.Size
+	profile string
+	in      *gen.Result
+	work    string
+	cases   map[string]*CaseReport
 	// ratios are per-round ratios of the targets, by target name.
 	ratios map[string][]float64
 }
 
-func runSize(ctx context.Context, cfg Config, size gen.Size) (*SizeReport, error) {
-	in, generated, err := Input(ctx, cfg.Cache, size, cfg.Seed, cfg.Log)
+func runSize(ctx context.Context, cfg Config, size gen.Size, profile string) (*SizeReport, error) {
+	in, generated, err := Input(ctx, cfg.Cache, size, cfg.Seed, profile, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
-	sr := &SizeReport{Name: size.Name, Input: in.Path, InputBytes: in.Size, Keys: in.Keys, LiveKeys: in.LiveKeys, Entries: in.Entries}
+	sr := &SizeReport{Name: size.Name, Profile: profile, Input: in.Path, InputBytes: in.Size, Keys: in.Keys, LiveKeys: in.LiveKeys, Entries: in.Entries}
 	if generated {
 		sr.GeneratedSeconds = in.Duration.Seconds()
 	}
@@ -250,7 +275,7 @@ func runSize(ctx context.Context, cfg Config, size gen.Size) (*SizeReport, error
 	if err := warm(in.Path); err != nil {
 		return nil, err
 	}
-	r := &sizeRun{cfg: cfg, size: size, in: in, work: work, cases: map[string]*CaseReport{}, ratios: map[string][]float64{}}
+	r := &sizeRun{cfg: cfg, size: size, profile: profile, in: in, work: work, cases: map[string]*CaseReport{}, ratios: map[string][]float64{}}
 	for _, name := range caseOrder {
 		r.cases[name] = &CaseReport{Name: name, Description: caseDescriptions[name], InputBytes: in.Size, InputEntries: in.Entries}
 	}
@@ -342,7 +367,7 @@ func (r *sizeRun) measureRound(ctx context.Context, round int, seq []string, arg
 			return nil, fmt.Errorf("round %d, %s: %w", round, name, err)
 		}
 		got[name] = m
-		fmt.Fprintf(r.cfg.Log, "[bench] %s round %d/%d  %-18s %7.2fs  rss %s  anon %s\n", r.size.Name, round, r.cfg.Runs, name,
+		fmt.Fprintf(r.cfg.Log, "[bench] %s/%s round %d/%d  %-18s %7.2fs  rss %s  anon %s\n", r.size.Name, r.profile, round, r.cfg.Runs, name,
 			m.Wall.Seconds(), humanBytes(m.MaxRSS), humanBytes(m.PeakRssAnon))
 		if out := outputs[name]; out != "" && !r.cfg.Keep {
 			os.RemoveAll(out)
@@ -471,7 +496,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "snapbench: %s, %d CPUs, %s, generator v%s, seed %d, %d run(s) per case (median)\n",
 		r.OS, r.CPUs, r.GoVersion, r.GeneratorVersion, r.Seed, r.Runs)
 	for _, s := range r.Sizes {
-		fmt.Fprintf(w, "\n%s: %s, %d keys (%d live), %d key entries", s.Name, humanBytes(s.InputBytes), s.Keys, s.LiveKeys, s.Entries)
+		fmt.Fprintf(w, "\n%s/%s: %s, %d keys (%d live), %d key entries", s.Name, s.Profile, humanBytes(s.InputBytes), s.Keys, s.LiveKeys, s.Entries)
 		if s.GeneratedSeconds > 0 {
 			fmt.Fprintf(w, ", generated in %.1fs", s.GeneratedSeconds)
 		}

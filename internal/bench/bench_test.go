@@ -91,16 +91,22 @@ func dump(t *testing.T, path string) string {
 func TestSmoke(t *testing.T) {
 	cache := t.TempDir()
 	var log bytes.Buffer
-	cfg := bench.Config{Sizes: []gen.Size{{Name: "tiny", Keys: 1000}}, Runs: 1, Cache: cache,
+	cfg := bench.Config{Sizes: []gen.Size{{Name: "tiny", Keys: 1000}}, Profiles: gen.Profiles, Runs: 1, Cache: cache,
 		Snapshift: []string{os.Args[0], snapshiftCommand}, Child: []string{os.Args[0], bench.ChildCommand}, Log: &log}
 	rep, err := bench.Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	if len(rep.Sizes) != 1 || len(rep.Sizes[0].Cases) != 7 {
+	if len(rep.Sizes) != 2 || rep.Sizes[0].Profile != gen.ProfileBasic || rep.Sizes[1].Profile != gen.ProfileChurn {
 		t.Fatalf("report %+v", rep)
 	}
-	for _, c := range rep.Sizes[0].Cases {
+	if b, c := rep.Sizes[0], rep.Sizes[1]; c.Entries-c.LiveKeys <= b.Entries-b.LiveKeys {
+		t.Errorf("the churn profile has %d entries beyond its live keys, basic %d: no more history", c.Entries-c.LiveKeys, b.Entries-b.LiveKeys)
+	}
+	for _, c := range append(rep.Sizes[0].Cases, rep.Sizes[1].Cases...) {
+		if len(rep.Sizes[0].Cases) != 7 {
+			t.Fatalf("cases %+v", rep.Sizes[0].Cases)
+		}
 		if c.MedianSeconds <= 0 || c.RatioToFloor <= 0 || c.PeakRSSBytes <= 0 || len(c.Runs) != 1 || c.KeysPerSecond <= 0 {
 			t.Errorf("case %s: %+v", c.Name, c)
 		}
@@ -110,7 +116,7 @@ func TestSmoke(t *testing.T) {
 	}
 	var table bytes.Buffer
 	rep.WriteTable(&table)
-	for _, want := range []string{"tiny", bench.CaseFloor, bench.CaseEtcdutlRestore, bench.CaseFusedMigrate, "target restore-migrate / etcdutl-restore"} {
+	for _, want := range []string{"tiny/basic", "tiny/churn", bench.CaseFloor, bench.CaseEtcdutlRestore, bench.CaseFusedMigrate, "target restore-migrate / etcdutl-restore"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -119,7 +125,7 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("targets %+v", ts)
 	}
 	// A second run reuses the generated snapshot; the work directory is gone.
-	if _, generated, err := bench.Input(context.Background(), cache, cfg.Sizes[0], 1, &log); err != nil || generated {
+	if _, generated, err := bench.Input(context.Background(), cache, cfg.Sizes[0], 1, gen.ProfileChurn, &log); err != nil || generated {
 		t.Errorf("second Input: generated=%v err=%v", generated, err)
 	}
 	entries, _ := filepath.Glob(filepath.Join(cache, "work-*"))

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,8 @@ type Config struct {
 	Workers int
 	// Progress, if set, is called from time to time with the number of `key` entries written.
 	Progress func(entries int)
+	// Profile is the history the cluster has: ProfileBasic (the default) or ProfileChurn.
+	Profile string
 }
 
 // Result describes a generated snapshot.
@@ -100,8 +103,9 @@ type Result struct {
 	Nodes           int   `json:"nodes"`
 	Pods            int   `json:"pods"`
 	Services        int   `json:"services"`
-	// Version is the generator's Version.
+	// Version is the generator's Version; Profile the Config's.
 	Version  string        `json:"version"`
+	Profile  string        `json:"profile,omitempty"`
 	Duration time.Duration `json:"duration"`
 }
 
@@ -117,6 +121,12 @@ func (c *Config) Validate() error {
 	}
 	if c.TxBytes <= 0 {
 		c.TxBytes = DefaultTxBytes
+	}
+	if c.Profile == "" {
+		c.Profile = ProfileBasic
+	}
+	if !slices.Contains(Profiles, c.Profile) {
+		return fmt.Errorf("gen: unknown profile %q (profiles: %v)", c.Profile, Profiles)
 	}
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
@@ -141,7 +151,8 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	defer bw.Abort() // no-op after Commit
 
 	p := newPipeline(w, bw, cfg.Workers, cfg.Progress)
-	s := &sequencer{w: w, cfg: cfg, out: p, rev: 2, res: &Result{Path: cfg.Path, Version: Version}}
+	s := &sequencer{w: w, cfg: cfg, out: p, rev: 2, res: &Result{Path: cfg.Path, Version: Version, Profile: cfg.Profile},
+		churn: cfg.Profile == ProfileChurn, deleted: map[int64]bool{}}
 	seqErr := s.run(ctx)
 	if err := p.close(); err != nil {
 		return nil, err
@@ -200,6 +211,11 @@ type sequencer struct {
 	leaseIDs   []int64
 	rangeRev   int64 // create revision of the sample's service-IP RangeAllocation
 	eventLease int64
+	live       int // keys whose newest revision is not a tombstone
+
+	churn      bool           // ProfileChurn
+	lastEvents []job          // churn: the Events created last
+	deleted    map[int64]bool // churn: Events (by index) given a tombstone
 }
 
 var svcPrefix = netip.MustParsePrefix(sample.ServiceCIDR)
@@ -208,13 +224,22 @@ var svcPrefix = netip.MustParsePrefix(sample.ServiceCIDR)
 func (s *sequencer) emit(j job) int64 {
 	j.rev = s.rev
 	s.rev++
-	if j.variant == 0 && !j.tomb {
+	switch {
+	case j.recreate:
+		j.create, j.version = j.rev, 1
+		s.live++
+	case j.variant == 0 && !j.tomb:
 		j.create, j.version = j.rev, 1
 		s.keys++
+		s.live++
 	}
 	s.res.Entries++
 	if j.tomb {
 		s.res.Tombstones++
+		s.live--
+		if s.churn && j.kind == kEvent {
+			s.deleted[j.idx] = true
+		}
 	}
 	s.out.add(j)
 	return j.rev
@@ -277,7 +302,11 @@ func (s *sequencer) run(ctx context.Context) error {
 			j := job{kind: k, node: int32(i), idx: int64(i)}
 			j.create = s.emit(j)
 			j.version = 1
-			s.schedule(j, newRNG(s.cfg.Seed, 11, uint64(i), uint64(k)), 300, false)
+			if s.churn {
+				s.scheduleChurn(j, newRNG(s.cfg.Seed, 11, uint64(i), uint64(k)))
+			} else {
+				s.schedule(j, newRNG(s.cfg.Seed, 11, uint64(i), uint64(k)), 300, false)
+			}
 		}
 	}
 	s.res.Nodes = len(s.w.nodes)
@@ -308,9 +337,12 @@ func (s *sequencer) run(ctx context.Context) error {
 		return err
 	}
 	s.emit(job{kind: kRaw, key: sample.ServiceIPRangeKey, raw: raw, variant: 1, create: s.rangeRev, version: 2})
+	if s.churn {
+		s.deleteLastEvents() // the newest revisions are deletes
+	}
 
 	s.res.Keys = s.keys
-	s.res.LiveKeys = s.keys - s.res.Tombstones
+	s.res.LiveKeys = s.live
 	s.res.Revision = s.rev - 1
 	return nil
 }
@@ -372,15 +404,50 @@ const (
 func (s *sequencer) bulk(idx int64) {
 	r := newRNG(s.cfg.Seed, 2, uint64(idx))
 	j := job{idx: idx, ns: int32(r.intn(len(s.w.namespaces))), app: int32(r.intn(appsPerNamespace))}
-	deletable := true
-	switch h := r.intn(10000); {
+	h := r.intn(10000)
+	j.kind = basicKind(h)
+	if s.churn {
+		j.kind = churnKind(h)
+	}
+	deletable := s.setUp(&j, r)
+	j.create = s.emit(j)
+	j.version = 1
+	if s.churn {
+		s.scheduleChurn(j, r)
+		return
+	}
+	s.schedule(j, r, 100, deletable)
+}
+
+func basicKind(h int) kind {
+	switch {
 	case h < mixPod:
-		j.kind = kPod
+		return kPod
+	case h < mixEvent:
+		return kEvent
+	case h < mixConfigMap:
+		return kConfigMap
+	case h < mixSecret:
+		return kSecret
+	case h < mixLease:
+		return kLease
+	case h < mixService:
+		return kService
+	case h < mixCustom:
+		return kCustom
+	}
+	return kServiceAccount
+}
+
+// setUp makes the kind's own random choices for a new bulk object (a
+// Service first emits its IPAddress) and says whether it may be deleted.
+func (s *sequencer) setUp(j *job, r *rng) (deletable bool) {
+	switch j.kind {
+	case kPod:
 		j.node = s.w.podNodes[r.intn(len(s.w.podNodes))]
 		j.ip = s.podIP(j.node)
 		s.res.Pods++
-	case h < mixEvent:
-		j.kind = kEvent
+	case kEvent:
 		j.node = s.w.podNodes[r.intn(len(s.w.podNodes))]
 		p := s.w.nodes[j.node].cidr
 		j.ip = addrAt(p, 2+r.intn(max(1<<(32-p.Bits())-3, 1)))
@@ -390,10 +457,7 @@ func (s *sequencer) bulk(idx int64) {
 		}
 		s.events++
 		j.lease = s.eventLease
-	case h < mixConfigMap:
-		j.kind = kConfigMap
-	case h < mixSecret:
-		j.kind = kSecret
+	case kSecret:
 		switch x := r.intn(100); {
 		case x < 60:
 			j.sub = 0
@@ -404,31 +468,24 @@ func (s *sequencer) bulk(idx int64) {
 		default:
 			j.sub = 3
 		}
-	case h < mixLease:
-		j.kind = kLease
-		deletable = false
-	case h < mixService:
+	case kLease, kServiceAccount, kDeployment:
+		return false
+	case kService:
 		ip, ok := s.nextServiceIP()
 		if !ok { // the range is full: a ConfigMap instead
 			j.kind = kConfigMap
-			break
+			return true
 		}
-		j.kind, j.ip = kService, ip
-		deletable = false
-		ipj := j
+		j.ip = ip
+		ipj := *j
 		ipj.kind = kIPAddress
 		s.emit(ipj) // the allocator's IPAddress first, then the Service
 		s.res.Services++
-	case h < mixCustom:
-		j.kind = kCustom
+		return false
+	case kCustom:
 		j.sub = uint8(r.intn(len(crds)))
-	default:
-		j.kind = kServiceAccount
-		deletable = false
 	}
-	j.create = s.emit(j)
-	j.version = 1
-	s.schedule(j, r, 100, deletable)
+	return true
 }
 
 // schedule queues the later revisions of a created object: with probability permille/1000 one to

@@ -23,9 +23,13 @@ import (
 
 const testKeys = 2000
 
-func generate(t *testing.T, seed int64) *Result {
+func generate(t *testing.T, seed int64, profile ...string) *Result {
 	t.Helper()
-	res, err := Generate(t.Context(), Config{Path: filepath.Join(t.TempDir(), "gen.db"), Keys: testKeys, Seed: seed})
+	cfg := Config{Path: filepath.Join(t.TempDir(), "gen.db"), Keys: testKeys, Seed: seed}
+	if len(profile) > 0 {
+		cfg.Profile = profile[0]
+	}
+	res, err := Generate(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +37,13 @@ func generate(t *testing.T, seed int64) *Result {
 }
 
 func TestGenerate(t *testing.T) {
-	res := generate(t, 1)
+	for _, profile := range Profiles {
+		t.Run(profile, func(t *testing.T) { testGenerate(t, profile) })
+	}
+}
+
+func testGenerate(t *testing.T, profile string) {
+	res := generate(t, 1, profile)
 	t.Logf("%d keys (%d live), %d entries, %d tombstones, %d bytes, revision %d", res.Keys, res.LiveKeys, res.Entries, res.Tombstones, res.Size, res.Revision)
 	if res.Keys != testKeys || res.Size%512 != 32 || res.Tombstones == 0 || res.Entries <= res.Keys || res.Services == 0 || res.Pods == 0 {
 		t.Fatalf("unexpected result %+v", res)
@@ -245,5 +255,78 @@ func TestSizeKeys(t *testing.T) {
 	}
 	if _, err := SizeKeys("huge"); err == nil || !strings.Contains(err.Error(), "small") {
 		t.Fatalf("huge: %v", err)
+	}
+}
+
+// TestChurnProfile checks what makes the churn profile: Events and Pods
+// deleted, Pods created again under their old names, Deployments with
+// several revisions, and deletes as the newest revisions of the file.
+func TestChurnProfile(t *testing.T) {
+	basic, churn := generate(t, 3), generate(t, 3, ProfileChurn)
+	t.Logf("basic: %d entries, %d tombstones; churn: %d entries, %d tombstones, %d live keys", basic.Entries, basic.Tombstones,
+		churn.Entries, churn.Tombstones, churn.LiveKeys)
+	if churn.Entries < 2*basic.Entries || churn.Tombstones < 10*basic.Tombstones {
+		t.Errorf("churn has %d entries and %d tombstones, basic %d and %d: not much more history", churn.Entries, churn.Tombstones, basic.Entries, basic.Tombstones)
+	}
+	s, err := snapshot.Open(churn.Path, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	type keyState struct {
+		generations, revisions int
+		deleted                bool
+	}
+	keys := map[string]*keyState{}
+	var lastTombs int
+	c := s.ForEachInBucket(snapshot.KeyBucket, func(k, v []byte) error {
+		_, tomb, err := snapshot.ParseRevisionKey(k)
+		if err != nil {
+			return err
+		}
+		kv, err := snapshot.ParseKV(v)
+		if err != nil || len(kv.Key) == 0 {
+			return err
+		}
+		st := keys[string(kv.Key)]
+		if st == nil {
+			st = &keyState{}
+			keys[string(kv.Key)] = st
+		}
+		st.revisions++
+		st.deleted = tomb
+		if !tomb && kv.Version == 1 {
+			st.generations++
+		}
+		if tomb {
+			lastTombs++
+		} else {
+			lastTombs = 0
+		}
+		return nil
+	})
+	if c != nil {
+		t.Fatal(c)
+	}
+	var recreated, deployments int
+	for k, st := range keys {
+		if strings.HasPrefix(k, "/registry/pods/") && st.generations > 1 {
+			recreated++
+		}
+		if strings.HasPrefix(k, "/registry/deployments/") && st.revisions >= 3 {
+			deployments++
+		}
+	}
+	if recreated == 0 || deployments == 0 || lastTombs < 50 {
+		t.Errorf("recreated Pods %d, Deployments with 3+ revisions %d, deletes at the end %d: want some of each (50+ deletes)", recreated, deployments, lastTombs)
+	}
+	live := 0
+	for _, st := range keys {
+		if !st.deleted {
+			live++
+		}
+	}
+	if churn.LiveKeys != live {
+		t.Errorf("the result says %d live keys, the file holds %d", churn.LiveKeys, live)
 	}
 }

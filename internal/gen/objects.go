@@ -37,6 +37,8 @@ const (
 	kService
 	kIPAddress
 	kCustom
+	kDeployment // the churn profile's
+	kReplicaSet
 )
 
 // job is one write to the `key` bucket: a create, an update (variant > 0) or a tombstone of one
@@ -55,9 +57,12 @@ type job struct {
 	sub     uint8 // a kind's flavour (Secret type, custom resource kind, CRD)
 	kind    kind
 	tomb    bool
-	ip      netip.Addr // Pod IP, Service IP
-	key     string     // kRaw
-	raw     []byte     // kRaw
+	// recreate: the object is created again under its old name after a
+	// tombstone (a new generation of the key, not a new key).
+	recreate bool
+	ip       netip.Addr // Pod IP, Service IP
+	key      string     // kRaw
+	raw      []byte     // kRaw
 }
 
 var (
@@ -139,6 +144,10 @@ func (w *world) key(j *job) string {
 	case kCustom:
 		c := crds[j.sub]
 		return "/registry/" + c.group + "/" + c.plural + "/" + a.ns + "/" + a.name + "-" + sfx
+	case kDeployment:
+		return "/registry/deployments/" + a.ns + "/" + a.name + "-" + sfx
+	case kReplicaSet:
+		return "/registry/replicasets/" + a.ns + "/" + a.name + "-" + sfx + "-" + a.rsHash
 	}
 	panic(fmt.Sprintf("gen: key of unknown kind %d", j.kind))
 }
@@ -181,6 +190,10 @@ func (w *world) value(j *job) ([]byte, error) {
 		obj, gvk = w.service(j), gvService
 	case kIPAddress:
 		obj, gvk = w.ipAddress(j), gvIPAddress
+	case kDeployment:
+		obj, gvk = w.deployment(j), gvDeployment
+	case kReplicaSet:
+		obj, gvk = w.replicaSet(j), gvReplicaSet
 	default:
 		return nil, fmt.Errorf("gen: value of unknown kind %d", j.kind)
 	}
