@@ -5,11 +5,12 @@
 #   hack/bench.sh --sizes small --runs 1      # smoke, under a minute
 #   hack/bench.sh --keep                      # keep every output in the cache's work dir
 #
-# Environment: SIZES (default small,medium,large), RUNS (default 3), BENCH_CACHE (default .bench;
+# Environment: SIZES (default small,medium,large; xlarge is 1M keys, over 3 GiB), PROFILES (default
+# basic,churn: the generator's history profiles), RUNS (default 3), BENCH_CACHE (default .bench;
 # generated snapshots are kept there and reused), BENCH_OUT (default $BENCH_CACHE/results.json).
 # The table goes to stdout, progress to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${BENCH_CACHE:-.bench}
-exec go run ./cmd/snapbench --sizes "${SIZES:-small,medium,large}" --runs "${RUNS:-3}" \
+exec go run ./cmd/snapbench --sizes "${SIZES:-small,medium,large}" --profiles "${PROFILES:-basic,churn}" --runs "${RUNS:-3}" \
   --cache "$cache" --out "${BENCH_OUT:-$cache/results.json}" "$@"

@@ -48,7 +48,7 @@ var Sizes = []Size{
 	{"small", 10_000},     // ~30 MiB
 	{"medium", 200_000},   // ~0.5 GiB
 	{"large", 650_000},    // ~1.8 GiB
-	{"xlarge", 1_000_000}, // ~2.8 GiB
+	{"xlarge", 1_100_000}, // ~3.2 GiB: beyond etcd's default 2 GiB quota, as clusters with a raised quota are
 }
 
 // SizeKeys returns the key count of a named size.
