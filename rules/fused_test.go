@@ -50,14 +50,14 @@ func fusedMembers(t *testing.T, dir string, n int) ([]snapshot.RestoreConfig, []
 
 // fusedRestore runs the seed migration of in straight into the members'
 // data dirs, checking the first one's database with verify as the CLI does.
-func fusedRestore(t *testing.T, in string, opts rules.Options, members []snapshot.RestoreConfig) (*transform.Report, error) {
+func fusedRestore(t *testing.T, in string, opts rules.Options, members []snapshot.RestoreConfig, route string) (*transform.Report, error) {
 	t.Helper()
 	opts.Now = nowFunc
 	rs, _, err := rules.Build(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return transform.Run(context.Background(), transform.Config{Input: in, Rules: rs, Restore: members,
+	return transform.Run(context.Background(), transform.Config{Input: in, Rules: rs, Restore: members, Route: route,
 		VerifyOutput: func(ctx context.Context, path, prefix string) error {
 			r, err := verify.Run(ctx, verify.Config{Path: path, EtcdPrefix: prefix, ServiceCIDR: opts.ServiceCIDR,
 				PodNetworkCIDR: opts.PodNetworkCIDR, JustWritten: true, SkipHashCheck: true})
@@ -101,12 +101,19 @@ func TestFusedRestore(t *testing.T) {
 	}
 	want, wantRev := liveByKey(t, restoreAndServe(t, out))
 
-	for _, n := range []int{1, 3} {
-		t.Run(fmt.Sprintf("%d members", n), func(t *testing.T) {
+	for _, tc := range []struct {
+		members int
+		route   string
+	}{{1, transform.RouteCopy}, {3, transform.RouteCopy}, {1, transform.RouteRewrite}, {3, transform.RouteRewrite}} {
+		n := tc.members
+		t.Run(fmt.Sprintf("%d members, %s", n, tc.route), func(t *testing.T) {
 			members, served := fusedMembers(t, t.TempDir(), n)
-			rep, err := fusedRestore(t, in, opts, members)
+			rep, err := fusedRestore(t, in, opts, members, tc.route)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if rep.Route != tc.route {
+				t.Errorf("route %q, want %q", rep.Route, tc.route)
 			}
 			if testfile.Sum(t, in) != sum {
 				t.Fatal("the fused restore modified its input")
@@ -176,18 +183,25 @@ func TestFusedRestoreHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, wantRev := liveByKey(t, restoreAndServe(t, out))
-	members, served := fusedMembers(t, t.TempDir(), 1)
-	if _, err := fusedRestore(t, in, opts, members); err != nil {
-		t.Fatal(err)
-	}
-	srv := etcdtest.StartRestoredT(t, served[0])
-	got, rev := liveByKey(t, srv)
-	compareLive(t, "fused", got, want)
-	if rev != wantRev {
-		t.Errorf("revision %d, the two steps give %d", rev, wantRev)
-	}
-	if _, err := srv.Client().Get(t.Context(), "/registry/", clientv3.WithPrefix(), clientv3.WithRev(twoStep.Input.CurrentRevision)); !errors.Is(err, rpctypes.ErrCompacted) {
-		t.Errorf("a read at the source revision %d: %v, want %v", twoStep.Input.CurrentRevision, err, rpctypes.ErrCompacted)
+	// Mostly history: auto rewrites; a copy, edited, must serve the same.
+	for route, wantRoute := range map[string]string{transform.RouteAuto: transform.RouteRewrite, transform.RouteCopy: transform.RouteCopy} {
+		members, served := fusedMembers(t, t.TempDir(), 1)
+		rep, err := fusedRestore(t, in, opts, members, route)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Route != wantRoute {
+			t.Errorf("route %s on a snapshot of %d entries for %d live keys: took %q, want %q", route, rep.Input.Entries, rep.Input.LiveKeys, rep.Route, wantRoute)
+		}
+		srv := etcdtest.StartRestoredT(t, served[0])
+		got, rev := liveByKey(t, srv)
+		compareLive(t, route, got, want)
+		if rev != wantRev {
+			t.Errorf("%s: revision %d, the two steps give %d", route, rev, wantRev)
+		}
+		if _, err := srv.Client().Get(t.Context(), "/registry/", clientv3.WithPrefix(), clientv3.WithRev(twoStep.Input.CurrentRevision)); !errors.Is(err, rpctypes.ErrCompacted) {
+			t.Errorf("%s: a read at the source revision %d: %v, want %v", route, twoStep.Input.CurrentRevision, err, rpctypes.ErrCompacted)
+		}
 	}
 }
 
@@ -223,13 +237,15 @@ func TestFusedRestoreLeavesNothing(t *testing.T) {
 	outDir := t.TempDir()
 	members, _ := fusedMembers(t, outDir, 2)
 	bad := errors.New("the check failed")
-	_, err = transform.Run(context.Background(), transform.Config{Input: in, Rules: rs, Restore: members,
-		VerifyOutput: func(context.Context, string, string) error { return bad }})
-	if !errors.Is(err, bad) {
-		t.Fatalf("err %v, want the check's", err)
-	}
-	if ents, _ := os.ReadDir(outDir); len(ents) > 0 {
-		t.Errorf("left behind after a failed check: %v", ents)
+	for _, route := range []string{transform.RouteCopy, transform.RouteRewrite} {
+		_, err = transform.Run(context.Background(), transform.Config{Input: in, Rules: rs, Restore: members, Route: route,
+			VerifyOutput: func(context.Context, string, string) error { return bad }})
+		if !errors.Is(err, bad) {
+			t.Fatalf("%s: err %v, want the check's", route, err)
+		}
+		if ents, _ := os.ReadDir(outDir); len(ents) > 0 {
+			t.Errorf("%s: left behind after a failed check: %v", route, ents)
+		}
 	}
 
 	if err := os.MkdirAll(filepath.Join(members[1].DataDir, "member"), 0o700); err != nil {

@@ -74,6 +74,9 @@ type FusedRestore struct {
 	// membership is every bucket but key of the first member's database
 	// as etcd's restore wrote it.
 	membership bucketData
+	// w, after Rewrite, writes the first member's database anew instead of
+	// editing a copy.
+	w *Writer
 }
 
 // memberDirs is one member's configuration and temporary directories.
@@ -230,6 +233,72 @@ func copyDB(ctx context.Context, src *Snapshot, dst string) error {
 	return out.Close()
 }
 
+// Rewrite makes the restore write the first member's database anew, as
+// transform writes a snapshot (every live entry through the returned
+// Writer, in order; Put, SetCompacted and Commit as before), instead of
+// editing a copy of the input: the better route when most of the input is
+// history (old revisions and tombstones), which then never reaches the
+// member's disk. The copy already made is discarded. Call it instead of
+// InputChecked, once the whole input has been read.
+func (f *FusedRestore) Rewrite(sizeHint int64) (*Writer, error) {
+	f.cancel()
+	if f.copyDone != nil {
+		<-f.copyDone // cancelled: it stopped, and its error does not matter
+		f.copyDone = nil
+	}
+	if f.db != nil {
+		f.db.Close()
+		f.db = nil
+	}
+	first := &f.members[0]
+	os.Remove(first.dbNew())
+	if f.src.Copied {
+		os.Remove(f.src.copyTo)
+	}
+	var err error
+	if f.membership, err = readBuckets(first.db()); err != nil {
+		return nil, err
+	}
+	w, err := Create(WriterConfig{Path: first.dbNew(), Raw: true, SizeHint: sizeHint, BeforePublish: f.BeforePublish})
+	if err != nil {
+		return nil, err
+	}
+	if err := putBuckets(w, f.membership, first.cfg.KeepAlarms); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	f.w = w
+	return w, nil
+}
+
+// InPlace says whether the restore edits a copy of the input (no Rewrite):
+// then a deleted key needs its tombstone, and unchanged keys are there.
+func (f *FusedRestore) InPlace() bool { return f.w == nil }
+
+// putBuckets writes every bucket but key of data into w; without
+// keepAlarms the alarm bucket is left empty.
+func putBuckets(w *Writer, data bucketData, keepAlarms bool) error {
+	names := make([]string, 0, len(data))
+	for n := range data {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := w.CreateBuckets([]byte(n)); err != nil {
+			return err
+		}
+		if n == string(AlarmBucket) && !keepAlarms {
+			continue
+		}
+		for _, kv := range data[n] {
+			if err := w.PutBucket([]byte(n), kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // InputChecked tells the restore that the caller has read the whole input
 // without finding a fault (its index pass): the copy may be opened.
 func (f *FusedRestore) InputChecked() {
@@ -270,6 +339,9 @@ func (f *FusedRestore) begin() error {
 // Put appends one `key` bucket entry (a revision key, tombstones with their
 // 't'); keys must come in increasing order, above every input revision.
 func (f *FusedRestore) Put(revKey, raw []byte) error {
+	if f.w != nil {
+		return f.w.Put(revKey, raw)
+	}
 	if err := f.open(); err != nil {
 		return err
 	}
@@ -300,7 +372,23 @@ func (f *FusedRestore) Put(revKey, raw []byte) error {
 // finishes the compaction when the member first starts.
 func (f *FusedRestore) SetCompacted(rev int64) error {
 	f.compactAt = rev
-	return nil
+	if f.w == nil {
+		return nil // written at Commit
+	}
+	// A rewritten database holds no history: both markers at rev, as
+	// transform writes them, then the bump as etcdutl's restore adds it.
+	if err := f.w.SetCompacted(rev); err != nil {
+		return err
+	}
+	bump := f.members[0].cfg.RevisionBump
+	if bump == 0 {
+		return nil
+	}
+	marker := RevisionKey(Revision{Main: rev - 1 + int64(bump)})
+	if err := f.w.Put(marker, []byte{}); err != nil {
+		return err
+	}
+	return f.w.PutBucket(MetaBucket, schema.ScheduledCompactKeyName, bytes.Clone(marker))
 }
 
 // Alarms are the input's active alarms; AlarmsCleared says whether the
@@ -322,26 +410,9 @@ func (f *FusedRestore) Commit(ctx context.Context) error {
 			f.Abort()
 		}
 	}()
-	if err := f.open(); err != nil {
-		return err
-	}
-	if err := f.finishDB(); err != nil {
-		return err
-	}
 	first := &f.members[0]
-	// The check reads the database from the page cache while it is written
-	// back to disk.
-	synced := make(chan error, 1)
-	go func() { synced <- syncFile(first.dbNew()) }()
-	var verr error
-	if f.BeforePublish != nil {
-		verr = f.BeforePublish(first.dbNew())
-	}
-	if err := <-synced; err != nil {
+	if err := f.finishFirst(); err != nil {
 		return err
-	}
-	if verr != nil {
-		return verr
 	}
 	if err := renameSynced(first.dbNew(), first.db()); err != nil {
 		return err
@@ -365,6 +436,34 @@ func (f *FusedRestore) Commit(ctx context.Context) error {
 	f.done = true
 	f.cleanup()
 	return nil
+}
+
+// finishFirst finishes, checks and fsyncs the first member's database.
+func (f *FusedRestore) finishFirst() error {
+	if f.w != nil {
+		_, err := f.w.Commit() // checked by BeforePublish, fsynced
+		f.w = nil
+		return err
+	}
+	if err := f.open(); err != nil {
+		return err
+	}
+	if err := f.finishDB(); err != nil {
+		return err
+	}
+	// The check reads the database from the page cache while it is written
+	// back to disk.
+	first := &f.members[0]
+	synced := make(chan error, 1)
+	go func() { synced <- syncFile(first.dbNew()) }()
+	var verr error
+	if f.BeforePublish != nil {
+		verr = f.BeforePublish(first.dbNew())
+	}
+	if err := <-synced; err != nil {
+		return err
+	}
+	return verr
 }
 
 // finishDB writes the membership buckets, the alarms, the bump and the
@@ -593,6 +692,10 @@ func (f *FusedRestore) Abort() {
 	if f.db != nil {
 		f.db.Close()
 		f.db = nil
+	}
+	if f.w != nil {
+		f.w.Abort()
+		f.w = nil
 	}
 	if f.src.Copied {
 		os.Remove(f.src.copyTo) // gone already if it was taken

@@ -38,6 +38,9 @@ type WriterConfig struct {
 	// the same time and is not there yet: open it with AllowNoTrailer) before
 	// it is renamed to Path; an error stops the publication and removes it.
 	BeforePublish func(tmpPath string) error
+	// Raw writes a bare bbolt database, as a member's member/snap/db: no
+	// sha256 trailer (and no hash), still fsynced and renamed into place.
+	Raw bool
 }
 
 // Writer builds a new snapshot file under a temporary name beside Path.
@@ -252,6 +255,9 @@ func (w *Writer) Commit() (*Result, error) {
 	}
 	ok = true
 	w.done = true
+	if w.cfg.Raw {
+		return &Result{Path: w.cfg.Path, Size: size}, nil
+	}
 	return &Result{Path: w.cfg.Path, Size: size + sha256.Size, SHA256: hex.EncodeToString(sum)}, nil
 }
 
@@ -267,6 +273,17 @@ func (w *Writer) finish(size int64) ([]byte, error) {
 	defer f.Close()
 	if err := f.Truncate(size); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+	}
+	if w.cfg.Raw {
+		if w.cfg.BeforePublish != nil {
+			if err := w.cfg.BeforePublish(w.tmp); err != nil {
+				return nil, err
+			}
+		}
+		if err := f.Sync(); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+		}
+		return nil, f.Close()
 	}
 	type hashed struct {
 		sum []byte

@@ -27,8 +27,10 @@ type Report struct {
 	// output holds none of them (the default: see Config.KeepAlarms).
 	Alarms        []snapshot.Alarm `json:"alarms,omitempty"`
 	AlarmsCleared bool             `json:"alarmsCleared,omitempty"`
-	// Restored lists the members a fused restore (Config.Restore) wrote.
+	// Restored lists the members a fused restore (Config.Restore) wrote,
+	// and Route how (RouteCopy or RouteRewrite).
 	Restored []RestoredMember `json:"restored,omitempty"`
+	Route    string           `json:"route,omitempty"`
 }
 
 // RestoredMember is one data dir a fused restore wrote.

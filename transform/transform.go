@@ -70,6 +70,32 @@ type Config struct {
 	// copy; no snapshot file is written. KeepAlarms applies to every member;
 	// VerifyOutput checks the first member's database (without a trailer).
 	Restore []snapshot.RestoreConfig
+	// Route is how a fused restore writes the members' database: RouteCopy
+	// edits a copy of the input (fast when the input is mostly live state;
+	// its old revisions stay until etcd compacts them at first boot),
+	// RouteRewrite writes the live state anew as transform does (fast when
+	// the input is mostly history, which then never reaches the member's
+	// disk). Default RouteAuto: rewrite when over a quarter of the input's
+	// entries are old revisions or tombstones.
+	Route string
+}
+
+// Fused restore routes (Config.Route).
+const (
+	RouteAuto    = "auto"
+	RouteCopy    = "copy"
+	RouteRewrite = "rewrite"
+)
+
+// route picks the fused restore's route for an input.
+func (c *Config) route(ix *snapshot.Index) string {
+	if c.Route == RouteCopy || c.Route == RouteRewrite {
+		return c.Route
+	}
+	if history := ix.Entries - ix.LiveKeys; history*4 > ix.Entries {
+		return RouteRewrite
+	}
+	return RouteCopy
 }
 
 // Validate checks the configuration before any work.
@@ -82,6 +108,8 @@ func (c *Config) Validate() error {
 		return option.Errorf("Restore", "{} writes data dirs: give no Output and no DryRun with it")
 	case !c.DryRun && c.Output == "" && len(c.Restore) == 0:
 		return option.Errorf("Output", "no output given ({}), and not a dry run")
+	case c.Route != "" && c.Route != RouteAuto && c.Route != RouteCopy && c.Route != RouteRewrite:
+		return option.Errorf("Route", "{} is %q: give %s, %s or %s", c.Route, RouteAuto, RouteCopy, RouteRewrite)
 	}
 	seen := map[string]bool{}
 	for _, r := range c.Rules {
@@ -144,9 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fused != nil {
-		fused.InputChecked() // the index read every key and page: the copy is sound
-	}
+
 	defer snap.Close()
 	e := newEngine(ctx, cfg, snap, ix)
 	if e.report.Alarms, err = snap.Alarms(); err != nil {
@@ -155,7 +181,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	e.report.AlarmsCleared = len(e.report.Alarms) > 0 && !cfg.KeepAlarms
 	defer e.abort() // no-op after a successful commit
 	if fused != nil {
-		e.useFused(ctx, fused)
+		if err := e.useFused(ctx, fused); err != nil {
+			return nil, err
+		}
 	}
 	if err := e.prepare(ctx); err != nil {
 		return nil, err
@@ -246,12 +274,24 @@ func (e *engine) abort() {
 	e.spill.close()
 }
 
-// useFused makes the engine write into a fused restore.
-func (e *engine) useFused(ctx context.Context, f *snapshot.FusedRestore) {
+// useFused makes the engine write into a fused restore, by the route the
+// input calls for; the input has been read whole (the index).
+func (e *engine) useFused(ctx context.Context, f *snapshot.FusedRestore) error {
 	if e.cfg.VerifyOutput != nil {
 		f.BeforePublish = func(db string) error { return e.cfg.VerifyOutput(ctx, db, e.prefix) }
 	}
 	e.fused, e.out = f, f
+	e.report.Route = e.cfg.route(e.index)
+	if e.report.Route == RouteCopy {
+		f.InputChecked() // the index read every key and page: the copy is sound
+		return nil
+	}
+	w, err := f.Rewrite(e.snap.DBSize)
+	if err != nil {
+		return err
+	}
+	e.w = w // every live entry is written, as transform writes them
+	return nil
 }
 
 // openIndexed opens the input and indexes it. The trailer is checked on
@@ -617,7 +657,7 @@ func (e *engine) writePending() error {
 		return nil // a dry run: nothing to write
 	}
 	sub := int64(0)
-	if e.fused != nil {
+	if e.fused != nil && e.fused.InPlace() {
 		for _, k := range sortedKeys(e.deleted) {
 			raw, err := snapshot.KV{Key: []byte(k)}.Marshal()
 			if err != nil {

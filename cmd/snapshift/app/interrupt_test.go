@@ -90,6 +90,8 @@ func TestInterrupt(t *testing.T) {
 		{"restore/SIGINT while writing", syscall.SIGINT, whenTempExists, func(w string) []string { return restoreInto(in, w) }, ""},
 		{"fused restore/SIGTERM", syscall.SIGTERM, afterDelay, func(w string) []string { return fusedRestoreInto(in, w) }, ""},
 		{"fused restore/SIGINT while writing", syscall.SIGINT, whenTempExists, func(w string) []string { return fusedRestoreInto(in, w) }, ""},
+		{"fused restore, rewrite/SIGTERM while writing", syscall.SIGTERM, whenTempExists,
+			func(w string) []string { return append(fusedRestoreInto(in, w), "--route", "rewrite") }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

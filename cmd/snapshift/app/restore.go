@@ -20,6 +20,7 @@ type restoreOptions struct {
 	cfg      snapshot.RestoreConfig
 	peerURLs string
 	rules    ruleFlags // any rule flag makes it a fused restore
+	route    string
 }
 
 func (o *restoreOptions) flags() []cli.Flag {
@@ -34,6 +35,8 @@ func (o *restoreOptions) flags() []cli.Flag {
 			Usage: "raise the revision by this much (0 with --mark-compacted=false to disable)"},
 		&cli.BoolFlag{Name: "mark-compacted", Value: true, Destination: &o.cfg.MarkCompacted, Usage: "mark the bumped revision compacted (goes with --bump-revision)"},
 		&cli.BoolFlag{Name: "keep-alarms", Destination: &o.cfg.KeepAlarms, Usage: "keep the snapshot's active etcd alarms (NOSPACE, CORRUPT); by default the member starts without them"},
+		&cli.StringFlag{Name: "route", Value: transform.RouteAuto, Destination: &o.route,
+			Usage: "with rule flags: copy (edit a copy of the snapshot's database: fastest when it is mostly live state; its old revisions stay until etcd compacts them at first boot), rewrite (write the live state anew: fastest when the snapshot is mostly history, which then never reaches the member's disk), or auto (rewrite when over a quarter of the entries are history)"},
 		o.skipHashFlag(), o.outputFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.quietFlag(),
 	}
 }
@@ -114,7 +117,7 @@ func (o *restoreOptions) runFused(ctx context.Context, ropts rules.Options, rs [
 	r, err := transform.Run(ctx, transform.Config{
 		Input: o.cfg.SnapshotPath, Restore: []snapshot.RestoreConfig{o.cfg}, SkipHashCheck: o.skipHash, Progress: o.progress(),
 		Rules: rs, Observers: []transform.Observer{scan}, Encryption: enc, KeepAlarms: o.cfg.KeepAlarms, EtcdPrefix: o.etcdPrefix,
-		VerifyOutput: verifyOutput(ropts, enc),
+		VerifyOutput: verifyOutput(ropts, enc), Route: o.route,
 	})
 	if err != nil {
 		return err

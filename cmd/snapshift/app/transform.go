@@ -232,9 +232,11 @@ func printTransform(out io.Writer, res *Result) {
 // printKeys prints the key counts and the revisions.
 func printKeys(out io.Writer, r *transform.Report, verb string) {
 	dropped, compacted := "dropped", fmt.Sprintf("compacted at %d", r.CompactRevision)
-	if len(r.Restored) > 0 {
-		// A fused restore edits a copy of the input: etcd compacts at boot.
+	switch r.Route {
+	case transform.RouteCopy: // a copy of the input, edited: etcd compacts at boot
 		dropped, compacted = "left for etcd to compact at first boot", "everything older is compacted"
+	case transform.RouteRewrite:
+		compacted = "everything older is compacted"
 	}
 	fmt.Fprintf(out, "Keys:   %s %d unchanged, %d replaced, %d created; %d deleted; %d old revisions and tombstones %s\n",
 		verb, r.Copied, r.Replaced, r.Created, r.Deleted, r.Dropped, dropped)
