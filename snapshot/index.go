@@ -129,18 +129,11 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 	var pending int64
 	var prev []byte
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		rev, tomb, err := ParseRevisionKey(k)
+		rev, tomb, kv, err := s.parseEntry(k, v, prev)
 		if err != nil {
-			return nil, invalid(s.Path, "key bucket: %v", err)
-		}
-		if prev != nil && bytes.Compare(k, prev) <= 0 {
-			return nil, invalid(s.Path, "key bucket is out of order (revision key %x after %x): the database is corrupt", k, prev)
+			return nil, err
 		}
 		prev = k
-		kv, err := ParseKV(v)
-		if err != nil {
-			return nil, invalid(s.Path, "revision %s: value is not a valid mvccpb.KeyValue: %v", RevisionString(rev), err)
-		}
 		if ix.Entries == math.MaxUint32 {
 			return nil, invalid(s.Path, "key bucket has over %d entries", uint32(math.MaxUint32))
 		}
@@ -166,19 +159,9 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 		if opts.Only != nil && !opts.Only(kv.Key) {
 			continue
 		}
-		l := latest{rev: rev, ord: ord, tomb: tomb}
-		if ix.isNamed(kv.Key) {
-			ix.named[string(kv.Key)] = l // bucket order is revision order: the last wins
-			continue
+		if revs, err = ix.record(revs, kv.Key, latest{rev: rev, ord: ord, tomb: tomb}, checkSeed); err != nil {
+			return nil, err
 		}
-		if rev.Sub > packedSubMask {
-			return nil, invalid(s.Path, "revision %s: sub-revision above %d", RevisionString(rev), packedSubMask)
-		}
-		pk := packedKey{hash: ix.opts.hash(kv.Key), main: rev.Main, sub: uint32(rev.Sub), ord: ord}
-		if tomb {
-			pk.sub |= packedTomb
-		}
-		revs = append(revs, revisionKey{packedKey: pk, check: uint32(maphash.Bytes(checkSeed, kv.Key))})
 	}
 	p.Add(pending)
 	if err := ix.pack(revs); err != nil {
@@ -188,6 +171,39 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 	ix.CurrentRevision = max(ix.LastRevision.Main, s.Meta.ScheduledCompact, s.Meta.FinishedCompact)
 	p.Done() // only a finished phase is reported done
 	return ix, nil
+}
+
+// parseEntry parses one `key` bucket entry and checks it comes after prev.
+func (s *Snapshot) parseEntry(k, v, prev []byte) (Revision, bool, KV, error) {
+	rev, tomb, err := ParseRevisionKey(k)
+	if err != nil {
+		return rev, false, KV{}, invalid(s.Path, "key bucket: %v", err)
+	}
+	if prev != nil && bytes.Compare(k, prev) <= 0 {
+		return rev, false, KV{}, invalid(s.Path, "key bucket is out of order (revision key %x after %x): the database is corrupt", k, prev)
+	}
+	kv, err := ParseKV(v)
+	if err != nil {
+		return rev, false, KV{}, invalid(s.Path, "revision %s: value is not a valid mvccpb.KeyValue: %v", RevisionString(rev), err)
+	}
+	return rev, tomb, kv, nil
+}
+
+// record notes one revision of key: by name under a Named prefix (the
+// last wins: bucket order is revision order), else appended to revs.
+func (ix *Index) record(revs []revisionKey, key []byte, l latest, checkSeed maphash.Seed) ([]revisionKey, error) {
+	if ix.isNamed(key) {
+		ix.named[string(key)] = l
+		return revs, nil
+	}
+	if l.rev.Sub > packedSubMask {
+		return nil, invalid(ix.snap.Path, "revision %s: sub-revision above %d", RevisionString(l.rev), packedSubMask)
+	}
+	pk := packedKey{hash: ix.opts.hash(key), main: l.rev.Main, sub: uint32(l.rev.Sub), ord: l.ord}
+	if l.tomb {
+		pk.sub |= packedTomb
+	}
+	return append(revs, revisionKey{packedKey: pk, check: uint32(maphash.Bytes(checkSeed, key))}), nil
 }
 
 // pack sorts the revisions of hashed keys by hash and keeps the newest of

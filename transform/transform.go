@@ -145,34 +145,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.checkOutputs(); err != nil {
 		return nil, err
 	}
-	var fused *snapshot.FusedRestore
-	defer func() {
-		if fused != nil {
-			fused.Abort() // no-op after a successful Commit
-		}
-	}()
-	// A fused restore copies the input while it is indexed and the rules
-	// work; the copy is removed if the input's hash does not match.
-	startCopy := func(s *snapshot.Snapshot) (err error) {
-		if len(cfg.Restore) > 0 {
-			fused, err = snapshot.StartFused(ctx, s, cfg.Restore)
-		}
-		return err
-	}
-	var copyTo string
-	if len(cfg.Restore) > 0 {
-		// The input's hash writes the copy the first member starts from.
-		var err error
-		if copyTo, err = tempBeside(cfg.Restore[0].DataDir); err != nil {
-			return nil, err
-		}
-		defer os.Remove(copyTo) // renamed into the member unless the run failed
-	}
-	snap, ix, err := openIndexed(ctx, cfg, p, copyTo, startCopy)
+	in, err := openInput(ctx, cfg, p)
+	defer in.close()
 	if err != nil {
 		return nil, err
 	}
-
+	snap, ix, fused := in.snap, in.ix, in.fused
 	defer snap.Close()
 	e := newEngine(ctx, cfg, snap, ix)
 	if e.report.Alarms, err = snap.Alarms(); err != nil {
@@ -193,13 +171,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	if len(cfg.Observers) > 0 {
-		for _, o := range cfg.Observers {
-			if pa, ok := o.(PrefixAware); ok {
-				pa.SetEtcdPrefix(e.prefix)
-			}
-		}
-		e.pump = newObserverPump(cfg.Observers)
+	if e.startObservers() {
 		defer e.pump.wait() // before snap.Close: the observers read its mapping
 	}
 	if err := e.stream(ctx, p); err != nil {
@@ -216,21 +188,84 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// is checked (which builds an index of its own).
 	e.index, ix = nil, nil
 	runtime.GC() // so the output's check reuses that memory instead of adding to it
+	if err := e.commit(ctx); err != nil {
+		return nil, err
+	}
+	return e.report, nil
+}
+
+// input is the opened, indexed input, and the fused restore started on it.
+type input struct {
+	snap   *snapshot.Snapshot
+	ix     *snapshot.Index
+	fused  *snapshot.FusedRestore
+	copyTo string
+}
+
+// openInput opens and indexes the input. For a fused restore the input's
+// hash writes the copy the first member starts from while the index is
+// built; close removes what a failed run left.
+func openInput(ctx context.Context, cfg Config, p progress.Reporter) (*input, error) {
+	in := &input{}
+	if len(cfg.Restore) > 0 {
+		var err error
+		if in.copyTo, err = tempBeside(cfg.Restore[0].DataDir); err != nil {
+			return in, err
+		}
+	}
+	startCopy := func(s *snapshot.Snapshot) (err error) {
+		if len(cfg.Restore) > 0 {
+			in.fused, err = snapshot.StartFused(ctx, s, cfg.Restore)
+		}
+		return err
+	}
+	var err error
+	in.snap, in.ix, err = openIndexed(ctx, cfg, p, in.copyTo, startCopy)
+	return in, err
+}
+
+// close aborts an unfinished fused restore (a no-op after its Commit) and
+// removes the copy if it was not taken.
+func (in *input) close() {
+	if in.fused != nil {
+		in.fused.Abort()
+	}
+	if in.copyTo != "" {
+		os.Remove(in.copyTo)
+	}
+}
+
+// startObservers starts the observer pump, if there are observers.
+func (e *engine) startObservers() bool {
+	if len(e.cfg.Observers) == 0 {
+		return false
+	}
+	for _, o := range e.cfg.Observers {
+		if pa, ok := o.(PrefixAware); ok {
+			pa.SetEtcdPrefix(e.prefix)
+		}
+	}
+	e.pump = newObserverPump(e.cfg.Observers)
+	return true
+}
+
+// commit finishes the output: the snapshot file, or the members' data dirs.
+func (e *engine) commit(ctx context.Context) error {
 	if e.fused != nil {
 		if err := e.fused.Commit(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		for _, m := range e.fused.Members() {
 			e.report.Restored = append(e.report.Restored, RestoredMember{Name: m.Name, DataDir: m.DataDir, WALDir: m.WALDir})
 		}
-		return e.report, nil
+		return nil
 	}
 	res, err := e.w.Commit()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.report.Output = res
-	return e.report, nil
+	return nil
 }
 
 // tempBeside creates an empty private file beside path (hidden, unique).
