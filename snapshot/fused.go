@@ -56,7 +56,8 @@ type FusedRestore struct {
 
 	tiny      string // the small snapshot of every bucket but key
 	tinyDir   string
-	copyDone  chan error
+	copyDone  chan error // the copy in progress (StartCopy), nil before
+	ctx       context.Context
 	cancel    context.CancelFunc
 	db        *bolt.DB
 	tx        *bolt.Tx
@@ -101,7 +102,7 @@ func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ 
 	if len(members) == 0 {
 		return nil, errors.New("no member to restore")
 	}
-	f := &FusedRestore{src: src, copyDone: make(chan error, 1), checked: make(chan struct{})}
+	f := &FusedRestore{src: src, checked: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			f.Abort()
@@ -137,10 +138,23 @@ func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ 
 			return nil, err
 		}
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	f.cancel = cancel
-	go func() { f.copyDone <- f.copyAndOpen(cctx) }()
+	f.ctx, f.cancel = context.WithCancel(ctx)
+	if src.Copied {
+		f.StartCopy() // the input's hash is writing it already
+	}
 	return f, nil
+}
+
+// StartCopy starts copying the input into the first member (unless the
+// input's hash is copying it: OpenOptions.CopyTo), for the copy route;
+// the copy is opened once InputChecked is called. Calling it again does
+// nothing.
+func (f *FusedRestore) StartCopy() {
+	if f.copyDone != nil {
+		return
+	}
+	f.copyDone = make(chan error, 1)
+	go func() { f.copyDone <- f.copyAndOpen(f.ctx) }()
 }
 
 // copyAndOpen copies the input's database into the first member and opens
@@ -681,7 +695,7 @@ func (f *FusedRestore) Abort() {
 	if f.cancel != nil {
 		f.cancel()
 	}
-	if f.copyDone != nil && f.cancel != nil {
+	if f.copyDone != nil {
 		<-f.copyDone // the copy has stopped writing
 		f.copyDone = nil
 	}

@@ -207,20 +207,24 @@ type input struct {
 // built; close removes what a failed run left.
 func openInput(ctx context.Context, cfg Config, p progress.Reporter) (*input, error) {
 	in := &input{}
-	if len(cfg.Restore) > 0 {
+	if len(cfg.Restore) > 0 && cfg.Route == RouteCopy {
+		// The route is known: the input's hash writes the copy the first
+		// member starts from while the index is built. (With auto it is
+		// known only after the index; a copy a rewrite then discards would
+		// cost as much as the rewrite.)
 		var err error
 		if in.copyTo, err = tempBeside(cfg.Restore[0].DataDir); err != nil {
 			return in, err
 		}
 	}
-	startCopy := func(s *snapshot.Snapshot) (err error) {
+	startFused := func(s *snapshot.Snapshot) (err error) {
 		if len(cfg.Restore) > 0 {
 			in.fused, err = snapshot.StartFused(ctx, s, cfg.Restore)
 		}
 		return err
 	}
 	var err error
-	in.snap, in.ix, err = openIndexed(ctx, cfg, p, in.copyTo, startCopy)
+	in.snap, in.ix, err = openIndexed(ctx, cfg, p, in.copyTo, startFused)
 	return in, err
 }
 
@@ -318,6 +322,7 @@ func (e *engine) useFused(ctx context.Context, f *snapshot.FusedRestore) error {
 	e.fused, e.out = f, f
 	e.report.Route = e.cfg.route(e.index)
 	if e.report.Route == RouteCopy {
+		f.StartCopy()    // in the background while the rules work
 		f.InputChecked() // the index read every key and page: the copy is sound
 		return nil
 	}
