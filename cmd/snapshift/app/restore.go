@@ -35,8 +35,8 @@ func (o *restoreOptions) flags() []cli.Flag {
 			Usage: "raise the revision by this much (0 with --mark-compacted=false to disable)"},
 		&cli.BoolFlag{Name: "mark-compacted", Value: true, Destination: &o.cfg.MarkCompacted, Usage: "mark the bumped revision compacted (goes with --bump-revision)"},
 		&cli.BoolFlag{Name: "keep-alarms", Destination: &o.cfg.KeepAlarms, Usage: "keep the snapshot's active etcd alarms (NOSPACE, CORRUPT); by default the member starts without them"},
-		&cli.StringFlag{Name: "route", Value: transform.RouteAuto, Destination: &o.route,
-			Usage: "with rule flags: copy (edit a copy of the snapshot's database: fastest when it is mostly live state; its old revisions stay until etcd compacts them at first boot), rewrite (write the live state anew: fastest when the snapshot is mostly history, which then never reaches the member's disk), or auto (rewrite when over a quarter of the entries are history)"},
+		&cli.StringFlag{Name: "route", Value: transform.RouteRewrite, Destination: &o.route,
+			Usage: "with rule flags: rewrite (write the live state anew into the member, as transform writes a snapshot: the snapshot's old revisions never reach the member's disk) or copy (copy the snapshot's database and append the changes; etcd compacts its old revisions at first boot)"},
 		o.skipHashFlag(), o.outputFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.quietFlag(),
 	}
 }
