@@ -108,23 +108,10 @@ func (o *restoreOptions) printRestored() {
 // in between, and the member's database is checked as transform checks its
 // output before the data dir is renamed into place.
 func (o *restoreOptions) runFused(ctx context.Context, ropts rules.Options, rs []transform.Rule, plan *rules.Plan) error {
-	enc, err := o.encryption()
+	cfg := transform.Config{Input: o.cfg.SnapshotPath, Restore: []snapshot.RestoreConfig{o.cfg}, KeepAlarms: o.cfg.KeepAlarms, Route: o.route}
+	res, err := runRules(ctx, &o.common, cfg, ropts, rs, plan)
 	if err != nil {
 		return err
-	}
-	scan := rules.NewLeftoverScan(plan)
-	scan.Encryption = enc
-	r, err := transform.Run(ctx, transform.Config{
-		Input: o.cfg.SnapshotPath, Restore: []snapshot.RestoreConfig{o.cfg}, SkipHashCheck: o.skipHash, Progress: o.progress(),
-		Rules: rs, Observers: []transform.Observer{scan}, Encryption: enc, KeepAlarms: o.cfg.KeepAlarms, EtcdPrefix: o.etcdPrefix,
-		VerifyOutput: verifyOutput(ropts, enc), Route: o.route,
-	})
-	if err != nil {
-		return err
-	}
-	res := &Result{Report: r}
-	if plan.Service != nil || plan.Pod != nil {
-		res.Plan, res.Leftovers = plan, scan.Report()
 	}
 	if o.json() {
 		return writeJSON(o.stdout, res)

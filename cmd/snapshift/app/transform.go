@@ -74,33 +74,42 @@ func (o *transformOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	enc, err := o.encryption()
-	if err != nil {
-		return err
-	}
-	scan := rules.NewLeftoverScan(plan)
-	scan.Encryption = enc
-	cfg := transform.Config{
-		Input: o.input, Output: o.out, Force: o.force, DryRun: o.dryRun, SkipHashCheck: o.skipHash, Progress: o.progress(),
-		Rules: rs, Observers: []transform.Observer{scan}, Encryption: enc, KeepAlarms: o.keepAlarms, EtcdPrefix: o.etcdPrefix,
-		VerifyOutput: verifyOutput(ropts, enc),
-	}
+	cfg := transform.Config{Input: o.input, Output: o.out, Force: o.force, DryRun: o.dryRun, KeepAlarms: o.keepAlarms}
 	if o.dryRun {
 		cfg.Output = ""
 	}
-	r, err := transform.Run(ctx, cfg)
+	res, err := runRules(ctx, &o.common, cfg, ropts, rs, plan)
 	if err != nil {
 		return err
-	}
-	res := &Result{Report: r}
-	if plan.Service != nil || plan.Pod != nil {
-		res.Plan, res.Leftovers = plan, scan.Report()
 	}
 	if o.json() {
 		return writeJSON(o.stdout, res)
 	}
 	printTransform(o.stdout, res)
 	return nil
+}
+
+// runRules runs the rules over cfg's input as plan, transform and the
+// fused restore do: the leftover scan, the check of the output, and the
+// common options (hash check, encryption, prefix, progress).
+func runRules(ctx context.Context, o *common, cfg transform.Config, ropts rules.Options, rs []transform.Rule, plan *rules.Plan) (*Result, error) {
+	enc, err := o.encryption()
+	if err != nil {
+		return nil, err
+	}
+	scan := rules.NewLeftoverScan(plan)
+	scan.Encryption = enc
+	cfg.SkipHashCheck, cfg.Progress, cfg.EtcdPrefix = o.skipHash, o.progress(), o.etcdPrefix
+	cfg.Rules, cfg.Observers, cfg.Encryption, cfg.VerifyOutput = rs, []transform.Observer{scan}, enc, verifyOutput(ropts, enc)
+	r, err := transform.Run(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Report: r}
+	if plan.Service != nil || plan.Pod != nil {
+		res.Plan, res.Leftovers = plan, scan.Report()
+	}
+	return res, nil
 }
 
 // verifyOutput is transform's check of its own output before publishing it.
