@@ -33,7 +33,10 @@ type Config struct {
 
 // Report is the inspect result.
 type Report struct {
-	Path            string                `json:"path"`
+	Path string `json:"path"`
+	// Compressed is the entry a compressed (zip) k3s/RKE2 snapshot held,
+	// when the file given was one; Path is then that file.
+	Compressed      string                `json:"compressedEntry,omitempty"`
 	Size            int64                 `json:"size"`
 	HashChecked     bool                  `json:"hashChecked"`
 	SHA256          string                `json:"sha256,omitempty"`
