@@ -54,6 +54,9 @@ type Report struct {
 	Encodings       []Count               `json:"encodings"`
 	Encrypted       []Count               `json:"encrypted,omitempty"`
 	Networks        *state.Networks       `json:"networks"`
+	// Distribution is who wrote the snapshot (kubeadm, k3s, rke2,
+	// unknown) and the evidence.
+	Distribution *state.Distribution `json:"distribution"`
 	// CNI names the CNIs found and their IPAM state (state.DetectCNI).
 	CNI []state.CNI `json:"cni"`
 	// Alarms are the active etcd alarms (a NOSPACE alarm survives a plain
@@ -135,6 +138,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	if r.CNI, err = state.DetectCNI(ctx, v); err != nil {
+		return nil, err
+	}
+	if r.Distribution, err = state.DetectDistribution(v); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -72,6 +72,7 @@ func printInspect(out io.Writer, r *inspect.Report) {
 	section("Secrets by type", r.SecretTypes)
 	section("Value encodings", r.Encodings)
 	section("Encrypted values (provider/version key)", r.Encrypted)
+	printDistribution(out, r.Distribution)
 	printNetworks(out, r.Networks)
 	printCNI(out, r.CNI)
 	printNodeCIDRs(out, r.Networks)
@@ -128,7 +129,11 @@ func printNetworks(out io.Writer, n *state.Networks) {
 		fmt.Fprintf(w, "  pod CIDR\t%s\t(%s)\n", strings.Join(s.CIDRs, ","), s.Source)
 	}
 	if len(n.ClusterDNS) > 0 {
-		fmt.Fprintf(w, "  cluster DNS\t%s\t(kubelet-config clusterDNS)\n", strings.Join(n.ClusterDNS, ","))
+		src := n.ClusterDNSSource
+		if src == "" {
+			src = "kubelet-config clusterDNS"
+		}
+		fmt.Fprintf(w, "  cluster DNS\t%s\t(%s)\n", strings.Join(n.ClusterDNS, ","), src)
 	}
 	for _, u := range n.Unread {
 		fmt.Fprintf(w, "  not read\t%s\n", u)
