@@ -67,9 +67,13 @@ const (
 // SourceNodeArgs is a range recorded in the k3s/RKE2 node-args annotation
 // (or its default when the flag is absent); SourceHelmChart one in an RKE2
 // HelmChart's injected cluster values.
+// SourceK3sDefault is k3s's default for a flag no server's node-args
+// gives: evidence of the old range, but no record a migration rewrites
+// (after it the servers run with the flag set in their config files).
 const (
-	SourceNodeArgs  SourceKind = "node-args"
-	SourceHelmChart SourceKind = "helmchart"
+	SourceNodeArgs   SourceKind = "node-args"
+	SourceK3sDefault SourceKind = "k3s-default"
+	SourceHelmChart  SourceKind = "helmchart"
 )
 
 // Distribution is what wrote the snapshot and the evidence.
@@ -283,12 +287,11 @@ func detectK3sRanges(v *View, n *Networks) error {
 	ann := d.NodeArgsAnnotation()
 	addGrouped(&n.ServiceCIDR, d.Servers, ann, "--service-cidr", func(a NodeArgs) string { return a.ServiceCIDR })
 	addGrouped(&n.PodCIDR, d.Servers, ann, "--cluster-cidr", func(a NodeArgs) string { return a.ClusterCIDR })
-	if len(n.ClusterDNS) == 0 && len(d.Servers) > 0 {
+	// An explicit --cluster-dns is a record; k3s's default (the tenth
+	// address of the service range) is not, and is left out.
+	if len(n.ClusterDNS) == 0 && len(d.Servers) > 0 && !slices.Contains(d.Servers[0].Defaulted, "--cluster-dns") {
 		s := d.Servers[0]
 		n.ClusterDNS, n.ClusterDNSSource = SplitCIDRs(s.ClusterDNS), ann+" --cluster-dns of server "+s.Node
-		if slices.Contains(s.Defaulted, "--cluster-dns") {
-			n.ClusterDNSSource = "k3s default: the tenth address of " + s.ServiceCIDR
-		}
 	}
 	return detectChartValues(v, n)
 }
@@ -314,7 +317,11 @@ func addGrouped(into *[]Source, servers []NodeArgs, ann, flag string, val func(N
 		if def {
 			what = fmt.Sprintf("k3s default: no %s in %s of servers %s", flag, ann, strings.Join(byVal[v], ", "))
 		}
-		*into = append(*into, Source{SourceNodeArgs, what, SplitCIDRs(cidrs)})
+		kind := SourceNodeArgs
+		if def {
+			kind = SourceK3sDefault
+		}
+		*into = append(*into, Source{kind, what, SplitCIDRs(cidrs)})
 	}
 }
 
