@@ -87,11 +87,16 @@ func (r *K3sNodeArgs) checkDNS() error {
 	if err != nil {
 		return nil // an unusual --cluster-dns: nothing to compare
 	}
-	moved := old
+	moved, found := old, false // a Service the plan does not move (kept) stays
 	for _, mv := range sp.Services {
 		if len(mv.Old) > 0 && mv.Old[0] == old.String() && len(mv.New) > 0 {
 			moved, _ = netip.ParseAddr(mv.New[0])
+			found = true
 		}
+	}
+	if !found {
+		r.notes = append(r.notes, fmt.Sprintf("no Service holds the cluster DNS address %s: nothing for %s's CoreDNS re-render to agree with", old, r.dist.Name))
+		return nil
 	}
 	if r.explicitDNS {
 		r.newDNS = moved.String()
@@ -107,9 +112,9 @@ func (r *K3sNodeArgs) checkDNS() error {
 	}
 	r.newDNS = want
 	if first := strings.Split(want, ",")[0]; moved.String() != first {
-		return fmt.Errorf("%w: %s re-renders its CoreDNS Service at %s at the next start (--cluster-dns defaults to the tenth address of the new service range), "+
-			"but this plan leaves the DNS Service (now %s) at %s; do not keep or repack it, or set --cluster-dns %s in every server's config and run with --keep-service-ip only when that matches",
-			transform.ErrRefused, r.dist.Name, first, old, moved, moved)
+		return fmt.Errorf("%w: %s re-renders CoreDNS's Service at %s at its next start (--cluster-dns defaults to the tenth address of the new service range), "+
+			"but this plan leaves the DNS Service at %s, and the re-apply would fail on its immutable clusterIP: do not keep or repack the DNS Service on %s",
+			transform.ErrRefused, r.dist.Name, first, moved, r.dist.Name)
 	}
 	return nil
 }
@@ -139,6 +144,9 @@ func (r *K3sNodeArgs) Apply(_ context.Context, obj *state.Object) (transform.Res
 			}
 		}
 	}
+	if len(argv) > 0 && argv[0] == "server" {
+		argv, changes = r.addDefaulted(ann, argv, changes)
+	}
 	if len(changes) == 0 {
 		return transform.Result{}, nil
 	}
@@ -148,6 +156,30 @@ func (r *K3sNodeArgs) Apply(_ context.Context, obj *state.Object) (transform.Res
 	}
 	node.Annotations[ann] = string(b)
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
+}
+
+// addDefaulted writes the range flags a server ran without (on k3s's
+// defaults) into its node-args, with the new ranges: the runbook sets them
+// in every server's config file, which k3s merges into the argv it records
+// (pkg/configfilearg), so this is what the node writes at its first start.
+// Meanwhile the migrated snapshot records its own ranges, and a second run
+// on it sees them ("already migrated").
+func (r *K3sNodeArgs) addDefaulted(ann string, argv []string, changes []transform.Change) ([]string, []transform.Change) {
+	add := func(flag string, news []netip.Prefix, def string) {
+		if slices.Contains(argv, flag) {
+			return
+		}
+		v := prefixesString(news)
+		argv = append(argv[:1], append([]string{flag, v}, argv[1:]...)...)
+		changes = append(changes, transform.Change{Field: "metadata.annotations[" + ann + "] " + flag, Old: "(k3s default " + def + ")", New: v})
+	}
+	if pp := r.plan.Pod; pp != nil {
+		add("--cluster-cidr", pp.New, state.K3sDefaultClusterCIDR)
+	}
+	if sp := r.plan.Service; sp != nil {
+		add("--service-cidr", sp.New, state.K3sDefaultServiceCIDR)
+	}
+	return argv, changes
 }
 
 // mapValueList maps a comma-separated list of CIDRs or addresses (a flag

@@ -343,3 +343,35 @@ func detectChartValues(v *View, n *Networks) error {
 		return nil
 	})
 }
+
+// detectEmbeddedCNI names the CNI k3s and RKE2 run without the objects the
+// upstream manifests create: k3s's flannel is built into the k3s binary (no
+// ConfigMap, no DaemonSet; its nodes carry flannel's kube subnet manager
+// annotations), RKE2's default Canal is the rke2-canal HelmChart.
+func detectEmbeddedCNI(v *View) (*CNI, error) {
+	if len(present(v, FlannelConfigKeys...)) > 0 || len(present(v, KeyCanalConfig, KeyCanalDaemonSet)) > 0 {
+		return nil, nil // the flannel and Canal detectors name it
+	}
+	d, err := DetectDistribution(v)
+	if err != nil || !d.IsK3sFamily() {
+		return nil, err
+	}
+	if d.Name == DistRKE2 {
+		if ev := present(v, PrefixHelmCharts+"kube-system/rke2-canal"); len(ev) > 0 {
+			return &CNI{Name: CNICanal, IPAM: IPAMHostLocal, Evidence: []string{"HelmChart kube-system/rke2-canal (RKE2's default CNI)"}}, nil
+		}
+		return nil, nil
+	}
+	n := 0
+	err = v.Each(PrefixNodes, func(o *Object) error {
+		if node, ok := o.Value.Obj.(*corev1.Node); ok && node.Annotations["flannel.alpha.coreos.com/kube-subnet-manager"] == "true" {
+			n++
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return &CNI{Name: CNIFlannel, IPAM: IPAMKubeSubnetManager,
+		Evidence: []string{fmt.Sprintf("k3s's embedded flannel (%d Nodes annotated flannel.alpha.coreos.com/kube-subnet-manager)", n)}}, nil
+}

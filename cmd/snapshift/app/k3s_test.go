@@ -179,7 +179,7 @@ func TestK3sSeedMigration(t *testing.T) {
 func TestK3sKeptDNSRefused(t *testing.T) {
 	in, _ := k3sCorpus(t, "k3s")
 	r := run(t, append([]string{"plan", in, "--quiet", "--keep-service-ip", "kube-system/kube-dns"}, seedFlags...)...)
-	if r.code != ExitRefused || !strings.Contains(r.stderr, "re-renders its CoreDNS Service at 172.24.0.10") {
+	if r.code != ExitRefused || !strings.Contains(r.stderr, "re-renders CoreDNS's Service at 172.24.0.10") {
 		t.Fatalf("plan keeping kube-dns: exit %d, want %d and the CoreDNS refusal:\n%s", r.code, ExitRefused, r.stderr)
 	}
 }
