@@ -40,10 +40,14 @@ func (o *common) unpack(path *string) error {
 	p := o.progress()
 	p.Start("unzip", "bytes", 0)
 	u, err := snapshot.Unzip(*path, o.in.tmpDir)
-	p.Done()
 	if err != nil {
+		p.Done()
 		return err
 	}
+	if st, err := os.Stat(u.Path); err == nil {
+		p.Add(st.Size())
+	}
+	p.Done()
 	o.in.unzipped = u
 	*path = u.Path
 	return nil

@@ -70,6 +70,38 @@ func zipRows() []badRow {
 			})},
 		{name: "zip with two entries", args: transformTo(), code: ExitBadInput, want: "holding 2 entries",
 			input: zippedSample(nil, "etcd-snapshot-server-1-1764000001")},
+		{name: "a k3s snapshot given to certs", code: ExitRefused, want: "is a k3s snapshot, and certs writes kubeadm-layout certificates",
+			args: func(in, work string) []string { return []string{"certs", in, "--all", "--cert-dir", filepath.Join(work, "pki")} },
+			input: func(t *testing.T, dir string) string {
+				zipped, _ := k3sCorpus(t, "k3s")
+				p := filepath.Join(dir, filepath.Base(zipped))
+				b, err := os.ReadFile(zipped)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}},
+		{name: "an RKE2 snapshot given to manifests", code: ExitRefused, want: "is a rke2 snapshot, and manifests writes kubeadm static-pod manifests",
+			args: func(in, work string) []string { return []string{"manifests", in, "--manifest-dir", work} },
+			input: func(t *testing.T, dir string) string {
+				zipped, _ := k3sCorpus(t, "rke2")
+				p := filepath.Join(dir, "rke2-snapshot")
+				u, err := snapshot.Unzip(zipped, t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(u.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}},
 		{name: "zip with no entry", args: inspectOf, code: ExitBadInput, want: "holding 0 entries",
 			input: fileWith("empty.zip", func(t *testing.T) []byte {
 				var buf bytes.Buffer
