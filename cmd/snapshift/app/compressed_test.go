@@ -71,7 +71,9 @@ func zipRows() []badRow {
 		{name: "zip with two entries", args: transformTo(), code: ExitBadInput, want: "holding 2 entries",
 			input: zippedSample(nil, "etcd-snapshot-server-1-1764000001")},
 		{name: "a k3s snapshot given to certs", code: ExitRefused, want: "is a k3s snapshot, and certs writes kubeadm-layout certificates",
-			args: func(in, work string) []string { return []string{"certs", in, "--all", "--cert-dir", filepath.Join(work, "pki")} },
+			args: func(in, work string) []string {
+				return []string{"certs", in, "--all", "--cert-dir", filepath.Join(work, "pki")}
+			},
 			input: func(t *testing.T, dir string) string {
 				zipped, _ := k3sCorpus(t, "k3s")
 				p := filepath.Join(dir, filepath.Base(zipped))
