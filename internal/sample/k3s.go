@@ -159,34 +159,50 @@ func (b *builder) k3sService(namespace, name, ip string, svc *corev1.Service) {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// k3sCoreDNS adds the kube-dns Service as k3s's deploy controller applies it: rendered from k3s's
-// template, with wrangler's applied annotation and objectset labels, owned by the Addon coredns.
-func (b *builder) k3sCoreDNS() {
-	rendered := k3sfixtures.RenderCoreDNSService(K3sClusterDNS)
+// The objectset metadata wrangler's apply gives the objects of k3s's Addon coredns.
+var k3sCoreDNSOwner = map[string]string{
+	"objectset.rio.cattle.io/id":              "",
+	"objectset.rio.cattle.io/owner-gvk":       "k3s.cattle.io/v1, Kind=Addon",
+	"objectset.rio.cattle.io/owner-name":      "coredns",
+	"objectset.rio.cattle.io/owner-namespace": "kube-system",
+}
+
+const k3sCoreDNSHash = "bce283298811743a0386ab510f2f67ef74240c57"
+
+// K3sCoreDNSDesired is the kube-dns Service k3s's deploy controller hands wrangler's apply: k3s's
+// template rendered with clusterDNS, with the objectset owner annotations and hash label.
+// WranglerApplied of it is the applied annotation wrangler writes.
+func K3sCoreDNSDesired(clusterDNS string) (map[string]any, error) {
 	var m map[string]any
-	if err := sigyaml.Unmarshal([]byte(rendered), &m); err != nil {
-		b.fail("k3s CoreDNS template: %v", err)
-		return
-	}
-	svc := &corev1.Service{}
-	if err := sigyaml.UnmarshalStrict([]byte(rendered), svc); err != nil {
-		b.fail("k3s CoreDNS template as a Service: %v", err)
-		return
-	}
-	owner := map[string]string{
-		"objectset.rio.cattle.io/id":              "",
-		"objectset.rio.cattle.io/owner-gvk":       "k3s.cattle.io/v1, Kind=Addon",
-		"objectset.rio.cattle.io/owner-name":      "coredns",
-		"objectset.rio.cattle.io/owner-namespace": "kube-system",
+	if err := sigyaml.Unmarshal([]byte(k3sfixtures.RenderCoreDNSService(clusterDNS)), &m); err != nil {
+		return nil, fmt.Errorf("k3s CoreDNS template: %w", err)
 	}
 	meta := m["metadata"].(map[string]any)
 	ann := meta["annotations"].(map[string]any)
-	for k, v := range owner {
+	for k, v := range k3sCoreDNSOwner {
 		ann[k] = v
+	}
+	meta["labels"].(map[string]any)["objectset.rio.cattle.io/hash"] = k3sCoreDNSHash
+	return m, nil
+}
+
+// k3sCoreDNS adds the kube-dns Service as k3s's deploy controller applies it: rendered from k3s's
+// template, with wrangler's applied annotation and objectset labels, owned by the Addon coredns.
+func (b *builder) k3sCoreDNS() {
+	m, err := K3sCoreDNSDesired(K3sClusterDNS)
+	if err != nil {
+		b.fail("%v", err)
+		return
+	}
+	svc := &corev1.Service{}
+	if err := sigyaml.UnmarshalStrict([]byte(k3sfixtures.RenderCoreDNSService(K3sClusterDNS)), svc); err != nil {
+		b.fail("k3s CoreDNS template as a Service: %v", err)
+		return
+	}
+	for k, v := range k3sCoreDNSOwner {
 		svc.Annotations[k] = v
 	}
-	meta["labels"].(map[string]any)["objectset.rio.cattle.io/hash"] = "bce283298811743a0386ab510f2f67ef74240c57"
-	svc.Labels["objectset.rio.cattle.io/hash"] = "bce283298811743a0386ab510f2f67ef74240c57"
+	svc.Labels["objectset.rio.cattle.io/hash"] = k3sCoreDNSHash
 	applied, err := WranglerApplied(m)
 	if err != nil {
 		b.fail("wrangler applied annotation: %v", err)

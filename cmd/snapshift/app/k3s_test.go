@@ -165,6 +165,15 @@ func TestK3sSeedMigration(t *testing.T) {
 	if spec["clusterIP"] != "172.24.0.10" || spec["clusterIPs"].([]any)[0] != "172.24.0.10" {
 		t.Errorf("wrangler's applied copy holds clusterIP %v %v, want 172.24.0.10: k3s's next apply would patch the Service back", spec["clusterIP"], spec["clusterIPs"])
 	}
+	// What wrangler writes when k3s re-applies the template with the new --cluster-dns default is,
+	// byte for byte, the annotation the rule wrote: the re-apply's patch is empty.
+	desired, err := sample.K3sCoreDNSDesired("172.24.0.10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := sample.WranglerApplied(desired); dns.Annotations["objectset.rio.cattle.io/applied"] != want {
+		t.Errorf("the rewritten applied annotation is not what wrangler writes for the re-rendered Service:\n got %s\nwant %s", dns.Annotations["objectset.rio.cattle.io/applied"], want)
+	}
 	node := decodeKV[*corev1.Node](t, after, "/registry/minions/agent-1")
 	if node.Spec.PodCIDR != "10.55.2.0/24" {
 		t.Errorf("agent-1 podCIDR %s, want 10.55.2.0/24", node.Spec.PodCIDR)
