@@ -24,6 +24,7 @@ package state
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -178,17 +179,16 @@ func DefaultClusterDNS(serviceCIDRs string) (string, error) {
 // /registry, Addons and injected HelmCharts), or unknown.
 func DetectDistribution(v *View) (*Distribution, error) {
 	d := &Distribution{Name: DistUnknown}
-	if _, ok, err := v.Get(KeyKubeadmConfig); err != nil {
-		return nil, err
-	} else if ok {
+	if len(present(v, KeyKubeadmConfig)) > 0 { // its presence is enough: not decoded (it may be encrypted)
 		d.Name = DistKubeadm
 		d.FoundBy = append(d.FoundBy, "ConfigMap kube-system/kubeadm-config")
 	}
-	if err := detectNodeArgs(v, d); err != nil {
+	// Evidence that cannot be decrypted here is evidence unread, not an error.
+	if err := detectNodeArgs(v, d); err != nil && !errors.Is(err, ErrEncrypted) {
 		return nil, err
 	}
 	detectK3sKeys(v, d)
-	if err := detectInjectedCharts(v, d); err != nil {
+	if err := detectInjectedCharts(v, d); err != nil && !errors.Is(err, ErrEncrypted) {
 		return nil, err
 	}
 	if d.Name == DistUnknown && len(v.Keys(PrefixAddons)) > 0 {
