@@ -43,7 +43,7 @@ type K3sApplied struct {
 var k3sAppliedEntry = Entry{
 	Name:    NameK3sApplied,
 	Summary: "k3s and RKE2: map the ranges and moved Service addresses inside wrangler's applied annotation (objectset.rio.cattle.io/applied: gzip+base64 JSON) on the objects k3s re-applies at start",
-	Touches: []string{"services, configmaps, deployments, daemonsets, helmcharts, helmchartconfigs (annotation " + AnnotationApplied + ")"},
+	Touches: []string{"services, helmcharts.helm.cattle.io, helmchartconfigs.helm.cattle.io (annotation " + AnnotationApplied + ")"},
 	After:   []string{NameServiceCIDR, NamePodCIDR},
 	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" || o.PodNetworkCIDR != "" },
 	New:     func(_ Options, p *Plan) transform.Rule { return &K3sApplied{plan: p} },
@@ -55,9 +55,13 @@ var k3sAppliedEntry = Entry{
 
 func (r *K3sApplied) Name() string { return NameK3sApplied }
 
+// Prefixes are the kinds k3s and RKE2 re-apply that hold range values:
+// Services (clusterIP; the service-cidr rule decodes them anyway) and
+// helm-controller's resources. The ConfigMaps, Deployments and DaemonSets of
+// the packaged manifests hold none, and claiming them would decode every one
+// of a large cluster's.
 func (r *K3sApplied) Prefixes() []string {
-	return []string{state.PrefixServices, "/registry/configmaps/", "/registry/deployments/", "/registry/daemonsets/",
-		state.PrefixHelmCharts, state.PrefixHelmChartConfigs}
+	return []string{state.PrefixServices, state.PrefixHelmCharts, state.PrefixHelmChartConfigs}
 }
 
 func (r *K3sApplied) Notes() []string {
