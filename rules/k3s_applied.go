@@ -8,9 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
@@ -29,7 +32,7 @@ const AnnotationApplied = "objectset.rio.cattle.io/applied"
 // K3sApplied maps the ranges and moved Service addresses inside wrangler's
 // applied annotation, so that the copy agrees with the moved object: the
 // three-way patch of the next re-apply then changes nothing the rules
-// moved. The annotation is decoded and re-encoded as wrangler does
+// moved. A value moves in the copy only where the object now holds it. The annotation is decoded and re-encoded as wrangler does
 // (appliedFromAnnotation / compressAndEncode): JSON, gzip (default level),
 // base64 without padding; a plain-JSON annotation (one starting with "{",
 // which wrangler also reads) stays plain. Only whole string values that are
@@ -93,13 +96,24 @@ func (r *K3sApplied) Apply(_ context.Context, obj *state.Object) (transform.Resu
 	if err := dec.Decode(&v); err != nil {
 		return transform.Result{}, fmt.Errorf("annotation %s: the applied object is not JSON: %w", AnnotationApplied, err)
 	}
+	live, err := objectTree(obj.Value.Obj)
+	if err != nil {
+		return transform.Result{}, err
+	}
 	var olds, news []string
-	v, changed := mapDeep(v, func(s string) (string, bool) {
+	// A value moves in the copy only where the object holds the moved value
+	// (a rule before this one moved it) or is about to (the fields the
+	// service-cidr and helm-chart-values rules move): the copy then agrees
+	// with the object, and a value the rules leave (a chart's spec.set that
+	// RKE2 does not inject) stays in the copy too.
+	injected := live["kind"] == "HelmChart" && m.GetAnnotations()[state.AnnotationInjectClusterConfig] == "true"
+	v, changed := mapDeep(v, live, nil, func(s string, cur any, path []string) (string, bool) {
 		n, ok := mapValueList(r.plan, s)
-		if ok {
-			olds, news = append(olds, s), append(news, n)
+		if !ok || (cur != n && (cur != s || !movedField(live, injected, path))) {
+			return s, false
 		}
-		return n, ok
+		olds, news = append(olds, s), append(news, n)
+		return n, true
 	})
 	if !changed {
 		return transform.Result{}, nil
@@ -156,27 +170,56 @@ func EncodeApplied(doc []byte) (string, error) {
 }
 
 // mapDeep replaces every string in a decoded JSON value that fn maps, in
-// maps and lists at any depth.
-func mapDeep(v any, fn func(string) (string, bool)) (any, bool) {
+// maps and lists at any depth; fn also sees the value at the same path in
+// live (nil where live has none) and the path.
+func mapDeep(v, live any, path []string, fn func(s string, cur any, path []string) (string, bool)) (any, bool) {
 	switch x := v.(type) {
 	case map[string]any:
+		lm, _ := live.(map[string]any)
 		changed := false
 		for k, e := range x {
-			if n, ok := mapDeep(e, fn); ok {
+			if n, ok := mapDeep(e, lm[k], append(path, k), fn); ok {
 				x[k], changed = n, true
 			}
 		}
 		return x, changed
 	case []any:
+		ll, _ := live.([]any)
 		changed := false
 		for i, e := range x {
-			if n, ok := mapDeep(e, fn); ok {
+			var cur any
+			if i < len(ll) {
+				cur = ll[i]
+			}
+			if n, ok := mapDeep(e, cur, append(path, "[]"), fn); ok {
 				x[i], changed = n, true
 			}
 		}
 		return x, changed
 	case string:
-		return fn(x)
+		return fn(x, live, path)
 	}
 	return v, false
+}
+
+// movedField reports whether path is a field the rules before this one
+// move in an object of live's kind: a Service's clusterIP(s), an injected
+// HelmChart's cluster values.
+func movedField(live map[string]any, injected bool, path []string) bool {
+	p := strings.Join(path, ".")
+	switch live["kind"] {
+	case "Service":
+		return p == "spec.clusterIP" || p == "spec.clusterIPs.[]"
+	case "HelmChart":
+		return injected && len(path) == 3 && path[0] == "spec" && path[1] == "set" && slices.Contains(injectedKeys, path[2])
+	}
+	return false
+}
+
+// objectTree is obj as a JSON tree (maps, lists, strings, numbers).
+func objectTree(obj runtime.Object) (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.Object, nil
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 }
