@@ -233,11 +233,14 @@ func (r *K3sNodeArgs) runbook() {
 	r.notes = append(r.notes,
 		fmt.Sprintf("%s runbook 1: stop %s on every server and agent (systemctl stop %s%s); keep the token: /bootstrap/* is copied byte for byte and only the same token decrypts it", d.Name, prog, prog, agentUnit(prog)),
 		fmt.Sprintf("%s runbook 2: in %s of EVERY server (%s) set %s; the servers compare these flags at join", d.Name, cfg, strings.Join(servers, ", "), strings.Join(flags, ", ")),
-		fmt.Sprintf("%s runbook 3: on %s: %s server --cluster-reset --cluster-reset-restore-path=<the migrated snapshot> (a zip is fine: %s unzips it; it restores without a revision bump and blanks %s itself), then start %s normally", d.Name, first, prog, prog, d.APIAddressesKey(), prog),
+		fmt.Sprintf("%s runbook 3: on %s: %s server --cluster-reset --cluster-reset-restore-path=<the migrated snapshot> (a zip is fine: %s unzips it; it restores without a revision bump, so the compaction marker snapshift wrote makes every watcher relist; it blanks %s itself), then start %s normally", d.Name, first, prog, prog, d.APIAddressesKey(), prog),
 		fmt.Sprintf("%s runbook 4: on every other server: move /var/lib/rancher/%s/server/db aside, then start %s to rejoin", d.Name, prog, prog),
 		fmt.Sprintf("%s runbook 5: on every server: touch /var/lib/rancher/%s/server/tls/dynamic-cert-regenerate before the start so the serving certificate gets the new kubernetes Service address", d.Name, prog),
 		fmt.Sprintf("%s runbook 6: restart every agent (systemctl restart %s%s); each node rewrites its %s.io/node-args and node-config-hash annotations at its first start with the new flags (mapped here already)", d.Name, prog, agentUnit(prog), prog),
 	)
+	if d.Name == state.DistRKE2 {
+		r.notes = append(r.notes, "rke2 writes its static pods (kube-apiserver, kube-controller-manager, kube-proxy, etcd) from config.yaml at start: their mirror pods in the snapshot keep the old flags until the kubelet recreates them (the leftover scan lists them with the pods)")
+	}
 	if r.newDNS != "" {
 		r.notes = append(r.notes, fmt.Sprintf("%s re-renders CoreDNS at cluster DNS %s at start: the migrated DNS Service is already there, so the re-apply is a no-op", d.Name, r.newDNS))
 	}
