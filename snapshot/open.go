@@ -250,7 +250,7 @@ func checkHeader(f *os.File, path string, dbSize int64) error {
 	}
 	if binary.LittleEndian.Uint32(hdr[16:20]) != boltMagic {
 		if bytes.HasPrefix(hdr[:], zipMagic) {
-			return invalid(path, "is a zip archive (a compressed k3s/RKE2 snapshot): the snapshift command extracts it; a library caller must Unzip it first")
+			return invalid(path, "is a zip archive (a compressed k3s/RKE2 snapshot): inspect, ls, get, plan, transform, verify and restore read it as is; here, extract it first (unzip)")
 		}
 		if bytes.HasPrefix(hdr[:], []byte("{")) || isText(hdr[:]) {
 			return invalid(path, "is a text file, not an etcd snapshot")
