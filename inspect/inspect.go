@@ -33,7 +33,10 @@ type Config struct {
 
 // Report is the inspect result.
 type Report struct {
-	Path            string                `json:"path"`
+	Path string `json:"path"`
+	// Compressed is the entry a compressed (zip) k3s/RKE2 snapshot held,
+	// when the file given was one; Path is then that file.
+	Compressed      string                `json:"compressedEntry,omitempty"`
 	Size            int64                 `json:"size"`
 	HashChecked     bool                  `json:"hashChecked"`
 	SHA256          string                `json:"sha256,omitempty"`
@@ -51,6 +54,9 @@ type Report struct {
 	Encodings       []Count               `json:"encodings"`
 	Encrypted       []Count               `json:"encrypted,omitempty"`
 	Networks        *state.Networks       `json:"networks"`
+	// Distribution is who wrote the snapshot (kubeadm, k3s, rke2,
+	// unknown) and the evidence.
+	Distribution *state.Distribution `json:"distribution"`
 	// CNI names the CNIs found and their IPAM state (state.DetectCNI).
 	CNI []state.CNI `json:"cni"`
 	// Alarms are the active etcd alarms (a NOSPACE alarm survives a plain
@@ -132,6 +138,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	if r.CNI, err = state.DetectCNI(ctx, v); err != nil {
+		return nil, err
+	}
+	if r.Distribution, err = state.DetectDistribution(v); err != nil {
 		return nil, err
 	}
 	return r, nil

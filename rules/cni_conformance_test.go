@@ -14,6 +14,10 @@ import (
 var conformanceInputs = map[string]string{
 	rules.NameCilium: "cilium/cluster-pool",
 	rules.NameCNI:    "cni/weave",
+	// k3s and RKE2: the sample is a kubeadm cluster.
+	rules.NameHelmChartValues: "helm-chart-values/rke2-injected",
+	rules.NameK3sApplied:      "k3s-applied/coredns",
+	rules.NameK3sNodeArgs:     "k3s-node-args/explicit-flags",
 }
 
 // conformanceInput returns the snapshot the conformance suite runs rule

@@ -38,6 +38,9 @@ var registry = []Entry{
 	ciliumEntry,
 	nodeLocalDNSEntry,
 	calicoEntry,
+	helmChartValuesEntry, // k3s and RKE2: helm_chart_values.go, k3s_*.go
+	k3sAppliedEntry,
+	k3sNodeArgsEntry,
 	cniEntry, // after the CNI rules: it refuses the IPAM state none of them moves
 	saTokensEntry,
 	clusterInfoEntry,

@@ -249,6 +249,9 @@ func checkHeader(f *os.File, path string, dbSize int64) error {
 		return fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	if binary.LittleEndian.Uint32(hdr[16:20]) != boltMagic {
+		if bytes.HasPrefix(hdr[:], zipMagic) {
+			return invalid(path, "is a zip archive (a compressed k3s/RKE2 snapshot): inspect, ls, get, plan, transform, verify and restore read it as is; here, extract it first (unzip)")
+		}
 		if bytes.HasPrefix(hdr[:], []byte("{")) || isText(hdr[:]) {
 			return invalid(path, "is a text file, not an etcd snapshot")
 		}

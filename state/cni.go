@@ -119,7 +119,7 @@ func (c CNI) String() string {
 // Canal, Calico, Cilium, Weave. An empty list means none was recognised.
 func DetectCNI(ctx context.Context, v *View) ([]CNI, error) {
 	var out []CNI
-	for _, d := range []func(*View) (*CNI, error){detectFlannelCNI, detectCanal, detectCalico, detectCilium, detectWeave} {
+	for _, d := range []func(*View) (*CNI, error){detectFlannelCNI, detectCanal, detectEmbeddedCNI, detectCalico, detectCilium, detectWeave} {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -53,11 +53,14 @@ type NodeCIDR struct {
 
 // Networks is what the snapshot says.
 type Networks struct {
-	ServiceCIDR []Source   `json:"serviceCIDR"`
-	PodCIDR     []Source   `json:"podCIDR"`
-	ClusterDNS  []string   `json:"clusterDNS,omitempty"`
-	DNSDomain   string     `json:"dnsDomain,omitempty"`
-	Nodes       []NodeCIDR `json:"nodes,omitempty"`
+	ServiceCIDR []Source `json:"serviceCIDR"`
+	PodCIDR     []Source `json:"podCIDR"`
+	ClusterDNS  []string `json:"clusterDNS,omitempty"`
+	// ClusterDNSSource names where ClusterDNS was read ("" for kubeadm's
+	// kubelet-config).
+	ClusterDNSSource string     `json:"clusterDNSSource,omitempty"`
+	DNSDomain        string     `json:"dnsDomain,omitempty"`
+	Nodes            []NodeCIDR `json:"nodes,omitempty"`
 	// KubernetesVersion is kubeadm's kubernetesVersion, when recorded.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	// Unread lists the sources DetectReadable could not decrypt, and why.
@@ -108,6 +111,7 @@ type detector func(v *View, n *Networks) error
 // listed (the first service and pod Source is the one Service and Pod give).
 var detectors = []detector{
 	detectKubeadm,
+	detectK3sRanges, // k3s and RKE2: distribution.go
 	detectServiceCIDR,
 	detectRangeAllocations,
 	detectKubeProxy,

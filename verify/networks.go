@@ -405,7 +405,7 @@ func checkConfiguration(nets *state.Networks, svcNet, podNet []netip.Prefix, dns
 func disagreements(srcs []state.Source, want []netip.Prefix) []string {
 	var probs []string
 	for _, s := range srcs {
-		if s.Kind == state.SourceNodes || len(want) == 0 {
+		if s.Kind == state.SourceNodes || s.Kind == state.SourceK3sDefault || len(want) == 0 {
 			continue
 		}
 		if strings.Join(s.CIDRs, ",") != prefixes(want) {

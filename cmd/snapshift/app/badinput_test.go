@@ -635,7 +635,7 @@ func takesQuiet(cmd string) bool {
 // output, no temporary file, no data dir) nor beside the input, with what was there before
 // unchanged.
 func TestBadInputTable(t *testing.T) {
-	rows := badRows()
+	rows := append(badRows(), zipRows()...)
 	t.Logf("%d rows", len(rows))
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {

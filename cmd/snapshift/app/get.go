@@ -27,7 +27,7 @@ func (o *getOptions) setup(c *cli.Context) error {
 		return err
 	}
 	o.path, o.key = a[0], a[1]
-	return nil
+	return o.unpack(&o.path)
 }
 
 func (o *getOptions) Validate() error { return o.validateFormat() }
@@ -78,7 +78,7 @@ func getCommand() *cli.Command {
 			"Secret data is replaced by its length unless --show-secrets is given.\n\n" +
 			"Example:\n   snapshift get snapshot.db /registry/services/specs/kube-system/kube-dns -o json | jq .spec.clusterIP",
 		Flags: []cli.Flag{
-			o.skipHashFlag(), o.encryptionFlag(), o.outputFlag("yaml", "json"),
+			o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.outputFlag("yaml", "json"),
 			&cli.BoolFlag{Name: "show-secrets", Destination: &o.showSecrets, Usage: "print Secret data in full"},
 			&cli.BoolFlag{Name: "show-entry", Destination: &o.showEntry, Usage: "print {entry, object}: the etcd entry's metadata with the object"},
 		},

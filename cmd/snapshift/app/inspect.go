@@ -31,6 +31,9 @@ func (o *inspectOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if u := o.in.unzipped; u != nil {
+		r.Path, r.Compressed = o.in.original, u.Entry
+	}
 	if o.json() {
 		return writeJSON(o.stdout, r)
 	}
@@ -47,7 +50,7 @@ func inspectCommand() *cli.Command {
 		Description: "Checks the sha256 trailer and the bbolt structure, indexes every revision, and reports what\n" +
 			"the cluster holds. Reads the file only.\n\n" +
 			"Example:\n   snapshift inspect /backup/etcd-2026-11-21.db\n   snapshift inspect -o json snapshot.db | jq .networks",
-		Flags:  []cli.Flag{o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()},
+		Flags:  []cli.Flag{o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()},
 		Action: action(o),
 	}
 }
@@ -69,6 +72,7 @@ func printInspect(out io.Writer, r *inspect.Report) {
 	section("Secrets by type", r.SecretTypes)
 	section("Value encodings", r.Encodings)
 	section("Encrypted values (provider/version key)", r.Encrypted)
+	printDistribution(out, r.Distribution)
 	printNetworks(out, r.Networks)
 	printCNI(out, r.CNI)
 	printNodeCIDRs(out, r.Networks)
@@ -82,6 +86,9 @@ func printSummary(out io.Writer, r *inspect.Report) {
 		hash = "none (no trailer; --skip-hash-check)"
 	}
 	fmt.Fprintf(w, "Snapshot:\t%s\n", r.Path)
+	if r.Compressed != "" {
+		fmt.Fprintf(w, "Compressed:\tzip (k3s/RKE2 --etcd-snapshot-compress), one entry %q; size and hash below are the snapshot's inside\n", r.Compressed)
+	}
 	fmt.Fprintf(w, "Size:\t%s (%d bytes, page size %d)\n", humanBytes(r.Size), r.Size, r.PageSize)
 	fmt.Fprintf(w, "Hash:\t%s\n", hash)
 	fmt.Fprintf(w, "Revision:\t%d (last key revision %d)\n", r.CurrentRevision, r.LastRevision)
@@ -122,7 +129,11 @@ func printNetworks(out io.Writer, n *state.Networks) {
 		fmt.Fprintf(w, "  pod CIDR\t%s\t(%s)\n", strings.Join(s.CIDRs, ","), s.Source)
 	}
 	if len(n.ClusterDNS) > 0 {
-		fmt.Fprintf(w, "  cluster DNS\t%s\t(kubelet-config clusterDNS)\n", strings.Join(n.ClusterDNS, ","))
+		src := n.ClusterDNSSource
+		if src == "" {
+			src = "kubelet-config clusterDNS"
+		}
+		fmt.Fprintf(w, "  cluster DNS\t%s\t(%s)\n", strings.Join(n.ClusterDNS, ","), src)
 	}
 	for _, u := range n.Unread {
 		fmt.Fprintf(w, "  not read\t%s\n", u)

@@ -25,7 +25,7 @@ func (o *lsOptions) setup(c *cli.Context) error {
 	if len(a) == 2 {
 		o.prefix = a[1]
 	}
-	return nil
+	return o.unpack(&o.path)
 }
 
 func (o *lsOptions) Validate() error { return o.validateFormat() }
@@ -61,7 +61,7 @@ func lsCommand() *cli.Command {
 		ArgsUsage: "SNAPSHOT [PREFIX]",
 		Description: "Lists the live keys (newest revision of each, deleted keys left out), sorted by key.\n\n" +
 			"Example:\n   snapshift ls snapshot.db /registry/services/specs/",
-		Flags:  []cli.Flag{o.skipHashFlag(), o.outputFlag()},
+		Flags:  []cli.Flag{o.tmpDirFlag(), o.skipHashFlag(), o.outputFlag()},
 		Action: action(o),
 	}
 }

@@ -26,6 +26,9 @@ type command interface {
 // action runs a command.
 func action(cmd command) cli.ActionFunc {
 	return func(c *cli.Context) error {
+		if cl, ok := cmd.(interface{ cleanup() }); ok {
+			defer cl.cleanup() // what setup extracted (a compressed snapshot)
+		}
 		if err := cmd.setup(c); err != nil {
 			return err
 		}
@@ -46,6 +49,7 @@ type common struct {
 	format           string
 	formats          []string // what --output accepts; the first is the default
 	quiet            bool
+	in               compressedInput // a compressed snapshot argument (compressed.go)
 }
 
 func (o *common) streams(c *cli.Context) {
@@ -142,5 +146,5 @@ func (o *common) oneSnapshot(c *cli.Context, path *string) error {
 		return err
 	}
 	*path = a[0]
-	return nil
+	return o.unpack(path)
 }

@@ -37,7 +37,7 @@ func (o *restoreOptions) flags() []cli.Flag {
 		&cli.BoolFlag{Name: "keep-alarms", Destination: &o.cfg.KeepAlarms, Usage: "keep the snapshot's active etcd alarms (NOSPACE, CORRUPT); by default the member starts without them"},
 		&cli.StringFlag{Name: "route", Value: transform.RouteRewrite, Destination: &o.route,
 			Usage: "with rule flags: rewrite (write the live state anew into the member, as transform writes a snapshot: the snapshot's old revisions never reach the member's disk) or copy (copy the snapshot's database and append the changes; etcd compacts its old revisions at first boot)"},
-		o.skipHashFlag(), o.outputFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.quietFlag(),
+		o.tmpDirFlag(), o.skipHashFlag(), o.outputFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.quietFlag(),
 	}
 }
 

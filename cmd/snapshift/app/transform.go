@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -23,6 +24,10 @@ type Result struct {
 	*transform.Report
 	Plan      *rules.Plan           `json:"plan,omitempty"`
 	Leftovers *rules.LeftoverReport `json:"leftovers,omitempty"`
+	// Compressed is the zip written (a compressed k3s/RKE2 snapshot), and
+	// Sidecar the .metadata file copied beside it.
+	Compressed string `json:"compressed,omitempty"`
+	Sidecar    string `json:"metadataSidecar,omitempty"`
 }
 
 // transformOptions are plan's and transform's options: plan is a transform
@@ -36,6 +41,7 @@ type transformOptions struct {
 	force      bool
 	dryRun     bool
 	keepAlarms bool
+	zip        compressedOutput // --compress (compressed.go)
 }
 
 func (o *transformOptions) flags() []cli.Flag {
@@ -47,8 +53,11 @@ func (o *transformOptions) flags() []cli.Flag {
 			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "write nothing; report what would change (as plan does)"},
 			&cli.BoolFlag{Name: "keep-alarms", Destination: &o.keepAlarms, Usage: "copy the snapshot's active etcd alarms (NOSPACE, CORRUPT) into the output; by default it holds none"})
 	}
+	if !o.plan {
+		fs = append(fs, o.compressFlag())
+	}
 	fs = append(fs, o.rules.flags(allRuleOptions)...)
-	return append(fs, o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag())
+	return append(fs, o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag())
 }
 
 func (o *transformOptions) setup(c *cli.Context) error {
@@ -58,6 +67,7 @@ func (o *transformOptions) setup(c *cli.Context) error {
 	if o.plan {
 		o.dryRun = true
 	}
+	o.zip.compressSet = c.IsSet("compress")
 	return nil
 }
 
@@ -75,12 +85,31 @@ func (o *transformOptions) Run(ctx context.Context) error {
 		return err
 	}
 	cfg := transform.Config{Input: o.input, Output: o.out, Force: o.force, DryRun: o.dryRun, KeepAlarms: o.keepAlarms}
-	if o.dryRun {
+	zipped := !o.dryRun && o.wantZip()
+	switch {
+	case o.dryRun:
 		cfg.Output = ""
+	case zipped:
+		defer o.removePlain()
+		if cfg.Output, err = o.plainOutput(); err != nil {
+			return err
+		}
 	}
 	res, err := runRules(ctx, &o.common, cfg, ropts, rs, plan)
 	if err != nil {
 		return err
+	}
+	if zipped {
+		if res.Sidecar, err = o.finishZip(cfg.Output); err != nil {
+			return err
+		}
+		res.Compressed, res.Report.Output.Path = o.out, o.out
+		if st, err := os.Stat(o.out); err == nil {
+			res.Report.Output.Size = st.Size()
+		}
+	}
+	if o.in.unzipped != nil {
+		res.Report.Input.Path = o.in.original
 	}
 	if o.json() {
 		return writeJSON(o.stdout, res)
@@ -177,6 +206,7 @@ func printTransform(out io.Writer, res *Result) {
 	if r.Output != nil {
 		fmt.Fprintf(out, "Output: %s (%s, sha256 %s)\n", r.Output.Path, humanBytes(r.Output.Size), r.Output.SHA256)
 	}
+	printCompressed(out, res)
 	printKeys(out, r, verb)
 	printAlarms(out, r.Alarms, r.AlarmsCleared, r.DryRun)
 	if len(r.Rules) > 0 {

@@ -66,7 +66,7 @@ func verifyCommand() *cli.Command {
 			"IPAddress objects equal to what the Services imply, the default ServiceCIDR, node CIDRs inside the\n" +
 			"cluster CIDR and disjoint, and the ConfigMaps in agreement. Exit code 5 when a check fails.\n\n" +
 			"Example:\n   snapshift verify etcd-new.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
-		Flags:  append(o.rules.flags(verifyRuleOptions), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()),
+		Flags:  append(o.rules.flags(verifyRuleOptions), o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()),
 		Action: action(o),
 	}
 }
