@@ -74,6 +74,11 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	if err != nil {
 		return err
 	}
+	// A family the options do not name did not move: it is checked at the
+	// range the snapshot records for it (one family of a dual-stack
+	// cluster moved), in the recorded family order.
+	svcNet = completeFamilies(svcNet, nets.ServiceCIDR)
+	podNet = completeFamilies(podNet, nets.PodCIDR)
 	var dnsIPs []string
 	if len(svcNet) > 0 {
 		s, err := readServiceState(v, state.PrefixServices+cfg.DNSService)
@@ -92,6 +97,29 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	c.add("configuration agrees with the CIDRs", checkConfiguration(nets, svcNet, podNet, dnsIPs),
 		"kubeadm-config, kubelet-config, kube-proxy, flannel, ServiceCIDR, RangeAllocation")
 	return nil
+}
+
+// completeFamilies adds to named (the new ranges of the families that
+// moved) the recorded range of every other family, in the order of the
+// first record that holds every family; nil stays nil (not checked).
+func completeFamilies(named []netip.Prefix, srcs []state.Source) []netip.Prefix {
+	if len(named) == 0 {
+		return nil
+	}
+	var recorded []netip.Prefix
+	for _, s := range srcs {
+		if s.Kind == state.SourceNodes {
+			continue
+		}
+		ps, err := cidr.ParseList(strings.Join(s.CIDRs, ","))
+		if err != nil {
+			continue
+		}
+		if len(ps) > len(recorded) {
+			recorded = ps
+		}
+	}
+	return cidr.Complete(named, recorded)
 }
 
 // parseNetworks parses the new CIDRs; an empty one is not given (nil).
