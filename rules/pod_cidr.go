@@ -164,7 +164,7 @@ var podCIDREntry = Entry{
 	Options: func(o *Options) []Option {
 		return []Option{
 			{Field: "PodNetworkCIDR", Name: "pod-network-cidr", CLI: true, Verify: true, Config: "networking.podSubnet", Value: &o.PodNetworkCIDR,
-				Usage: "new cluster (pod) CIDR, e.g. 10.55.0.0/16"},
+				Usage: "new cluster (pod) CIDR, e.g. 10.55.0.0/16; on a dual-stack cluster one CIDR moves its family and keeps the other, two (comma-separated) move both"},
 			{Field: "OldPodNetworkCIDR", Name: "old-pod-network-cidr", CLI: true, Config: "networking.oldPodSubnet", Value: &o.OldPodNetworkCIDR,
 				Usage: "the old pod CIDR (default: detected from kubeadm-config, kube-proxy and flannel)"},
 		}

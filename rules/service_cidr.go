@@ -582,7 +582,7 @@ var serviceCIDREntry = Entry{
 	Options: func(o *Options) []Option {
 		return []Option{
 			{Field: "ServiceCIDR", Name: "service-cidr", CLI: true, Verify: true, Config: "networking.serviceSubnet", Value: &o.ServiceCIDR,
-				Usage: "new service CIDR, e.g. 172.24.0.0/16 (two, comma-separated, for dual stack)"},
+				Usage: "new service CIDR, e.g. 172.24.0.0/16; on a dual-stack cluster name the families that move (one moves one, its other range kept; two, comma-separated, move both)"},
 			{Field: "OldServiceCIDR", Name: "old-service-cidr", CLI: true, Config: "networking.oldServiceSubnet", Value: &o.OldServiceCIDR,
 				Usage: "the old service CIDR (default: detected from kubeadm-config, the ServiceCIDR object and the RangeAllocation)"},
 			{Field: "Repack", Name: "repack", CLI: true, Config: "networking.repack", Value: &o.Repack,
