@@ -24,6 +24,37 @@ type Plan struct {
 	// serviceInUse are the Services' external addresses, when the
 	// service-cidr rule has read every Service already.
 	serviceInUse *[]inUse
+	// NoKubelet names the Nodes that run no kubelet
+	// (state.NodesWithoutKubelet), read by the first range rule that asks.
+	NoKubelet     []string `json:"nodesWithoutKubelet,omitempty"`
+	noKubeletRead bool
+}
+
+// noteNoKubelet is the note naming the Nodes without a kubelet, for the
+// first rule that asks (one note per run, however many rules move ranges).
+func (p *Plan) noteNoKubelet(v *state.View) ([]string, error) {
+	if p.noKubeletRead {
+		return nil, nil
+	}
+	p.noKubeletRead = true
+	names, err := state.NodesWithoutKubelet(v)
+	if err != nil || len(names) == 0 {
+		return nil, err
+	}
+	p.NoKubelet = names
+	return []string{fmt.Sprintf("%d of the %d nodes run no kubelet (Ready is not True and the heartbeat Lease is missing or renewed an hour or more before the newest): %s. "+
+		"Restarting pods does not reach them: whatever runs there outside kubelet (flannel, kube-proxy as plain services) needs its kubeconfig and ranges changed and a restart by hand",
+		len(names), len(v.Keys(state.PrefixNodes)), capNames(names, 10))}, nil
+}
+
+// capNames joins names with commas, the first max of them, and says how
+// many more there are (a message stays one readable line; JSON output
+// carries the full list).
+func capNames(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s … and %d more", strings.Join(names[:max], ", "), len(names)-max)
 }
 
 // ServicePlan maps the service range.

@@ -22,11 +22,15 @@ type PodCIDR struct {
 	plan  *Plan
 	pp    *PodPlan
 	moves map[string][]string // node key -> new podCIDRs
+	notes []string
 }
 
 func (r *PodCIDR) Name() string       { return NamePodCIDR }
 func (r *PodCIDR) Prefixes() []string { return []string{state.PrefixNodes} }
-func (r *PodCIDR) Lists() []string    { return clashListed }
+func (r *PodCIDR) Lists() []string {
+	return append(clashListed[:len(clashListed):len(clashListed)], state.PrefixNodeLeases)
+}
+func (r *PodCIDR) Notes() []string { return r.notes }
 
 // Prepare maps every node and refuses before anything is written.
 func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
@@ -51,7 +55,8 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 	r.pp = &PodPlan{Old: oldP, New: newP, OldSource: oldSrc, Nodes: lay.Nodes}
 	r.plan.Pod = r.pp
 	r.moves = lay.Moves
-	return nil
+	r.notes, err = r.plan.noteNoKubelet(v)
+	return err
 }
 
 // resolveRanges returns the old and new cluster CIDRs, paired by family,

@@ -78,7 +78,7 @@ func (r *ServiceCIDR) Notes() []string { return r.notes }
 // Lists names what Prepare lists (and what clusterinfo reads): Services,
 // IPAddresses, Nodes.
 func (r *ServiceCIDR) Lists() []string {
-	return append([]string{state.PrefixIPAddresses, state.PrefixServiceCIDRs}, clashListed...)
+	return append([]string{state.PrefixIPAddresses, state.PrefixServiceCIDRs, state.PrefixNodeLeases}, clashListed...)
 }
 
 func (r *ServiceCIDR) notef(format string, args ...any) {
@@ -122,6 +122,11 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	lay.Plan.OldSource = oldSrc
 	r.sp, r.plan.Service = lay.Plan, lay.Plan
 	r.notes = append(r.notes, lay.Notes...)
+	noKubelet, err := r.plan.noteNoKubelet(v)
+	if err != nil {
+		return err
+	}
+	r.notes = append(r.notes, noKubelet...)
 	r.newIPs = map[string][]string{}
 	for _, mv := range lay.Plan.Services {
 		if !slices.Equal(mv.Old, mv.New) {
