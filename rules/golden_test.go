@@ -322,7 +322,7 @@ func checkOutputVerifies(t *testing.T, out string, o rules.Options) {
 		return
 	}
 	r, err := verify.Run(context.Background(), verify.Config{Path: out, ServiceCIDR: o.ServiceCIDR, PodNetworkCIDR: o.PodNetworkCIDR,
-		KeepServiceIPs: o.KeepServiceIPs, DNSService: o.DNSService})
+		KeepServiceIPs: o.KeepServiceIPs, DNSService: o.DNSService, ServiceCIDRMap: o.ServiceCIDRMap})
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}

@@ -77,6 +77,9 @@ type ServicePlan struct {
 	// on a cluster without ServiceCIDR objects).
 	KeptRanges      []netip.Prefix `json:"keptRanges,omitempty"`
 	KeptServiceCIDR string         `json:"keptServiceCIDR,omitempty"`
+	// Extra are the ServiceCIDRs added beside the default one that move
+	// with it (ServiceCIDRMap).
+	Extra []RangeMove `json:"extra,omitempty"`
 }
 
 // ServiceMove is one Service's decision.
