@@ -367,3 +367,85 @@ func waitServiceCIDRReady(ctx context.Context, t *testing.T, c kubernetes.Interf
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// TestRepackNodes (issue 25): a pod range too small for the nodes at their
+// offsets (10.244.0.0/16 -> 10.55.0.0/20) with --repack-nodes. The real
+// kube-controller-manager, on --cluster-cidr=10.55.0.0/20, occupies every
+// node's block at start without a complaint and gives a new Node a block
+// that overlaps none of them.
+func TestRepackNodes(t *testing.T) {
+	ver := versions()[0]
+	bin := binDir(t, ver)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "logs")
+	os.MkdirAll(logDir, 0o755)
+
+	etcd := etcdtest.StartT(t)
+	api := startAPIServer(ctx, t, bin, etcd, newPKI(t, dir), "192.168.0.0/16", logDir)
+	c := api.client
+	if _, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config"},
+		Data: map[string]string{"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  podSubnet: 10.244.0.0/16\n  serviceSubnet: 192.168.0.0/16\n"}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, podCIDR := range map[string]string{"a": "10.244.1.0/24", "far": "10.244.200.0/24", "far-fake": "10.244.201.16/28", "b": "10.244.2.0/24"} {
+		if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.NodeSpec{PodCIDR: podCIDR, PodCIDRs: []string{podCIDR}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := filepath.Join(dir, "source.db")
+	if err := etcd.SaveSnapshot(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	api.stop()
+	etcd.Close()
+
+	if out, code := runCode(t, "plan", snap, "--pod-network-cidr", "10.55.0.0/20", "--quiet"); code != 4 || !strings.Contains(out, "--repack-nodes") {
+		t.Errorf("plan without --repack-nodes: exit %d, want 4 and a refusal naming the flag:\n%s", code, out)
+	}
+	migrated := filepath.Join(dir, "migrated.db")
+	ruleArgs := []string{"--pod-network-cidr", "10.55.0.0/20"}
+	out := run(t, append([]string{"transform", snap, "--out", migrated, "--repack-nodes"}, ruleArgs...)...)
+	if !strings.Contains(out, "far 10.244.200.0/24 -> 10.55.0.0/24") {
+		t.Errorf("transform's notes do not list the repacked node:\n%s", out)
+	}
+	run(t, append([]string{"verify", migrated, "--quiet"}, ruleArgs...)...)
+	etcd2 := restoreMember(t, migrated, dir)
+	dir2 := filepath.Join(dir, "pki2")
+	os.MkdirAll(dir2, 0o700)
+	p2 := newPKI(t, dir2)
+	api2 := startAPIServer(ctx, t, bin, etcd2, p2, "192.168.0.0/16", logDir)
+	kcm := startKCM(t, bin, api2, p2, "192.168.0.0/16", "10.55.0.0/20", logDir)
+	c = api2.client
+	want := map[string]string{"a": "10.55.1.0/24", "b": "10.55.2.0/24", "far": "10.55.0.0/24", "far-fake": "10.55.3.0/28"}
+	for name, w := range want {
+		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || n.Spec.PodCIDR != w {
+			t.Errorf("FAIL node %s: %v (err %v), want %s", name, n.Spec.PodCIDR, err, w)
+		}
+	}
+	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "joined-later"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Second)
+	if exited, exitErr := kcm.exited(); exited {
+		t.Fatalf("FAIL kube-controller-manager exited on the repacked nodes: %v\n%s", exitErr, tail(kcm.logText(), 3000))
+	}
+	if log := kcm.logText(); strings.Contains(log, "out the range of cluster cidr") || strings.Contains(log, "does not exist in cluster cidrs") {
+		t.Errorf("FAIL kube-controller-manager complains about node CIDRs:\n%s", grep(log, "cidr"))
+	}
+	n, err := c.CoreV1().Nodes().Get(ctx, "joined-later", metav1.GetOptions{})
+	if err != nil || n.Spec.PodCIDR == "" {
+		t.Fatalf("FAIL kube-controller-manager gave the new node no pod CIDR: %v %v", n, err)
+	}
+	got := netip.MustParsePrefix(n.Spec.PodCIDR)
+	for name, w := range want {
+		if got.Overlaps(netip.MustParsePrefix(w)) {
+			t.Errorf("FAIL the new node's %s overlaps node %s's %s", got, name, w)
+		}
+	}
+	t.Logf("PASS kube-controller-manager occupies the repacked blocks and gives a new node %s", got)
+}

@@ -50,11 +50,15 @@ func (p *Plan) noteNoKubelet(v *state.View) ([]string, error) {
 // capNames joins names with commas, the first max of them, and says how
 // many more there are (a message stays one readable line; JSON output
 // carries the full list).
-func capNames(names []string, max int) string {
-	if len(names) <= max {
-		return strings.Join(names, ", ")
+func capNames(names []string, max int) string { return capList(names, max, ", ") }
+
+// capList joins items with sep, the first max of them, and says how many
+// more there are.
+func capList(items []string, max int, sep string) string {
+	if len(items) <= max {
+		return strings.Join(items, sep)
 	}
-	return fmt.Sprintf("%s … and %d more", strings.Join(names[:max], ", "), len(names)-max)
+	return fmt.Sprintf("%s%s… and %d more", strings.Join(items[:max], sep), sep, len(items)-max)
 }
 
 // ServicePlan maps the service range.
@@ -104,6 +108,9 @@ type NodeMove struct {
 	Node string   `json:"node"`
 	Old  []string `json:"old"`
 	New  []string `json:"new"`
+	// Repacked is true when a CIDR did not fit the new range at its
+	// offset and got a free block of its size (RepackNodes).
+	Repacked bool `json:"repacked,omitempty"`
 }
 
 // mapFamily returns the new prefix paired with p's family, if remapped.
