@@ -102,6 +102,27 @@ func (u *updater) setAnnotation(m *Manifest, key, value string) {
 	}
 }
 
+// completeFlag is the new value of a CIDR-list flag: the named ranges, and
+// the flag's current range of every family they do not name, in the
+// flag's order (one family of a dual-stack cluster moves; the flag keeps
+// both, or kube-apiserver reports an inconsistent ServiceCIDR and
+// kube-controller-manager exits on a node CIDR of the missing family).
+func completeFlag(l cmdLine, name, named string) (string, error) {
+	want, err := cidr.ParseList(named)
+	if err != nil {
+		return "", err
+	}
+	cur, ok, err := l.get(name)
+	if err != nil || !ok {
+		return named, err
+	}
+	recorded, err := cidr.ParseList(cur)
+	if err != nil {
+		return "", fmt.Errorf("%s: --%s=%q: %w", l.component, name, cur, err)
+	}
+	return cidr.Join(cidr.Complete(want, recorded)), nil
+}
+
 func (u *updater) serviceCIDR(ch Changes) error {
 	if ch.ServiceCIDR == "" {
 		return nil
@@ -115,10 +136,18 @@ func (u *updater) serviceCIDR(ch Changes) error {
 	if err != nil {
 		return err
 	}
-	if _, err := u.setFlag(api, apiLine, "service-cluster-ip-range", ch.ServiceCIDR, true, ""); err != nil {
+	apiValue, err := completeFlag(apiLine, "service-cluster-ip-range", ch.ServiceCIDR)
+	if err != nil {
 		return err
 	}
-	found, err := u.setFlag(kcm, kcmLine, "service-cluster-ip-range", ch.ServiceCIDR, false, "")
+	if _, err := u.setFlag(api, apiLine, "service-cluster-ip-range", apiValue, true, ""); err != nil {
+		return err
+	}
+	kcmValue, err := completeFlag(kcmLine, "service-cluster-ip-range", ch.ServiceCIDR)
+	if err != nil {
+		return err
+	}
+	found, err := u.setFlag(kcm, kcmLine, "service-cluster-ip-range", kcmValue, false, "")
 	if err != nil {
 		return err
 	}
@@ -142,12 +171,16 @@ func (u *updater) podCIDR(ch Changes) error {
 		return err
 	}
 	allocOn := hasAlloc && strings.EqualFold(alloc, "true")
+	value, err := completeFlag(l, "cluster-cidr", ch.PodCIDR)
+	if err != nil {
+		return err
+	}
 	if allocOn {
-		if err := checkNodeMask(l, ch.PodCIDR); err != nil {
+		if err := checkNodeMask(l, value); err != nil {
 			return err
 		}
 	}
-	found, err := u.setFlag(m, l, "cluster-cidr", ch.PodCIDR, allocOn, "")
+	found, err := u.setFlag(m, l, "cluster-cidr", value, allocOn, "")
 	if err != nil {
 		return err
 	}

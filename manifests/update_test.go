@@ -529,3 +529,49 @@ func TestFlagSpellings(t *testing.T) {
 		t.Errorf("command %q", c.Command)
 	}
 }
+
+// One family of a dual-stack cluster moves: the flags keep the other
+// family's range, in their order (issue 25: a single-stack flag made
+// kube-apiserver report an inconsistent ServiceCIDR and
+// kube-controller-manager exit on a node CIDR of the missing family).
+func TestUpdateOneFamilyOfDualStack(t *testing.T) {
+	dual := func(s string) string {
+		s = strings.Replace(s, "--service-cluster-ip-range=192.168.0.0/16", "--service-cluster-ip-range=192.168.0.0/16,fd00:10:96::/108", 1)
+		return strings.Replace(s, "--cluster-cidr=10.244.0.0/16", "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56", 1)
+	}
+	dir := copyDir(t, kubeadmIPv4)
+	for _, comp := range []string{KubeAPIServer, KubeControllerManager} {
+		path := filepath.Join(dir, FileName(comp))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(dual(string(data))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := mustRead(t, dir)
+	for _, c := range []struct {
+		ch       Changes
+		svc, pod string
+	}{
+		{Changes{ServiceCIDR: "172.24.0.0/16", PodCIDR: "10.55.0.0/16"}, "172.24.0.0/16,fd00:10:96::/108", "10.55.0.0/16,fd00:10:244::/56"},
+		{Changes{ServiceCIDR: "fd00:20:96::/108", PodCIDR: "fd00:20:244::/56"}, "192.168.0.0/16,fd00:20:96::/108", "10.244.0.0/16,fd00:20:244::/56"},
+		{Changes{ServiceCIDR: "fd00:20:96::/108,172.24.0.0/16"}, "172.24.0.0/16,fd00:20:96::/108", "10.244.0.0/16,fd00:10:244::/56"},
+	} {
+		out, _, err := Update(set, c.ch)
+		if err != nil {
+			t.Fatalf("%+v: %v", c.ch, err)
+		}
+		api, _ := mustGet(t, out, KubeAPIServer).Container()
+		kcm, _ := mustGet(t, out, KubeControllerManager).Container()
+		for _, want := range []struct {
+			args []string
+			flag string
+		}{{api.Command, "--service-cluster-ip-range=" + c.svc}, {kcm.Command, "--service-cluster-ip-range=" + c.svc}, {kcm.Command, "--cluster-cidr=" + c.pod}} {
+			if !slices.Contains(want.args, want.flag) {
+				t.Errorf("%+v: no %s in %q", c.ch, want.flag, want.args)
+			}
+		}
+	}
+}

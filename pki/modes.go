@@ -12,6 +12,7 @@ import (
 
 	certutil "k8s.io/client-go/util/cert"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/option"
 )
@@ -212,6 +213,13 @@ func RenewedAPIServerAltNames(existing *x509.Certificate, cfg Config) (certutil.
 	cfg.SetDefaults()
 	if err := cfg.require("apiserver SANs", "ServiceCIDR", "OldServiceCIDR"); err != nil {
 		return certutil.AltNames{}, err
+	}
+	// A family ServiceCIDR does not name keeps its old range (one family of
+	// a dual-stack cluster moves): the primary stays the old list's first.
+	if named, err := ServiceCIDRs(cfg.ServiceCIDR); err == nil {
+		if old, err := ServiceCIDRs(cfg.OldServiceCIDR); err == nil {
+			cfg.ServiceCIDR = cidr.Join(cidr.Complete(named, old))
+		}
 	}
 	oldFirst, err := FirstServiceIPs(cfg.OldServiceCIDR)
 	if err != nil {

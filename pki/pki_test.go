@@ -668,6 +668,33 @@ func TestRenewAPIServerDualStack(t *testing.T) {
 	}
 }
 
+// Only one family moves: the other family's Service IP stays in the
+// certificate, and an IPv6-only move of an IPv4-primary cluster keeps the
+// IPv4 "kubernetes" address (issue 25).
+func TestRenewAPIServerOneFamily(t *testing.T) {
+	for _, c := range []struct{ named, want string }{
+		{"172.24.0.0/16", "172.24.0.1 10.0.0.10 fd00:10:96::1"},
+		{"fd00:24::/112", "10.96.0.1 10.0.0.10 fd00:24::1"},
+	} {
+		dir := t.TempDir()
+		cfg := testConfig(t, dir)
+		cfg.ServiceCIDR = "10.96.0.0/12,fd00:10:96::/112"
+		cfg.APIServerCertSANs = []string{"fd00:10:96::1"}
+		if _, err := GenerateAll(cfg); err != nil {
+			t.Fatal(err)
+		}
+		renew := cfg
+		renew.OldServiceCIDR, renew.ServiceCIDR, renew.APIServerCertSANs = cfg.ServiceCIDR, c.named, nil
+		if _, err := RenewAPIServer(renew); err != nil {
+			t.Fatalf("%s: %v", c.named, err)
+		}
+		crt := readPEMCert(t, filepath.Join(dir, "apiserver.crt"))
+		if got := strings.Join(ipStrings(crt.IPAddresses), " "); got != c.want {
+			t.Errorf("%s: IP SANs %s, want %s", c.named, got, c.want)
+		}
+	}
+}
+
 func TestRenewAPIServerErrors(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)

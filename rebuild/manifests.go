@@ -132,7 +132,7 @@ func (r *run) manifests(context.Context) error {
 		if src, err = manifests.Read(c.Manifests.Source); err != nil {
 			return err
 		}
-	} else if r.serviceCIDR() == "" || c.Networking.PodNetworkCIDR == "" {
+	} else if r.serviceCIDR() == "" || r.podCIDR() == "" {
 		return fmt.Errorf("generating manifests needs networking.serviceSubnet and networking.podSubnet (give the current ones if they do not change)")
 	}
 	for _, n := range c.Nodes() {
@@ -200,7 +200,7 @@ func (r *run) generateConfig(n Node) (manifests.GenerateConfig, error) {
 	gc := manifests.GenerateConfig{
 		KubernetesVersion: c.Manifests.KubernetesVersion, ImageRepository: c.Manifests.ImageRepository,
 		NodeName: n.Name, AdvertiseAddress: n.AdvertiseAddress,
-		ServiceCIDR: r.serviceCIDR(), PodCIDR: c.Networking.PodNetworkCIDR, DNSDomain: c.Networking.DNSDomain,
+		ServiceCIDR: r.serviceCIDR(), PodCIDR: r.podCIDR(), DNSDomain: c.Networking.DNSDomain,
 		EtcdMembers: ms, EtcdDataDir: c.Etcd.DataDir,
 	}
 	if cc := r.cc; cc != nil {

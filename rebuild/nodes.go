@@ -10,6 +10,7 @@ import (
 
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/rules"
 )
@@ -54,16 +55,42 @@ func (r *run) firstNode() Node {
 	return r.cfg.Nodes()[0]
 }
 
-// serviceCIDR is the service range after the rebuild: the new one, else
-// the one kubeadm-config records.
+// serviceCIDR is the service range after the rebuild: the new one, with
+// the range kubeadm-config records for a family it does not name (one
+// family of a dual-stack cluster moves), else the recorded one.
 func (r *run) serviceCIDR() string {
-	if s := r.cfg.Networking.ServiceCIDR; s != "" {
-		return s
-	}
+	var recorded string
 	if r.cc != nil {
-		return r.cc.Networking.ServiceSubnet
+		recorded = r.cc.Networking.ServiceSubnet
 	}
-	return ""
+	return completeList(r.cfg.Networking.ServiceCIDR, recorded)
+}
+
+// podCIDR is the pod range after the rebuild, as serviceCIDR.
+func (r *run) podCIDR() string {
+	var recorded string
+	if r.cc != nil {
+		recorded = r.cc.Networking.PodSubnet
+	}
+	return completeList(r.cfg.Networking.PodNetworkCIDR, recorded)
+}
+
+// completeList is cidr.Complete on comma-separated lists: named, with
+// recorded's range of every family named does not hold, in recorded's
+// order. An unreadable recorded list leaves named as it is.
+func completeList(named, recorded string) string {
+	if named == "" || recorded == "" {
+		return named + recorded
+	}
+	n, err := cidr.ParseList(named)
+	if err != nil {
+		return named
+	}
+	rec, err := cidr.ParseList(recorded)
+	if err != nil {
+		return named
+	}
+	return cidr.Join(cidr.Complete(n, rec))
 }
 
 // pkiConfig is the PKI configuration of node n: its name, address and etcd
@@ -192,7 +219,11 @@ func (r *run) renewFirst(n Node) error {
 	if r.report.Plan == nil || r.report.Plan.Service == nil || r.cfg.Networking.ServiceCIDR == "" {
 		return nil
 	}
-	c.OldServiceCIDR = joinP(r.report.Plan.Service.Old)
+	var recorded string
+	if r.cc != nil {
+		recorded = r.cc.Networking.ServiceSubnet
+	}
+	c.OldServiceCIDR = completeList(joinP(r.report.Plan.Service.Old), recorded)
 	if c.OldServiceCIDR == c.ServiceCIDR {
 		return nil
 	}

@@ -215,7 +215,7 @@ func (r *run) transform(ctx context.Context) error {
 		Observers: []transform.Observer{scan, addrScan}, Encryption: r.enc, Progress: r.opts.Progress,
 		VerifyOutput: func(ctx context.Context, path, prefix string) error {
 			v, err := verify.Run(ctx, verify.Config{Path: path, EtcdPrefix: prefix, ServiceCIDR: r.cfg.Networking.ServiceCIDR,
-				PodNetworkCIDR: r.cfg.Networking.PodNetworkCIDR, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs,
+				PodNetworkCIDR: r.cfg.Networking.PodNetworkCIDR, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs, ServiceCIDRMap: r.cfg.Networking.ServiceCIDRMap,
 				DNSService: r.cfg.Networking.DNSService, Rules: r.cfg.Rules, Encryption: r.enc, JustWritten: true, SkipHashCheck: true})
 			if err != nil {
 				return err

@@ -24,6 +24,41 @@ type Plan struct {
 	// serviceInUse are the Services' external addresses, when the
 	// service-cidr rule has read every Service already.
 	serviceInUse *[]inUse
+	// NoKubelet names the Nodes that run no kubelet
+	// (state.NodesWithoutKubelet), read by the first range rule that asks.
+	NoKubelet     []string `json:"nodesWithoutKubelet,omitempty"`
+	noKubeletRead bool
+}
+
+// noteNoKubelet is the note naming the Nodes without a kubelet, for the
+// first rule that asks (one note per run, however many rules move ranges).
+func (p *Plan) noteNoKubelet(v *state.View) ([]string, error) {
+	if p.noKubeletRead {
+		return nil, nil
+	}
+	p.noKubeletRead = true
+	names, err := state.NodesWithoutKubelet(v)
+	if err != nil || len(names) == 0 {
+		return nil, err
+	}
+	p.NoKubelet = names
+	return []string{fmt.Sprintf("%d of the %d nodes run no kubelet (Ready is not True and the heartbeat Lease is missing or renewed an hour or more before the newest): %s. "+
+		"Restarting pods does not reach them: whatever runs there outside kubelet (flannel, kube-proxy as plain services) needs its kubeconfig and ranges changed and a restart by hand",
+		len(names), len(v.Keys(state.PrefixNodes)), capNames(names, 10))}, nil
+}
+
+// capNames joins names with commas, the first max of them, and says how
+// many more there are (a message stays one readable line; JSON output
+// carries the full list).
+func capNames(names []string, max int) string { return capList(names, max, ", ") }
+
+// capList joins items with sep, the first max of them, and says how many
+// more there are.
+func capList(items []string, max int, sep string) string {
+	if len(items) <= max {
+		return strings.Join(items, sep)
+	}
+	return fmt.Sprintf("%s%s… and %d more", strings.Join(items[:max], sep), sep, len(items)-max)
 }
 
 // ServicePlan maps the service range.
@@ -46,6 +81,9 @@ type ServicePlan struct {
 	// on a cluster without ServiceCIDR objects).
 	KeptRanges      []netip.Prefix `json:"keptRanges,omitempty"`
 	KeptServiceCIDR string         `json:"keptServiceCIDR,omitempty"`
+	// Extra are the ServiceCIDRs added beside the default one that move
+	// with it (ServiceCIDRMap).
+	Extra []RangeMove `json:"extra,omitempty"`
 }
 
 // ServiceMove is one Service's decision.
@@ -70,6 +108,9 @@ type NodeMove struct {
 	Node string   `json:"node"`
 	Old  []string `json:"old"`
 	New  []string `json:"new"`
+	// Repacked is true when a CIDR did not fit the new range at its
+	// offset and got a free block of its size (RepackNodes).
+	Repacked bool `json:"repacked,omitempty"`
 }
 
 // mapFamily returns the new prefix paired with p's family, if remapped.

@@ -22,11 +22,15 @@ type PodCIDR struct {
 	plan  *Plan
 	pp    *PodPlan
 	moves map[string][]string // node key -> new podCIDRs
+	notes []string
 }
 
 func (r *PodCIDR) Name() string       { return NamePodCIDR }
 func (r *PodCIDR) Prefixes() []string { return []string{state.PrefixNodes} }
-func (r *PodCIDR) Lists() []string    { return clashListed }
+func (r *PodCIDR) Lists() []string {
+	return append(clashListed[:len(clashListed):len(clashListed)], state.PrefixNodeLeases)
+}
+func (r *PodCIDR) Notes() []string { return r.notes }
 
 // Prepare maps every node and refuses before anything is written.
 func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
@@ -44,14 +48,27 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 	if err != nil {
 		return err
 	}
-	lay, err := planPods(podWish{Old: oldP, New: newP, Nodes: nodes})
+	lay, err := planPods(podWish{Old: oldP, New: newP, Nodes: nodes, Repack: r.opts.RepackNodes})
 	if err != nil {
 		return err
 	}
 	r.pp = &PodPlan{Old: oldP, New: newP, OldSource: oldSrc, Nodes: lay.Nodes}
 	r.plan.Pod = r.pp
 	r.moves = lay.Moves
-	return nil
+	var repacked []string
+	for _, m := range lay.Nodes {
+		if m.Repacked {
+			repacked = append(repacked, fmt.Sprintf("%s %s -> %s", m.Node, strings.Join(m.Old, ","), strings.Join(m.New, ",")))
+		}
+	}
+	if len(repacked) > 0 {
+		r.notes = append(r.notes, fmt.Sprintf("%d nodes did not fit the new range at their offsets and got free blocks of their size (--repack-nodes): %s; "+
+			"their pods' addresses do not keep their offsets: recreate those pods, and check that the CNI takes the node's block from node.spec.podCIDR",
+			len(repacked), capList(repacked, 20, "; ")))
+	}
+	noKubelet, err := r.plan.noteNoKubelet(v)
+	r.notes = append(r.notes, noKubelet...)
+	return err
 }
 
 // resolveRanges returns the old and new cluster CIDRs, paired by family,
@@ -149,6 +166,12 @@ type PodCIDROptions struct {
 	PodNetworkCIDR string `json:"podSubnet,omitempty"`
 	// OldPodNetworkCIDR overrides detection of the old one.
 	OldPodNetworkCIDR string `json:"oldPodSubnet,omitempty"`
+	// RepackNodes gives a node CIDR that does not fit the new (smaller)
+	// cluster CIDR at its offset the lowest free block of its own size,
+	// as kube-controller-manager's allocator would hand one out; nodes
+	// that fit stay at their offsets. Default false: such a node is a
+	// refusal. Requires PodNetworkCIDR.
+	RepackNodes bool `json:"repackNodes,omitempty"`
 }
 
 var podCIDREntry = Entry{
@@ -164,9 +187,11 @@ var podCIDREntry = Entry{
 	Options: func(o *Options) []Option {
 		return []Option{
 			{Field: "PodNetworkCIDR", Name: "pod-network-cidr", CLI: true, Verify: true, Config: "networking.podSubnet", Value: &o.PodNetworkCIDR,
-				Usage: "new cluster (pod) CIDR, e.g. 10.55.0.0/16"},
+				Usage: "new cluster (pod) CIDR, e.g. 10.55.0.0/16; on a dual-stack cluster one CIDR moves its family and keeps the other, two (comma-separated) move both"},
 			{Field: "OldPodNetworkCIDR", Name: "old-pod-network-cidr", CLI: true, Config: "networking.oldPodSubnet", Value: &o.OldPodNetworkCIDR,
 				Usage: "the old pod CIDR (default: detected from kubeadm-config, kube-proxy and flannel)"},
+			{Field: "RepackNodes", Name: "repack-nodes", CLI: true, Config: "networking.repackNodes", Value: &o.RepackNodes,
+				Usage: "allow a smaller new pod range: nodes whose CIDR does not fit at its offset get a free block of their own size"},
 		}
 	},
 }
@@ -177,6 +202,9 @@ func validatePodOptions(o *Options) error {
 	if o.PodNetworkCIDR == "" {
 		if o.OldPodNetworkCIDR != "" {
 			return option.Errorf("OldPodNetworkCIDR", "{} needs {PodNetworkCIDR}")
+		}
+		if o.RepackNodes {
+			return option.Errorf("RepackNodes", "{} needs {PodNetworkCIDR}")
 		}
 		return nil
 	}

@@ -1,13 +1,15 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
+	"math/big"
 	"net/netip"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/transform"
 )
 
@@ -35,6 +37,9 @@ type podWish struct {
 	// Old and New are the cluster CIDRs, paired by family (pairByFamily).
 	Old, New []netip.Prefix
 	Nodes    []nodePods
+	// Repack gives a node CIDR that does not fit the new range at its
+	// offset a free block of its own size instead of refusing (repackNodes).
+	Repack bool
 }
 
 // podLayout is the node pod-CIDR planner's answer.
@@ -59,37 +64,136 @@ func planPods(w podWish) (*podLayout, error) {
 	lay := &podLayout{Moves: map[string][]string{}}
 	var placed []placedCIDR
 	var problems []string
-	for _, n := range w.Nodes {
-		cur := n.cidrs()
-		out, got, probs := mapNode(w.Old, w.New, n)
-		placed, problems = append(placed, got...), append(problems, probs...)
-		if out != nil && !slices.Equal(out, cur) {
-			lay.Moves[n.Key] = out
-			lay.Nodes = append(lay.Nodes, NodeMove{Node: n.Name, Old: cur, New: out})
+	outs := make([][]string, len(w.Nodes))
+	misfitCount := 0
+	var waiting []waitingCIDR
+	for i, n := range w.Nodes {
+		out, got, probs, misfits := mapNode(w.Old, w.New, n)
+		misfitCount += len(misfits)
+		for _, m := range misfits {
+			if !w.Repack {
+				probs = append(probs, fmt.Sprintf("node %s: %v", n.Name, m.err))
+				continue
+			}
+			waiting = append(waiting, waitingCIDR{node: i, index: m.index, p: m.p, name: n.Name})
 		}
+		outs[i] = out
+		placed, problems = append(placed, got...), append(problems, probs...)
 	}
 	problems = append(problems, checkPlacement(w.Old, w.New, placed)...)
+	if len(problems) == 0 && len(waiting) > 0 {
+		problems = repackNodes(w, waiting, outs, &placed)
+	}
+	repacked := map[int]bool{}
+	for _, c := range waiting {
+		repacked[c.node] = true
+	}
+	for i, n := range w.Nodes {
+		if cur := n.cidrs(); outs[i] != nil && !slices.Equal(outs[i], cur) {
+			lay.Moves[n.Key] = outs[i]
+			lay.Nodes = append(lay.Nodes, NodeMove{Node: n.Name, Old: cur, New: outs[i], Repacked: repacked[i]})
+		}
+	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
-		return nil, fmt.Errorf("%w: kube-controller-manager would exit at start with these node CIDRs: %s", transform.ErrRefused, strings.Join(problems, "; "))
+		const msg = "%w: kube-controller-manager would exit at start with these node CIDRs: %s"
+		if misfitCount > 0 && !w.Repack {
+			return nil, option.Errorf("RepackNodes", msg+"; choose a larger range, or pass {RepackNodes} to give the nodes that do not fit free blocks of their size",
+				transform.ErrRefused, capList(problems, 20, "; "))
+		}
+		return nil, fmt.Errorf(msg, transform.ErrRefused, capList(problems, 20, "; "))
 	}
 	return lay, nil
 }
 
+// waitingCIDR is a node CIDR that does not fit the new range at its offset
+// and waits for a repacked block.
+type waitingCIDR struct {
+	node, index int
+	p           netip.Prefix // the old CIDR
+	name        string
+}
+
+// repackNodes gives every waiting CIDR the lowest free block of its own
+// size in the new cluster CIDR of its family, the largest blocks first
+// (then by node name): each node keeps its mask size, and no block
+// overlaps another, so kube-controller-manager occupies them all at start
+// (nodeipam's range allocator marks each node's CIDR at its index).
+func repackNodes(w podWish, waiting []waitingCIDR, outs [][]string, placed *[]placedCIDR) []string {
+	sort.SliceStable(waiting, func(a, b int) bool {
+		if waiting[a].p.Bits() != waiting[b].p.Bits() {
+			return waiting[a].p.Bits() < waiting[b].p.Bits()
+		}
+		return waiting[a].name < waiting[b].name
+	})
+	var problems []string
+	for _, c := range waiting {
+		_, n, _ := pairOf(w.Old, w.New, c.p.Addr())
+		block, ok := freeBlock(n, c.p.Bits(), *placed)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("node %s: no free /%d left in the new cluster CIDR %s for %s", c.name, c.p.Bits(), n, c.p))
+			continue
+		}
+		outs[c.node][c.index] = block.String()
+		*placed = append(*placed, placedCIDR{c.name, block})
+	}
+	return problems
+}
+
+// freeBlock returns the lowest block of the given size in n that overlaps
+// no placed CIDR.
+func freeBlock(n netip.Prefix, bits int, placed []placedCIDR) (netip.Prefix, bool) {
+	if bits < n.Bits() {
+		return netip.Prefix{}, false
+	}
+	size := cidr.Size(netip.PrefixFrom(n.Addr(), bits))
+	count := new(big.Int).Div(cidr.Size(n), size)
+	for i := big.NewInt(0); i.Cmp(count) < 0; i.Add(i, big.NewInt(1)) {
+		a, err := cidr.AddrAt(n, new(big.Int).Mul(i, size))
+		if err != nil {
+			break
+		}
+		cand := netip.PrefixFrom(a, bits)
+		free := true
+		for _, p := range placed {
+			if p.p.Overlaps(cand) {
+				free = false
+				break
+			}
+		}
+		if free {
+			return cand, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+// misfit is a node CIDR that does not fit the new range at its offset.
+type misfit struct {
+	index int
+	p     netip.Prefix
+	err   error
+}
+
 // mapNode maps one node's CIDRs. It returns the new list (nil when the
-// node has none or its spec is inconsistent), the CIDRs it placed and the
-// problems it found.
-func mapNode(old, new []netip.Prefix, n nodePods) (out []string, placed []placedCIDR, problems []string) {
+// node has none or its spec is inconsistent), the CIDRs it placed, the
+// problems it found and the CIDRs that do not fit at their offsets.
+func mapNode(old, new []netip.Prefix, n nodePods) (out []string, placed []placedCIDR, problems []string, misfits []misfit) {
 	cur := n.cidrs()
 	if len(cur) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if n.PodCIDR != "" && len(n.PodCIDRs) > 0 && n.PodCIDRs[0] != n.PodCIDR {
-		return nil, nil, []string{fmt.Sprintf("node %s: podCIDR %s differs from podCIDRs[0] %s", n.Name, n.PodCIDR, n.PodCIDRs[0])}
+		return nil, nil, []string{fmt.Sprintf("node %s: podCIDR %s differs from podCIDRs[0] %s", n.Name, n.PodCIDR, n.PodCIDRs[0])}, nil
 	}
 	out = slices.Clone(cur)
 	for i, c := range cur {
 		p, err := mapNodeCIDR(old, new, c)
+		if errors.Is(err, cidr.ErrDoesNotFit) {
+			o, _ := netip.ParsePrefix(c)
+			misfits = append(misfits, misfit{index: i, p: o.Masked(), err: err})
+			continue
+		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("node %s: %v", n.Name, err))
 			continue
@@ -97,7 +201,7 @@ func mapNode(old, new []netip.Prefix, n nodePods) (out []string, placed []placed
 		out[i] = p.String()
 		placed = append(placed, placedCIDR{n.Name, p})
 	}
-	return out, placed, problems
+	return out, placed, problems, misfits
 }
 
 // mapNodeCIDR maps one node CIDR to the prefix of the same length at the

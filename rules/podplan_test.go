@@ -42,6 +42,7 @@ func TestPlanPods(t *testing.T) {
 		wish  podWish
 		moves []string
 		err   string // the whole message of a refusal (always ErrRefused)
+		field string // the option the refusal names, if any
 	}{
 		{name: "offset and mask sizes /21 /24 /28 kept",
 			wish: podWish{Old: pfxs("10.244.0.0/16"), New: pfxs("10.55.0.0/16"), Nodes: []nodePods{
@@ -64,7 +65,24 @@ func TestPlanPods(t *testing.T) {
 				node("a", "10.244.1.0/24"), node("far", "10.244.200.0/24"), node("wide", "10.244.0.0/19"),
 			}},
 			err: refusal + "node far: 10.244.200.0/24 at offset 51200: does not fit in the new range 10.55.0.0/20; " +
-				"node wide: 10.244.0.0/19 (/19) is larger than the whole new range 10.55.0.0/20: does not fit in the new range"},
+				"node wide: 10.244.0.0/19 (/19) is larger than the whole new range 10.55.0.0/20: does not fit in the new range; " +
+				"choose a larger range, or pass RepackNodes to give the nodes that do not fit free blocks of their size", field: "RepackNodes"},
+		{name: "repack: the misfits get the lowest free blocks of their size, largest first",
+			wish: podWish{Old: pfxs("10.244.0.0/16"), New: pfxs("10.55.0.0/20"), Repack: true, Nodes: []nodePods{
+				node("a", "10.244.1.0/24"), node("far", "10.244.200.0/24"), node("far-small", "10.244.201.16/28"), node("far-big", "10.244.64.0/22"),
+			}},
+			moves: []string{"a 10.244.1.0/24 -> 10.55.1.0/24", "far 10.244.200.0/24 -> 10.55.0.0/24",
+				"far-small 10.244.201.16/28 -> 10.55.2.0/28", "far-big 10.244.64.0/22 -> 10.55.4.0/22"}},
+		{name: "repack: dual stack, only the family that does not fit moves to a free block",
+			wish: podWish{Old: pfxs("10.244.0.0/16", "fd00:10:244::/56"), New: pfxs("10.55.0.0/20", "fd00:55::/56"), Repack: true, Nodes: []nodePods{
+				node("far", "10.244.200.0/24", "fd00:10:244:c8::/64"),
+			}},
+			moves: []string{"far 10.244.200.0/24,fd00:10:244:c8::/64 -> 10.55.0.0/24,fd00:55:0:c8::/64"}},
+		{name: "repack: no room left",
+			wish: podWish{Old: pfxs("10.244.0.0/16"), New: pfxs("10.55.0.0/23"), Repack: true, Nodes: []nodePods{
+				node("a", "10.244.0.0/24"), node("b", "10.244.1.0/24"), node("c", "10.244.7.0/24"), node("wide", "10.244.8.0/22"),
+			}},
+			err: refusal + "node c: no free /24 left in the new cluster CIDR 10.55.0.0/23 for 10.244.7.0/24; node wide: no free /22 left in the new cluster CIDR 10.55.0.0/23 for 10.244.8.0/22"},
 		{name: "node CIDR outside the old cluster CIDR refused",
 			wish: podWish{Old: pfxs("10.244.0.0/16"), New: pfxs("10.55.0.0/16"), Nodes: []nodePods{node("stray", "10.99.1.0/24"), node("bad", "banana")}},
 			err:  refusal + `node bad: podCIDR "banana" is not a CIDR; node stray: 10.99.1.0/24 is outside the old cluster CIDR 10.244.0.0/16`},
@@ -79,7 +97,7 @@ func TestPlanPods(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			lay, err := planPods(c.wish)
 			if c.err != "" {
-				checkRefusal(t, err, "", true, c.err)
+				checkRefusal(t, err, c.field, true, c.err)
 				return
 			}
 			if err != nil {

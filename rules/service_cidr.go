@@ -70,7 +70,7 @@ func (r *ServiceCIDR) Name() string { return NameServiceCIDR }
 
 func (r *ServiceCIDR) Prefixes() []string {
 	return []string{state.PrefixServices, state.KeyServiceIPRange, state.KeySecondaryIPRange,
-		state.PrefixIPAddresses, state.KeyDefaultServiceCIDR}
+		state.PrefixIPAddresses, state.PrefixServiceCIDRs}
 }
 
 func (r *ServiceCIDR) Notes() []string { return r.notes }
@@ -78,7 +78,7 @@ func (r *ServiceCIDR) Notes() []string { return r.notes }
 // Lists names what Prepare lists (and what clusterinfo reads): Services,
 // IPAddresses, Nodes.
 func (r *ServiceCIDR) Lists() []string {
-	return append([]string{state.PrefixIPAddresses, state.PrefixServiceCIDRs}, clashListed...)
+	return append([]string{state.PrefixIPAddresses, state.PrefixServiceCIDRs, state.PrefixNodeLeases}, clashListed...)
 }
 
 func (r *ServiceCIDR) notef(format string, args ...any) {
@@ -105,10 +105,11 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	if err := r.plan.checkClashes(v, "ServiceCIDR", "service", oldP, newP); err != nil {
 		return err
 	}
-	if err := refuseExtraServiceCIDRs(v); err != nil {
+	extra, err := r.extraRanges(ctx, v, newP)
+	if err != nil {
 		return err
 	}
-	w := serviceWish{IPs: svcs.ips, Old: oldP, New: newP, Repack: r.opts.Repack, DNS: dnsKey}
+	w := serviceWish{IPs: svcs.ips, Old: oldP, New: newP, Extra: extra, Repack: r.opts.Repack, DNS: dnsKey}
 	for _, k := range r.opts.KeepServiceIPs {
 		w.Keep = append(w.Keep, state.PrefixServices+k)
 	}
@@ -122,6 +123,11 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	lay.Plan.OldSource = oldSrc
 	r.sp, r.plan.Service = lay.Plan, lay.Plan
 	r.notes = append(r.notes, lay.Notes...)
+	noKubelet, err := r.plan.noteNoKubelet(v)
+	if err != nil {
+		return err
+	}
+	r.notes = append(r.notes, noKubelet...)
 	r.newIPs = map[string][]string{}
 	for _, mv := range lay.Plan.Services {
 		if !slices.Equal(mv.Old, mv.New) {
@@ -366,7 +372,7 @@ func (r *ServiceCIDR) Apply(_ context.Context, obj *state.Object) (transform.Res
 		}}, nil
 	case strings.HasPrefix(obj.Key, state.PrefixIPAddresses):
 		return r.applyIPAddress(obj)
-	case obj.Key == state.KeyDefaultServiceCIDR:
+	case strings.HasPrefix(obj.Key, state.PrefixServiceCIDRs):
 		return r.applyServiceCIDR(obj)
 	}
 	return transform.Result{}, nil
@@ -457,9 +463,16 @@ func (r *ServiceCIDR) applyServiceCIDR(obj *state.Object) (transform.Result, err
 		if err != nil {
 			continue
 		}
-		for j, o := range r.sp.Old {
-			if o == p.Masked() {
-				out[i] = r.sp.New[j].String()
+		if obj.Key == state.KeyDefaultServiceCIDR {
+			for j, o := range r.sp.Old {
+				if o == p.Masked() {
+					out[i] = r.sp.New[j].String()
+				}
+			}
+		}
+		for _, m := range r.sp.Extra {
+			if m.Old == p.Masked() {
+				out[i] = m.New.String()
 			}
 		}
 	}
@@ -566,13 +579,19 @@ type ServiceCIDROptions struct {
 	DNSBridge bool `json:"dnsBridge,omitempty"`
 	// DNSService names the cluster DNS Service. Default kube-system/kube-dns.
 	DNSService string `json:"dnsService,omitempty"`
+	// ServiceCIDRMap moves the ServiceCIDRs a user added beside the default
+	// one ("OLD=NEW", one per range; 1.33+): their Services and IPAddress
+	// objects at their offsets, the ServiceCIDR's spec.cidrs. Requires
+	// ServiceCIDR. Default: none, and a snapshot with such a ServiceCIDR is
+	// refused, naming it.
+	ServiceCIDRMap []string `json:"serviceCIDRMap,omitempty"`
 }
 
 var serviceCIDREntry = Entry{
 	Name:    NameServiceCIDR,
 	Summary: "move every Service cluster IP to the new service range, offsets kept, with the allocator state",
 	Touches: []string{"services (spec.clusterIP, spec.clusterIPs, last-applied copies)", "ranges/serviceips, ranges/secondaryserviceips",
-		"ipaddresses (renamed)", "servicecidrs/kubernetes"},
+		"ipaddresses (renamed)", "servicecidrs (kubernetes; added ones with --service-cidr-map)"},
 	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" },
 	New:     func(o Options, p *Plan) transform.Rule { return &ServiceCIDR{opts: o, plan: p} },
 	Example: func() Options {
@@ -582,7 +601,7 @@ var serviceCIDREntry = Entry{
 	Options: func(o *Options) []Option {
 		return []Option{
 			{Field: "ServiceCIDR", Name: "service-cidr", CLI: true, Verify: true, Config: "networking.serviceSubnet", Value: &o.ServiceCIDR,
-				Usage: "new service CIDR, e.g. 172.24.0.0/16 (two, comma-separated, for dual stack)"},
+				Usage: "new service CIDR, e.g. 172.24.0.0/16; on a dual-stack cluster name the families that move (one moves one, its other range kept; two, comma-separated, move both)"},
 			{Field: "OldServiceCIDR", Name: "old-service-cidr", CLI: true, Config: "networking.oldServiceSubnet", Value: &o.OldServiceCIDR,
 				Usage: "the old service CIDR (default: detected from kubeadm-config, the ServiceCIDR object and the RangeAllocation)"},
 			{Field: "Repack", Name: "repack", CLI: true, Config: "networking.repack", Value: &o.Repack,
@@ -593,6 +612,8 @@ var serviceCIDREntry = Entry{
 				Usage: "with --keep-service-ip for the DNS Service: create kube-system/kube-dns-bridge at its mapped address and point clusterDNS there"},
 			{Field: "DNSService", Name: "dns-service", CLI: true, Verify: true, Config: "networking.dnsService", Value: &o.DNSService,
 				Default: "kube-system/kube-dns", Usage: "the cluster DNS Service"},
+			{Field: "ServiceCIDRMap", Name: "service-cidr-map", CLI: true, Verify: true, Config: "networking.serviceCIDRMap", Value: &o.ServiceCIDRMap,
+				Usage: "OLD=NEW: move a ServiceCIDR added beside the default one, with its Services at their offsets (repeatable, one per range), e.g. 10.100.0.0/16=172.25.0.0/16"},
 		}
 	},
 }
@@ -604,7 +625,8 @@ func validateServiceOptions(o *Options) error {
 		for _, f := range []struct {
 			field string
 			set   bool
-		}{{"OldServiceCIDR", o.OldServiceCIDR != ""}, {"KeepServiceIPs", len(o.KeepServiceIPs) > 0}, {"DNSBridge", o.DNSBridge}, {"Repack", o.Repack}} {
+		}{{"OldServiceCIDR", o.OldServiceCIDR != ""}, {"KeepServiceIPs", len(o.KeepServiceIPs) > 0}, {"DNSBridge", o.DNSBridge}, {"Repack", o.Repack},
+			{"ServiceCIDRMap", len(o.ServiceCIDRMap) > 0}} {
 			if f.set {
 				return option.Errorf(f.field, "{} needs {ServiceCIDR}")
 			}
@@ -622,33 +644,6 @@ func validateServiceOptions(o *Options) error {
 	if o.DNSBridge && !contains(o.KeepServiceIPs, o.DNSService) {
 		return option.Errorf("DNSBridge", "{} bridges a kept DNS Service: add {KeepServiceIPs} %s", o.DNSService)
 	}
-	return nil
-}
-
-// refuseExtraServiceCIDRs refuses a snapshot with ServiceCIDRs besides the
-// default one (1.33+ lets users add ranges): the rule moves only the
-// default range, and an added one would keep handing out addresses the
-// migration means to leave behind.
-func refuseExtraServiceCIDRs(v *state.View) error {
-	var extra []string
-	for _, kr := range v.Keys(state.PrefixServiceCIDRs) {
-		if kr.Key == state.KeyDefaultServiceCIDR {
-			continue
-		}
-		o, ok, err := v.Get(kr.Key)
-		if err != nil || !ok {
-			return err
-		}
-		if isKeptServiceCIDR(o) {
-			continue // an earlier migration's, terminating: it hands out nothing
-		}
-		cidrs, _ := state.ServiceCIDRSpec(o.Value.Obj)
-		extra = append(extra, fmt.Sprintf("%s (%s)", strings.TrimPrefix(kr.Key, state.PrefixServiceCIDRs), strings.Join(cidrs, ",")))
-	}
-	if len(extra) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", transform.ErrRefused, option.Errorf("ServiceCIDR",
-		"the snapshot holds ServiceCIDRs that {} would not move (it moves the default one only): %s; remove them from the cluster (kubectl delete servicecidr NAME, once no Service uses them) and take a new snapshot",
-		strings.Join(extra, ", ")))
+	_, err := ParseServiceCIDRMap(o.ServiceCIDRMap)
+	return err
 }

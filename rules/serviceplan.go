@@ -22,6 +22,9 @@ type serviceWish struct {
 	IPs map[string][]netip.Addr
 	// Old and New are the service ranges, paired by family (pairByFamily).
 	Old, New []netip.Prefix
+	// Extra are the added ServiceCIDRs' ranges that move (ServiceCIDRMap);
+	// an address inside one of their old ranges moves by it.
+	Extra []RangeMove
 	// Keep lists the keys of the Services that keep their addresses.
 	Keep []string
 	// Repack gives the Services whose address does not fit (or clashes)
@@ -149,7 +152,7 @@ func (p *servicePlanner) mapOffsets() error {
 // moves to, and false when a stays: its family is not remapped, it is
 // outside the old range, or the Service is kept.
 func (p *servicePlanner) target(key string, a netip.Addr) (netip.Prefix, *big.Int, bool) {
-	o, n, ok := pairOf(p.w.Old, p.w.New, a)
+	o, n, ok := p.pairOf(a)
 	switch {
 	case !ok:
 		return n, nil, false
@@ -234,7 +237,7 @@ func (p *servicePlanner) planBridge() error {
 func (p *servicePlanner) repack() error {
 	for _, key := range p.keys {
 		for _, i := range p.needs[key] {
-			_, n, _ := pairOf(p.w.Old, p.w.New, p.final[key][i])
+			_, n, _ := p.pairOf(p.final[key][i])
 			a, err := freeAddress(n, p.owner)
 			if err != nil {
 				return option.Errorf("Repack", "%w: {}: %v", transform.ErrRefused, err)
@@ -249,7 +252,11 @@ func (p *servicePlanner) repack() error {
 // checkCapacity refuses a new range whose bitmap cannot hold every address
 // of its family.
 func (p *servicePlanner) checkCapacity() error {
-	for _, n := range p.w.New {
+	news := slices.Clone(p.w.New)
+	for _, m := range p.w.Extra {
+		news = append(news, m.New)
+	}
+	for _, n := range news {
 		used := 0
 		for a := range p.owner {
 			if n.Contains(a) {
@@ -266,7 +273,7 @@ func (p *servicePlanner) checkCapacity() error {
 // layout records the moves: every Service that changes or is kept, in key
 // order.
 func (p *servicePlanner) layout() *serviceLayout {
-	sp := &ServicePlan{Old: p.w.Old, New: p.w.New, IPs: map[netip.Addr]netip.Addr{}, Bridge: p.bridge}
+	sp := &ServicePlan{Old: p.w.Old, New: p.w.New, Extra: p.w.Extra, IPs: map[netip.Addr]netip.Addr{}, Bridge: p.bridge}
 	for _, key := range p.keys {
 		ips, final := p.w.IPs[key], p.final[key]
 		mv := ServiceMove{Key: key, Old: addrStrings(ips), New: addrStrings(final), Kept: p.keep[key], Packed: len(p.needs[key]) > 0}
@@ -294,11 +301,22 @@ func (p *servicePlanner) layout() *serviceLayout {
 // the new range later.
 func (p *servicePlanner) noteKeptOutside(key string) {
 	for _, a := range p.w.IPs[key] {
-		if _, n, ok := pairOf(p.w.Old, p.w.New, a); ok && !n.Contains(a) {
+		if _, n, ok := p.pairOf(a); ok && !n.Contains(a) {
 			p.notef("%s keeps %s, outside the new range %s: move it later (delete and recreate the Service with a new-range clusterIP) once nothing depends on the old address",
 				svcName(key), a, n)
 		}
 	}
+}
+
+// pairOf returns the old and new range address a moves by: an added
+// ServiceCIDR's that holds it, else the default range pair of its family.
+func (p *servicePlanner) pairOf(a netip.Addr) (o, n netip.Prefix, ok bool) {
+	for _, m := range p.w.Extra {
+		if m.Old.Contains(a) {
+			return m.Old, m.New, true
+		}
+	}
+	return pairOf(p.w.Old, p.w.New, a)
 }
 
 func (p *servicePlanner) notef(format string, args ...any) {

@@ -49,6 +49,52 @@ type serviceState struct {
 	ipAddresses []ipAddress
 	defaultCIDR []string // the default ServiceCIDR's spec.cidrs
 	hasDefault  bool     // the default ServiceCIDR exists
+	// extraCIDRs are the other ServiceCIDRs' spec.cidrs, by key.
+	extraCIDRs map[string][]string
+}
+
+// parseServiceCIDRMap parses Config.ServiceCIDRMap ("OLD=NEW" entries).
+func parseServiceCIDRMap(entries []string) (map[netip.Prefix]netip.Prefix, error) {
+	out := map[netip.Prefix]netip.Prefix{}
+	for _, e := range entries {
+		o, n, _ := strings.Cut(e, "=")
+		op, err := cidr.Parse(strings.TrimSpace(o))
+		if err != nil {
+			return nil, option.Errorf("ServiceCIDRMap", "{} %q: %w", e, err)
+		}
+		np, err := cidr.Parse(strings.TrimSpace(n))
+		if err != nil {
+			return nil, option.Errorf("ServiceCIDRMap", "{} %q: %w", e, err)
+		}
+		out[op] = np
+	}
+	return out, nil
+}
+
+// checkExtraServiceCIDRs: no ServiceCIDR still holds a mapped old range,
+// and every mapped new range is held by one.
+func checkExtraServiceCIDRs(cidrs map[string][]string, extra map[netip.Prefix]netip.Prefix) []string {
+	var probs []string
+	held := map[netip.Prefix]bool{}
+	for key, cs := range cidrs {
+		for _, c := range cs {
+			p, err := netip.ParsePrefix(c)
+			if err != nil {
+				continue
+			}
+			held[p.Masked()] = true
+			if n, ok := extra[p.Masked()]; ok {
+				probs = append(probs, fmt.Sprintf("%s: still holds %s (want %s)", key, c, n))
+			}
+		}
+	}
+	for o, n := range extra {
+		if !held[n] {
+			probs = append(probs, fmt.Sprintf("no ServiceCIDR holds %s (the new range of %s)", n, o))
+		}
+	}
+	sort.Strings(probs)
+	return probs
 }
 
 // checkNetworks checks the snapshot against the new CIDRs of cfg.
@@ -74,6 +120,11 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	if err != nil {
 		return err
 	}
+	// A family the options do not name did not move: it is checked at the
+	// range the snapshot records for it (one family of a dual-stack
+	// cluster moved), in the recorded family order.
+	svcNet = completeFamilies(svcNet, nets.ServiceCIDR)
+	podNet = completeFamilies(podNet, nets.PodCIDR)
 	var dnsIPs []string
 	if len(svcNet) > 0 {
 		s, err := readServiceState(v, state.PrefixServices+cfg.DNSService)
@@ -81,7 +132,11 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 			return err
 		}
 		dnsIPs = s.dnsIPs()
-		addServiceChecks(c, s, svcNet, cfg.KeepServiceIPs)
+		extra, err := parseServiceCIDRMap(cfg.ServiceCIDRMap)
+		if err != nil {
+			return err
+		}
+		addServiceChecks(c, s, svcNet, extra, cfg.KeepServiceIPs)
 	}
 	if len(podNet) > 0 {
 		c.add("node pod CIDRs inside the cluster CIDR and disjoint", checkNodeCIDRs(nets.Nodes, podNet), "%d nodes", len(nets.Nodes))
@@ -92,6 +147,29 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	c.add("configuration agrees with the CIDRs", checkConfiguration(nets, svcNet, podNet, dnsIPs),
 		"kubeadm-config, kubelet-config, kube-proxy, flannel, ServiceCIDR, RangeAllocation")
 	return nil
+}
+
+// completeFamilies adds to named (the new ranges of the families that
+// moved) the recorded range of every other family, in the order of the
+// first record that holds every family; nil stays nil (not checked).
+func completeFamilies(named []netip.Prefix, srcs []state.Source) []netip.Prefix {
+	if len(named) == 0 {
+		return nil
+	}
+	var recorded []netip.Prefix
+	for _, s := range srcs {
+		if s.Kind == state.SourceNodes {
+			continue
+		}
+		ps, err := cidr.ParseList(strings.Join(s.CIDRs, ","))
+		if err != nil {
+			continue
+		}
+		if len(ps) > len(recorded) {
+			recorded = ps
+		}
+	}
+	return cidr.Complete(named, recorded)
 }
 
 // parseNetworks parses the new CIDRs; an empty one is not given (nil).
@@ -110,17 +188,24 @@ func parseNetworks(cfg Config) (svc, pod []netip.Prefix, err error) {
 }
 
 // addServiceChecks runs the checks of the service range.
-func addServiceChecks(c *checker, s *serviceState, svcNet []netip.Prefix, keep []string) {
+func addServiceChecks(c *checker, s *serviceState, svcNet []netip.Prefix, extra map[netip.Prefix]netip.Prefix, keep []string) {
 	owner := owners(s.ips)
+	all := slices.Clone(svcNet)
+	for _, n := range extra {
+		all = append(all, n)
+	}
 	exempt := ""
 	if len(keep) > 0 {
 		exempt = "; exempt: " + strings.Join(keep, ",")
 	}
-	c.add("Service ClusterIPs in the new range", checkServicesInRange(s.ips, svcNet, keep), "%d Service addresses%s", len(owner), exempt)
+	c.add("Service ClusterIPs in the new range", checkServicesInRange(s.ips, all, keep), "%d Service addresses%s", len(owner), exempt)
 	c.add("no duplicate ClusterIPs", checkDuplicateIPs(s.ips), "")
 	c.add("RangeAllocation matches the Services", checkRangeAllocations(s.ranges, svcNet, owner), "")
 	if len(s.ipAddresses) > 0 {
-		c.add("IPAddress objects match the Services", checkIPAddresses(s.ipAddresses, svcNet, owner), "%d IPAddress objects", len(s.ipAddresses))
+		c.add("IPAddress objects match the Services", checkIPAddresses(s.ipAddresses, all, owner), "%d IPAddress objects", len(s.ipAddresses))
+	}
+	if len(extra) > 0 {
+		c.add("added ServiceCIDRs moved", checkExtraServiceCIDRs(s.extraCIDRs, extra), "%d mapped ranges", len(extra))
 	}
 	if s.hasDefault {
 		c.add("default ServiceCIDR is the new range", checkDefaultServiceCIDR(s.defaultCIDR, svcNet), "")
@@ -149,7 +234,14 @@ func readServiceState(v *state.View, dnsKey string) (*serviceState, error) {
 		s.defaultCIDR, _ = state.ServiceCIDRSpec(o.Value.Obj)
 		s.hasDefault = true
 	}
-	return s, nil
+	s.extraCIDRs = map[string][]string{}
+	err = v.Each(state.PrefixServiceCIDRs, func(o *state.Object) error {
+		if o.Key != state.KeyDefaultServiceCIDR {
+			s.extraCIDRs[o.Key], _ = state.ServiceCIDRSpec(o.Value.Obj)
+		}
+		return nil
+	})
+	return s, err
 }
 
 // readServiceIPs lists every parsable ClusterIP of every Service that is not
@@ -244,7 +336,10 @@ func checkServicesInRange(ips []serviceIP, svcNet []netip.Prefix, keep []string)
 	var probs []string
 	for _, ip := range ips {
 		kept := slices.Contains(keep, strings.TrimPrefix(ip.key, state.PrefixServices))
-		if fam, ok := familyOf(svcNet, ip.addr); ok && !fam.Contains(ip.addr) && !kept {
+		if _, in := inAny(svcNet, ip.addr); in || kept {
+			continue
+		}
+		if fam, ok := familyOf(svcNet, ip.addr); ok {
 			probs = append(probs, fmt.Sprintf("%s: %s is outside %s", ip.key, ip.addr, fam))
 		}
 	}

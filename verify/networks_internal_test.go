@@ -167,3 +167,22 @@ func TestServiceStateDNSIPs(t *testing.T) {
 		t.Errorf("dnsIPs() = %v, want %v", got, want)
 	}
 }
+
+func TestCheckExtraServiceCIDRs(t *testing.T) {
+	extra, err := parseServiceCIDRMap([]string{"10.100.0.0/16=172.25.0.0/16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := map[string][]string{"/registry/servicecidrs/extra": {"172.25.0.0/16"}}
+	if probs := checkExtraServiceCIDRs(moved, extra); len(probs) != 0 {
+		t.Errorf("moved: %v", probs)
+	}
+	left := map[string][]string{"/registry/servicecidrs/extra": {"10.100.0.0/16"}}
+	want := []string{"/registry/servicecidrs/extra: still holds 10.100.0.0/16 (want 172.25.0.0/16)", "no ServiceCIDR holds 172.25.0.0/16 (the new range of 10.100.0.0/16)"}
+	if probs := checkExtraServiceCIDRs(left, extra); !slices.Equal(probs, want) {
+		t.Errorf("not moved: %q, want %q", probs, want)
+	}
+	if _, err := parseServiceCIDRMap([]string{"10.100.0.0/16=banana"}); err == nil {
+		t.Errorf("a bad map entry is accepted")
+	}
+}

@@ -34,6 +34,9 @@ type Config struct {
 	PodNetworkCIDR string
 	// KeepServiceIPs are Services allowed outside the new service range.
 	KeepServiceIPs []string
+	// ServiceCIDRMap lists the added ServiceCIDRs' moves ("OLD=NEW"): their
+	// Services may be in NEW, and no ServiceCIDR may still hold OLD.
+	ServiceCIDRMap []string
 	// DNSService is the cluster DNS Service kubelet's clusterDNS must point
 	// at (or at its bridge). Default kube-system/kube-dns.
 	DNSService string

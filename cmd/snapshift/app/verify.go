@@ -50,7 +50,7 @@ func (o *verifyOptions) Run(ctx context.Context) error {
 // with these options promise.
 func verifyConfig(ro rules.Options) verify.Config {
 	return verify.Config{ServiceCIDR: ro.ServiceCIDR, PodNetworkCIDR: ro.PodNetworkCIDR,
-		KeepServiceIPs: ro.KeepServiceIPs, DNSService: ro.DNSService, Rules: ro.Rules}
+		KeepServiceIPs: ro.KeepServiceIPs, DNSService: ro.DNSService, Rules: ro.Rules, ServiceCIDRMap: ro.ServiceCIDRMap}
 }
 
 func verifyCommand() *cli.Command {
