@@ -54,6 +54,10 @@ type Config struct {
 	Etcd      Etcd      `json:"etcd"`
 	PKI       PKI       `json:"pki"`
 	Manifests Manifests `json:"manifests"`
+
+	// File is the path the configuration was loaded from (Load sets it;
+	// report.json's provenance names it and its sha256).
+	File string `json:"-"`
 }
 
 // Networking is the new networks (kubeadm's names). Its fields are the
@@ -145,6 +149,9 @@ func Load(path string) (*Config, error) {
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("rebuild configuration %s: %w", path, err)
+	}
+	if c.File, err = filepath.Abs(path); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }

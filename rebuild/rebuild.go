@@ -60,6 +60,9 @@ type Report struct {
 	// is in RUNBOOK.md, not here).
 	JoinCommand string `json:"joinCommand,omitempty"`
 	CAHash      string `json:"caCertHash,omitempty"`
+	// Provenance and Operation: operation.go.
+	Provenance *Provenance `json:"provenance,omitempty"`
+	Operation  *Operation  `json:"operation,omitempty"`
 }
 
 // MemberResult is one restored member.
@@ -92,6 +95,9 @@ type run struct {
 	tokenExpires time.Time
 	// moved maps the recorded address of each node that moves to its new one.
 	moved map[netip.Addr]netip.Addr
+	// restart and cnis are what the snapshot runs (operation.go).
+	restart []Workload
+	cnis    []string
 }
 
 func (r *run) logf(phase, format string, args ...any) {
