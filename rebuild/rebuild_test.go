@@ -202,6 +202,9 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 			t.Errorf("RUNBOOK.md does not say %q", want)
 		}
 	}
+	// The sample runs flannel (its pods), kube-proxy and CoreDNS: the staged restart in that order.
+	checkRunbook(t, string(rb), rep, true, "rollout restart ds/kube-flannel-ds", "-l 'app=flannel,k8s-app=flannel,tier=node'",
+		"rollout restart ds/kube-proxy", "rollout restart deploy/coredns", "## Rollback")
 	if st, _ := os.Stat(filepath.Join(out, rebuild.RunbookFile)); st.Mode().Perm() != 0o600 {
 		t.Errorf("RUNBOOK.md holds a join token: mode %v, want 0600", st.Mode().Perm())
 	}
