@@ -175,7 +175,7 @@ func (k *fakeKubelet) sync() {
 			continue
 		}
 		k.starts++
-		p, err := startProc(k.t, fmt.Sprintf("%s-%s-%d", k.name, comp, k.starts), k.bins[comp], args, k.logDir)
+		p, err := startProc(fmt.Sprintf("%s-%s-%d", k.name, comp, k.starts), k.bins[comp], args, k.logDir)
 		if err != nil {
 			k.t.Errorf("[kubelet %s] %v", k.name, err)
 			continue
@@ -193,8 +193,9 @@ func (k *fakeKubelet) sync() {
 	os.Rename(filepath.Join(k.root, "recorder", "containers.new"), filepath.Join(k.root, "recorder", "containers"))
 }
 
-// startProc is start without t.Fatal (it runs on the kubelet's goroutine).
-func startProc(t *testing.T, name, bin string, args []string, logDir string) (*proc, error) {
+// startProc is start without t.Fatal (it runs on the kubelet's goroutine)
+// and without a cleanup of its own: the fake kubelet stops what it started.
+func startProc(name, bin string, args []string, logDir string) (*proc, error) {
 	p := &proc{name: name, log: filepath.Join(logDir, name+".log"), done: make(chan struct{})}
 	f, err := os.Create(p.log)
 	if err != nil {
@@ -215,8 +216,7 @@ func startProc(t *testing.T, name, bin string, args []string, logDir string) (*p
 		p.mu.Unlock()
 		close(p.done)
 	}()
-	t.Cleanup(p.stop)
-	return p, nil
+	return p, nil // the kubelet stops it (a test cleanup would race the kubelet restarting it)
 }
 
 // podArgs is a static pod's command line as the kubelet would run it on
