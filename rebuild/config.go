@@ -71,6 +71,9 @@ type Networking struct {
 	rules.PodCIDROptions
 	// leaveCNIState: CNIs whose IPAM state is moved by hand (calico, cilium).
 	rules.CNIOptions
+	// webhooks: ignore sets the admission webhooks that would block the
+	// restart to failurePolicy Ignore; the runbook's last step sets them back.
+	rules.WebhooksOptions
 	// DNSDomain is the cluster domain. Default cluster.local.
 	DNSDomain string `json:"dnsDomain,omitempty"`
 	// ControlPlaneEndpoint is the shared API endpoint, host[:port], as
@@ -329,7 +332,8 @@ func (c *Config) InitialCluster() string {
 // RuleOptions are the rule options this configuration selects.
 func (c *Config) RuleOptions() rules.Options {
 	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions,
-		UserRulesOptions: rules.UserRulesOptions{Rules: c.Rules}, CNIOptions: c.Networking.CNIOptions}
+		UserRulesOptions: rules.UserRulesOptions{Rules: c.Rules}, CNIOptions: c.Networking.CNIOptions,
+		WebhooksOptions: c.Networking.WebhooksOptions}
 	// The control plane at its (possibly new) addresses and endpoint: the
 	// control-plane-address rule moves what the snapshot records.
 	o.ControlPlaneEndpoint = c.Networking.ControlPlaneEndpoint

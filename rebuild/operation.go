@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/snapshift/snapshift/internal/buildinfo"
+	"github.com/snapshift/snapshift/rules"
 )
 
 // Provenance names the maker of a bundle (ARCHITECTURE.md, DESIGN decision
@@ -42,6 +43,9 @@ type Operation struct {
 	// range moved ("" otherwise): apply writes it into the node's
 	// /var/lib/kubelet/config.yaml.
 	ClusterDNS string `json:"clusterDNS,omitempty"`
+	// Webhooks are the admission webhooks that would block the restart;
+	// those Ignored were Fail and the runbook's last step sets them back.
+	Webhooks []rules.WebhookChange `json:"webhooks,omitempty"`
 	// Checksums are the sha256 of every regular file under kubernetes/ and
 	// etcd/, by path relative to the bundle.
 	Checksums map[string]string `json:"checksums"`
@@ -67,7 +71,7 @@ func (r *run) provenance() error {
 
 // operation fills the report's operation block from the finished bundle.
 func (r *run) operation() error {
-	op := &Operation{EtcdDataDir: r.cfg.Etcd.DataDir, CAChanged: r.cfg.NewPKI(), CNI: r.cnis, Restart: r.restart,
+	op := &Operation{EtcdDataDir: r.cfg.Etcd.DataDir, CAChanged: r.cfg.NewPKI(), CNI: r.cnis, Restart: r.restart, Webhooks: r.webhooks,
 		Checksums: map[string]string{}}
 	if p := r.report.Plan; p != nil && p.Service != nil && p.Service.DNS.IsValid() {
 		op.ClusterDNS = p.Service.DNS.String()

@@ -96,8 +96,9 @@ type run struct {
 	// moved maps the recorded address of each node that moves to its new one.
 	moved map[netip.Addr]netip.Addr
 	// restart and cnis are what the snapshot runs (operation.go).
-	restart []Workload
-	cnis    []string
+	restart  []Workload
+	cnis     []string
+	webhooks []rules.WebhookChange
 }
 
 func (r *run) logf(phase, format string, args ...any) {
@@ -233,6 +234,7 @@ func (r *run) transform(ctx context.Context) error {
 		return err
 	}
 	r.report.Transform = rep
+	r.webhooks = plan.Webhooks
 	if len(r.moved) > 0 {
 		r.report.OldAddresses = addrScan.report()
 	}

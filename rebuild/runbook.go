@@ -39,6 +39,7 @@ func (r *run) writeRunbook(context.Context) error {
 	r.runbookKubelets(&b)
 	r.runbookRestart(&b)
 	r.runbookFollowUp(&b)
+	r.runbookWebhooks(&b)
 	r.runbookRollback(&b)
 	return os.WriteFile(r.path(RunbookFile), []byte(b.String()), 0o600)
 }
@@ -253,8 +254,7 @@ func (r *run) runbookRestart(b *runbook) {
 	if len(lines) == 0 {
 		lines = append(lines, "# the snapshot holds no CNI, kube-proxy or cluster-DNS DaemonSet/Deployment that snapshift recognises")
 	}
-	lines = append(lines, "kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.webhooks[*].failurePolicy}{\"\\t\"}{.webhooks[*].clientConfig.service.namespace}{\"\\n\"}{end}'",
-		"#   restart the backends of every Fail webhook next (until their pods run, they reject the calls that recreate pods)")
+	lines = append(lines, r.webhookRestartLines()...)
 	byNS := map[string][]string{}
 	for _, w := range stages[StageRest] {
 		byNS[w.Namespace] = append(byNS[w.Namespace], w.Resource())

@@ -14,6 +14,8 @@ import (
 var conformanceInputs = map[string]string{
 	rules.NameCilium: "cilium/cluster-pool",
 	rules.NameCNI:    "cni/weave",
+	// The sample has no admission webhooks.
+	rules.NameWebhooks: "webhooks/fail-closed",
 }
 
 // conformanceInput returns the snapshot the conformance suite runs rule
