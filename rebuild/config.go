@@ -71,8 +71,9 @@ type Networking struct {
 	rules.PodCIDROptions
 	// leaveCNIState: CNIs whose IPAM state is moved by hand (calico, cilium).
 	rules.CNIOptions
-	// webhooks: ignore sets the admission webhooks that would block the
-	// restart to failurePolicy Ignore; the runbook's last step sets them back.
+	// webhooks: list (default) names the admission webhooks that would
+	// block the restart in the runbook; ignore also sets them to
+	// failurePolicy Ignore, and the runbook's last step sets them back.
 	rules.WebhooksOptions
 	// DNSDomain is the cluster domain. Default cluster.local.
 	DNSDomain string `json:"dnsDomain,omitempty"`
@@ -226,6 +227,7 @@ func (c *Config) setDefaults() {
 	def(&c.Etcd.DataDir, "/var/lib/etcd")
 	def(&c.Networking.DNSService, "kube-system/kube-dns")
 	def(&c.Networking.DNSDomain, "cluster.local")
+	def(&c.Networking.Webhooks, rules.WebhooksList) // the runbook names the webhooks that would block the restart
 	if c.Etcd.RevisionBump == 0 {
 		c.Etcd.RevisionBump = snapshot.DefaultRevisionBump
 	}

@@ -18,13 +18,19 @@ import (
 // NameWebhooks is the webhooks rule.
 const NameWebhooks = "webhooks"
 
-// WebhooksIgnore is the webhooks option's one value.
-const WebhooksIgnore = "ignore"
+// The webhooks option's values: list names the webhooks that would block
+// the restart (in the plan's notes and report), ignore also sets them to
+// Ignore.
+const (
+	WebhooksList   = "list"
+	WebhooksIgnore = "ignore"
+)
 
 // WebhooksOptions is the webhooks rule's option.
 type WebhooksOptions struct {
-	// Webhooks is "ignore": the admission webhooks that would block the
-	// restart get failurePolicy Ignore (the plan lists them either way).
+	// Webhooks is "list" (name the admission webhooks that would block the
+	// restart) or "ignore" (and set them to failurePolicy Ignore). Empty:
+	// off (rebuild defaults to list).
 	Webhooks string `json:"webhooks,omitempty"`
 }
 
@@ -68,10 +74,10 @@ var webhooksEntry = Entry{
 		"with --webhooks ignore set them to Ignore (the runbook sets them back last)",
 	Touches: []string{"validatingwebhookconfigurations, mutatingwebhookconfigurations (webhooks[].failurePolicy)"},
 	After:   []string{NameServiceCIDR, NamePodCIDR}, // a URL's address is moved by their plans
-	Enabled: func(o *Options) bool { return o.Webhooks == WebhooksIgnore },
+	Enabled: func(o *Options) bool { return o.Webhooks != "" },
 	Validate: func(o *Options) error {
-		if o.Webhooks != "" && o.Webhooks != WebhooksIgnore {
-			return option.Errorf("Webhooks", "{} takes %q, not %q", WebhooksIgnore, o.Webhooks)
+		if o.Webhooks != "" && o.Webhooks != WebhooksIgnore && o.Webhooks != WebhooksList {
+			return option.Errorf("Webhooks", "{} takes %q or %q, not %q", WebhooksList, WebhooksIgnore, o.Webhooks)
 		}
 		return nil
 	},
@@ -83,7 +89,7 @@ var webhooksEntry = Entry{
 	},
 	Options: func(o *Options) []Option {
 		return []Option{{Field: "Webhooks", Name: "webhooks", CLI: true, Config: "networking.webhooks", Value: &o.Webhooks,
-			Usage: "ignore: set failurePolicy Ignore on the admission webhooks that would block the restart (Fail, backed by an in-cluster Service or a moved address); the runbook sets them back"}}
+			Usage: "list: name the admission webhooks that would block the restart (failurePolicy Fail, backed by an in-cluster Service or a moved address); ignore: also set them to Ignore (a rebuild's runbook sets them back). rebuild default: list"}}
 	},
 }
 
@@ -193,7 +199,9 @@ func inAny(a netip.Addr, ps []netip.Prefix) bool {
 // interceptsPods reports whether the rules match creating pods.
 func interceptsPods(rs []admissionv1.RuleWithOperations) bool {
 	for _, r := range rs {
-		ops := slices.ContainsFunc(r.Operations, func(o admissionv1.OperationType) bool { return o == admissionv1.Create || o == admissionv1.OperationAll })
+		ops := slices.ContainsFunc(r.Operations, func(o admissionv1.OperationType) bool {
+			return o == admissionv1.Create || o == admissionv1.OperationAll
+		})
 		res := slices.ContainsFunc(r.Resources, func(s string) bool { return s == "pods" || s == "*" || strings.HasPrefix(s, "*/") })
 		if ops && res {
 			return true
