@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -20,13 +21,41 @@ func (a *applyRun) doBackup(context.Context) error {
 		return err
 	}
 	a.rec = &Record{Node: a.b.node.Name, Bundle: a.b.dir, ReportSHA256: a.b.reportSum, Created: a.cfg.Now().UTC(), Done: map[string]bool{}}
-	for _, p := range []string{KubernetesDir, KubeletConfig, KubeletPKI} {
+	paths := []string{KubernetesDir, KubeletConfig, KubeletPKI}
+	for _, f := range a.b.files() {
+		if !strings.HasPrefix(f.host, KubernetesDir+"/") { // an encryption configuration elsewhere
+			p, err := a.firstMissing(f.host)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(paths, p) {
+				paths = append(paths, p)
+			}
+		}
+	}
+	for _, p := range paths {
 		if err := a.backupCopy(a.backup, a.rec, p); err != nil {
 			return err
 		}
 	}
 	a.rec.Done[stepBackup] = true
 	return a.saveRecord(a.backup, a.rec)
+}
+
+// firstMissing is the highest directory on the way to host path p that
+// does not exist (rollback removes it whole), or p itself.
+func (a *applyRun) firstMissing(p string) (string, error) {
+	var parts []string
+	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+		parts = append([]string{d}, parts...)
+	}
+	for _, d := range parts {
+		ok, err := exists(a.path(d))
+		if err != nil || !ok {
+			return d, err
+		}
+	}
+	return p, nil
 }
 
 // stop stops the static pods and the kubelet, then moves the etcd data
