@@ -35,6 +35,7 @@ func (r *run) writeRunbook(context.Context) error {
 	r.runbookHeader(&b)
 	r.runbookChanges(&b)
 	r.runbookPrepare(&b)
+	r.runbookStopWorkers(&b)
 	r.runbookApply(&b)
 	r.runbookKubelets(&b)
 	r.runbookRestart(&b)
@@ -153,9 +154,21 @@ func (r *run) runbookPrepare(b *runbook) {
 		}
 	}
 	b.w("")
+}
+
+// runbookStopWorkers stops the workers' kubelets and removes their CNI
+// host state (apply does the same on the control-plane nodes).
+func (r *run) runbookStopWorkers(b *runbook) {
 	b.step("Stop the kubelet on every worker node")
-	b.sh("systemctl stop kubelet")
-	b.w("Workers keep their running containers; nothing on them changes until step %d.", b.n+3)
+	lines := []string{"systemctl stop kubelet"}
+	for _, c := range r.cnis {
+		if st, ok := CNIHostStates[c]; ok {
+			lines = append(lines, "# "+c+"'s host state holds the old pod range (the control-plane nodes' apply removes theirs):")
+			lines = append(lines, st.Commands()...)
+		}
+	}
+	b.sh(lines...)
+	b.w("Their pods keep running, without pod networking, until the staged restart replaces them.")
 	b.w("")
 }
 
