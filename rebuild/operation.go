@@ -20,8 +20,11 @@ type Provenance struct {
 	Snapshift    buildinfo.Info `json:"snapshift"`
 	ConfigFile   string         `json:"configFile,omitempty"`
 	ConfigSHA256 string         `json:"configSHA256,omitempty"`
-	Input        string         `json:"input"`
-	InputSHA256  string         `json:"inputSHA256"`
+	Input string `json:"input"`
+	// InputSHA256 is the whole input file's sha256, as sha256sum prints it
+	// (the snapshot's own trailer hash, of the database without the
+	// trailer, is transform.input.sha256).
+	InputSHA256 string `json:"inputSHA256"`
 }
 
 // Operation is what `snapshift node apply|rollback` (package nodeops) needs
@@ -51,13 +54,14 @@ type Operation struct {
 	Checksums map[string]string `json:"checksums"`
 }
 
-// provenance fills the report's provenance block: the input's sha256 is
-// the one the transform computed while reading it.
+// provenance fills the report's provenance block.
 func (r *run) provenance() error {
 	p := &Provenance{Snapshift: buildinfo.Get(), ConfigFile: r.cfg.File, Input: r.cfg.Snapshot}
-	if r.report.Transform != nil {
-		p.InputSHA256 = r.report.Transform.Input.SHA256
+	sum, err := fileSHA256(r.cfg.Snapshot)
+	if err != nil {
+		return fmt.Errorf("hashing the input: %w", err)
 	}
+	p.InputSHA256 = sum
 	if r.cfg.File != "" {
 		sum, err := fileSHA256(r.cfg.File)
 		if err != nil {

@@ -80,7 +80,7 @@ func (r *run) runbookHeader(b *runbook) {
 	if p.ConfigFile != "" {
 		b.w("- Configuration `%s` (sha256 %s).", p.ConfigFile, p.ConfigSHA256)
 	}
-	b.w("- Input snapshot `%s` (sha256 %s, revision %d).", p.Input, p.InputSHA256, r.report.Transform.Input.CurrentRevision)
+	b.w("- Input snapshot `%s` (sha256 %s as `sha256sum` prints it, revision %d).", p.Input, p.InputSHA256, r.report.Transform.Input.CurrentRevision)
 	b.w("- Bundle `%s`; `report.json` holds the sha256 of every file, which `snapshift node apply` checks first.", r.cfg.Output)
 	b.w("")
 	b.w("**Everything written to the cluster after that snapshot is lost** when the nodes apply this bundle. For a planned")
