@@ -20,7 +20,7 @@ type Provenance struct {
 	Snapshift    buildinfo.Info `json:"snapshift"`
 	ConfigFile   string         `json:"configFile,omitempty"`
 	ConfigSHA256 string         `json:"configSHA256,omitempty"`
-	Input string `json:"input"`
+	Input        string         `json:"input"`
 	// InputSHA256 is the whole input file's sha256, as sha256sum prints it
 	// (the snapshot's own trailer hash, of the database without the
 	// trailer, is transform.input.sha256).
