@@ -38,6 +38,10 @@ demo: build
 	$(BIN) rebuild --config testdata/rebuild.yaml --quiet | tail -n 12
 	@echo "--- the disaster-recovery bundle ($(DEMO)/bundle):"
 	@cd $(DEMO)/bundle && find . -maxdepth 3 -not -path './etcd/*/*' | sort | sed 's/^/  /'
+	@echo "--- RUNBOOK.md, the order across the nodes (each node runs snapshift node apply / rollback):"
+	@grep -E '^## |^snapshift node ' $(DEMO)/bundle/RUNBOOK.md | sed 's/^/  /'
+	@echo "--- what a node's apply does (snapshift node apply --help):"
+	@$(BIN) node apply --help | sed -n '/^DESCRIPTION/,/^OPTIONS/p' | sed '$$d' | sed 's/^/  /'
 	@echo "demo output in $(DEMO): migrated.db, the restored member etcd-cp1/, and bundle/ with RUNBOOK.md"
 
 # The whole-file benchmark (hack/bench.sh: generated small, medium and large

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make e2e: build (once, cached) kube-apiserver and kube-controller-manager for
-# each version, then run the e2e tests inside a network namespace that has only
+# each version and the etcd server, then run the e2e tests inside a network namespace that has only
 # loopback (when unshare and ip are available), so nothing can leave the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +8,7 @@ versions=${SNAPSHIFT_E2E_K8S:-"v1.36.3 v1.30.14"}
 for v in $versions; do
   bash hack/build-k8s.sh "$v"
 done
+bash hack/build-etcd.sh
 mkdir -p bin
 go test -tags e2e -c -o bin/e2e.test ./e2e
 args=(-test.v -test.count=1 -test.timeout=40m)

@@ -123,6 +123,10 @@ type recorded struct {
 	// etcdPrefix is where the cluster keeps its objects (kube-apiserver's
 	// --etcd-prefix), from where kubeadm-config is kept.
 	etcdPrefix string
+	// workloads are the DaemonSets and Deployments in restart order; cnis
+	// the CNIs the snapshot shows.
+	workloads []Workload
+	cnis      []string
 }
 
 // readRecorded reads kube-system/kubeadm-config and the member nodes'
@@ -137,7 +141,8 @@ func readRecorded(ctx context.Context, path string, skipHash bool, enc *encrypti
 	defer snap.Close()
 	ix, err := snap.IndexFiltered(ctx, nil, func(k []byte) bool {
 		s := string(k)
-		return strings.HasSuffix(s, "/configmaps/kube-system/kubeadm-config") || strings.Contains(s, "/pods/kube-system/kube-apiserver-") || strings.Contains(s, "/minions/")
+		return strings.HasSuffix(s, "/configmaps/kube-system/kubeadm-config") || strings.Contains(s, "/pods/kube-system/kube-apiserver-") || strings.Contains(s, "/minions/") ||
+			workloadKeys(s)
 	})
 	if err != nil {
 		return nil, err
@@ -149,6 +154,9 @@ func readRecorded(ctx context.Context, path string, skipHash bool, enc *encrypti
 		}
 	}
 	v := state.NewView(snap, ix, codec.New(), enc, rec.etcdPrefix)
+	if rec.workloads, rec.cnis, err = detectWorkloads(ctx, v); err != nil {
+		return nil, err
+	}
 	for _, n := range nodes {
 		a, err := rules.RecordedAPIServerAddress(v, n)
 		if err != nil {

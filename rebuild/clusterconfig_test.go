@@ -171,7 +171,7 @@ func TestCarriedClusterConfiguration(t *testing.T) {
 				t.Errorf("missing files %v, want %v", missing, want)
 			}
 			rb, _ := os.ReadFile(filepath.Join(dir, "bundle", rebuild.RunbookFile))
-			for _, w := range []string{"`/etc/ssl/oidc/ca.pem` (kube-apiserver --oidc-ca-file)", "install -D -m 0600 $B/kubernetes/cp2/"} {
+			for _, w := range []string{"`/etc/ssl/oidc/ca.pem` (kube-apiserver --oidc-ca-file)", filepath.Join(dir, "bundle", "kubernetes", "cp2") + " root@"} {
 				if !strings.Contains(string(rb), w) {
 					t.Errorf("RUNBOOK.md does not say %q", w)
 				}

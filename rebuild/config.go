@@ -54,6 +54,10 @@ type Config struct {
 	Etcd      Etcd      `json:"etcd"`
 	PKI       PKI       `json:"pki"`
 	Manifests Manifests `json:"manifests"`
+
+	// File is the path the configuration was loaded from (Load sets it;
+	// report.json's provenance names it and its sha256).
+	File string `json:"-"`
 }
 
 // Networking is the new networks (kubeadm's names). Its fields are the
@@ -67,6 +71,10 @@ type Networking struct {
 	rules.PodCIDROptions
 	// leaveCNIState: CNIs whose IPAM state is moved by hand (calico, cilium).
 	rules.CNIOptions
+	// webhooks: list (default) names the admission webhooks that would
+	// block the restart in the runbook; ignore also sets them to
+	// failurePolicy Ignore, and the runbook's last step sets them back.
+	rules.WebhooksOptions
 	// DNSDomain is the cluster domain. Default cluster.local.
 	DNSDomain string `json:"dnsDomain,omitempty"`
 	// ControlPlaneEndpoint is the shared API endpoint, host[:port], as
@@ -146,6 +154,9 @@ func Load(path string) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("rebuild configuration %s: %w", path, err)
 	}
+	if c.File, err = filepath.Abs(path); err != nil {
+		return nil, err
+	}
 	return &c, nil
 }
 
@@ -216,6 +227,7 @@ func (c *Config) setDefaults() {
 	def(&c.Etcd.DataDir, "/var/lib/etcd")
 	def(&c.Networking.DNSService, "kube-system/kube-dns")
 	def(&c.Networking.DNSDomain, "cluster.local")
+	def(&c.Networking.Webhooks, rules.WebhooksList) // the runbook names the webhooks that would block the restart
 	if c.Etcd.RevisionBump == 0 {
 		c.Etcd.RevisionBump = snapshot.DefaultRevisionBump
 	}
@@ -322,7 +334,8 @@ func (c *Config) InitialCluster() string {
 // RuleOptions are the rule options this configuration selects.
 func (c *Config) RuleOptions() rules.Options {
 	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions,
-		UserRulesOptions: rules.UserRulesOptions{Rules: c.Rules}, CNIOptions: c.Networking.CNIOptions}
+		UserRulesOptions: rules.UserRulesOptions{Rules: c.Rules}, CNIOptions: c.Networking.CNIOptions,
+		WebhooksOptions: c.Networking.WebhooksOptions}
 	// The control plane at its (possibly new) addresses and endpoint: the
 	// control-plane-address rule moves what the snapshot records.
 	o.ControlPlaneEndpoint = c.Networking.ControlPlaneEndpoint

@@ -42,6 +42,7 @@ func (r *run) readConfig(ctx context.Context) error {
 		return err
 	}
 	r.noteMoves(rec)
+	r.restart, r.cnis = rec.workloads, rec.cnis
 	cc := rec.cc
 	r.cc, r.etcdPrefix = cc, rec.etcdPrefix
 	if cc == nil {

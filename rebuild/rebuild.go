@@ -60,6 +60,9 @@ type Report struct {
 	// is in RUNBOOK.md, not here).
 	JoinCommand string `json:"joinCommand,omitempty"`
 	CAHash      string `json:"caCertHash,omitempty"`
+	// Provenance and Operation: operation.go.
+	Provenance *Provenance `json:"provenance,omitempty"`
+	Operation  *Operation  `json:"operation,omitempty"`
 }
 
 // MemberResult is one restored member.
@@ -92,6 +95,10 @@ type run struct {
 	tokenExpires time.Time
 	// moved maps the recorded address of each node that moves to its new one.
 	moved map[netip.Addr]netip.Addr
+	// restart and cnis are what the snapshot runs (operation.go).
+	restart  []Workload
+	cnis     []string
+	webhooks []rules.WebhookChange
 }
 
 func (r *run) logf(phase, format string, args ...any) {
@@ -227,6 +234,7 @@ func (r *run) transform(ctx context.Context) error {
 		return err
 	}
 	r.report.Transform = rep
+	r.webhooks = plan.Webhooks
 	if len(r.moved) > 0 {
 		r.report.OldAddresses = addrScan.report()
 	}

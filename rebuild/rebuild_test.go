@@ -195,13 +195,16 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{filepath.Join(out, rebuild.EtcdDir, "cp2"), "/var/lib/kubelet/config.yaml", "clusterDNS: [172.24.0.10]",
-		"kubeadm join 127.0.0.1:6443 --token ", rep.CAHash, "Node `node-b` (127.0.0.2, etcd member `cp2`)", "kubectl delete pods --all",
+	for _, want := range []string{filepath.Join(out, rebuild.EtcdDir, "cp2"), "/var/lib/kubelet/config.yaml", "reads clusterDNS 172.24.0.10",
+		"kubeadm join 127.0.0.1:6443 --token ", rep.CAHash, "# node-b (etcd member cp2)", "snapshift node apply --bundle /root/snapshift-bundle --node node-b",
 		"The token expires at " + fixedNow().Add(24*time.Hour).Format(time.RFC3339)} { // the token Secret's own expiration
 		if !strings.Contains(string(rb), want) {
 			t.Errorf("RUNBOOK.md does not say %q", want)
 		}
 	}
+	// The sample runs flannel (its pods), kube-proxy and CoreDNS: the staged restart in that order.
+	checkRunbook(t, string(rb), rep, true, "rollout restart ds/kube-flannel-ds", "-l 'app=flannel,k8s-app=flannel,tier=node'",
+		"rollout restart ds/kube-proxy", "rollout restart deploy/coredns", "## Rollback")
 	if st, _ := os.Stat(filepath.Join(out, rebuild.RunbookFile)); st.Mode().Perm() != 0o600 {
 		t.Errorf("RUNBOOK.md holds a join token: mode %v, want 0600", st.Mode().Perm())
 	}

@@ -18,6 +18,8 @@ var conformanceInputs = map[string]string{
 	rules.NameHelmChartValues: "helm-chart-values/rke2-injected",
 	rules.NameK3sApplied:      "k3s-applied/coredns",
 	rules.NameK3sNodeArgs:     "k3s-node-args/explicit-flags",
+	// The sample has no admission webhooks.
+	rules.NameWebhooks: "webhooks/fail-closed",
 }
 
 // conformanceInput returns the snapshot the conformance suite runs rule

@@ -82,7 +82,7 @@ func TestConformance(t *testing.T) {
 	all, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"},
 		PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}, SATokensOptions: rules.SATokensOptions{SATokens: rules.SATokensClear},
 		ClusterInfoOptions: rules.ClusterInfoOptions{ClusterCA: []byte(testCA)}, ControlPlaneOptions: rules.ControlPlaneOptions{ControlPlaneAddresses: []string{"cp1=10.1.0.10"}},
-		UserRulesOptions: rules.UserRulesOptions{Rules: []string{"../testdata/rules/example.yaml"}}})
+		UserRulesOptions: rules.UserRulesOptions{Rules: []string{"../testdata/rules/example.yaml"}}, WebhooksOptions: rules.WebhooksOptions{Webhooks: rules.WebhooksIgnore}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,9 @@ type Plan struct {
 	Pod     *PodPlan     `json:"pod,omitempty"`
 	// CNI names the CNIs the snapshot shows (the cni rule's detection).
 	CNI []state.CNI `json:"cni,omitempty"`
+	// Webhooks are the admission webhooks that would block the restart
+	// (the webhooks rule).
+	Webhooks []WebhookChange `json:"webhooks,omitempty"`
 
 	detected *state.Networks
 	inUse    *[]inUse // addresses no rule moves, read once

@@ -23,6 +23,7 @@ type Options struct {
 	ControlPlaneOptions
 	UserRulesOptions
 	CNIOptions
+	WebhooksOptions
 
 	// Now stamps objects the rules create. Default time.Now.
 	Now func() time.Time `json:"-"`
@@ -45,6 +46,7 @@ var registry = []Entry{
 	saTokensEntry,
 	clusterInfoEntry,
 	controlPlaneEntry,
+	webhooksEntry,
 	userRulesEntry, // last: user rules edit on top of the built-in rules' result
 }
 

@@ -87,6 +87,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			manifestsCommand(),
 			rebuildCommand(),
 			rulesCommand(),
+			nodeCommand(),
 		},
 	}
 	for _, c := range app.Commands {

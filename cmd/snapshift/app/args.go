@@ -23,8 +23,8 @@ func interspersed(app *cli.App, args []string) []string {
 			break
 		}
 	}
-	if cmd == nil {
-		return args
+	if cmd == nil || len(cmd.Subcommands) > 0 {
+		return args // a command with subcommands (node apply|rollback): theirs are parsed as given
 	}
 	noValue := map[string]bool{"help": true, "h": true}
 	for _, f := range cmd.Flags {

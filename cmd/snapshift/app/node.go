@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/snapshift/snapshift/nodeops"
+)
+
+// nodeOptions are node apply's and node rollback's options.
+type nodeOptions struct {
+	common
+	cfg      nodeops.Config
+	rollback bool
+}
+
+func (o *nodeOptions) flags(apply bool) []cli.Flag {
+	fs := []cli.Flag{
+		&cli.StringFlag{Name: "bundle", Destination: &o.cfg.Bundle, Usage: "the rebuild bundle on this node (report.json, kubernetes/<node>/, etcd/<member>/)"},
+		&cli.StringFlag{Name: "node", Destination: &o.cfg.Node, Usage: "this control-plane node's name, as report.json names it"},
+		&cli.StringFlag{Name: "root", Value: "/", Destination: &o.cfg.Root, Usage: "the host's root directory (tests: a temporary tree)"},
+		&cli.DurationFlag{Name: "timeout", Value: nodeopsDefaultTimeout, Destination: &o.cfg.Timeout, Usage: "bound on each wait (static pods stopping, etcd, kube-apiserver)"},
+		&cli.BoolFlag{Name: "skip-health", Destination: &o.cfg.SkipHealth, Usage: "do not wait for etcd and kube-apiserver after starting the kubelet"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "print nothing but errors"},
+	}
+	if apply {
+		fs = append(fs, &cli.BoolFlag{Name: "preflight-only", Destination: &o.cfg.PreflightOnly, Usage: "run the checks only; change nothing"})
+	}
+	return fs
+}
+
+const nodeopsDefaultTimeout = 5 * time.Minute
+
+func (o *nodeOptions) setup(c *cli.Context) error {
+	o.streams(c)
+	_, err := args(c, 0, 0, "")
+	return err
+}
+
+func (o *nodeOptions) Validate() error {
+	if o.cfg.Bundle == "" || o.cfg.Node == "" {
+		return usagef("give --bundle DIR and --node NAME")
+	}
+	if !o.quiet {
+		o.cfg.Out = o.stdout
+	}
+	return o.cfg.Validate()
+}
+
+func (o *nodeOptions) Run(ctx context.Context) error {
+	if o.rollback {
+		return nodeops.Rollback(ctx, o.cfg)
+	}
+	return nodeops.Apply(ctx, o.cfg)
+}
+
+func nodeCommand() *cli.Command {
+	apply, rollback := &nodeOptions{}, &nodeOptions{rollback: true}
+	return &cli.Command{
+		Name:  "node",
+		Usage: "put one control-plane node's part of a rebuild bundle in place, or take it out again",
+		Subcommands: []*cli.Command{{
+			Name:  "apply",
+			Usage: "preflight, back up, stop the static pods and the kubelet, install, clean the CNI's host state, start, wait for health",
+			Description: "Run as root on the control-plane node, on every control-plane node at the same time (etcd needs its quorum):\n" +
+				"checks the host, every file's sha256 against report.json, disk space and tools (systemctl, crictl, ip); backs up\n" +
+				"/etc/kubernetes, /var/lib/kubelet/config.yaml and pki/ (copies) and the etcd data dir (moved) into\n" +
+				"/var/lib/snapshift/backup/<node>-<bundle>/ with backup.json; moves the manifests out and waits until crictl shows\n" +
+				"no etcd and no kube-apiserver; stops the kubelet; installs the node's files; moves old-CA kubelet client\n" +
+				"certificates aside when the CA changed; removes the detected CNI's host state; starts the kubelet; waits for\n" +
+				"etcd (member list, health) and kube-apiserver (/readyz with admin.conf). Safe to run again.\n\n" +
+				"Example:\n   snapshift node apply --bundle /root/snapshift-bundle --node cp1",
+			Flags:  apply.flags(true),
+			Action: action(apply),
+		}, {
+			Name:  "rollback",
+			Usage: "put back every path apply backed up, byte for byte, and restart the old control plane",
+			Description: "Run on every control-plane node at the same time. Stops the bundle's static pods and the kubelet, restores\n" +
+				"what backup.json records, starts the kubelet and waits for the old etcd and kube-apiserver.\n\n" +
+				"Example:\n   snapshift node rollback --bundle /root/snapshift-bundle --node cp1",
+			Flags:  rollback.flags(false),
+			Action: action(rollback),
+		}},
+	}
+}

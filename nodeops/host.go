@@ -1,0 +1,164 @@
+package nodeops
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is one apply or rollback on one node.
+type Config struct {
+	// Bundle is the rebuild bundle (at least report.json, the node's
+	// kubernetes/<node>/ and its etcd/<member>/). Required.
+	Bundle string
+	// Node is the control-plane node's name, as report.json names it. Required.
+	Node string
+	// Root is where the host's file system is. Default "/"; a test gives a
+	// directory.
+	Root string
+	// Timeout bounds each wait: for the static pods to stop, for etcd, for
+	// the apiserver. Default 5 minutes.
+	Timeout time.Duration
+	// PreflightOnly runs the checks and changes nothing (apply only).
+	PreflightOnly bool
+	// SkipHealth skips the health gates after the kubelet starts.
+	SkipHealth bool
+	// Out receives "[phase] ..." lines. Default io.Discard.
+	Out io.Writer
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Validate fills the defaults and checks the required fields.
+func (c *Config) Validate() error {
+	var missing []string
+	if c.Bundle == "" {
+		missing = append(missing, "Bundle")
+	}
+	if c.Node == "" {
+		missing = append(missing, "Node")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("nodeops: %s required", strings.Join(missing, " and "))
+	}
+	if c.Root == "" {
+		c.Root = "/"
+	}
+	if !filepath.IsAbs(c.Root) {
+		abs, err := filepath.Abs(c.Root)
+		if err != nil {
+			return err
+		}
+		c.Root = abs
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Minute
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// host is the node being changed: its root and its tools.
+type host struct {
+	cfg *Config
+}
+
+// path is host path p under the root.
+func (h *host) path(p string) string { return filepath.Join(h.cfg.Root, p) }
+
+func (h *host) logf(phase, format string, args ...any) {
+	fmt.Fprintf(h.cfg.Out, "[%s] %s\n", phase, fmt.Sprintf(format, args...))
+}
+
+// run runs a host tool found through PATH and returns its output.
+func (h *host) run(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return out.String(), nil
+}
+
+// systemctl runs `systemctl <verb> kubelet`.
+func (h *host) systemctl(ctx context.Context, verb string) error {
+	h.logf("kubelet", "systemctl %s kubelet", verb)
+	_, err := h.run(ctx, "systemctl", verb, "kubelet")
+	return err
+}
+
+// controlPlaneContainers are the static pods that must be gone before the
+// etcd data dir and the certificates change.
+var controlPlaneContainers = []string{"etcd", "kube-apiserver"}
+
+// running lists the control-plane containers crictl shows running.
+func (h *host) running(ctx context.Context) ([]string, error) {
+	var out []string
+	for _, name := range controlPlaneContainers {
+		ids, err := h.run(ctx, "crictl", "ps", "--quiet", "--state", "Running", "--name", "^"+name+"$")
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(ids) != "" {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// stopStaticPods moves every manifest out of the kubelet's manifest
+// directory into aside (the kubelet then stops the pods) and waits until
+// crictl shows no etcd and no kube-apiserver running, then stops the
+// kubelet.
+func (h *host) stopStaticPods(ctx context.Context, aside string) error {
+	dir := h.path(ManifestsDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if len(entries) > 0 {
+		if err := os.MkdirAll(h.path(aside), 0o700); err != nil {
+			return err
+		}
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(h.path(aside), e.Name())); err != nil {
+			return err
+		}
+	}
+	h.logf("stop", "moved %d manifests from %s to %s; waiting for the kubelet to stop etcd and kube-apiserver", len(entries), ManifestsDir, aside)
+	deadline := time.Now().Add(h.cfg.Timeout)
+	for {
+		names, err := h.running(ctx)
+		if err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s, crictl still shows %s running (read: crictl ps -a; journalctl -u kubelet): is the kubelet running? stop them with crictl stop, then run again", h.cfg.Timeout, strings.Join(names, " and "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	h.logf("stop", "no etcd or kube-apiserver container runs")
+	return h.systemctl(ctx, "stop")
+}

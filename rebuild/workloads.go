@@ -1,0 +1,214 @@
+package rebuild
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapshift/snapshift/state"
+)
+
+// Workload is a DaemonSet or Deployment the runbook restarts, with the
+// label selector of its pods (from the snapshot's spec.selector).
+type Workload struct {
+	Kind      string `json:"kind"` // DaemonSet or Deployment
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Selector is spec.selector.matchLabels as kubectl's -l (sorted).
+	Selector string `json:"selector"`
+	// Stage orders the restart: see stages.
+	Stage int `json:"stage"`
+	// Role says what it is ("cilium-operator", "calico-node", "kube-proxy",
+	// "cluster DNS", ""...).
+	Role string `json:"role,omitempty"`
+}
+
+// Resource is kubectl's name for it (ds/<name>, deploy/<name>).
+func (w Workload) Resource() string {
+	if w.Kind == "DaemonSet" {
+		return "ds/" + w.Name
+	}
+	return "deploy/" + w.Name
+}
+
+// The restart stages, in order. Each CNI's documented order: Cilium's
+// operator before the agents (the agents wait for the CiliumNode the
+// operator allocates: docs.cilium.io "Restart unmanaged pods" / upgrade
+// guide), calico-node before calico-kube-controllers and every pod (the
+// node agent programs the routes new pods need); then kube-proxy, then the
+// cluster DNS, then everything else.
+const (
+	StageCNIOperator = 1
+	StageCNIAgent    = 2
+	StageCNIControl  = 3
+	StageKubeProxy   = 4
+	StageDNS         = 5
+	StageRest        = 6
+)
+
+// role classifies a workload by its pod labels (the upstream manifests'
+// labels: flannel app=flannel; calico.yaml k8s-app=calico-node and
+// k8s-app=calico-kube-controllers; cilium k8s-app=cilium and
+// io.cilium/app=operator; kube-proxy and CoreDNS as kubeadm installs them).
+func role(kind string, labels map[string]string) (int, string) {
+	switch {
+	case labels["io.cilium/app"] == "operator":
+		return StageCNIOperator, "cilium-operator"
+	case kind == "DaemonSet" && labels["k8s-app"] == "cilium":
+		return StageCNIAgent, "cilium"
+	case kind == "DaemonSet" && labels["k8s-app"] == "calico-node":
+		return StageCNIAgent, "calico-node"
+	case kind == "DaemonSet" && labels["k8s-app"] == "canal":
+		return StageCNIAgent, "canal"
+	case kind == "DaemonSet" && labels["app"] == "flannel":
+		return StageCNIAgent, "flannel"
+	case kind == "DaemonSet" && labels["name"] == "weave-net":
+		return StageCNIAgent, "weave-net"
+	case labels["k8s-app"] == "calico-kube-controllers":
+		return StageCNIControl, "calico-kube-controllers"
+	case kind == "DaemonSet" && labels["k8s-app"] == "kube-proxy":
+		return StageKubeProxy, "kube-proxy"
+	case kind == "Deployment" && labels["k8s-app"] == "kube-dns":
+		return StageDNS, "cluster DNS"
+	}
+	return StageRest, ""
+}
+
+// workloadKeys says whether readRecorded indexes a key: the DaemonSets,
+// Deployments and what state.DetectCNI reads.
+func workloadKeys(key string) bool {
+	for _, s := range []string{"/daemonsets/", "/deployments/", "/pods/", "/configmaps/", "/cilium.io/", "/crd.projectcalico.org/", "/operator.tigera.io/"} {
+		if strings.Contains(key, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// detectWorkloads lists the snapshot's DaemonSets and Deployments in
+// restart order, and the CNIs.
+func detectWorkloads(ctx context.Context, v *state.View) ([]Workload, []string, error) {
+	var out []Workload
+	for _, p := range []struct{ kind, prefix string }{{"DaemonSet", "/registry/daemonsets/"}, {"Deployment", "/registry/deployments/"}} {
+		objs, err := v.List(p.prefix)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, o := range objs {
+			var meta metav1.ObjectMeta
+			var sel *metav1.LabelSelector
+			var tmpl map[string]string
+			switch x := o.Value.Obj.(type) {
+			case *appsv1.DaemonSet:
+				meta, sel, tmpl = x.ObjectMeta, x.Spec.Selector, x.Spec.Template.Labels
+			case *appsv1.Deployment:
+				meta, sel, tmpl = x.ObjectMeta, x.Spec.Selector, x.Spec.Template.Labels
+			default:
+				continue
+			}
+			w := Workload{Kind: p.kind, Namespace: meta.Namespace, Name: meta.Name}
+			if sel != nil {
+				w.Selector = selectorString(sel.MatchLabels)
+			}
+			w.Stage, w.Role = role(p.kind, merged(meta.Labels, tmpl))
+			out = append(out, w)
+		}
+	}
+	owned, err := podOwners(v, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, owned...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Stage != out[j].Stage {
+			return out[i].Stage < out[j].Stage
+		}
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Resource() < out[j].Resource()
+	})
+	cnis, err := state.DetectCNI(ctx, v)
+	if err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	for _, c := range cnis {
+		names = append(names, c.Name)
+	}
+	return out, names, nil
+}
+
+// podOwners are the DaemonSets and Deployments that only their pods show
+// (a snapshot holding the pods but not their controllers, as the sample
+// does): each named by the pod's controller reference, its selector the
+// pod's labels without the controllers' own hash labels.
+func podOwners(v *state.View, known []Workload) ([]Workload, error) {
+	seen := map[string]bool{}
+	for _, w := range known {
+		seen[w.Kind+"/"+w.Namespace+"/"+w.Name] = true
+	}
+	pods, err := v.List("/registry/pods/")
+	if err != nil {
+		return nil, err
+	}
+	var out []Workload
+	for _, o := range pods {
+		pod, ok := o.Value.Obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		ref := metav1.GetControllerOf(pod)
+		if ref == nil {
+			continue
+		}
+		w := Workload{Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name}
+		if ref.Kind == "ReplicaSet" {
+			hash := pod.Labels["pod-template-hash"]
+			name, ok := strings.CutSuffix(ref.Name, "-"+hash)
+			if hash == "" || !ok {
+				continue
+			}
+			w.Kind, w.Name = "Deployment", name
+		}
+		if w.Kind != "DaemonSet" && w.Kind != "Deployment" || seen[w.Kind+"/"+w.Namespace+"/"+w.Name] {
+			continue
+		}
+		seen[w.Kind+"/"+w.Namespace+"/"+w.Name] = true
+		labels := map[string]string{}
+		for k, val := range pod.Labels {
+			switch k {
+			case "controller-revision-hash", "pod-template-generation", "pod-template-hash":
+			default:
+				labels[k] = val
+			}
+		}
+		w.Selector = selectorString(labels)
+		w.Stage, w.Role = role(w.Kind, labels)
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+func merged(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func selectorString(m map[string]string) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ",")
+}
