@@ -242,6 +242,12 @@ func (r *run) runbookKubelets(b *runbook) {
 	if op.ClusterDNS != "" && r.cfg.NewPKI() {
 		b.w("A rejoined kubelet reads clusterDNS %s from the kubelet-config ConfigMap (already moved).", op.ClusterDNS)
 	}
+	if p := r.report.Plan; p != nil && len(p.NoKubelet) > 0 {
+		b.w("%d nodes run no kubelet (Ready not True, no recent heartbeat Lease): %s. Nothing above restarts what runs",
+			len(p.NoKubelet), capNodes(p.NoKubelet, 20))
+		b.w("on them (flannel, kube-proxy as plain services): give each its new ranges and, with a new CA, a kubeconfig")
+		b.w("signed by it (the certs command above), and restart it by hand. They stay NotReady, as before.")
+	}
 	b.w("**Check:** `kubectl get nodes` shows every node Ready before the next step.")
 	b.w("")
 }
@@ -370,4 +376,13 @@ func (r *run) relocate() {
 	if o := r.report.Transform.Output; o != nil {
 		o.Path = fix(o.Path)
 	}
+}
+
+// capNodes joins node names, the first max of them, and says how many more
+// there are (report.json's plan lists them all).
+func capNodes(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s … and %d more (report.json lists them all)", strings.Join(names[:max], ", "), len(names)-max)
 }
