@@ -235,3 +235,14 @@ func (m *Mapper) MapPrefix(p netip.Prefix) (netip.Prefix, error) {
 	}
 	return netip.PrefixFrom(a, p.Bits()), nil
 }
+
+// PairOf returns the old range of a's family and the new range paired
+// with it (old[i] with new[i]), if there is one.
+func PairOf(old, new []netip.Prefix, a netip.Addr) (o, n netip.Prefix, ok bool) {
+	for i, p := range old {
+		if p.Addr().Is4() == a.Is4() && i < len(new) {
+			return p, new[i], true
+		}
+	}
+	return o, n, false
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/leftovers"
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/rules"
@@ -37,12 +38,12 @@ type Options struct {
 
 // Report is what a rebuild did; it is also written as report.json.
 type Report struct {
-	Output    string                `json:"output"`
-	DryRun    bool                  `json:"dryRun"`
-	Transform *transform.Report     `json:"transform"`
-	Plan      *rules.Plan           `json:"plan,omitempty"`
-	Leftovers *rules.LeftoverReport `json:"leftovers,omitempty"`
-	Members   []MemberResult        `json:"members"`
+	Output    string                    `json:"output"`
+	DryRun    bool                      `json:"dryRun"`
+	Transform *transform.Report         `json:"transform"`
+	Plan      *rules.Plan               `json:"plan,omitempty"`
+	Leftovers *leftovers.LeftoverReport `json:"leftovers,omitempty"`
+	Members   []MemberResult            `json:"members"`
 	// Nodes are the control-plane nodes, one bundle directory each.
 	Nodes []NodeResult `json:"nodes"`
 	// ClusterConfiguration says what was carried over from the snapshot's
@@ -53,9 +54,9 @@ type Report struct {
 	MissingFiles []MissingFile `json:"missingFiles,omitempty"`
 	// OldAddresses are the resources whose values still hold a moved
 	// control-plane node's old address after the rules.
-	OldAddresses []AddressLeftover `json:"oldControlPlaneAddresses,omitempty"`
-	PKI          []pki.Result      `json:"pki"`
-	Manifests    []string          `json:"manifests,omitempty"`
+	OldAddresses []leftovers.AddressLeftover `json:"oldControlPlaneAddresses,omitempty"`
+	PKI          []pki.Result                `json:"pki"`
+	Manifests    []string                    `json:"manifests,omitempty"`
 	// JoinCommand is how worker nodes rejoin when the CA changed (its token
 	// is in RUNBOOK.md, not here).
 	JoinCommand string `json:"joinCommand,omitempty"`
@@ -201,9 +202,9 @@ func (r *run) transform(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	scan := rules.NewLeftoverScan(plan)
+	scan := leftovers.NewLeftoverScan(plan)
 	scan.Encryption = r.enc
-	addrScan := newOldAddressScan(r.moved)
+	addrScan := leftovers.NewAddressScan(r.moved)
 	members, err := r.members()
 	if err != nil {
 		return err
@@ -228,7 +229,7 @@ func (r *run) transform(ctx context.Context) error {
 	}
 	r.report.Transform = rep
 	if len(r.moved) > 0 {
-		r.report.OldAddresses = addrScan.report()
+		r.report.OldAddresses = addrScan.Report()
 	}
 	if plan.Service != nil || plan.Pod != nil {
 		r.report.Plan, r.report.Leftovers = plan, scan.Report()

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -179,7 +180,7 @@ func (r *Calico) planPool(what, c string, blockSize int64, hasBS bool) (netip.Pr
 	}
 	o, _, where := r.m.place(p.Masked())
 	if where == calicoOther {
-		if _, _, remapped := pairOf(r.m.old, r.m.new, p.Addr()); remapped {
+		if _, _, remapped := cidr.PairOf(r.m.old, r.m.new, p.Addr()); remapped {
 			return p, false, fmt.Sprintf("%s (%s) is not inside the old pod network CIDR %s, so its blocks would stay where they are", what, p, o)
 		}
 		return p, false, ""

@@ -32,7 +32,7 @@ const (
 
 // place finds p's old and new range and whether it moves.
 func (m calicoMap) place(p netip.Prefix) (o, n netip.Prefix, where calicoPlace) {
-	o, n, ok := pairOf(m.old, m.new, p.Addr())
+	o, n, ok := cidr.PairOf(m.old, m.new, p.Addr())
 	switch {
 	case !ok:
 		return o, n, calicoOther

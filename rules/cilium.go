@@ -143,7 +143,7 @@ func (r *Cilium) planPool(data map[string]string) error {
 			if err != nil {
 				return fmt.Errorf("%w: cilium-config %s holds %q, which is not a CIDR", transform.ErrRefused, k, f)
 			}
-			o, n, fam := pairOf(pp.Old, pp.New, p.Addr())
+			o, n, fam := cidr.PairOf(pp.Old, pp.New, p.Addr())
 			switch {
 			case !fam || p.Masked() == n:
 				continue
@@ -256,7 +256,7 @@ func (r *Cilium) mapAddr(mv *ciliumNodeMove, s string) (string, bool) {
 			return addrAtOffset(p.old, p.new, a)
 		}
 	}
-	o, n, ok := pairOf(r.plan.Pod.Old, r.plan.Pod.New, a)
+	o, n, ok := cidr.PairOf(r.plan.Pod.Old, r.plan.Pod.New, a)
 	if !ok || !o.Contains(a) || o == n {
 		return s, false
 	}

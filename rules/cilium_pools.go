@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -80,7 +81,7 @@ func (r *Cilium) mapPoolCIDR(c string) (string, bool, error) {
 		return c, false, fmt.Errorf("%q is not a CIDR", c)
 	}
 	p = p.Masked()
-	o, n, ok := pairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr())
+	o, n, ok := cidr.PairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr())
 	switch {
 	case !ok || !o.Overlaps(p) || o == n:
 		return c, false, nil
@@ -105,7 +106,7 @@ func (r *Cilium) poolAllocations(u *unstructured.Unstructured) []string {
 		for _, c := range list {
 			s, _ := c.(string)
 			if p, err := netip.ParsePrefix(s); err == nil {
-				if o, _, ok := pairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr()); ok && o.Contains(p.Addr()) {
+				if o, _, ok := cidr.PairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr()); ok && o.Contains(p.Addr()) {
 					out = append(out, s)
 				}
 			}

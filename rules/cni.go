@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
@@ -154,7 +155,7 @@ func (r *CNI) planWeave(v *state.View) error {
 	if err != nil {
 		return fmt.Errorf("%w: weave-net IPALLOC_RANGE %q is not a CIDR", transform.ErrRefused, cur)
 	}
-	o4, n4, ok := pairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr())
+	o4, n4, ok := cidr.PairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr())
 	switch {
 	case !ok || p.Masked() == n4:
 		return nil

@@ -25,6 +25,7 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/leftovers"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
@@ -43,7 +44,7 @@ var (
 type migration struct {
 	report *transform.Report
 	plan   *rules.Plan
-	left   *rules.LeftoverReport
+	left   *leftovers.LeftoverReport
 	in     *liveState                  // the input, read with snapshot.Open
 	etcd   map[string]*mvccpb.KeyValue // the restored member, by key
 	c      *codec.Codec
@@ -398,8 +399,8 @@ func (m *migration) checkUntouched(t *testing.T) {
 	}
 }
 
-func (m *migration) leftoverResources() map[string]*rules.LeftoverGroup {
-	out := map[string]*rules.LeftoverGroup{}
+func (m *migration) leftoverResources() map[string]*leftovers.LeftoverGroup {
+	out := map[string]*leftovers.LeftoverGroup{}
 	for _, g := range m.left.Groups {
 		out[g.Resource] = g
 	}

@@ -72,16 +72,6 @@ type NodeMove struct {
 	New  []string `json:"new"`
 }
 
-// mapFamily returns the new prefix paired with p's family, if remapped.
-func pairOf(old, new []netip.Prefix, a netip.Addr) (o, n netip.Prefix, ok bool) {
-	for i, p := range old {
-		if p.Addr().Is4() == a.Is4() && i < len(new) {
-			return p, new[i], true
-		}
-	}
-	return o, n, false
-}
-
 // parseCIDRList parses the value of an option field with cidr.ParseList
 // (one CIDR, or two of different families) and returns the CIDRs as text;
 // errors name the option.

@@ -109,7 +109,7 @@ func mapNodeCIDR(old, new []netip.Prefix, c string) (netip.Prefix, error) {
 		return p, fmt.Errorf("podCIDR %q is not a CIDR", c)
 	}
 	p = p.Masked()
-	o, n, ok := pairOf(old, new, p.Addr())
+	o, n, ok := cidr.PairOf(old, new, p.Addr())
 	switch {
 	case !ok:
 		return p, nil
@@ -130,7 +130,7 @@ func mapNodeCIDR(old, new []netip.Prefix, c string) (netip.Prefix, error) {
 func checkPlacement(old, new []netip.Prefix, placed []placedCIDR) []string {
 	var problems []string
 	for i, a := range placed {
-		if _, n, ok := pairOf(old, new, a.p.Addr()); ok && !(n.Contains(a.p.Addr()) && a.p.Bits() >= n.Bits()) {
+		if _, n, ok := cidr.PairOf(old, new, a.p.Addr()); ok && !(n.Contains(a.p.Addr()) && a.p.Bits() >= n.Bits()) {
 			problems = append(problems, fmt.Sprintf("node %s: %s would be outside the new cluster CIDR %s", a.node, a.p, n))
 		}
 		for _, b := range placed[i+1:] {

@@ -149,7 +149,7 @@ func (p *servicePlanner) mapOffsets() error {
 // moves to, and false when a stays: its family is not remapped, it is
 // outside the old range, or the Service is kept.
 func (p *servicePlanner) target(key string, a netip.Addr) (netip.Prefix, *big.Int, bool) {
-	o, n, ok := pairOf(p.w.Old, p.w.New, a)
+	o, n, ok := cidr.PairOf(p.w.Old, p.w.New, a)
 	switch {
 	case !ok:
 		return n, nil, false
@@ -212,7 +212,7 @@ func (p *servicePlanner) planBridge() error {
 	if len(dns) == 0 {
 		return option.Errorf("DNSBridge", "{}: the DNS Service %s has no cluster IP in the snapshot", svcName(p.w.DNS))
 	}
-	o, n, ok := pairOf(p.w.Old, p.w.New, dns[0])
+	o, n, ok := cidr.PairOf(p.w.Old, p.w.New, dns[0])
 	if !ok || !o.Contains(dns[0]) {
 		return option.Errorf("DNSBridge", "{}: %s (%s) is not in the old service range", svcName(p.w.DNS), dns[0])
 	}
@@ -234,7 +234,7 @@ func (p *servicePlanner) planBridge() error {
 func (p *servicePlanner) repack() error {
 	for _, key := range p.keys {
 		for _, i := range p.needs[key] {
-			_, n, _ := pairOf(p.w.Old, p.w.New, p.final[key][i])
+			_, n, _ := cidr.PairOf(p.w.Old, p.w.New, p.final[key][i])
 			a, err := freeAddress(n, p.owner)
 			if err != nil {
 				return option.Errorf("Repack", "%w: {}: %v", transform.ErrRefused, err)
@@ -294,7 +294,7 @@ func (p *servicePlanner) layout() *serviceLayout {
 // the new range later.
 func (p *servicePlanner) noteKeptOutside(key string) {
 	for _, a := range p.w.IPs[key] {
-		if _, n, ok := pairOf(p.w.Old, p.w.New, a); ok && !n.Contains(a) {
+		if _, n, ok := cidr.PairOf(p.w.Old, p.w.New, a); ok && !n.Contains(a) {
 			p.notef("%s keeps %s, outside the new range %s: move it later (delete and recreate the Service with a new-range clusterIP) once nothing depends on the old address",
 				svcName(key), a, n)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/leftovers"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
@@ -21,8 +22,8 @@ import (
 // network plan the rules made, and the leftover scan.
 type Result struct {
 	*transform.Report
-	Plan      *rules.Plan           `json:"plan,omitempty"`
-	Leftovers *rules.LeftoverReport `json:"leftovers,omitempty"`
+	Plan      *rules.Plan               `json:"plan,omitempty"`
+	Leftovers *leftovers.LeftoverReport `json:"leftovers,omitempty"`
 }
 
 // transformOptions are plan's and transform's options: plan is a transform
@@ -97,7 +98,7 @@ func runRules(ctx context.Context, o *common, cfg transform.Config, ropts rules.
 	if err != nil {
 		return nil, err
 	}
-	scan := rules.NewLeftoverScan(plan)
+	scan := leftovers.NewLeftoverScan(plan)
 	scan.Encryption = enc
 	cfg.SkipHashCheck, cfg.Progress, cfg.EtcdPrefix = o.skipHash, o.progress(), o.etcdPrefix
 	cfg.Rules, cfg.Observers, cfg.Encryption, cfg.VerifyOutput = rs, []transform.Observer{scan}, enc, verifyOutput(ropts, enc)
@@ -257,7 +258,7 @@ func printKeys(out io.Writer, r *transform.Report, verb string) {
 }
 
 // namespaceCounts is "kube-system 3, demo 2".
-func namespaceCounts(ns []rules.NamespaceCount) string {
+func namespaceCounts(ns []leftovers.NamespaceCount) string {
 	s := make([]string, len(ns))
 	for i, n := range ns {
 		s[i] = fmt.Sprintf("%s %d", n.Namespace, n.Keys)

@@ -1,4 +1,4 @@
-package rules
+package leftovers
 
 import (
 	"bytes"
@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/state"
 )
 
@@ -20,7 +22,7 @@ import (
 // and groups what it finds by resource. It is a report, not a rule: an
 // operator rehearsing on a copy sees what the rules did not cover.
 type LeftoverScan struct {
-	plan *Plan
+	plan *rules.Plan
 	// MaxExamples bounds the keys listed per resource. Default 10.
 	MaxExamples int
 	// Encryption, when set, decrypts values encrypted at rest so they are
@@ -124,7 +126,7 @@ type LeftoverReport struct {
 }
 
 // NewLeftoverScan scans for the old ranges of plan (filled in by Prepare).
-func NewLeftoverScan(plan *Plan) *LeftoverScan {
+func NewLeftoverScan(plan *rules.Plan) *LeftoverScan {
 	return &LeftoverScan{plan: plan, MaxExamples: 10, groups: map[string]*LeftoverGroup{}}
 }
 
@@ -362,7 +364,7 @@ func (s *LeftoverScan) inRanges(a netip.Addr) bool {
 // address itself. Such an address is no leftover.
 func (s *LeftoverScan) stays(a netip.Addr) bool {
 	if sp := s.plan.Service; sp != nil {
-		if o, n, ok := pairOf(sp.Old, sp.New, a); ok && o.Contains(a) && n.Contains(a) {
+		if o, n, ok := cidr.PairOf(sp.Old, sp.New, a); ok && o.Contains(a) && n.Contains(a) {
 			if _, moved := sp.IPs[a]; moved {
 				return false
 			}
@@ -370,7 +372,7 @@ func (s *LeftoverScan) stays(a netip.Addr) bool {
 		}
 	}
 	if pp := s.plan.Pod; pp != nil {
-		if o, n, ok := pairOf(pp.Old, pp.New, a); ok && o.Contains(a) && n.Contains(a) {
+		if o, n, ok := cidr.PairOf(pp.Old, pp.New, a); ok && o.Contains(a) && n.Contains(a) {
 			return o.Masked().Addr() == n.Masked().Addr()
 		}
 	}
