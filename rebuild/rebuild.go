@@ -16,12 +16,11 @@ import (
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/leftovers"
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
-	"github.com/snapshift/snapshift/transform"
-	"github.com/snapshift/snapshift/verify"
 )
 
 // Options are the run's own switches (not part of the file).
@@ -40,7 +39,7 @@ type Options struct {
 type Report struct {
 	Output    string                    `json:"output"`
 	DryRun    bool                      `json:"dryRun"`
-	Transform *transform.Report         `json:"transform"`
+	Transform *migrate.Report           `json:"transform"`
 	Plan      *rules.Plan               `json:"plan,omitempty"`
 	Leftovers *leftovers.LeftoverReport `json:"leftovers,omitempty"`
 	Members   []MemberResult            `json:"members"`
@@ -198,12 +197,6 @@ func (r *run) transform(ctx context.Context) error {
 		r.tokenExpires = r.token.Expires(now.UTC().Truncate(time.Second)) // as the cluster-info rule writes it
 		o.ClusterInfoServer = "https://" + r.apiEndpoint()
 	}
-	rs, plan, err := rules.Build(o)
-	if err != nil {
-		return err
-	}
-	scan := leftovers.NewLeftoverScan(plan)
-	scan.Encryption = r.enc
 	addrScan := leftovers.NewAddressScan(r.moved)
 	members, err := r.members()
 	if err != nil {
@@ -211,28 +204,17 @@ func (r *run) transform(ctx context.Context) error {
 	}
 	// One pass: the rules are applied while every member is restored (no
 	// migrated snapshot file in between).
-	rep, err := transform.Run(ctx, transform.Config{
-		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck, Rules: rs,
-		Observers: []transform.Observer{scan, addrScan}, Encryption: r.enc, Progress: r.opts.Progress,
-		VerifyOutput: func(ctx context.Context, path, prefix string) error {
-			v, err := verify.Run(ctx, verify.Config{Path: path, EtcdPrefix: prefix, ServiceCIDR: r.cfg.Networking.ServiceCIDR,
-				PodNetworkCIDR: r.cfg.Networking.PodNetworkCIDR, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs,
-				DNSService: r.cfg.Networking.DNSService, Rules: r.cfg.Rules, Encryption: r.enc, JustWritten: true, SkipHashCheck: true})
-			if err != nil {
-				return err
-			}
-			return v.Err()
-		},
+	res, err := migrate.Run(ctx, migrate.Config{
+		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck, Rules: o,
+		Observers: []migrate.Observer{addrScan}, Encryption: r.enc, Progress: r.opts.Progress,
 	})
 	if err != nil {
 		return err
 	}
-	r.report.Transform = rep
+	rep := res.Report
+	r.report.Transform, r.report.Plan, r.report.Leftovers = rep, res.Plan, res.Leftovers
 	if len(r.moved) > 0 {
 		r.report.OldAddresses = addrScan.Report()
-	}
-	if plan.Service != nil || plan.Pod != nil {
-		r.report.Plan, r.report.Leftovers = plan, scan.Report()
 	}
 	r.logf("transform", "%d replaced, %d created, %d deleted; verified", rep.Replaced, rep.Created, rep.Deleted)
 	for _, m := range r.cfg.Etcd.Members {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rebuild"
 )
@@ -72,7 +73,7 @@ func (o *rebuildOptions) Run(ctx context.Context) error {
 }
 
 func printRebuild(w io.Writer, r *rebuild.Report) {
-	printTransform(w, &Result{Report: r.Transform, Plan: r.Plan, Leftovers: r.Leftovers})
+	printTransform(w, &migrate.Result{Report: r.Transform, Plan: r.Plan, Leftovers: r.Leftovers})
 	fmt.Fprintln(w)
 	for _, p := range r.PKI {
 		printCerts(w, p)

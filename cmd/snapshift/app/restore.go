@@ -9,9 +9,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
-	"github.com/snapshift/snapshift/transform"
 )
 
 // restoreOptions are restore's options, named as etcdutl's.
@@ -35,7 +35,7 @@ func (o *restoreOptions) flags() []cli.Flag {
 			Usage: "raise the revision by this much (0 with --mark-compacted=false to disable)"},
 		&cli.BoolFlag{Name: "mark-compacted", Value: true, Destination: &o.cfg.MarkCompacted, Usage: "mark the bumped revision compacted (goes with --bump-revision)"},
 		&cli.BoolFlag{Name: "keep-alarms", Destination: &o.cfg.KeepAlarms, Usage: "keep the snapshot's active etcd alarms (NOSPACE, CORRUPT); by default the member starts without them"},
-		&cli.StringFlag{Name: "route", Value: transform.RouteRewrite, Destination: &o.route,
+		&cli.StringFlag{Name: "route", Value: migrate.RouteRewrite, Destination: &o.route,
 			Usage: "with rule flags: rewrite (write the live state anew into the member, as transform writes a snapshot: the snapshot's old revisions never reach the member's disk) or copy (copy the snapshot's database and append the changes; etcd compacts its old revisions at first boot)"},
 		o.skipHashFlag(), o.outputFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.quietFlag(),
 	}
@@ -74,12 +74,12 @@ func (o *restoreOptions) Validate() error {
 
 func (o *restoreOptions) Run(ctx context.Context) error {
 	ropts := o.rules.options()
-	rs, plan, err := rules.Build(ropts)
+	on, err := rules.Selected(ropts)
 	if err != nil {
 		return err
 	}
-	if len(rs) > 0 {
-		return o.runFused(ctx, ropts, rs, plan)
+	if len(on) > 0 {
+		return o.runFused(ctx, ropts)
 	}
 	cfg := o.cfg
 	rep, err := snapshot.RestoreWithReport(ctx, cfg)
@@ -107,9 +107,13 @@ func (o *restoreOptions) printRestored() {
 // runFused applies the rules while restoring: no snapshot file is written
 // in between, and the member's database is checked as transform checks its
 // output before the data dir is renamed into place.
-func (o *restoreOptions) runFused(ctx context.Context, ropts rules.Options, rs []transform.Rule, plan *rules.Plan) error {
-	cfg := transform.Config{Input: o.cfg.SnapshotPath, Restore: []snapshot.RestoreConfig{o.cfg}, KeepAlarms: o.cfg.KeepAlarms, Route: o.route}
-	res, err := runRules(ctx, &o.common, cfg, ropts, rs, plan)
+func (o *restoreOptions) runFused(ctx context.Context, ropts rules.Options) error {
+	cfg, err := o.migrateConfig(o.cfg.SnapshotPath, ropts)
+	if err != nil {
+		return err
+	}
+	cfg.Restore, cfg.KeepAlarms, cfg.Route = []snapshot.RestoreConfig{o.cfg}, o.cfg.KeepAlarms, o.route
+	res, err := migrate.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}

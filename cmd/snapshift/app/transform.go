@@ -9,22 +9,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/leftovers"
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
-	"github.com/snapshift/snapshift/transform"
-	"github.com/snapshift/snapshift/verify"
 )
-
-// Result is what plan and transform print: the engine's report, the
-// network plan the rules made, and the leftover scan.
-type Result struct {
-	*transform.Report
-	Plan      *rules.Plan               `json:"plan,omitempty"`
-	Leftovers *leftovers.LeftoverReport `json:"leftovers,omitempty"`
-}
 
 // transformOptions are plan's and transform's options: plan is a transform
 // that writes nothing.
@@ -70,16 +60,15 @@ func (o *transformOptions) Validate() error {
 }
 
 func (o *transformOptions) Run(ctx context.Context) error {
-	ropts := o.rules.options()
-	rs, plan, err := rules.Build(ropts)
+	cfg, err := o.migrateConfig(o.input, o.rules.options())
 	if err != nil {
 		return err
 	}
-	cfg := transform.Config{Input: o.input, Output: o.out, Force: o.force, DryRun: o.dryRun, KeepAlarms: o.keepAlarms}
+	cfg.Output, cfg.Force, cfg.DryRun, cfg.KeepAlarms = o.out, o.force, o.dryRun, o.keepAlarms
 	if o.dryRun {
 		cfg.Output = ""
 	}
-	res, err := runRules(ctx, &o.common, cfg, ropts, rs, plan)
+	res, err := migrate.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -90,43 +79,16 @@ func (o *transformOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// runRules runs the rules over cfg's input as plan, transform and the
-// fused restore do: the leftover scan, the check of the output, and the
-// common options (hash check, encryption, prefix, progress).
-func runRules(ctx context.Context, o *common, cfg transform.Config, ropts rules.Options, rs []transform.Rule, plan *rules.Plan) (*Result, error) {
+// migrateConfig is the migration of the input with the rules' options and
+// the common options (hash check, encryption, prefix, progress), as plan,
+// transform and the fused restore run it.
+func (o *common) migrateConfig(input string, ropts rules.Options) (migrate.Config, error) {
 	enc, err := o.encryption()
 	if err != nil {
-		return nil, err
+		return migrate.Config{}, err
 	}
-	scan := leftovers.NewLeftoverScan(plan)
-	scan.Encryption = enc
-	cfg.SkipHashCheck, cfg.Progress, cfg.EtcdPrefix = o.skipHash, o.progress(), o.etcdPrefix
-	cfg.Rules, cfg.Observers, cfg.Encryption, cfg.VerifyOutput = rs, []transform.Observer{scan}, enc, verifyOutput(ropts, enc)
-	r, err := transform.Run(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Report: r}
-	if plan.Service != nil || plan.Pod != nil {
-		res.Plan, res.Leftovers = plan, scan.Report()
-	}
-	return res, nil
-}
-
-// verifyOutput is transform's check of its own output before publishing it.
-func verifyOutput(ropts rules.Options, enc *encryption.Config) func(ctx context.Context, path, prefix string) error {
-	return func(ctx context.Context, path, prefix string) error {
-		cfg := verifyConfig(ropts)
-		cfg.Path, cfg.Encryption, cfg.JustWritten, cfg.SkipHashCheck, cfg.EtcdPrefix = path, enc, true, true, prefix
-		r, err := verify.Run(ctx, cfg)
-		if err != nil {
-			return fmt.Errorf("checking the new snapshot: %w", err)
-		}
-		if err := r.Err(); err != nil {
-			return fmt.Errorf("the new snapshot was not published: %w", err)
-		}
-		return nil
-	}
+	return migrate.Config{Input: input, Rules: ropts, SkipHashCheck: o.skipHash, Progress: o.progress(),
+		EtcdPrefix: o.etcdPrefix, Encryption: enc}, nil
 }
 
 func planCommand() *cli.Command {
@@ -165,7 +127,7 @@ func transformCommand() *cli.Command {
 // rule (or combination of rules).
 const maxChangesPerRule = 50
 
-func printTransform(out io.Writer, res *Result) {
+func printTransform(out io.Writer, res *migrate.Result) {
 	r := res.Report
 	verb := "wrote"
 	if r.DryRun {
@@ -240,12 +202,12 @@ func printTransform(out io.Writer, res *Result) {
 }
 
 // printKeys prints the key counts and the revisions.
-func printKeys(out io.Writer, r *transform.Report, verb string) {
+func printKeys(out io.Writer, r *migrate.Report, verb string) {
 	dropped, compacted := "dropped", fmt.Sprintf("compacted at %d", r.CompactRevision)
 	switch r.Route {
-	case transform.RouteCopy: // a copy of the input, edited: etcd compacts at boot
+	case migrate.RouteCopy: // a copy of the input, edited: etcd compacts at boot
 		dropped, compacted = "left for etcd to compact at first boot", "everything older is compacted"
-	case transform.RouteRewrite:
+	case migrate.RouteRewrite:
 		compacted = "everything older is compacted"
 	}
 	fmt.Fprintf(out, "Keys:   %s %d unchanged, %d replaced, %d created; %d deleted; %d old revisions and tombstones %s\n",

@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/verify"
 )
 
@@ -29,7 +29,7 @@ func (o *verifyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := verifyConfig(o.rules.options())
+	cfg := migrate.VerifyConfig(o.rules.options())
 	cfg.Path, cfg.SkipHashCheck, cfg.Structure, cfg.Progress, cfg.Encryption = o.path, o.skipHash, true, o.progress(), enc
 	cfg.EtcdPrefix = o.etcdPrefix
 	r, err := verify.Run(ctx, cfg)
@@ -44,13 +44,6 @@ func (o *verifyOptions) Run(ctx context.Context) error {
 		printVerify(o.stdout, r)
 	}
 	return r.Err()
-}
-
-// verifyConfig is the verify configuration that checks what the rules
-// with these options promise.
-func verifyConfig(ro rules.Options) verify.Config {
-	return verify.Config{ServiceCIDR: ro.ServiceCIDR, PodNetworkCIDR: ro.PodNetworkCIDR,
-		KeepServiceIPs: ro.KeepServiceIPs, DNSService: ro.DNSService, Rules: ro.Rules}
 }
 
 func verifyCommand() *cli.Command {
