@@ -55,7 +55,7 @@ func members(t *testing.T, n int) []rebuild.Member {
 func baseConfig(t *testing.T, out string, ms []rebuild.Member) *rebuild.Config {
 	return &rebuild.Config{
 		APIVersion: rebuild.APIVersion, Kind: rebuild.Kind, Snapshot: samplePath, Output: out,
-		Networking: rebuild.Networking{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}},
+		Networking: rebuild.Networking{Options: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}}},
 		Etcd:       rebuild.Etcd{Members: ms},
 		PKI:        rebuild.PKI{NodeName: ms[0].Name, AdvertiseAddress: "127.0.0.1"},
 		Manifests:  rebuild.Manifests{KubernetesVersion: "v1.36.3"},
