@@ -16,6 +16,7 @@ import (
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // Config configures Run.
@@ -77,7 +78,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix, err := snap.IndexWith(ctx, cfg.Progress, snapshot.IndexOptions{Named: append([]string{state.PrefixNodes}, state.CNIListed...)})
+	ix, err := snap.IndexWith(ctx, cfg.Progress, snapshot.IndexOptions{Named: append([]string{wellknown.PrefixNodes}, state.CNIListed...)})
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if !ok {
 			key = string(e.KV.Key)
 		}
-		resources[state.Resource(key)]++
+		resources[wellknown.Resource(key)]++
 		enc := codec.Detect(e.KV.Value)
 		encodings[enc.String()]++
 		if enc == codec.Encrypted {
@@ -108,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			return nil
 		}
-		if strings.HasPrefix(key, "/registry/secrets/") {
+		if strings.HasPrefix(key, wellknown.PrefixSecrets) {
 			t := "(undecodable)"
 			if o, err := c.Decode(e.KV.Value); err == nil {
 				if s, ok := o.Obj.(*corev1.Secret); ok {

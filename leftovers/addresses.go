@@ -6,7 +6,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // AddressLeftover is one resource whose output values still hold a moved
@@ -41,7 +41,7 @@ func (s *AddressScan) Observe(key, value []byte, _ bool) {
 	if bytes.HasPrefix(value, []byte("k8s:enc:")) || !s.holds(value) {
 		return
 	}
-	res := state.Resource(string(key))
+	res := wellknown.Resource(string(key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.by[res]

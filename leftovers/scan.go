@@ -13,6 +13,7 @@ import (
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // LeftoverScan finds addresses of the old ranges that remain in the output
@@ -100,7 +101,7 @@ func RecreateOrder(perNS map[string]int) []NamespaceCount {
 // namespaceOf is the namespace in a namespaced key under resource res
 // (/registry/<res path>/<ns>/<name>), or "".
 func namespaceOf(key, res string) string {
-	parts := strings.Split(strings.TrimPrefix(key, state.DefaultPrefix), "/")
+	parts := strings.Split(strings.TrimPrefix(key, wellknown.DefaultPrefix), "/")
 	skip := len(strings.Split(res, "/"))
 	if res == "endpoints" {
 		skip = 2 // services/endpoints
@@ -164,13 +165,13 @@ func (s *LeftoverScan) prepare() {
 			s.movedTo[n] = true
 		}
 		if n := s.plan.Service.KeptServiceCIDR; n != "" {
-			s.kept[state.PrefixServiceCIDRs+n] = true
+			s.kept[wellknown.PrefixServiceCIDRs+n] = true
 		}
 		for _, mv := range s.plan.Service.Services {
 			if mv.Kept {
 				s.kept[mv.Key] = true
 				for _, ip := range mv.Old { // its own IPAddress objects
-					s.kept[state.PrefixIPAddresses+ip] = true
+					s.kept[wellknown.PrefixIPAddresses+ip] = true
 					if a, err := netip.ParseAddr(ip); err == nil {
 						s.keptAddrs[a] = true
 					}
@@ -238,7 +239,7 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		found = s.coveringCIDRs(value, found)
 	}
 	var note string
-	if bytes.HasPrefix(k, []byte("/registry/secrets/")) {
+	if bytes.HasPrefix(k, []byte(wellknown.PrefixSecrets)) {
 		if n, ok := s.helmLeftovers(value); ok {
 			note = n
 		}
@@ -247,7 +248,7 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		return
 	}
 	key := string(k)
-	res := state.Resource(key)
+	res := wellknown.Resource(key)
 	intended := s.kept[key] || s.onlyKept(seen)
 	gk := res
 	if intended {
@@ -272,7 +273,7 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		switch {
 		case note != "":
 			l = Leftover{Key: key, Note: note}
-		case strings.HasPrefix(key, "/registry/secrets/"):
+		case strings.HasPrefix(key, wellknown.PrefixSecrets):
 			l = Leftover{Key: key, Note: "old-range addresses inside Secret data (not shown)"}
 		}
 		g.Examples = append(g.Examples, l)

@@ -25,7 +25,7 @@ import (
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/rebuild"
 	"github.com/snapshift/snapshift/rules"
-	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 const samplePath = "../testdata/sample.db"
@@ -454,7 +454,7 @@ func snapshotTree(t *testing.T, dir string) string {
 func TestCustomEtcdPrefix(t *testing.T) {
 	dir := t.TempDir()
 	in := testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "prefixed.db"), func(k string, v []byte) (string, []byte, error) {
-		return strings.Replace(k, state.DefaultPrefix, "/kubernetes.io/", 1), v, nil
+		return strings.Replace(k, wellknown.DefaultPrefix, "/kubernetes.io/", 1), v, nil
 	})
 	out := filepath.Join(dir, "bundle")
 	ms := members(t, 1)

@@ -16,6 +16,7 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // Apply moves one claimed object.
@@ -24,19 +25,19 @@ func (r *Calico) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 		return transform.Result{}, nil
 	}
 	switch key := obj.Key; {
-	case strings.HasPrefix(key, calicoPools):
+	case strings.HasPrefix(key, wellknown.PrefixCalicoPools):
 		return r.applyPool(obj)
-	case strings.HasPrefix(key, calicoBlocks), strings.HasPrefix(key, calicoAffinities):
+	case strings.HasPrefix(key, wellknown.PrefixCalicoBlocks), strings.HasPrefix(key, wellknown.PrefixCalicoAffs):
 		return r.applyRename(obj)
-	case strings.HasPrefix(key, calicoHandles):
+	case strings.HasPrefix(key, wellknown.PrefixCalicoHandles):
 		return r.applyHandle(obj)
-	case strings.HasPrefix(key, calicoInstallations):
+	case strings.HasPrefix(key, wellknown.PrefixTigeraInstall):
 		return r.applyInstallation(obj)
-	case strings.HasPrefix(key, state.PrefixNodes):
+	case strings.HasPrefix(key, wellknown.PrefixNodes):
 		return r.applyNode(obj)
-	case slices.Contains(calicoDaemonSets, key):
+	case slices.Contains(wellknown.CalicoDaemonSets, key):
 		return r.applyDaemonSet(obj)
-	case slices.Contains(calicoConfigMaps, key):
+	case slices.Contains(wellknown.CalicoConfigMaps, key):
 		return r.applyConfigMap(obj)
 	}
 	return transform.Result{}, nil

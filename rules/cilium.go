@@ -16,6 +16,7 @@ import (
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameCilium is the cilium rule.
@@ -73,9 +74,11 @@ var ciliumEntry = Entry{
 
 func (r *Cilium) Name() string { return NameCilium }
 func (r *Cilium) Prefixes() []string {
-	return []string{state.KeyCiliumConfig, state.PrefixCiliumNodes, state.PrefixCiliumPools}
+	return []string{wellknown.KeyCiliumConfig, wellknown.PrefixCiliumNodes, wellknown.PrefixCiliumPools}
 }
-func (r *Cilium) Lists() []string { return []string{state.PrefixCiliumNodes, state.PrefixCiliumPools} }
+func (r *Cilium) Lists() []string {
+	return []string{wellknown.PrefixCiliumNodes, wellknown.PrefixCiliumPools}
+}
 func (r *Cilium) Notes() []string { return r.notes }
 
 // Prepare reads the IPAM mode and plans every CiliumNode, refusing a pool
@@ -84,12 +87,12 @@ func (r *Cilium) Prepare(ctx context.Context, v *state.View) error {
 	if slices.Contains(r.opts.LeaveCNIState, state.CNICilium) {
 		return nil // the cni rule notes what to do by hand
 	}
-	o, ok, err := v.Get(state.KeyCiliumConfig)
+	o, ok, err := v.Get(wellknown.KeyCiliumConfig)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		if n := len(v.Keys(state.PrefixCiliumNodes)); n > 0 {
+		if n := len(v.Keys(wellknown.PrefixCiliumNodes)); n > 0 {
 			return fmt.Errorf("%w: the snapshot holds %d CiliumNodes but no kube-system/cilium-config to say Cilium's IPAM mode and pool (is Cilium configured elsewhere?): give --leave-cni-state cilium to move its state by hand",
 				transform.ErrRefused, n)
 		}
@@ -188,7 +191,7 @@ func checkCiliumMask(data map[string]string, key string, n netip.Prefix) error {
 // planNodes maps every CiliumNode's pod CIDRs: as the pod-cidr rule maps
 // its Node where they are the same, at the same offset otherwise.
 func (r *Cilium) planNodes(v *state.View) error {
-	objs, err := v.List(state.PrefixCiliumNodes)
+	objs, err := v.List(wellknown.PrefixCiliumNodes)
 	if err != nil {
 		return err
 	}
@@ -280,7 +283,7 @@ func addrAtOffset(old, new netip.Prefix, a netip.Addr) (string, bool) {
 func (r *Cilium) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
 	var changes []transform.Change
 	switch {
-	case obj.Key == state.KeyCiliumConfig && len(r.pool) > 0:
+	case obj.Key == wellknown.KeyCiliumConfig && len(r.pool) > 0:
 		cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
 		if !ok {
 			return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
@@ -290,7 +293,7 @@ func (r *Cilium) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 			cm.Data[k] = r.pool[k]
 		}
 		r.notes = append(r.notes, ciliumRestartNote)
-	case strings.HasPrefix(obj.Key, state.PrefixCiliumPools):
+	case strings.HasPrefix(obj.Key, wellknown.PrefixCiliumPools):
 		if len(r.pools[obj.Key]) == 0 {
 			return transform.Result{}, nil
 		}
@@ -302,7 +305,7 @@ func (r *Cilium) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 		if len(r.pool) == 0 && len(r.notes) == 0 {
 			r.notes = append(r.notes, ciliumRestartNote)
 		}
-	case strings.HasPrefix(obj.Key, state.PrefixCiliumNodes):
+	case strings.HasPrefix(obj.Key, wellknown.PrefixCiliumNodes):
 		mv := r.nodes[obj.Key]
 		if mv == nil {
 			return transform.Result{}, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // Cilium's multi-pool IPAM (cilium.io CiliumPodIPPool): the operator hands
@@ -25,7 +26,7 @@ import (
 // A pool CIDR wider than the old pod range (it holds more than the range
 // being moved) is refused by name.
 func (r *Cilium) planPodIPPools(v *state.View, data map[string]string) error {
-	objs, err := v.List(state.PrefixCiliumPools)
+	objs, err := v.List(wellknown.PrefixCiliumPools)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameCNI is the cni rule.
@@ -69,7 +70,7 @@ func validateCNIOptions(o *Options) error {
 }
 
 func (r *CNI) Name() string       { return NameCNI }
-func (r *CNI) Prefixes() []string { return []string{state.KeyWeaveDaemonSet} }
+func (r *CNI) Prefixes() []string { return []string{wellknown.KeyWeaveDaemonSet} }
 func (r *CNI) Lists() []string    { return state.CNIListed }
 func (r *CNI) Notes() []string    { return r.notes }
 
@@ -138,7 +139,7 @@ func (r *CNI) byHand(c state.CNI) string {
 
 // planWeave maps IPALLOC_RANGE when it is the old pod CIDR.
 func (r *CNI) planWeave(v *state.View) error {
-	o, ok, err := v.Get(state.KeyWeaveDaemonSet)
+	o, ok, err := v.Get(wellknown.KeyWeaveDaemonSet)
 	if err != nil || !ok {
 		return err
 	}
@@ -180,7 +181,7 @@ func weaveRange(ds *appsv1.DaemonSet) string {
 
 // Apply moves weave-net's IPALLOC_RANGE.
 func (r *CNI) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
-	if obj.Key != state.KeyWeaveDaemonSet || r.weave == "" {
+	if obj.Key != wellknown.KeyWeaveDaemonSet || r.weave == "" {
 		return transform.Result{}, nil
 	}
 	ds, ok := obj.Value.Obj.(*appsv1.DaemonSet)

@@ -11,6 +11,7 @@ import (
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // PodCIDR moves every Node's spec.podCIDR and spec.podCIDRs from the old
@@ -25,13 +26,13 @@ type PodCIDR struct {
 }
 
 func (r *PodCIDR) Name() string       { return NamePodCIDR }
-func (r *PodCIDR) Prefixes() []string { return []string{state.PrefixNodes} }
+func (r *PodCIDR) Prefixes() []string { return []string{wellknown.PrefixNodes} }
 func (r *PodCIDR) Lists() []string    { return clashListed }
 
 // Prepare maps every node and refuses before anything is written.
 func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
-	if len(v.Keys(state.PrefixNodes)) == 0 {
-		return fmt.Errorf("%w: %s", transform.ErrRefused, v.Missing("Nodes", state.PrefixNodes))
+	if len(v.Keys(wellknown.PrefixNodes)) == 0 {
+		return fmt.Errorf("%w: %s", transform.ErrRefused, v.Missing("Nodes", wellknown.PrefixNodes))
 	}
 	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)
 	if err != nil {
@@ -98,7 +99,7 @@ func (r *PodCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, newP 
 // listNodePods reads every Node's pod CIDRs.
 func listNodePods(v *state.View) ([]nodePods, error) {
 	var out []nodePods
-	err := v.Each(state.PrefixNodes, func(o *state.Object) error {
+	err := v.Each(wellknown.PrefixNodes, func(o *state.Object) error {
 		node, ok := o.Value.Obj.(*corev1.Node)
 		if !ok {
 			return fmt.Errorf("%s: stored object is %s, not a Node", o.Key, o.Value.GVK)

@@ -15,6 +15,7 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // KeptServiceCIDRName names the ServiceCIDR that keeps the addresses of
@@ -66,7 +67,7 @@ func (r *ServiceCIDR) planKeptRange(v *state.View) error {
 		return nil
 	}
 	r.sp.KeptRanges = kept
-	def, ok, err := v.Get(state.KeyDefaultServiceCIDR)
+	def, ok, err := v.Get(wellknown.KeyDefaultServiceCIDR)
 	if err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func (r *ServiceCIDR) planKeptRange(v *state.View) error {
 			joinPrefixes(kept))
 		return nil
 	}
-	key := state.PrefixServiceCIDRs + KeptServiceCIDRName
+	key := wellknown.PrefixServiceCIDRs + KeptServiceCIDRName
 	if earlier, ok, err := v.Get(key); err != nil {
 		return err
 	} else if ok {
@@ -119,7 +120,7 @@ func joinPrefixes(ps []netip.Prefix) string {
 // newKeptServiceCIDR is the terminating ServiceCIDR, stored in the default
 // one's version.
 func (r *ServiceCIDR) newKeptServiceCIDR() (transform.NewObject, error) {
-	key := state.PrefixServiceCIDRs + KeptServiceCIDRName
+	key := wellknown.PrefixServiceCIDRs + KeptServiceCIDRName
 	now := metav1.NewTime(r.opts.Now().UTC().Truncate(1e9))
 	zero := int64(0)
 	meta := metav1.ObjectMeta{Name: KeptServiceCIDRName, UID: newUID(key, joinPrefixes(r.keptCIDR.cidrs)), Generation: 1,

@@ -10,8 +10,8 @@ import (
 
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
-	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // serviceWish is what the service-IP planner starts from: the Services'
@@ -344,4 +344,4 @@ func rangeOffset(n netip.Prefix) int {
 }
 
 // svcName is a Service's "namespace/name" from its key.
-func svcName(key string) string { return strings.TrimPrefix(key, state.PrefixServices) }
+func svcName(key string) string { return strings.TrimPrefix(key, wellknown.PrefixServices) }

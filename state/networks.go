@@ -18,6 +18,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	networkingv1beta1 "k8s.io/api/networking/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // SourceKind says which kind of record a Source is. Compare kinds, not the
@@ -148,7 +150,7 @@ func DetectReadable(ctx context.Context, v *View) (*Networks, error) {
 // DNS domain.
 func detectKubeadm(v *View, n *Networks) error {
 	var cc ClusterConfiguration
-	if ok, err := configDoc(v, KeyKubeadmConfig, "ClusterConfiguration", unmarshalYAML, &cc); err != nil || !ok {
+	if ok, err := configDoc(v, wellknown.KeyKubeadmConfig, "ClusterConfiguration", unmarshalYAML, &cc); err != nil || !ok {
 		return err
 	}
 	if c := SplitCIDRs(cc.Networking.ServiceSubnet); len(c) > 0 {
@@ -164,7 +166,7 @@ func detectKubeadm(v *View, n *Networks) error {
 
 // detectServiceCIDR reads the default ServiceCIDR object (v1 or v1beta1).
 func detectServiceCIDR(v *View, n *Networks) error {
-	o, ok, err := v.Get(KeyDefaultServiceCIDR)
+	o, ok, err := v.Get(wellknown.KeyDefaultServiceCIDR)
 	if err != nil || !ok {
 		return err
 	}
@@ -190,7 +192,7 @@ func ServiceCIDRSpec(obj any) (cidrs []string, ok bool) {
 // then secondary family, as one Source.
 func detectRangeAllocations(v *View, n *Networks) error {
 	var ranges []string
-	for _, k := range []string{KeyServiceIPRange, KeySecondaryIPRange} {
+	for _, k := range []string{wellknown.KeyServiceIPRange, wellknown.KeySecondaryIPRange} {
 		o, ok, err := v.Get(k)
 		if err != nil {
 			return err
@@ -213,7 +215,7 @@ func detectKubeProxy(v *View, n *Networks) error {
 	var kp struct {
 		ClusterCIDR string `json:"clusterCIDR"`
 	}
-	if ok, err := configDoc(v, KeyKubeProxy, "config.conf", unmarshalYAML, &kp); err != nil || !ok {
+	if ok, err := configDoc(v, wellknown.KeyKubeProxy, "config.conf", unmarshalYAML, &kp); err != nil || !ok {
 		return err
 	}
 	if c := SplitCIDRs(kp.ClusterCIDR); len(c) > 0 {
@@ -225,7 +227,7 @@ func detectKubeProxy(v *View, n *Networks) error {
 // detectFlannel reads flannel's Network and IPv6Network, in every
 // namespace flannel's manifests have used.
 func detectFlannel(v *View, n *Networks) error {
-	for _, k := range FlannelConfigKeys {
+	for _, k := range wellknown.FlannelConfigKeys {
 		var nc struct {
 			Network     string `json:"Network"`
 			IPv6Network string `json:"IPv6Network"`
@@ -255,7 +257,7 @@ func detectKubeletConfig(v *View, n *Networks) error {
 	var kc struct {
 		ClusterDNS []string `json:"clusterDNS"`
 	}
-	if ok, err := configDoc(v, KeyKubeletConfig, "kubelet", unmarshalYAML, &kc); err != nil || !ok {
+	if ok, err := configDoc(v, wellknown.KeyKubeletConfig, "kubelet", unmarshalYAML, &kc); err != nil || !ok {
 		return err
 	}
 	n.ClusterDNS = kc.ClusterDNS
@@ -265,7 +267,7 @@ func detectKubeletConfig(v *View, n *Networks) error {
 // detectNodes reads every Node's podCIDRs, and the smallest prefix per
 // family that covers them as a pod Source of kind SourceNodes.
 func detectNodes(v *View, n *Networks) error {
-	err := v.Each(PrefixNodes, func(o *Object) error {
+	err := v.Each(wellknown.PrefixNodes, func(o *Object) error {
 		node, ok := o.Value.Obj.(*corev1.Node)
 		if !ok {
 			return nil

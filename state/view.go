@@ -8,6 +8,7 @@ import (
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // View is random, read-only access to the live state of the input, for
@@ -42,7 +43,7 @@ func (v *View) Index() *snapshot.Index { return v.index }
 // the apiserver's default prefix, whatever --etcd-prefix the cluster used.
 func (v *View) Keys(prefix string) []snapshot.KeyRev {
 	out := v.index.LiveKeysWithPrefix(Stored(v.prefix, prefix))
-	if v.prefix != DefaultPrefix {
+	if v.prefix != wellknown.DefaultPrefix {
 		for i := range out {
 			out[i].Key, _ = Canonical(v.prefix, out[i].Key)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // ErrRefused is wrapped by errors that refuse a change the input or the
@@ -53,7 +54,7 @@ type Config struct {
 	Encryption *encryption.Config
 	// EtcdPrefix is where the cluster keeps its objects (kube-apiserver's
 	// --etcd-prefix). Default: detected from the snapshot. Rules see every
-	// key under state.DefaultPrefix whatever it is; keys outside it are
+	// key under wellknown.DefaultPrefix whatever it is; keys outside it are
 	// copied and never shown to a rule.
 	EtcdPrefix string
 	// KeepAlarms copies the input's active etcd alarms into the output.
@@ -462,7 +463,7 @@ type engine struct {
 	snap        *snapshot.Snapshot
 	index       *snapshot.Index
 	router      *router
-	prefix      string                 // where the input keeps the objects; rules see state.DefaultPrefix
+	prefix      string                 // where the input keeps the objects; rules see wellknown.DefaultPrefix
 	w           *snapshot.Writer       // the new snapshot file, or
 	fused       *snapshot.FusedRestore // the members' data dirs
 	out         output                 // whichever of the two; nil in a dry run
@@ -579,7 +580,7 @@ func (e *engine) observe(stored, value []byte, changed bool) {
 		return
 	}
 	key := stored
-	if e.prefix != state.DefaultPrefix {
+	if e.prefix != wellknown.DefaultPrefix {
 		if c, ok := state.Canonical(e.prefix, string(stored)); ok {
 			key = []byte(c)
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // cniKeyPrefixes are where the CNI checks read (with the ConfigMaps of
@@ -32,11 +33,11 @@ type cidrObject struct {
 // CiliumNode's pod CIDRs inside cilium-config's cluster pool and disjoint.
 // A cluster without the objects gets no check.
 func addCNIChecks(c *checker, v *state.View) error {
-	pools, err := cidrObjects(v, state.PrefixCalicoPools, "")
+	pools, err := cidrObjects(v, wellknown.PrefixCalicoPools, "")
 	if err != nil {
 		return err
 	}
-	blocks, err := cidrObjects(v, state.PrefixCalicoBlocks, "affinity")
+	blocks, err := cidrObjects(v, wellknown.PrefixCalicoBlocks, "affinity")
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func cidrObjects(v *state.View, prefix, owner string) ([]cidrObject, error) {
 // confirmedAffinities are the BlockAffinities in state confirmed, their
 // owner "host:<node>" as a block's affinity names it.
 func confirmedAffinities(v *state.View) ([]cidrObject, error) {
-	us, err := listCustom(v, state.PrefixCalicoAffs)
+	us, err := listCustom(v, wellknown.PrefixCalicoAffs)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func affinitiesMatch(affs, blocks []cidrObject) []string {
 // addCiliumCheck: with cluster-pool IPAM, every CiliumNode's pod CIDRs lie
 // in cilium-config's pool and no two nodes' overlap.
 func addCiliumCheck(c *checker, v *state.View) error {
-	o, ok, err := v.Get(state.KeyCiliumConfig)
+	o, ok, err := v.Get(wellknown.KeyCiliumConfig)
 	if err != nil || !ok {
 		return err
 	}
@@ -173,7 +174,7 @@ func addCiliumCheck(c *checker, v *state.View) error {
 
 // ciliumNodeCIDRs lists every CiliumNode's spec.ipam.podCIDRs.
 func ciliumNodeCIDRs(v *state.View) ([]cidrObject, error) {
-	us, err := listCustom(v, state.PrefixCiliumNodes)
+	us, err := listCustom(v, wellknown.PrefixCiliumNodes)
 	if err != nil {
 		return nil, err
 	}

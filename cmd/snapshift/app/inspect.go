@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapshift/snapshift/inspect"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 type inspectOptions struct {
@@ -91,7 +92,7 @@ func printSummary(out io.Writer, r *inspect.Report) {
 		fmt.Fprintf(w, "Storage version:\t%s\n", r.Meta.StorageVersion)
 	}
 	fmt.Fprintf(w, "Keys:\t%d live, %d revisions in the key bucket (%d tombstones)\n", r.LiveKeys, r.Entries, r.Tombstones)
-	if r.EtcdPrefix != state.DefaultPrefix {
+	if r.EtcdPrefix != wellknown.DefaultPrefix {
 		fmt.Fprintf(w, "Etcd prefix:\t%s (kube-apiserver --etcd-prefix; objects are counted by resource under it)\n", r.EtcdPrefix)
 	}
 	var b []string

@@ -13,7 +13,7 @@ import (
 	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
-	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // transformOptions are plan's and transform's options: plan is a transform
@@ -134,7 +134,7 @@ func printTransform(out io.Writer, res *migrate.Result) {
 		verb = "would write"
 	}
 	fmt.Fprintf(out, "Input:  %s (revision %d, %d live keys, %d revisions)\n", r.Input.Path, r.Input.CurrentRevision, r.Input.LiveKeys, r.Input.Entries)
-	if r.Input.EtcdPrefix != state.DefaultPrefix {
+	if r.Input.EtcdPrefix != wellknown.DefaultPrefix {
 		fmt.Fprintf(out, "Prefix: the cluster keeps its objects under %s (kube-apiserver --etcd-prefix); the rules read and write there\n", r.Input.EtcdPrefix)
 	}
 	if r.Output != nil {
