@@ -246,3 +246,25 @@ func PairOf(old, new []netip.Prefix, a netip.Addr) (o, n netip.Prefix, ok bool) 
 	}
 	return o, n, false
 }
+
+// Join writes a list of CIDRs (or addresses) as kube-apiserver's flags and
+// the Kubernetes objects hold them: comma-separated, no spaces.
+func Join[T fmt.Stringer](ps []T) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Split splits a comma-separated list as kubeadm's ClusterConfiguration
+// holds it, trimming spaces and dropping empty items, without parsing them.
+func Split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

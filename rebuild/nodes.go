@@ -10,6 +10,7 @@ import (
 
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/rules"
 )
@@ -192,7 +193,7 @@ func (r *run) renewFirst(n Node) error {
 	if r.report.Plan == nil || r.report.Plan.Service == nil || r.cfg.Networking.ServiceCIDR == "" {
 		return nil
 	}
-	c.OldServiceCIDR = joinP(r.report.Plan.Service.Old)
+	c.OldServiceCIDR = cidr.Join(r.report.Plan.Service.Old)
 	if c.OldServiceCIDR == c.ServiceCIDR {
 		return nil
 	}

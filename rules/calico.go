@@ -105,7 +105,7 @@ func (r *Calico) Prepare(_ context.Context, v *state.View) error {
 	if len(problems) > 0 {
 		sort.Strings(problems)
 		return fmt.Errorf("%w: Calico's IPAM state cannot move to the new pod network CIDR %s: %s",
-			transform.ErrRefused, prefixesString(r.m.new), strings.Join(problems, "; "))
+			transform.ErrRefused, cidr.Join(r.m.new), strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
@@ -368,7 +369,7 @@ func (r *Calico) Notes() []string {
 		}
 	}
 	return []string{
-		fmt.Sprintf("Calico: moved to %s, every allocation at its offset: %s (IPAMBlocks and BlockAffinities renamed after their new CIDR)", prefixesString(r.m.new), strings.Join(moved, ", ")),
+		fmt.Sprintf("Calico: moved to %s, every allocation at its offset: %s (IPAMBlocks and BlockAffinities renamed after their new CIDR)", cidr.Join(r.m.new), strings.Join(moved, ", ")),
 		"Calico: calico-node reads CALICO_IPV4POOL_CIDR/CALICO_IPV6POOL_CIDR (or kubeadm's podSubnet) only to create a default pool when no pool of that family exists, and never changes an existing pool; current Calico CRDs refuse any change of an IPPool's cidr through the API (\"CIDR cannot be changed\"), so the moved IPPools are what Calico allocates from after the restart",
 		"Calico: running pods keep their old addresses until they are recreated: restart calico-node first (it programs routes for the moved blocks and tunnel addresses), then recreate every pod on the pod network; calico-kube-controllers may release, after its leak grace period (15m by default), a moved allocation whose pod still reports its old address",
 	}

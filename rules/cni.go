@@ -125,7 +125,7 @@ func (r *CNI) moved(c state.CNI) bool {
 func (r *CNI) byHand(c state.CNI) string {
 	newRange := "the new pod CIDR"
 	if r.plan.Pod != nil {
-		newRange = prefixesString(r.plan.Pod.New)
+		newRange = cidr.Join(r.plan.Pod.New)
 	}
 	switch c.Name {
 	case state.CNICalico:

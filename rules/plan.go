@@ -129,15 +129,6 @@ func pairByFamily(kind string, old, new []netip.Prefix) ([]netip.Prefix, []netip
 	return o2, n2, nil
 }
 
-// prefixesString joins prefixes with commas.
-func prefixesString(ps []netip.Prefix) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
-}
-
 // agree checks detected sources agree with each other (as sets per
 // family) and returns the agreed prefixes and their sources. A
 // disagreement is an *option.Error asking for option field.
@@ -148,10 +139,10 @@ func agree(kind, field string, sources []detected) ([]netip.Prefix, string, erro
 	first := sources[0]
 	var names []string
 	for _, s := range sources {
-		if prefixesString(s.prefixes) != prefixesString(first.prefixes) {
+		if cidr.Join(s.prefixes) != cidr.Join(first.prefixes) {
 			var lines []string
 			for _, s := range sources {
-				lines = append(lines, fmt.Sprintf("%s says %s", s.source, prefixesString(s.prefixes)))
+				lines = append(lines, fmt.Sprintf("%s says %s", s.source, cidr.Join(s.prefixes)))
 			}
 			return nil, "", option.Errorf(field, "the snapshot records different old %ss (%s): give the right one with {}",
 				kind, strings.Join(lines, "; "))

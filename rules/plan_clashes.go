@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
@@ -83,7 +84,7 @@ func refuseClashes(field, kind string, oldP, newP []netip.Prefix, used []inUse) 
 	}
 	return fmt.Errorf("%w: %w", transform.ErrRefused, option.Errorf(field,
 		"the new %s CIDR %s ({}) covers addresses the cluster uses outside it: %s; choose a range that is free in every network the nodes reach",
-		kind, prefixesString(newP), strings.Join(hits, "; ")))
+		kind, cidr.Join(newP), strings.Join(hits, "; ")))
 }
 
 func addIP(out []inUse, s, what string) []inUse {

@@ -19,6 +19,7 @@ import (
 	networkingv1beta1 "k8s.io/api/networking/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/wellknown"
 )
 
@@ -89,19 +90,6 @@ type ClusterConfiguration struct {
 	} `json:"networking"`
 }
 
-// SplitCIDRs splits kubeadm's comma-separated dual-stack form as recorded,
-// for display, dropping empty elements; it validates nothing. To parse a
-// CIDR list, use cidr.ParseList.
-func SplitCIDRs(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // A detector reads one source of network facts into n. An absent source is
 // no error; a present but unreadable one is, naming its key.
 type detector func(v *View, n *Networks) error
@@ -153,10 +141,10 @@ func detectKubeadm(v *View, n *Networks) error {
 	if ok, err := configDoc(v, wellknown.KeyKubeadmConfig, "ClusterConfiguration", unmarshalYAML, &cc); err != nil || !ok {
 		return err
 	}
-	if c := SplitCIDRs(cc.Networking.ServiceSubnet); len(c) > 0 {
+	if c := cidr.Split(cc.Networking.ServiceSubnet); len(c) > 0 {
 		n.ServiceCIDR = append(n.ServiceCIDR, Source{SourceKubeadm, "kubeadm-config networking.serviceSubnet", c})
 	}
-	if c := SplitCIDRs(cc.Networking.PodSubnet); len(c) > 0 {
+	if c := cidr.Split(cc.Networking.PodSubnet); len(c) > 0 {
 		n.PodCIDR = append(n.PodCIDR, Source{SourceKubeadm, "kubeadm-config networking.podSubnet", c})
 	}
 	n.DNSDomain = cc.Networking.DNSDomain
@@ -218,7 +206,7 @@ func detectKubeProxy(v *View, n *Networks) error {
 	if ok, err := configDoc(v, wellknown.KeyKubeProxy, "config.conf", unmarshalYAML, &kp); err != nil || !ok {
 		return err
 	}
-	if c := SplitCIDRs(kp.ClusterCIDR); len(c) > 0 {
+	if c := cidr.Split(kp.ClusterCIDR); len(c) > 0 {
 		n.PodCIDR = append(n.PodCIDR, Source{SourceKubeProxy, "kube-proxy clusterCIDR", c})
 	}
 	return nil

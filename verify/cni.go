@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/wellknown"
 )
@@ -164,11 +165,11 @@ func addCiliumCheck(c *checker, v *state.View) error {
 	var probs []string
 	for _, n := range nodes {
 		if !slices.ContainsFunc(pool, func(p netip.Prefix) bool { return contains(p, n.cidr) }) {
-			probs = append(probs, fmt.Sprintf("CiliumNode %s pod CIDR %s is outside the cluster pool %s", n.name, n.cidr, joinPrefixes(pool)))
+			probs = append(probs, fmt.Sprintf("CiliumNode %s pod CIDR %s is outside the cluster pool %s", n.name, n.cidr, cidr.Join(pool)))
 		}
 	}
 	probs = append(probs, overlaps(nodes)...)
-	c.add("Cilium cluster pool: node pod CIDRs inside it and disjoint", probs, "%d CiliumNode pod CIDRs in %s", len(nodes), joinPrefixes(pool))
+	c.add("Cilium cluster pool: node pod CIDRs inside it and disjoint", probs, "%d CiliumNode pod CIDRs in %s", len(nodes), cidr.Join(pool))
 	return nil
 }
 
@@ -188,14 +189,6 @@ func ciliumNodeCIDRs(v *state.View) ([]cidrObject, error) {
 		}
 	}
 	return out, nil
-}
-
-func joinPrefixes(ps []netip.Prefix) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
 }
 
 // listCustom lists the custom resources under prefix (JSON in etcd).

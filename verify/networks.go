@@ -338,8 +338,8 @@ func checkIPAddresses(objs []ipAddress, svcNet []netip.Prefix, owner map[netip.A
 
 // checkDefaultServiceCIDR: the default ServiceCIDR's spec.cidrs are the new range.
 func checkDefaultServiceCIDR(got []string, svcNet []netip.Prefix) []string {
-	if strings.Join(got, ",") != prefixes(svcNet) {
-		return []string{fmt.Sprintf("spec.cidrs %s, want %s", strings.Join(got, ","), prefixes(svcNet))}
+	if strings.Join(got, ",") != cidr.Join(svcNet) {
+		return []string{fmt.Sprintf("spec.cidrs %s, want %s", strings.Join(got, ","), cidr.Join(svcNet))}
 	}
 	return nil
 }
@@ -409,8 +409,8 @@ func disagreements(srcs []state.Source, want []netip.Prefix) []string {
 		if s.Kind == state.SourceNodes || len(want) == 0 {
 			continue
 		}
-		if strings.Join(s.CIDRs, ",") != prefixes(want) {
-			probs = append(probs, fmt.Sprintf("%s says %s, want %s", s.Source, strings.Join(s.CIDRs, ","), prefixes(want)))
+		if strings.Join(s.CIDRs, ",") != cidr.Join(want) {
+			probs = append(probs, fmt.Sprintf("%s says %s, want %s", s.Source, strings.Join(s.CIDRs, ","), cidr.Join(want)))
 		}
 	}
 	return probs
@@ -432,14 +432,6 @@ func familyOf(ps []netip.Prefix, a netip.Addr) (netip.Prefix, bool) {
 		}
 	}
 	return netip.Prefix{}, false
-}
-
-func prefixes(ps []netip.Prefix) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
 }
 
 func diffAddrs(have, want []netip.Addr) string {
