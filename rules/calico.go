@@ -110,26 +110,9 @@ func (r *Calico) Prepare(_ context.Context, v *state.View) error {
 	return nil
 }
 
-// listCustom lists the custom resources under prefix.
-func listCustom(v *state.View, prefix, kind string) ([]*state.Object, []*unstructured.Unstructured, error) {
-	objs, err := v.List(prefix)
-	if err != nil {
-		return nil, nil, err
-	}
-	us := make([]*unstructured.Unstructured, len(objs))
-	for i, o := range objs {
-		u, ok := o.Value.Obj.(*unstructured.Unstructured)
-		if !ok || o.Value.GVK.Kind != kind {
-			return nil, nil, fmt.Errorf("%s: stored object is %s, not a %s custom resource", o.Key, o.Value.GVK, kind)
-		}
-		us[i] = u
-	}
-	return objs, us, nil
-}
-
 // planPools decides every IPPool's new CIDR.
 func (r *Calico) planPools(v *state.View) ([]string, error) {
-	objs, us, err := listCustom(v, wellknown.PrefixCalicoPools, "IPPool")
+	objs, us, err := state.ListCustom(v, wellknown.PrefixCalicoPools, "IPPool")
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +174,7 @@ func loadBalancerPool(u *unstructured.Unstructured) bool {
 
 // checkInstallations checks the operator Installation's pools.
 func (r *Calico) checkInstallations(v *state.View) ([]string, error) {
-	_, us, err := listCustom(v, wellknown.PrefixTigeraInstall, "Installation")
+	_, us, err := state.ListCustom(v, wellknown.PrefixTigeraInstall, "Installation")
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +222,7 @@ func (r *Calico) planAffinities(v *state.View) ([]string, error) {
 // whose name is not the one Calico would look up is refused: Calico never
 // reads it, and snapshift cannot tell what it is for.
 func (r *Calico) planRenames(v *state.View, prefix, kind string, nameOf func(*unstructured.Unstructured, netip.Prefix) string) ([]string, error) {
-	objs, us, err := listCustom(v, prefix, kind)
+	objs, us, err := state.ListCustom(v, prefix, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +253,7 @@ func (r *Calico) planRenames(v *state.View, prefix, kind string, nameOf func(*un
 
 // checkHandles checks that every block an IPAMHandle names can move.
 func (r *Calico) checkHandles(v *state.View) ([]string, error) {
-	_, us, err := listCustom(v, wellknown.PrefixCalicoHandles, "IPAMHandle")
+	_, us, err := state.ListCustom(v, wellknown.PrefixCalicoHandles, "IPAMHandle")
 	if err != nil {
 		return nil, err
 	}

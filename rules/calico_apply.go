@@ -45,9 +45,9 @@ func (r *Calico) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 }
 
 func customOf(obj *state.Object) (*unstructured.Unstructured, error) {
-	u, ok := obj.Value.Obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("stored object is %s, not a custom resource", obj.Value.GVK)
+	u, err := state.As[*unstructured.Unstructured](obj, "a custom resource")
+	if err != nil {
+		return nil, err
 	}
 	return u, nil
 }
@@ -238,9 +238,9 @@ func (r *Calico) applyInstallation(obj *state.Object) (transform.Result, error) 
 // applyNode maps the pod-range addresses Calico keeps in a Node's
 // annotations (tunnel and WireGuard interface addresses).
 func (r *Calico) applyNode(obj *state.Object) (transform.Result, error) {
-	node, ok := obj.Value.Obj.(*corev1.Node)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a Node", obj.Value.GVK)
+	node, err := state.As[*corev1.Node](obj, "a Node")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	var changes []transform.Change
 	for _, k := range calicoNodeAnnotations {
@@ -275,9 +275,9 @@ var calicoPoolEnv = []string{"CALICO_IPV4POOL_CIDR", "CALICO_IPV6POOL_CIDR"}
 // applyDaemonSet maps CALICO_IPV4POOL_CIDR / CALICO_IPV6POOL_CIDR in
 // calico-node's containers (and kubectl's copy of them).
 func (r *Calico) applyDaemonSet(obj *state.Object) (transform.Result, error) {
-	ds, ok := obj.Value.Obj.(*appsv1.DaemonSet)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a DaemonSet", obj.Value.GVK)
+	ds, err := state.As[*appsv1.DaemonSet](obj, "a DaemonSet")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	var changes []transform.Change
 	mapping := map[string]string{}

@@ -98,9 +98,9 @@ func (r *Cilium) Prepare(ctx context.Context, v *state.View) error {
 		}
 		return nil
 	}
-	cm, ok := o.Value.Obj.(*corev1.ConfigMap)
-	if !ok {
-		return fmt.Errorf("%s: stored object is %s, not a ConfigMap", o.Key, o.Value.GVK)
+	cm, err := state.As[*corev1.ConfigMap](o, "a ConfigMap")
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.Key, err)
 	}
 	r.mode = cm.Data["ipam"]
 	if r.mode == "" {
@@ -203,9 +203,9 @@ func (r *Cilium) planNodes(v *state.View) error {
 	var placed []placedCIDR
 	var problems []string
 	for _, o := range objs {
-		u, ok := o.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a custom resource", o.Key, o.Value.GVK)
+		u, err := state.As[*unstructured.Unstructured](o, "a custom resource")
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		cidrs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ipam", "podCIDRs")
 		cidrs = append(cidrs, r.poolAllocations(u)...)
@@ -284,9 +284,9 @@ func (r *Cilium) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 	var changes []transform.Change
 	switch {
 	case obj.Key == wellknown.KeyCiliumConfig && len(r.pool) > 0:
-		cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
-		if !ok {
-			return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
+		cm, err := state.As[*corev1.ConfigMap](obj, "a ConfigMap")
+		if err != nil {
+			return transform.Result{}, err
 		}
 		for _, k := range slices.Sorted(maps.Keys(r.pool)) {
 			changes = append(changes, transform.Change{Field: "data[" + k + "]", Old: cm.Data[k], New: r.pool[k]})
@@ -297,9 +297,9 @@ func (r *Cilium) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 		if len(r.pools[obj.Key]) == 0 {
 			return transform.Result{}, nil
 		}
-		u, ok := obj.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			return transform.Result{}, fmt.Errorf("stored object is %s, not a custom resource", obj.Value.GVK)
+		u, err := state.As[*unstructured.Unstructured](obj, "a custom resource")
+		if err != nil {
+			return transform.Result{}, err
 		}
 		changes = editPodIPPool(u, r.pools[obj.Key])
 		if len(r.pool) == 0 && len(r.notes) == 0 {
@@ -310,9 +310,9 @@ func (r *Cilium) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 		if mv == nil {
 			return transform.Result{}, nil
 		}
-		u, ok := obj.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			return transform.Result{}, fmt.Errorf("stored object is %s, not a custom resource", obj.Value.GVK)
+		u, err := state.As[*unstructured.Unstructured](obj, "a custom resource")
+		if err != nil {
+			return transform.Result{}, err
 		}
 		changes = r.editCiliumNode(u, mv)
 	}

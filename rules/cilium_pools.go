@@ -33,9 +33,9 @@ func (r *Cilium) planPodIPPools(v *state.View, data map[string]string) error {
 	r.pools = map[string]map[string]string{}
 	var problems []string
 	for _, o := range objs {
-		u, ok := o.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a custom resource", o.Key, o.Value.GVK)
+		u, err := state.As[*unstructured.Unstructured](o, "a custom resource")
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		moves := map[string]string{}
 		for _, fam := range []string{"ipv4", "ipv6"} {

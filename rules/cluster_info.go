@@ -66,9 +66,9 @@ func (r *ClusterInfo) Apply(_ context.Context, obj *state.Object) (transform.Res
 	if obj.Key != wellknown.KeyClusterInfo {
 		return transform.Result{}, nil
 	}
-	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
+	cm, err := state.As[*corev1.ConfigMap](obj, "a ConfigMap")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	kc, err := clientcmd.Load([]byte(cm.Data["kubeconfig"]))
 	if err != nil {

@@ -143,9 +143,9 @@ func (r *CNI) planWeave(v *state.View) error {
 	if err != nil || !ok {
 		return err
 	}
-	ds, ok := o.Value.Obj.(*appsv1.DaemonSet)
-	if !ok {
-		return fmt.Errorf("%s: stored object is %s, not a DaemonSet", o.Key, o.Value.GVK)
+	ds, err := state.As[*appsv1.DaemonSet](o, "a DaemonSet")
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.Key, err)
 	}
 	cur := weaveRange(ds)
 	if cur == "" {
@@ -184,9 +184,9 @@ func (r *CNI) Apply(_ context.Context, obj *state.Object) (transform.Result, err
 	if obj.Key != wellknown.KeyWeaveDaemonSet || r.weave == "" {
 		return transform.Result{}, nil
 	}
-	ds, ok := obj.Value.Obj.(*appsv1.DaemonSet)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a DaemonSet", obj.Value.GVK)
+	ds, err := state.As[*appsv1.DaemonSet](obj, "a DaemonSet")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	var changes []transform.Change
 	for ci := range ds.Spec.Template.Spec.Containers {

@@ -278,9 +278,9 @@ func editSpecCopies(meta *metav1.ObjectMeta, fields []string, mapping map[string
 // the ConfigMap in obj with edit; the changes it reports are named
 // data[<key>] <field>.
 func editConfigMapData(obj *state.Object, edit func(value string) (string, []transform.Change, error)) ([]transform.Change, error) {
-	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
-	if !ok {
-		return nil, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
+	cm, err := state.As[*corev1.ConfigMap](obj, "a ConfigMap")
+	if err != nil {
+		return nil, err
 	}
 	var changes []transform.Change
 	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {

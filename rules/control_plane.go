@@ -307,9 +307,9 @@ func (r *ControlPlaneAddress) configMap(obj *state.Object) (transform.Result, er
 }
 
 func (r *ControlPlaneAddress) endpoints(obj *state.Object) (transform.Result, error) {
-	ep, ok := obj.Value.Obj.(*corev1.Endpoints)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not Endpoints", obj.Value.GVK)
+	ep, err := state.As[*corev1.Endpoints](obj, "Endpoints")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	var changes []transform.Change
 	for i := range ep.Subsets {
@@ -325,9 +325,9 @@ func (r *ControlPlaneAddress) endpoints(obj *state.Object) (transform.Result, er
 }
 
 func (r *ControlPlaneAddress) endpointSlice(obj *state.Object) (transform.Result, error) {
-	es, ok := obj.Value.Obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not an EndpointSlice", obj.Value.GVK)
+	es, err := state.As[*discoveryv1.EndpointSlice](obj, "an EndpointSlice")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	var changes []transform.Change
 	for i := range es.Endpoints {
@@ -342,9 +342,9 @@ func (r *ControlPlaneAddress) endpointSlice(obj *state.Object) (transform.Result
 }
 
 func (r *ControlPlaneAddress) mirrorPod(obj *state.Object) (transform.Result, error) {
-	p, ok := obj.Value.Obj.(*corev1.Pod)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a Pod", obj.Value.GVK)
+	p, err := state.As[*corev1.Pod](obj, "a Pod")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	old, has := p.Annotations[wellknown.AnnotationAPIServerEndpoint]
 	if n := r.mapHostPort(old); has && n != old {

@@ -100,9 +100,9 @@ func (r *PodCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, newP 
 func listNodePods(v *state.View) ([]nodePods, error) {
 	var out []nodePods
 	err := v.Each(wellknown.PrefixNodes, func(o *state.Object) error {
-		node, ok := o.Value.Obj.(*corev1.Node)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a Node", o.Key, o.Value.GVK)
+		node, err := state.As[*corev1.Node](o, "a Node")
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		out = append(out, nodePods{Key: o.Key, Name: node.Name, PodCIDR: node.Spec.PodCIDR, PodCIDRs: node.Spec.PodCIDRs})
 		return nil

@@ -196,9 +196,9 @@ type services struct {
 func readServices(v *state.View, dnsKey string) (*services, error) {
 	out := &services{ips: map[string][]netip.Addr{}}
 	err := v.Each(wellknown.PrefixServices, func(o *state.Object) error {
-		svc, ok := o.Value.Obj.(*corev1.Service)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a Service", o.Key, o.Value.GVK)
+		svc, err := state.As[*corev1.Service](o, "a Service")
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		var as []netip.Addr
 		for _, ip := range serviceIPs(svc) {
@@ -287,9 +287,9 @@ func (r *ServiceCIDR) planRanges(v *state.View, owner map[netip.Addr]string) err
 		if !ok {
 			continue
 		}
-		ra, ok := o.Value.Obj.(*corev1.RangeAllocation)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a RangeAllocation", key, o.Value.GVK)
+		ra, err := state.As[*corev1.RangeAllocation](o, "a RangeAllocation")
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 		old, err := netip.ParsePrefix(ra.Range)
 		if err != nil {

@@ -57,7 +57,7 @@ func addCNIChecks(c *checker, v *state.View) error {
 // cidrObjects reads spec.cidr (and spec.<owner>, if given) of every object
 // under prefix; an object without a CIDR is skipped.
 func cidrObjects(v *state.View, prefix, owner string) ([]cidrObject, error) {
-	us, err := listCustom(v, prefix)
+	_, us, err := state.ListCustom(v, prefix, "")
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func cidrObjects(v *state.View, prefix, owner string) ([]cidrObject, error) {
 // confirmedAffinities are the BlockAffinities in state confirmed, their
 // owner "host:<node>" as a block's affinity names it.
 func confirmedAffinities(v *state.View) ([]cidrObject, error) {
-	us, err := listCustom(v, wellknown.PrefixCalicoAffs)
+	_, us, err := state.ListCustom(v, wellknown.PrefixCalicoAffs, "")
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func addCiliumCheck(c *checker, v *state.View) error {
 
 // ciliumNodeCIDRs lists every CiliumNode's spec.ipam.podCIDRs.
 func ciliumNodeCIDRs(v *state.View) ([]cidrObject, error) {
-	us, err := listCustom(v, wellknown.PrefixCiliumNodes)
+	_, us, err := state.ListCustom(v, wellknown.PrefixCiliumNodes, "")
 	if err != nil {
 		return nil, err
 	}
@@ -186,21 +186,6 @@ func ciliumNodeCIDRs(v *state.View) ([]cidrObject, error) {
 			if p, err := netip.ParsePrefix(s); err == nil {
 				out = append(out, cidrObject{name: u.GetName(), cidr: p.Masked()})
 			}
-		}
-	}
-	return out, nil
-}
-
-// listCustom lists the custom resources under prefix (JSON in etcd).
-func listCustom(v *state.View, prefix string) ([]*unstructured.Unstructured, error) {
-	objs, err := v.List(prefix)
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		if u, ok := o.Value.Obj.(*unstructured.Unstructured); ok {
-			out = append(out, u)
 		}
 	}
 	return out, nil
