@@ -125,7 +125,8 @@ func Family(p netip.Prefix) string {
 // IPv4 broadcast address, and an IPv6 bitmap covers at most 65536 addresses.
 type ServiceRange struct {
 	Prefix netip.Prefix
-	// First is the first allocatable offset (1); Count how many follow.
+	// Count is how many allocatable offsets follow the network address
+	// (the first is offset 1).
 	Count *big.Int
 }
 

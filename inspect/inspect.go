@@ -67,7 +67,7 @@ type Count struct {
 
 // Run inspects one snapshot. It reads the file twice (hash, then index)
 // and the live keys once, decoding only Secrets (for their type) and the
-// few objects clusterinfo reads.
+// few objects state.DetectReadable and state.DetectCNI read.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Progress: cfg.Progress})
 	if err != nil {

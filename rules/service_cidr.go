@@ -76,7 +76,7 @@ func (r *ServiceCIDR) Prefixes() []string {
 
 func (r *ServiceCIDR) Notes() []string { return r.notes }
 
-// Lists names what Prepare lists (and what clusterinfo reads): Services,
+// Lists names what Prepare lists (and what state.Detect reads): Services,
 // IPAddresses, Nodes.
 func (r *ServiceCIDR) Lists() []string {
 	return append([]string{wellknown.PrefixIPAddresses, wellknown.PrefixServiceCIDRs}, clashListed...)
