@@ -8,7 +8,7 @@ package archtest
 import (
 	"bufio"
 	"bytes"
-		"os"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
