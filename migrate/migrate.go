@@ -31,11 +31,8 @@ type Report = transform.Report
 // Observer sees every output value beside the leftover scan.
 type Observer = transform.Observer
 
-// Fused restore routes (Config.Route).
-const (
-	RouteRewrite = transform.RouteRewrite
-	RouteCopy    = transform.RouteCopy
-)
+// RouteRewrite is the fused restore's route (Config.Route), the only one.
+const RouteRewrite = transform.RouteRewrite
 
 // Config configures Run.
 type Config struct {
@@ -52,10 +49,10 @@ type Config struct {
 	// Restore, instead of Output, restores the result straight into these
 	// members' data dirs in the same pass (the fused restore): the live
 	// state is written anew into the first member, checked, and copied to
-	// the others; no snapshot file is written.
+	// the others; no snapshot file is written. Default: none.
 	Restore []snapshot.RestoreConfig
-	// Route is how a fused restore writes the members' database. Default
-	// RouteRewrite (see transform.Config.Route). Requires Restore.
+	// Route is "" or RouteRewrite; "copy" (removed) is refused. Requires
+	// Restore.
 	Route string
 	// SkipHashCheck accepts an input without a sha256 trailer (a raw
 	// member/snap/db). Default: the trailer is required and checked.

@@ -184,6 +184,7 @@ var libraryFlags = map[string]string{
 	"RevisionBump":   "--bump-revision",
 	"MarkCompacted":  "--mark-compacted",
 	"InitialCluster": "--initial-cluster",
+	"Route":          "--route",
 }
 
 // flagName renders an option field as the flag that sets it.

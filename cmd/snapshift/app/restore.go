@@ -36,7 +36,7 @@ func (o *restoreOptions) flags() []cli.Flag {
 		&cli.BoolFlag{Name: "mark-compacted", Value: true, Destination: &o.cfg.MarkCompacted, Usage: "mark the bumped revision compacted (goes with --bump-revision)"},
 		&cli.BoolFlag{Name: "keep-alarms", Destination: &o.cfg.KeepAlarms, Usage: "keep the snapshot's active etcd alarms (NOSPACE, CORRUPT); by default the member starts without them"},
 		&cli.StringFlag{Name: "route", Value: migrate.RouteRewrite, Destination: &o.route,
-			Usage: "with rule flags: rewrite (write the live state anew into the member, as transform writes a snapshot: the snapshot's old revisions never reach the member's disk) or copy (copy the snapshot's database and append the changes; etcd compacts its old revisions at first boot)"},
+			Usage: "with rule flags: rewrite, the only route (the live state is written anew into the member, as transform writes a snapshot; the copy route was removed)"},
 		o.skipHashFlag(), o.outputFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.quietFlag(),
 	}
 }
@@ -137,9 +137,9 @@ func restoreCommand() *cli.Command {
 			"resourceVersion relists. The data dir is built under a temporary name and renamed into place;\n" +
 			"it must not exist or be empty. Run once per member with the same --initial-cluster and token.\n\n" +
 			"With rule flags (those of transform, e.g. --service-cidr, or --rules FILE) the rules are applied on\n" +
-			"the way, in one pass: the snapshot's database is copied into the member at disk speed and the changed\n" +
-			"objects are written into the copy, checked as transform checks its output, before the data dir is\n" +
-			"renamed into place; no new snapshot file is written. etcd compacts the old revisions at first boot.\n\n" +
+			"the way, in one pass: the live state is written anew into the member's database, as transform writes\n" +
+			"a snapshot (the snapshot's old revisions never reach the member's disk), and checked as transform\n" +
+			"checks its output before the data dir is renamed into place; no new snapshot file is written.\n\n" +
 			"Example:\n   snapshift restore new.db --name cp1 --data-dir /var/lib/etcd-new \\\n" +
 			"     --initial-cluster cp1=https://10.0.0.11:2380 --initial-advertise-peer-urls https://10.0.0.11:2380\n" +
 			"   snapshift restore etcd.db --name cp1 --data-dir /var/lib/etcd-new --service-cidr 172.24.0.0/16 ...",

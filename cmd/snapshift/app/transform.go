@@ -204,10 +204,7 @@ func printTransform(out io.Writer, res *migrate.Result) {
 // printKeys prints the key counts and the revisions.
 func printKeys(out io.Writer, r *migrate.Report, verb string) {
 	dropped, compacted := "dropped", fmt.Sprintf("compacted at %d", r.CompactRevision)
-	switch r.Route {
-	case migrate.RouteCopy: // a copy of the input, edited: etcd compacts at boot
-		dropped, compacted = "left for etcd to compact at first boot", "everything older is compacted"
-	case migrate.RouteRewrite:
+	if r.Route == migrate.RouteRewrite {
 		compacted = "everything older is compacted"
 	}
 	fmt.Fprintf(out, "Keys:   %s %d unchanged, %d replaced, %d created; %d deleted; %d old revisions and tombstones %s\n",
