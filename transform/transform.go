@@ -442,18 +442,14 @@ type engine struct {
 func (e *engine) entry(ent *snapshot.Entry) error {
 	rules := e.router.match(ent.KV.Key)
 	if len(rules) == 0 {
-		e.report.Copied++
-		e.observe(ent.KV.Key, ent.KV.Value, false)
-		return e.put(ent.RevKey, ent.Raw)
+		return e.keep(ent)
 	}
 	stored := string(ent.KV.Key)
 	key, _ := state.Canonical(e.prefix, stored) // the router claims only keys under the prefix
 	plain, info, err := state.Decrypt(e.cfg.Encryption, stored, ent.KV.Value)
 	if err != nil {
 		if errors.Is(err, state.ErrEncrypted) && e.tolerated(rules, key, err) {
-			e.report.Copied++
-			e.observe(ent.KV.Key, ent.KV.Value, false)
-			return e.put(ent.RevKey, ent.Raw)
+			return e.keep(ent) // copied as stored
 		}
 		return err
 	}
@@ -499,9 +495,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 		}
 	}
 	if !changed {
-		e.report.Copied++
-		e.observe(ent.KV.Key, ent.KV.Value, false)
-		return e.put(ent.RevKey, ent.Raw)
+		return e.keep(ent)
 	}
 	// Before trusting the edit: the stored bytes must round-trip exactly, or
 	// this build would silently drop fields it does not know.
@@ -519,6 +513,14 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	}
 	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "replace", Rules: names, Changes: changes})
 	return e.addPending(pending{key: stored, createRev: ent.KV.CreateRevision, version: ent.KV.Version, lease: ent.KV.Lease}, b)
+}
+
+// keep writes an entry as it is stored: no rule claims it, the rules that
+// do keep it, or they tolerate not reading it.
+func (e *engine) keep(ent *snapshot.Entry) error {
+	e.report.Copied++
+	e.observe(ent.KV.Key, ent.KV.Value, false)
+	return e.put(ent.RevKey, ent.Raw)
 }
 
 // encrypt stores a changed or created value as info says, bound to its key.
