@@ -56,14 +56,9 @@ func (r *ClusterConfig) Apply(_ context.Context, obj *state.Object) (transform.R
 	if !claimsConfigMap(obj.Key) {
 		return transform.Result{}, nil
 	}
-	changes, err := editConfigMapData(obj, func(v string) (string, []transform.Change, error) {
-		return editScalars(v, r.mapScalar)
-	})
-	if err != nil {
+	changes, err := editConfigMapScalars(obj, r.mapScalar)
+	if err != nil || len(changes) == 0 {
 		return transform.Result{}, err
-	}
-	if len(changes) == 0 {
-		return transform.Result{}, nil
 	}
 	if strings.HasPrefix(obj.Key, wellknown.KeyKubeletConfig) {
 		r.notes = append(r.notes, "kubelet-config changed: every node's /var/lib/kubelet/config.yaml holds its own copy of clusterDNS; update it on each node (kubeadm upgrade node phase kubelet-config does) before restarting kubelets")
@@ -135,6 +130,12 @@ func (r *ClusterConfig) mapAddr(a netip.Addr) (netip.Addr, bool) {
 	}
 	n, ok := sp.IPs[a]
 	return n, ok
+}
+
+// editConfigMapScalars maps every scalar of a ConfigMap's data values
+// with fn (editScalars), every other byte kept.
+func editConfigMapScalars(obj *state.Object, fn func(string) (string, bool)) ([]transform.Change, error) {
+	return editConfigMapData(obj, func(v string) (string, []transform.Change, error) { return editScalars(v, fn) })
 }
 
 // editScalars replaces, in the text of a YAML (or JSON) document, every

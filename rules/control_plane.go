@@ -291,14 +291,9 @@ func (r *ControlPlaneAddress) Apply(_ context.Context, obj *state.Object) (trans
 }
 
 func (r *ControlPlaneAddress) configMap(obj *state.Object) (transform.Result, error) {
-	changes, err := editConfigMapData(obj, func(v string) (string, []transform.Change, error) {
-		return editScalars(v, r.mapScalar)
-	})
-	if err != nil {
+	changes, err := editConfigMapScalars(obj, r.mapScalar)
+	if err != nil || len(changes) == 0 {
 		return transform.Result{}, err
-	}
-	if len(changes) == 0 {
-		return transform.Result{}, nil
 	}
 	if obj.Key == wellknown.KeyClusterInfo {
 		r.notes = append(r.notes, "cluster-info's server moved: kube-controller-manager's bootstrap signer re-signs it (jws-kubeconfig-*)")
