@@ -78,7 +78,7 @@ type Config struct {
 
 // RouteRewrite is the fused restore's route (Config.Route, Report.Route).
 // The copy route (a copy of the input's database, edited) was removed:
-// rewrite was the faster on every size and profile make bench measured.
+// rewriting was the faster in every measurement (README, "Performance").
 const RouteRewrite = "rewrite"
 
 // routeCopy is the removed copy route, named only to refuse it.
