@@ -41,16 +41,14 @@ func (o *inspectOptions) Run(ctx context.Context) error {
 
 func inspectCommand() *cli.Command {
 	o := &inspectOptions{}
-	return &cli.Command{
+	return newCommand(o, []cli.Flag{o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()}, cli.Command{
 		Name:      "inspect",
 		Usage:     "summarise a snapshot: hash, revisions, key counts per resource, encodings, detected CIDRs",
 		ArgsUsage: "SNAPSHOT",
 		Description: "Checks the sha256 trailer and the bbolt structure, indexes every revision, and reports what\n" +
 			"the cluster holds. Reads the file only.\n\n" +
 			"Example:\n   snapshift inspect /backup/etcd-2026-11-21.db\n   snapshift inspect -o json snapshot.db | jq .networks",
-		Flags:  []cli.Flag{o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()},
-		Action: action(o),
-	}
+	})
 }
 
 func printInspect(out io.Writer, r *inspect.Report) {

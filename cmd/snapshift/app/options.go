@@ -23,6 +23,13 @@ type command interface {
 	Run(ctx context.Context) error
 }
 
+// newCommand is c with its flags and its action, which runs o: every
+// command is wired the same way.
+func newCommand(o command, flags []cli.Flag, c cli.Command) *cli.Command {
+	c.Flags, c.Action = flags, action(o)
+	return &c
+}
+
 // action runs a command.
 func action(cmd command) cli.ActionFunc {
 	return func(c *cli.Context) error {

@@ -105,7 +105,11 @@ func printRebuild(w io.Writer, r *rebuild.Report) {
 
 func rebuildCommand() *cli.Command {
 	o := &rebuildOptions{}
-	return &cli.Command{
+	return newCommand(o, []cli.Flag{
+		&cli.StringFlag{Name: "config", Required: true, Destination: &o.config, Usage: "the RebuildConfiguration file"},
+		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing"},
+		o.outputFlag(), o.quietFlag(),
+	}, cli.Command{
 		Name:  "rebuild",
 		Usage: "run the whole chain from one config file into a bundle: transform, verify, restore, certs, manifests, runbook",
 		Description: "Reads a RebuildConfiguration (snapshift.io/v1alpha1) naming the snapshot, the new networks, the etcd\n" +
@@ -114,11 +118,5 @@ func rebuildCommand() *cli.Command {
 			"RUNBOOK.md of the remaining steps for this cluster. The bundle appears only when every phase has\n" +
 			"succeeded. --dry-run builds and checks it in a temporary directory and removes it.\n\n" +
 			"Example:\n   snapshift rebuild --config testdata/rebuild.yaml",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Required: true, Destination: &o.config, Usage: "the RebuildConfiguration file"},
-			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing"},
-			o.outputFlag(), o.quietFlag(),
-		},
-		Action: action(o),
-	}
+	})
 }

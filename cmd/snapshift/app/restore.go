@@ -127,7 +127,7 @@ func (o *restoreOptions) runFused(ctx context.Context, ropts rules.Options) erro
 
 func restoreCommand() *cli.Command {
 	o := &restoreOptions{}
-	return &cli.Command{
+	return newCommand(o, o.allFlags(), cli.Command{
 		Name:      "restore",
 		Usage:     "restore a snapshot into a new etcd member data dir (etcdutl's restore, with safe defaults)",
 		ArgsUsage: "SNAPSHOT",
@@ -143,7 +143,5 @@ func restoreCommand() *cli.Command {
 			"Example:\n   snapshift restore new.db --name cp1 --data-dir /var/lib/etcd-new \\\n" +
 			"     --initial-cluster cp1=https://10.0.0.11:2380 --initial-advertise-peer-urls https://10.0.0.11:2380\n" +
 			"   snapshift restore etcd.db --name cp1 --data-dir /var/lib/etcd-new --service-cidr 172.24.0.0/16 ...",
-		Flags:  o.allFlags(),
-		Action: action(o),
-	}
+	})
 }

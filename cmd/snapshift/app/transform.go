@@ -93,7 +93,7 @@ func (o *common) migrateConfig(input string, ropts rules.Options) (migrate.Confi
 
 func planCommand() *cli.Command {
 	o := &transformOptions{plan: true}
-	return &cli.Command{
+	return newCommand(o, o.flags(), cli.Command{
 		Name:      "plan",
 		Usage:     "show what transform would change, writing nothing",
 		ArgsUsage: "SNAPSHOT",
@@ -102,14 +102,12 @@ func planCommand() *cli.Command {
 			"that no rule moves (pod IPs, endpoints, annotations, other ConfigMaps, custom resources).\n" +
 			"`snapshift rules` lists the rules and their flags.\n\n" +
 			"Example:\n   snapshift plan etcd.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
-		Flags:  o.flags(),
-		Action: action(o),
-	}
+	})
 }
 
 func transformCommand() *cli.Command {
 	o := &transformOptions{}
-	return &cli.Command{
+	return newCommand(o, o.flags(), cli.Command{
 		Name:      "transform",
 		Usage:     "write a new snapshot with the chosen rules applied",
 		ArgsUsage: "SNAPSHOT",
@@ -118,9 +116,7 @@ func transformCommand() *cli.Command {
 			"it is an identity transform: the same live keys and values, old revisions dropped, marked\n" +
 			"compacted. With --dry-run nothing is written and the report says what would change.\n\n" +
 			"Example:\n   snapshift transform /backup/etcd.db --out /backup/etcd-new.db",
-		Flags:  o.flags(),
-		Action: action(o),
-	}
+	})
 }
 
 // maxChangesPerRule bounds the changed objects the text report lists per

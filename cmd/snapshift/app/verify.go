@@ -48,7 +48,7 @@ func (o *verifyOptions) Run(ctx context.Context) error {
 
 func verifyCommand() *cli.Command {
 	o := &verifyOptions{}
-	return &cli.Command{
+	return newCommand(o, append(o.rules.flags(verifyRuleOptions), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()), cli.Command{
 		Name:      "verify",
 		Usage:     "check a snapshot: file, etcd revisions, Kubernetes values, and the new networks' invariants",
 		ArgsUsage: "SNAPSHOT",
@@ -59,9 +59,7 @@ func verifyCommand() *cli.Command {
 			"IPAddress objects equal to what the Services imply, the default ServiceCIDR, node CIDRs inside the\n" +
 			"cluster CIDR and disjoint, and the ConfigMaps in agreement. Exit code 5 when a check fails.\n\n" +
 			"Example:\n   snapshift verify etcd-new.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
-		Flags:  append(o.rules.flags(verifyRuleOptions), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()),
-		Action: action(o),
-	}
+	})
 }
 
 func printVerify(w io.Writer, r *verify.Report) {
