@@ -32,11 +32,7 @@ func (o *inspectOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.json() {
-		return writeJSON(o.stdout, r)
-	}
-	printInspect(o.stdout, r)
-	return nil
+	return o.render(r, func(w io.Writer) { printInspect(w, r) })
 }
 
 func inspectCommand() *cli.Command {

@@ -30,6 +30,15 @@ func newCommand(o command, flags []cli.Flag, c cli.Command) *cli.Command {
 	return &c
 }
 
+// render prints v as JSON with --output json, else as text prints it.
+func (o *common) render(v any, text func(io.Writer)) error {
+	if o.json() {
+		return writeJSON(o.stdout, v)
+	}
+	text(o.stdout)
+	return nil
+}
+
 // action runs a command.
 func action(cmd command) cli.ActionFunc {
 	return func(c *cli.Context) error {

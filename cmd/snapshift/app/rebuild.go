@@ -65,11 +65,7 @@ func (o *rebuildOptions) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	if o.json() {
-		return writeJSON(o.stdout, r)
-	}
-	printRebuild(o.stdout, r)
-	return nil
+	return o.render(r, func(w io.Writer) { printRebuild(w, r) })
 }
 
 func printRebuild(w io.Writer, r *rebuild.Report) {

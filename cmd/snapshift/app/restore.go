@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -117,12 +118,10 @@ func (o *restoreOptions) runFused(ctx context.Context, ropts rules.Options) erro
 	if err != nil {
 		return err
 	}
-	if o.json() {
-		return writeJSON(o.stdout, res)
-	}
-	printTransform(o.stdout, res)
-	o.printRestored()
-	return nil
+	return o.render(res, func(w io.Writer) {
+		printTransform(w, res)
+		o.printRestored()
+	})
 }
 
 func restoreCommand() *cli.Command {

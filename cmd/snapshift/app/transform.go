@@ -72,11 +72,7 @@ func (o *transformOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.json() {
-		return writeJSON(o.stdout, res)
-	}
-	printTransform(o.stdout, res)
-	return nil
+	return o.render(res, func(w io.Writer) { printTransform(w, res) })
 }
 
 // migrateConfig is the migration of the input with the rules' options and
