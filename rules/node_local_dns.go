@@ -147,29 +147,49 @@ var addressToken = regexp.MustCompile(`(?:[0-9]{1,3}\.){3}[0-9]{1,3}|[0-9A-Fa-f]
 // mapAddressesInText replaces every whole address literal in s that
 // mapping moves; everything else in s is kept byte for byte.
 func mapAddressesInText(s string, mapping map[netip.Addr]netip.Addr) (string, textChanges) {
-	var ch textChanges
-	var b strings.Builder
-	last := 0
-	for _, m := range addressToken.FindAllStringIndex(s, -1) {
-		tok := s[m[0]:m[1]]
+	out, ch, _ := replaceTokens(s, addressToken, func(tok string) (string, bool, error) {
 		a, err := netip.ParseAddr(tok)
-		if err != nil || runsOn(s, m[0], m[1]) {
-			continue
+		if err != nil {
+			return "", false, nil
 		}
 		n, ok := mapping[a]
 		if !ok {
+			return "", false, nil
+		}
+		return n.String(), true, nil
+	})
+	return out, ch
+}
+
+// replaceTokens replaces every whole token of s that re finds (not part of
+// a longer run of digits and dots) and fn maps, keeping every other byte,
+// and says what changed.
+func replaceTokens(s string, re *regexp.Regexp, fn func(tok string) (string, bool, error)) (string, textChanges, error) {
+	var ch textChanges
+	var b strings.Builder
+	last := 0
+	for _, loc := range re.FindAllStringIndex(s, -1) {
+		tok := s[loc[0]:loc[1]]
+		if runsOn(s, loc[0], loc[1]) {
 			continue
 		}
-		b.WriteString(s[last:m[0]])
-		b.WriteString(n.String())
-		last = m[1]
-		ch.old, ch.new = append(ch.old, tok), append(ch.new, n.String())
+		n, ok, err := fn(tok)
+		if err != nil {
+			return s, ch, err
+		}
+		if !ok {
+			continue
+		}
+		b.WriteString(s[last:loc[0]])
+		b.WriteString(n)
+		last = loc[1]
+		ch.old, ch.new = append(ch.old, tok), append(ch.new, n)
 	}
 	if ch.len() == 0 {
-		return s, ch
+		return s, ch, nil
 	}
 	b.WriteString(s[last:])
-	return b.String(), ch
+	return b.String(), ch, nil
 }
 
 // runsOn reports whether s[i:j] is part of a longer run of digits and dots.
