@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -161,39 +162,15 @@ func mapAddressesInText(s string, mapping map[netip.Addr]netip.Addr) (string, te
 	return out, ch
 }
 
-// replaceTokens replaces every whole token of s that re finds (not part of
-// a longer run of digits and dots) and fn maps, keeping every other byte,
-// and says what changed.
+// replaceTokens is ruleset.ReplaceTokens, its changes as textChanges.
 func replaceTokens(s string, re *regexp.Regexp, fn func(tok string) (string, bool, error)) (string, textChanges, error) {
+	out, tc, err := ruleset.ReplaceTokens(s, re, fn)
 	var ch textChanges
-	var b strings.Builder
-	last := 0
-	for _, loc := range re.FindAllStringIndex(s, -1) {
-		tok := s[loc[0]:loc[1]]
-		if runsOn(s, loc[0], loc[1]) {
-			continue
-		}
-		n, ok, err := fn(tok)
-		if err != nil {
-			return s, ch, err
-		}
-		if !ok {
-			continue
-		}
-		b.WriteString(s[last:loc[0]])
-		b.WriteString(n)
-		last = loc[1]
-		ch.old, ch.new = append(ch.old, tok), append(ch.new, n)
+	for _, c := range tc {
+		ch.old, ch.new = append(ch.old, c.Old), append(ch.new, c.New)
 	}
-	if ch.len() == 0 {
-		return s, ch, nil
+	if err != nil {
+		return s, ch, err
 	}
-	b.WriteString(s[last:])
-	return b.String(), ch, nil
-}
-
-// runsOn reports whether s[i:j] is part of a longer run of digits and dots.
-func runsOn(s string, i, j int) bool {
-	part := func(c byte) bool { return c == '.' || (c >= '0' && c <= '9') }
-	return (i > 0 && part(s[i-1])) || (j < len(s) && part(s[j]) && !(s[j] == '.' && (j+1 == len(s) || !part(s[j+1]))))
+	return out, ch, nil
 }
