@@ -125,7 +125,8 @@ func Family(p netip.Prefix) string {
 // IPv4 broadcast address, and an IPv6 bitmap covers at most 65536 addresses.
 type ServiceRange struct {
 	Prefix netip.Prefix
-	// First is the first allocatable offset (1); Count how many follow.
+	// Count is how many allocatable offsets follow the network address
+	// (the first is offset 1).
 	Count *big.Int
 }
 
@@ -234,4 +235,37 @@ func (m *Mapper) MapPrefix(p netip.Prefix) (netip.Prefix, error) {
 		return netip.Prefix{}, err
 	}
 	return netip.PrefixFrom(a, p.Bits()), nil
+}
+
+// PairOf returns the old range of a's family and the new range paired
+// with it (old[i] with new[i]), if there is one.
+func PairOf(old, new []netip.Prefix, a netip.Addr) (o, n netip.Prefix, ok bool) {
+	for i, p := range old {
+		if p.Addr().Is4() == a.Is4() && i < len(new) {
+			return p, new[i], true
+		}
+	}
+	return o, n, false
+}
+
+// Join writes a list of CIDRs (or addresses) as kube-apiserver's flags and
+// the Kubernetes objects hold them: comma-separated, no spaces.
+func Join[T fmt.Stringer](ps []T) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Split splits a comma-separated list as kubeadm's ClusterConfiguration
+// holds it, trimming spaces and dropping empty items, without parsing them.
+func Split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

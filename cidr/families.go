@@ -46,16 +46,3 @@ func Missing(named, recorded []netip.Prefix) []netip.Prefix {
 	}
 	return out
 }
-
-// Join writes prefixes comma-separated, as kubeadm and the flags record
-// dual-stack ranges.
-func Join(ps []netip.Prefix) string {
-	s := ""
-	for i, p := range ps {
-		if i > 0 {
-			s += ","
-		}
-		s += p.String()
-	}
-	return s
-}

@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	sigyaml "sigs.k8s.io/yaml"
 
+	calicocrds "github.com/snapshift/snapshift/internal/calicocrds"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
-	calicocrds "github.com/snapshift/snapshift/testdata/crds/calico"
 )
 
 const (

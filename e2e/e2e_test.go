@@ -125,10 +125,8 @@ func testMigration(t *testing.T, ver string) {
 	var out string
 	var etcd2 *etcdtest.Server
 	if fused(ver) {
-		// One pass: the rules applied while restoring, no migrated file. The
-		// copy route here; the rebuild e2e restores its three members by the
-		// default rewrite route.
-		out, etcd2 = fusedRestore(t, snap, dir, ruleArgs, append(flags, "--route", "copy")...)
+		// One pass: the rules applied while restoring, no migrated file.
+		out, etcd2 = fusedRestore(t, snap, dir, ruleArgs, flags...)
 	} else {
 		out = run(t, append([]string{"transform", snap, "--out", migrated}, flags...)...)
 		run(t, append([]string{"verify", migrated, "--quiet"}, ruleArgs...)...)

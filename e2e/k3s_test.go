@@ -26,7 +26,7 @@ import (
 
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
-	k3sfixtures "github.com/snapshift/snapshift/testdata/k3s"
+	k3sfixtures "github.com/snapshift/snapshift/internal/k3sfixtures"
 )
 
 const (

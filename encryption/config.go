@@ -253,27 +253,7 @@ func build(raw *encryptionConfiguration) (*Config, error) {
 			case p.Identity != nil:
 				rule.Providers = append(rule.Providers, Info{Provider: ProviderIdentity})
 			case p.KMS != nil:
-				k := p.KMS
-				v := k.APIVersion
-				if v == "" {
-					v = "v1" // kube-apiserver's default (SetDefaults_KMSConfiguration)
-				}
-				kpath := path + ".kms"
-				if k.Name == "" {
-					errs.add(kpath+".name", "name is a mandatory field for a provider")
-				}
-				if v != "v1" && strings.Contains(k.Name, ":") {
-					errs.add(kpath+".name", "invalid KMS provider name %q, must not contain ':'", k.Name)
-				}
-				if v != "v1" && kmsNames[k.Name] {
-					errs.add(kpath+".name", "duplicate KMS provider name %q, names must be unique", k.Name)
-				}
-				if v != "v1" && v != "v2" {
-					errs.add(kpath+".apiVersion", "unsupported apiVersion %q for KMS provider, only v1 and v2 are supported", k.APIVersion)
-				}
-				kmsNames[k.Name] = true
-				c.kms = append(c.kms, kmsEntry{name: k.Name, apiVersion: v})
-				rule.Providers = append(rule.Providers, Info{Provider: ProviderKMS, KeyName: k.Name})
+				rule.Providers = append(rule.Providers, c.addKMS(p.KMS, path+".kms", kmsNames, &errs))
 			}
 		}
 		c.rules = append(c.rules, rule)
@@ -282,6 +262,30 @@ func build(raw *encryptionConfiguration) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// addKMS checks and adds one KMS provider (which cannot be used offline,
+// but names the values it encrypted); kmsNames are the names seen so far.
+func (c *Config) addKMS(k *kmsConfiguration, kpath string, kmsNames map[string]bool, errs *problems) Info {
+	v := k.APIVersion
+	if v == "" {
+		v = "v1" // kube-apiserver's default (SetDefaults_KMSConfiguration)
+	}
+	if k.Name == "" {
+		errs.add(kpath+".name", "name is a mandatory field for a provider")
+	}
+	if v != "v1" && strings.Contains(k.Name, ":") {
+		errs.add(kpath+".name", "invalid KMS provider name %q, must not contain ':'", k.Name)
+	}
+	if v != "v1" && kmsNames[k.Name] {
+		errs.add(kpath+".name", "duplicate KMS provider name %q, names must be unique", k.Name)
+	}
+	if v != "v1" && v != "v2" {
+		errs.add(kpath+".apiVersion", "unsupported apiVersion %q for KMS provider, only v1 and v2 are supported", k.APIVersion)
+	}
+	kmsNames[k.Name] = true
+	c.kms = append(c.kms, kmsEntry{name: k.Name, apiVersion: v})
+	return Info{Provider: ProviderKMS, KeyName: k.Name}
 }
 
 // addKeys checks and adds the keys of one aescbc, aesgcm or secretbox provider.

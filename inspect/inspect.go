@@ -16,6 +16,7 @@ import (
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // Config configures Run.
@@ -72,7 +73,7 @@ type Count struct {
 
 // Run inspects one snapshot. It reads the file twice (hash, then index)
 // and the live keys once, decoding only Secrets (for their type) and the
-// few objects clusterinfo reads.
+// few objects state.DetectReadable and state.DetectCNI read.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Progress: cfg.Progress})
 	if err != nil {
@@ -83,7 +84,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix, err := snap.IndexWith(ctx, cfg.Progress, snapshot.IndexOptions{Named: append([]string{state.PrefixNodes}, state.CNIListed...)})
+	ix, err := snap.IndexWith(ctx, cfg.Progress, snapshot.IndexOptions{Named: append([]string{wellknown.PrefixNodes}, state.CNIListed...)})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if !ok {
 			key = string(e.KV.Key)
 		}
-		resources[state.Resource(key)]++
+		resources[wellknown.Resource(key)]++
 		enc := codec.Detect(e.KV.Value)
 		encodings[enc.String()]++
 		if enc == codec.Encrypted {
@@ -114,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			return nil
 		}
-		if strings.HasPrefix(key, "/registry/secrets/") {
+		if strings.HasPrefix(key, wellknown.PrefixSecrets) {
 			t := "(undecodable)"
 			if o, err := c.Decode(e.KV.Value); err == nil {
 				if s, ok := o.Obj.(*corev1.Secret); ok {

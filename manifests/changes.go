@@ -200,16 +200,6 @@ func clusterNames(entries []clusterEntry) []string {
 	return names
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // Action says what Update did to one field.
 type Action string
 

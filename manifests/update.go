@@ -264,7 +264,7 @@ func (u *updater) etcd(ch Changes) error {
 	if err != nil {
 		return err
 	}
-	u.oldClientURLs = splitList(oldClient)
+	u.oldClientURLs = cidr.Split(oldClient)
 	mem := ch.EtcdMember
 	if mem.Name != "" {
 		if _, err := u.setFlag(m, l, "name", mem.Name, true, ""); err != nil {
@@ -275,7 +275,7 @@ func (u *updater) etcd(ch Changes) error {
 		if _, err := u.setFlag(m, l, "initial-advertise-peer-urls", mem.PeerURL, true, ""); err != nil {
 			return err
 		}
-		if err := u.setListen(m, l, "listen-peer-urls", splitList(oldPeer), mem.PeerURL); err != nil {
+		if err := u.setListen(m, l, "listen-peer-urls", cidr.Split(oldPeer), mem.PeerURL); err != nil {
 			return err
 		}
 	}
@@ -314,7 +314,7 @@ func (u *updater) setListen(m *Manifest, l cmdLine, name string, oldURLs []strin
 	}
 	var out []string
 	replaced, covered := false, false
-	for _, e := range splitList(cur) {
+	for _, e := range cidr.Split(cur) {
 		h := urlHost(e)
 		if isWildcardHost(h) || sameURL(e, newURL) {
 			covered = true
@@ -365,7 +365,7 @@ func (u *updater) initialCluster(m *Manifest, l cmdLine, ch Changes) error {
 			}
 		}
 		var parts []string
-		for _, p := range splitList(peers) {
+		for _, p := range cidr.Split(peers) {
 			parts = append(parts, name+"="+p)
 		}
 		want = strings.Join(parts, ",")
@@ -382,7 +382,7 @@ func (u *updater) initialCluster(m *Manifest, l cmdLine, ch Changes) error {
 			listed = append(listed, e.url)
 		}
 	}
-	if !sameURLSet(listed, splitList(peers)) {
+	if !sameURLSet(listed, cidr.Split(peers)) {
 		return fmt.Errorf("%s: --initial-cluster %q must list member %q with its peer URLs %q (it lists %q); etcd would not start",
 			m.Component, want, name, peers, strings.Join(listed, ","))
 	}
@@ -488,7 +488,7 @@ func (u *updater) etcdServers(ch Changes) error {
 		return err
 	}
 	var out []string
-	for _, e := range splitList(cur) {
+	for _, e := range cidr.Split(cur) {
 		if slices.ContainsFunc(u.oldClientURLs, func(o string) bool { return sameURL(o, e) }) {
 			e = ch.EtcdMember.ClientURL
 		}

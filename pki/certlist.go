@@ -71,6 +71,11 @@ var (
 // Certs is kubeadm's certificate list (GetDefaultCertList), in kubeadm's
 // order: each CA before the certificates it signs.
 func Certs() []CertSpec {
+	return append(append(kubernetesCerts(), frontProxyCerts()...), etcdCerts()...)
+}
+
+// kubernetesCerts are the Kubernetes CA and the certificates it signs.
+func kubernetesCerts() []CertSpec {
 	return []CertSpec{
 		{
 			Name:       "ca",
@@ -95,6 +100,12 @@ func Certs() []CertSpec {
 			CommonName: "kube-apiserver-kubelet-client",
 			Usages:     clientAuth,
 		},
+	}
+}
+
+// frontProxyCerts are the front proxy's CA and client certificate.
+func frontProxyCerts() []CertSpec {
+	return []CertSpec{
 		{
 			Name:       "front-proxy-ca",
 			LongName:   "self-signed CA to provision identities for front proxy",
@@ -109,6 +120,12 @@ func Certs() []CertSpec {
 			CommonName: "front-proxy-client",
 			Usages:     clientAuth,
 		},
+	}
+}
+
+// etcdCerts are etcd's CA and the certificates it signs.
+func etcdCerts() []CertSpec {
+	return []CertSpec{
 		{
 			Name:       "etcd-ca",
 			LongName:   "self-signed CA to provision identities for etcd",

@@ -331,31 +331,6 @@ func wrapField(field string, err error) error {
 	return fmt.Errorf("%s: %w", field, err)
 }
 
-// ServiceCIDRs parses a comma-separated Service CIDR list: one CIDR, or two
-// of different families (dual stack).
-func ServiceCIDRs(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, part := range strings.Split(s, ",") {
-		p, err := cidr.Parse(part)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	switch {
-	case len(out) > 2:
-		return nil, fmt.Errorf("%q: at most two CIDRs (one per family)", s)
-	case len(out) == 2 && cidr.SameFamily(out[0], out[1]):
-		return nil, fmt.Errorf("%q: a dual-stack list needs one IPv4 and one IPv6 CIDR", s)
-	}
-	for _, p := range out {
-		if p.Bits() >= p.Addr().BitLen() {
-			return nil, fmt.Errorf("%q: %s has no address after its network address", s, p)
-		}
-	}
-	return out, nil
-}
-
 // FirstServiceIPs returns the first address (network+1) of each range of a
 // Service CIDR list, in order. The first one is the address kube-apiserver
 // gives the "kubernetes" Service.
@@ -465,4 +440,20 @@ func (c Config) localEtcdMember() (EtcdMember, error) {
 	}
 	return EtcdMember{}, fmt.Errorf("etcd: no member is named after node %q (members: %s); the local member's name must be the node name",
 		c.NodeName, strings.Join(names, ", "))
+}
+
+// ServiceCIDRs parses a Service CIDR list with cidr.ParseList (one CIDR,
+// or two of different families) and refuses a range with no address after
+// its network address.
+func ServiceCIDRs(s string) ([]netip.Prefix, error) {
+	out, err := cidr.ParseList(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range out {
+		if p.Bits() >= p.Addr().BitLen() {
+			return nil, fmt.Errorf("%q: %s has no address after its network address", s, p)
+		}
+	}
+	return out, nil
 }

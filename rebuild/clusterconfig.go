@@ -17,6 +17,7 @@ import (
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // ClusterConfiguration is the part of kubeadm's ClusterConfiguration
@@ -147,7 +148,7 @@ func readRecorded(ctx context.Context, path string, skipHash bool, enc *encrypti
 	if err != nil {
 		return nil, err
 	}
-	rec := &recorded{addrs: map[string]netip.Addr{}, etcdPrefix: state.DefaultPrefix}
+	rec := &recorded{addrs: map[string]netip.Addr{}, etcdPrefix: wellknown.DefaultPrefix}
 	for _, kr := range ix.LiveKeysWithPrefix("") {
 		if p, ok := strings.CutSuffix(kr.Key, "configmaps/kube-system/kubeadm-config"); ok && strings.HasPrefix(p, "/") {
 			rec.etcdPrefix = p
@@ -166,7 +167,7 @@ func readRecorded(ctx context.Context, path string, skipHash bool, enc *encrypti
 			rec.addrs[n] = a
 		}
 	}
-	o, ok, err := v.Get(state.KeyKubeadmConfig)
+	o, ok, err := v.Get(wellknown.KeyKubeadmConfig)
 	if err != nil || !ok {
 		return rec, err
 	}

@@ -7,6 +7,7 @@
 package rebuild
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -60,26 +62,64 @@ type Config struct {
 	File string `json:"-"`
 }
 
-// Networking is the new networks (kubeadm's names). Its fields are the
-// network rules' own options: their JSON names are the keys here, so a
-// rule's new option is a key of this section without touching this file.
+// Networking is the new networks (kubeadm's names). Its keys are the
+// rules' options whose rebuild-file path (rules.Option.Config) is
+// "networking.<key>" (serviceSubnet, oldServiceSubnet, keepServiceIPs,
+// dnsBridge, dnsService, repack, podSubnet, oldPodSubnet, leaveCNIState,
+// controlPlaneEndpoint: see snapshift plan --help), read into Options by
+// the registry, so a rule's new option is a key here without touching this
+// file; and dnsDomain.
 type Networking struct {
-	// serviceSubnet (new service CIDR; empty: unchanged), oldServiceSubnet,
-	// keepServiceIPs, dnsBridge, dnsService, repack: see snapshift plan --help.
-	rules.ServiceCIDROptions
-	// podSubnet (new pod CIDR; empty: unchanged), oldPodSubnet.
-	rules.PodCIDROptions
-	// leaveCNIState: CNIs whose IPAM state is moved by hand (calico, cilium).
-	rules.CNIOptions
-	// webhooks: list (default) names the admission webhooks that would
-	// block the restart in the runbook; ignore also sets them to
-	// failurePolicy Ignore, and the runbook's last step sets them back.
-	rules.WebhooksOptions
+	rules.Options `json:"-"`
 	// DNSDomain is the cluster domain. Default cluster.local.
 	DNSDomain string `json:"dnsDomain,omitempty"`
-	// ControlPlaneEndpoint is the shared API endpoint, host[:port], as
-	// kubeadm's. Optional (also accepted as pki.controlPlaneEndpoint).
-	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
+}
+
+// fields are the section's keys and where each is read into.
+func (n *Networking) fields() map[string]any {
+	out := map[string]any{"dnsDomain": &n.DNSDomain}
+	for _, opt := range rules.AllOptions(&n.Options) {
+		if k, ok := strings.CutPrefix(opt.Config, "networking."); ok {
+			out[k] = opt.Value
+		}
+	}
+	return out
+}
+
+// UnmarshalJSON reads the section's keys into the rules' options; an
+// unknown key is an error.
+func (n *Networking) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	fields := n.fields()
+	for k, v := range raw {
+		dst, ok := fields[k]
+		for name, d := range fields {
+			if !ok && strings.EqualFold(name, k) { // as encoding/json matches names
+				dst, ok = d, true
+			}
+		}
+		if !ok {
+			return fmt.Errorf("json: unknown field %q in networking", k)
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			return fmt.Errorf("networking.%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the keys that are set.
+func (n Networking) MarshalJSON() ([]byte, error) {
+	out := map[string]any{}
+	for k, v := range n.fields() {
+		if rv := reflect.ValueOf(v).Elem(); !rv.IsZero() {
+			out[k] = rv.Interface()
+		}
+	}
+	return json.Marshal(out)
 }
 
 // Etcd describes the new etcd cluster.
@@ -331,14 +371,14 @@ func (c *Config) InitialCluster() string {
 	return strings.Join(parts, ",")
 }
 
-// RuleOptions are the rule options this configuration selects.
+// RuleOptions are the rule options this configuration selects: the
+// networking section's, and those the file's other keys imply.
 func (c *Config) RuleOptions() rules.Options {
-	o := rules.Options{ServiceCIDROptions: c.Networking.ServiceCIDROptions, PodCIDROptions: c.Networking.PodCIDROptions,
-		UserRulesOptions: rules.UserRulesOptions{Rules: c.Rules}, CNIOptions: c.Networking.CNIOptions,
-		WebhooksOptions: c.Networking.WebhooksOptions}
+	o := c.Networking.Options
+	o.Rules = c.Rules
 	// The control plane at its (possibly new) addresses and endpoint: the
 	// control-plane-address rule moves what the snapshot records.
-	o.ControlPlaneEndpoint = c.Networking.ControlPlaneEndpoint
+	o.ControlPlaneAddresses = nil
 	for _, n := range c.Nodes() {
 		if n.NodeName != "" && n.AdvertiseAddress != "" {
 			o.ControlPlaneAddresses = append(o.ControlPlaneAddresses, n.NodeName+"="+n.AdvertiseAddress)

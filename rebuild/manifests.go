@@ -15,7 +15,7 @@ import (
 
 	"github.com/snapshift/snapshift/manifests"
 	"github.com/snapshift/snapshift/rules"
-	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // DefaultEncryptionConfigPath is where a rebuild that adds
@@ -224,7 +224,7 @@ func (r *run) generateConfig(n Node) (manifests.GenerateConfig, error) {
 			gc.EtcdImageTag, gc.EtcdImageRepository = l.ImageTag, l.ImageRepository
 		}
 	}
-	if p := r.etcdPrefix; p != "" && p != state.DefaultPrefix {
+	if p := r.etcdPrefix; p != "" && p != wellknown.DefaultPrefix {
 		// The cluster kept its objects under another prefix: so must the new apiserver.
 		if _, ok := argValue(gc.APIServerExtraArgs, "etcd-prefix"); !ok {
 			gc.APIServerExtraArgs = append(gc.APIServerExtraArgs, manifests.Arg{Name: "etcd-prefix", Value: strings.TrimSuffix(p, "/")})

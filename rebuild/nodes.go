@@ -223,7 +223,7 @@ func (r *run) renewFirst(n Node) error {
 	if r.cc != nil {
 		recorded = r.cc.Networking.ServiceSubnet
 	}
-	c.OldServiceCIDR = completeList(joinP(r.report.Plan.Service.Old), recorded)
+	c.OldServiceCIDR = completeList(cidr.Join(r.report.Plan.Service.Old), recorded)
 	if c.OldServiceCIDR == c.ServiceCIDR {
 		return nil
 	}

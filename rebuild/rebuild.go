@@ -15,12 +15,12 @@ import (
 
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/leftovers"
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
-	"github.com/snapshift/snapshift/transform"
-	"github.com/snapshift/snapshift/verify"
 )
 
 // Options are the run's own switches (not part of the file).
@@ -37,12 +37,12 @@ type Options struct {
 
 // Report is what a rebuild did; it is also written as report.json.
 type Report struct {
-	Output    string                `json:"output"`
-	DryRun    bool                  `json:"dryRun"`
-	Transform *transform.Report     `json:"transform"`
-	Plan      *rules.Plan           `json:"plan,omitempty"`
-	Leftovers *rules.LeftoverReport `json:"leftovers,omitempty"`
-	Members   []MemberResult        `json:"members"`
+	Output    string                    `json:"output"`
+	DryRun    bool                      `json:"dryRun"`
+	Transform *migrate.Report           `json:"transform"`
+	Plan      *rules.Plan               `json:"plan,omitempty"`
+	Leftovers *leftovers.LeftoverReport `json:"leftovers,omitempty"`
+	Members   []MemberResult            `json:"members"`
 	// Nodes are the control-plane nodes, one bundle directory each.
 	Nodes []NodeResult `json:"nodes"`
 	// ClusterConfiguration says what was carried over from the snapshot's
@@ -53,9 +53,9 @@ type Report struct {
 	MissingFiles []MissingFile `json:"missingFiles,omitempty"`
 	// OldAddresses are the resources whose values still hold a moved
 	// control-plane node's old address after the rules.
-	OldAddresses []AddressLeftover `json:"oldControlPlaneAddresses,omitempty"`
-	PKI          []pki.Result      `json:"pki"`
-	Manifests    []string          `json:"manifests,omitempty"`
+	OldAddresses []leftovers.AddressLeftover `json:"oldControlPlaneAddresses,omitempty"`
+	PKI          []pki.Result                `json:"pki"`
+	Manifests    []string                    `json:"manifests,omitempty"`
 	// JoinCommand is how worker nodes rejoin when the CA changed (its token
 	// is in RUNBOOK.md, not here).
 	JoinCommand string `json:"joinCommand,omitempty"`
@@ -204,42 +204,27 @@ func (r *run) transform(ctx context.Context) error {
 		r.tokenExpires = r.token.Expires(now.UTC().Truncate(time.Second)) // as the cluster-info rule writes it
 		o.ClusterInfoServer = "https://" + r.apiEndpoint()
 	}
-	rs, plan, err := rules.Build(o)
-	if err != nil {
-		return err
-	}
-	scan := rules.NewLeftoverScan(plan)
-	scan.Encryption = r.enc
-	addrScan := newOldAddressScan(r.moved)
+	addrScan := leftovers.NewAddressScan(r.moved)
 	members, err := r.members()
 	if err != nil {
 		return err
 	}
 	// One pass: the rules are applied while every member is restored (no
 	// migrated snapshot file in between).
-	rep, err := transform.Run(ctx, transform.Config{
-		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck, Rules: rs,
-		Observers: []transform.Observer{scan, addrScan}, Encryption: r.enc, Progress: r.opts.Progress,
-		VerifyOutput: func(ctx context.Context, path, prefix string) error {
-			v, err := verify.Run(ctx, verify.Config{Path: path, EtcdPrefix: prefix, ServiceCIDR: r.cfg.Networking.ServiceCIDR,
-				PodNetworkCIDR: r.cfg.Networking.PodNetworkCIDR, KeepServiceIPs: r.cfg.Networking.KeepServiceIPs, ServiceCIDRMap: r.cfg.Networking.ServiceCIDRMap,
-				DNSService: r.cfg.Networking.DNSService, Rules: r.cfg.Rules, Encryption: r.enc, JustWritten: true, SkipHashCheck: true})
-			if err != nil {
-				return err
-			}
-			return v.Err()
-		},
+	res, err := migrate.Run(ctx, migrate.Config{
+		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck, Rules: o,
+		Observers: []migrate.Observer{addrScan}, Encryption: r.enc, Progress: r.opts.Progress,
 	})
 	if err != nil {
 		return err
 	}
-	r.report.Transform = rep
-	r.webhooks = plan.Webhooks
-	if len(r.moved) > 0 {
-		r.report.OldAddresses = addrScan.report()
+	rep := res.Report
+	r.report.Transform, r.report.Plan, r.report.Leftovers = rep, res.Plan, res.Leftovers
+	if res.Plan != nil {
+		r.webhooks = res.Plan.Webhooks
 	}
-	if plan.Service != nil || plan.Pod != nil {
-		r.report.Plan, r.report.Leftovers = plan, scan.Report()
+	if len(r.moved) > 0 {
+		r.report.OldAddresses = addrScan.Report()
 	}
 	r.logf("transform", "%d replaced, %d created, %d deleted; verified", rep.Replaced, rep.Created, rep.Deleted)
 	for _, m := range r.cfg.Etcd.Members {

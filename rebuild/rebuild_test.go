@@ -25,7 +25,7 @@ import (
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/rebuild"
 	"github.com/snapshift/snapshift/rules"
-	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 const samplePath = "../testdata/sample.db"
@@ -55,7 +55,7 @@ func members(t *testing.T, n int) []rebuild.Member {
 func baseConfig(t *testing.T, out string, ms []rebuild.Member) *rebuild.Config {
 	return &rebuild.Config{
 		APIVersion: rebuild.APIVersion, Kind: rebuild.Kind, Snapshot: samplePath, Output: out,
-		Networking: rebuild.Networking{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}},
+		Networking: rebuild.Networking{Options: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}}},
 		Etcd:       rebuild.Etcd{Members: ms},
 		PKI:        rebuild.PKI{NodeName: ms[0].Name, AdvertiseAddress: "127.0.0.1"},
 		Manifests:  rebuild.Manifests{KubernetesVersion: "v1.36.3"},
@@ -457,7 +457,7 @@ func snapshotTree(t *testing.T, dir string) string {
 func TestCustomEtcdPrefix(t *testing.T) {
 	dir := t.TempDir()
 	in := testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "prefixed.db"), func(k string, v []byte) (string, []byte, error) {
-		return strings.Replace(k, state.DefaultPrefix, "/kubernetes.io/", 1), v, nil
+		return strings.Replace(k, wellknown.DefaultPrefix, "/kubernetes.io/", 1), v, nil
 	})
 	out := filepath.Join(dir, "bundle")
 	ms := members(t, 1)

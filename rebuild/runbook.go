@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/snapshift/snapshift/cidr"
 )
 
 // NodeBundleDir is where the runbook copies a node's part of the bundle
@@ -101,10 +103,10 @@ func (r *run) runbookChanges(b *runbook) {
 	c := r.cfg
 	b.w("## What changed in the snapshot")
 	if p := r.report.Plan; p != nil && p.Service != nil {
-		b.w("- Service CIDR %s -> %s (%d Services moved; `default/kubernetes` is now the first address).", joinP(p.Service.Old), joinP(p.Service.New), len(p.Service.Services))
+		b.w("- Service CIDR %s -> %s (%d Services moved; `default/kubernetes` is now the first address).", cidr.Join(p.Service.Old), cidr.Join(p.Service.New), len(p.Service.Services))
 	}
 	if p := r.report.Plan; p != nil && p.Pod != nil {
-		b.w("- Pod CIDR %s -> %s (%d Nodes moved, each keeping its mask size).", joinP(p.Pod.Old), joinP(p.Pod.New), len(p.Pod.Nodes))
+		b.w("- Pod CIDR %s -> %s (%d Nodes moved, each keeping its mask size).", cidr.Join(p.Pod.Old), cidr.Join(p.Pod.New), len(p.Pod.Nodes))
 	}
 	for _, rr := range r.report.Transform.Rules {
 		b.w("- rule %s: %d changed, %d deleted, %d created.", rr.Name, rr.Changed, rr.Deleted, rr.Created)
@@ -346,14 +348,6 @@ func (r *run) runbookRollback(b *runbook) {
 	} else {
 		b.w("(and put back its old clusterDNS if you changed it).")
 	}
-}
-
-func joinP[T fmt.Stringer](ps []T) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
 }
 
 // relocate makes every path in the report name its final place in the

@@ -10,32 +10,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameCalico is the calico rule.
 const NameCalico = "calico"
-
-// Where Calico keeps its copy of the pod range. With the Kubernetes
-// datastore every Calico object is a cluster-scoped custom resource of
-// crd.projectcalico.org/v1, stored as JSON under its plural; the operator's
-// Installation is operator.tigera.io/v1.
-const (
-	calicoPools         = "/registry/crd.projectcalico.org/ippools/"
-	calicoBlocks        = "/registry/crd.projectcalico.org/ipamblocks/"
-	calicoAffinities    = "/registry/crd.projectcalico.org/blockaffinities/"
-	calicoHandles       = "/registry/crd.projectcalico.org/ipamhandles/"
-	calicoInstallations = "/registry/operator.tigera.io/installations/"
-)
-
-// calicoDaemonSets are calico-node's DaemonSet in the manifest install
-// (kube-system) and in the operator install (calico-system);
-// calicoConfigMaps the manifest's calico-config.
-var (
-	calicoDaemonSets = []string{"/registry/daemonsets/kube-system/calico-node", "/registry/daemonsets/calico-system/calico-node"}
-	calicoConfigMaps = []string{"/registry/configmaps/kube-system/calico-config"}
-)
 
 // calicoNodeAnnotations are the Node annotations in which Calico keeps
 // addresses it allocated from a pool (libcalico-go/lib/backend/k8s/
@@ -94,13 +76,13 @@ var calicoEntry = Entry{
 func (r *Calico) Name() string { return NameCalico }
 
 func (r *Calico) Prefixes() []string {
-	p := []string{calicoPools, calicoBlocks, calicoAffinities, calicoHandles, calicoInstallations, state.PrefixNodes}
-	return append(append(p, calicoDaemonSets...), calicoConfigMaps...)
+	p := []string{wellknown.PrefixCalicoPools, wellknown.PrefixCalicoBlocks, wellknown.PrefixCalicoAffs, wellknown.PrefixCalicoHandles, wellknown.PrefixTigeraInstall, wellknown.PrefixNodes}
+	return append(append(p, wellknown.CalicoDaemonSets...), wellknown.CalicoConfigMaps...)
 }
 
 // Lists names what Prepare lists.
 func (r *Calico) Lists() []string {
-	return []string{calicoPools, calicoBlocks, calicoAffinities, calicoHandles, calicoInstallations}
+	return []string{wellknown.PrefixCalicoPools, wellknown.PrefixCalicoBlocks, wellknown.PrefixCalicoAffs, wellknown.PrefixCalicoHandles, wellknown.PrefixTigeraInstall}
 }
 
 // Prepare plans every move and refuses, naming each problem, what Calico
@@ -123,31 +105,14 @@ func (r *Calico) Prepare(_ context.Context, v *state.View) error {
 	if len(problems) > 0 {
 		sort.Strings(problems)
 		return fmt.Errorf("%w: Calico's IPAM state cannot move to the new pod network CIDR %s: %s",
-			transform.ErrRefused, prefixesString(r.m.new), strings.Join(problems, "; "))
+			transform.ErrRefused, cidr.Join(r.m.new), strings.Join(problems, "; "))
 	}
 	return nil
 }
 
-// listCustom lists the custom resources under prefix.
-func listCustom(v *state.View, prefix, kind string) ([]*state.Object, []*unstructured.Unstructured, error) {
-	objs, err := v.List(prefix)
-	if err != nil {
-		return nil, nil, err
-	}
-	us := make([]*unstructured.Unstructured, len(objs))
-	for i, o := range objs {
-		u, ok := o.Value.Obj.(*unstructured.Unstructured)
-		if !ok || o.Value.GVK.Kind != kind {
-			return nil, nil, fmt.Errorf("%s: stored object is %s, not a %s custom resource", o.Key, o.Value.GVK, kind)
-		}
-		us[i] = u
-	}
-	return objs, us, nil
-}
-
 // planPools decides every IPPool's new CIDR.
 func (r *Calico) planPools(v *state.View) ([]string, error) {
-	objs, us, err := listCustom(v, calicoPools, "IPPool")
+	objs, us, err := state.ListCustom(v, wellknown.PrefixCalicoPools, "IPPool")
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +144,7 @@ func (r *Calico) planPool(what, c string, blockSize int64, hasBS bool) (netip.Pr
 	}
 	o, _, where := r.m.place(p.Masked())
 	if where == calicoOther {
-		if _, _, remapped := pairOf(r.m.old, r.m.new, p.Addr()); remapped {
+		if _, _, remapped := cidr.PairOf(r.m.old, r.m.new, p.Addr()); remapped {
 			return p, false, fmt.Sprintf("%s (%s) is not inside the old pod network CIDR %s, so its blocks would stay where they are", what, p, o)
 		}
 		return p, false, ""
@@ -209,7 +174,7 @@ func loadBalancerPool(u *unstructured.Unstructured) bool {
 
 // checkInstallations checks the operator Installation's pools.
 func (r *Calico) checkInstallations(v *state.View) ([]string, error) {
-	_, us, err := listCustom(v, calicoInstallations, "Installation")
+	_, us, err := state.ListCustom(v, wellknown.PrefixTigeraInstall, "Installation")
 	if err != nil {
 		return nil, err
 	}
@@ -239,14 +204,14 @@ var installationPoolPaths = [][]string{
 
 // planBlocks plans the IPAMBlocks' renames.
 func (r *Calico) planBlocks(v *state.View) ([]string, error) {
-	return r.planRenames(v, calicoBlocks, "IPAMBlock", func(u *unstructured.Unstructured, p netip.Prefix) string {
+	return r.planRenames(v, wellknown.PrefixCalicoBlocks, "IPAMBlock", func(u *unstructured.Unstructured, p netip.Prefix) string {
 		return calicoCIDRName(p)
 	})
 }
 
 // planAffinities plans the BlockAffinities' renames.
 func (r *Calico) planAffinities(v *state.View) ([]string, error) {
-	return r.planRenames(v, calicoAffinities, "BlockAffinity", func(u *unstructured.Unstructured, p netip.Prefix) string {
+	return r.planRenames(v, wellknown.PrefixCalicoAffs, "BlockAffinity", func(u *unstructured.Unstructured, p netip.Prefix) string {
 		node, _, _ := unstructured.NestedString(u.Object, "spec", "node")
 		return calicoAffinityName(node, p)
 	})
@@ -257,7 +222,7 @@ func (r *Calico) planAffinities(v *state.View) ([]string, error) {
 // whose name is not the one Calico would look up is refused: Calico never
 // reads it, and snapshift cannot tell what it is for.
 func (r *Calico) planRenames(v *state.View, prefix, kind string, nameOf func(*unstructured.Unstructured, netip.Prefix) string) ([]string, error) {
-	objs, us, err := listCustom(v, prefix, kind)
+	objs, us, err := state.ListCustom(v, prefix, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +253,7 @@ func (r *Calico) planRenames(v *state.View, prefix, kind string, nameOf func(*un
 
 // checkHandles checks that every block an IPAMHandle names can move.
 func (r *Calico) checkHandles(v *state.View) ([]string, error) {
-	_, us, err := listCustom(v, calicoHandles, "IPAMHandle")
+	_, us, err := state.ListCustom(v, wellknown.PrefixCalicoHandles, "IPAMHandle")
 	if err != nil {
 		return nil, err
 	}

@@ -13,9 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // Apply moves one claimed object.
@@ -24,28 +26,28 @@ func (r *Calico) Apply(_ context.Context, obj *state.Object) (transform.Result, 
 		return transform.Result{}, nil
 	}
 	switch key := obj.Key; {
-	case strings.HasPrefix(key, calicoPools):
+	case strings.HasPrefix(key, wellknown.PrefixCalicoPools):
 		return r.applyPool(obj)
-	case strings.HasPrefix(key, calicoBlocks), strings.HasPrefix(key, calicoAffinities):
+	case strings.HasPrefix(key, wellknown.PrefixCalicoBlocks), strings.HasPrefix(key, wellknown.PrefixCalicoAffs):
 		return r.applyRename(obj)
-	case strings.HasPrefix(key, calicoHandles):
+	case strings.HasPrefix(key, wellknown.PrefixCalicoHandles):
 		return r.applyHandle(obj)
-	case strings.HasPrefix(key, calicoInstallations):
+	case strings.HasPrefix(key, wellknown.PrefixTigeraInstall):
 		return r.applyInstallation(obj)
-	case strings.HasPrefix(key, state.PrefixNodes):
+	case strings.HasPrefix(key, wellknown.PrefixNodes):
 		return r.applyNode(obj)
-	case slices.Contains(calicoDaemonSets, key):
+	case slices.Contains(wellknown.CalicoDaemonSets, key):
 		return r.applyDaemonSet(obj)
-	case slices.Contains(calicoConfigMaps, key):
+	case slices.Contains(wellknown.CalicoConfigMaps, key):
 		return r.applyConfigMap(obj)
 	}
 	return transform.Result{}, nil
 }
 
 func customOf(obj *state.Object) (*unstructured.Unstructured, error) {
-	u, ok := obj.Value.Obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("stored object is %s, not a custom resource", obj.Value.GVK)
+	u, err := state.As[*unstructured.Unstructured](obj, "a custom resource")
+	if err != nil {
+		return nil, err
 	}
 	return u, nil
 }
@@ -236,9 +238,9 @@ func (r *Calico) applyInstallation(obj *state.Object) (transform.Result, error) 
 // applyNode maps the pod-range addresses Calico keeps in a Node's
 // annotations (tunnel and WireGuard interface addresses).
 func (r *Calico) applyNode(obj *state.Object) (transform.Result, error) {
-	node, ok := obj.Value.Obj.(*corev1.Node)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a Node", obj.Value.GVK)
+	node, err := state.As[*corev1.Node](obj, "a Node")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	var changes []transform.Change
 	for _, k := range calicoNodeAnnotations {
@@ -273,9 +275,9 @@ var calicoPoolEnv = []string{"CALICO_IPV4POOL_CIDR", "CALICO_IPV6POOL_CIDR"}
 // applyDaemonSet maps CALICO_IPV4POOL_CIDR / CALICO_IPV6POOL_CIDR in
 // calico-node's containers (and kubectl's copy of them).
 func (r *Calico) applyDaemonSet(obj *state.Object) (transform.Result, error) {
-	ds, ok := obj.Value.Obj.(*appsv1.DaemonSet)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a DaemonSet", obj.Value.GVK)
+	ds, err := state.As[*appsv1.DaemonSet](obj, "a DaemonSet")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	var changes []transform.Change
 	mapping := map[string]string{}
@@ -367,7 +369,7 @@ func (r *Calico) Notes() []string {
 		}
 	}
 	return []string{
-		fmt.Sprintf("Calico: moved to %s, every allocation at its offset: %s (IPAMBlocks and BlockAffinities renamed after their new CIDR)", prefixesString(r.m.new), strings.Join(moved, ", ")),
+		fmt.Sprintf("Calico: moved to %s, every allocation at its offset: %s (IPAMBlocks and BlockAffinities renamed after their new CIDR)", cidr.Join(r.m.new), strings.Join(moved, ", ")),
 		"Calico: calico-node reads CALICO_IPV4POOL_CIDR/CALICO_IPV6POOL_CIDR (or kubeadm's podSubnet) only to create a default pool when no pool of that family exists, and never changes an existing pool; current Calico CRDs refuse any change of an IPPool's cidr through the API (\"CIDR cannot be changed\"), so the moved IPPools are what Calico allocates from after the restart",
 		"Calico: running pods keep their old addresses until they are recreated: restart calico-node first (it programs routes for the moved blocks and tunnel addresses), then recreate every pod on the pod network; calico-kube-controllers may release, after its leak grace period (15m by default), a moved allocation whose pod still reports its old address",
 	}

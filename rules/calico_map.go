@@ -32,7 +32,7 @@ const (
 
 // place finds p's old and new range and whether it moves.
 func (m calicoMap) place(p netip.Prefix) (o, n netip.Prefix, where calicoPlace) {
-	o, n, ok := pairOf(m.old, m.new, p.Addr())
+	o, n, ok := cidr.PairOf(m.old, m.new, p.Addr())
 	switch {
 	case !ok:
 		return o, n, calicoOther
@@ -113,30 +113,15 @@ var cidrToken = regexp.MustCompile(`(?:[0-9]{1,3}\.){3}[0-9]{1,3}/[0-9]{1,3}|[0-
 // mapCIDRsInText replaces every whole CIDR literal in s that lies in an
 // old pod range, as a pool is mapped; every other byte is kept.
 func (m calicoMap) mapCIDRsInText(s string) (string, textChanges, error) {
-	var ch textChanges
-	var b strings.Builder
-	last := 0
-	for _, loc := range cidrToken.FindAllStringIndex(s, -1) {
-		tok := s[loc[0]:loc[1]]
+	return replaceTokens(s, cidrToken, func(tok string) (string, bool, error) {
 		p, err := netip.ParsePrefix(tok)
-		if err != nil || runsOn(s, loc[0], loc[1]) {
-			continue
+		if err != nil {
+			return "", false, nil
 		}
 		q, moved, err := m.pool(p)
-		if err != nil {
-			return s, ch, err
+		if err != nil || !moved {
+			return "", false, err
 		}
-		if !moved {
-			continue
-		}
-		b.WriteString(s[last:loc[0]])
-		b.WriteString(q.String())
-		last = loc[1]
-		ch.old, ch.new = append(ch.old, tok), append(ch.new, q.String())
-	}
-	if ch.len() == 0 {
-		return s, ch, nil
-	}
-	b.WriteString(s[last:])
-	return b.String(), ch, nil
+		return q.String(), true, nil
+	})
 }

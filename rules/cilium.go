@@ -16,6 +16,7 @@ import (
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameCilium is the cilium rule.
@@ -73,9 +74,11 @@ var ciliumEntry = Entry{
 
 func (r *Cilium) Name() string { return NameCilium }
 func (r *Cilium) Prefixes() []string {
-	return []string{state.KeyCiliumConfig, state.PrefixCiliumNodes, state.PrefixCiliumPools}
+	return []string{wellknown.KeyCiliumConfig, wellknown.PrefixCiliumNodes, wellknown.PrefixCiliumPools}
 }
-func (r *Cilium) Lists() []string { return []string{state.PrefixCiliumNodes, state.PrefixCiliumPools} }
+func (r *Cilium) Lists() []string {
+	return []string{wellknown.PrefixCiliumNodes, wellknown.PrefixCiliumPools}
+}
 func (r *Cilium) Notes() []string { return r.notes }
 
 // Prepare reads the IPAM mode and plans every CiliumNode, refusing a pool
@@ -84,20 +87,20 @@ func (r *Cilium) Prepare(ctx context.Context, v *state.View) error {
 	if slices.Contains(r.opts.LeaveCNIState, state.CNICilium) {
 		return nil // the cni rule notes what to do by hand
 	}
-	o, ok, err := v.Get(state.KeyCiliumConfig)
+	o, ok, err := v.Get(wellknown.KeyCiliumConfig)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		if n := len(v.Keys(state.PrefixCiliumNodes)); n > 0 {
+		if n := len(v.Keys(wellknown.PrefixCiliumNodes)); n > 0 {
 			return fmt.Errorf("%w: the snapshot holds %d CiliumNodes but no kube-system/cilium-config to say Cilium's IPAM mode and pool (is Cilium configured elsewhere?): give --leave-cni-state cilium to move its state by hand",
 				transform.ErrRefused, n)
 		}
 		return nil
 	}
-	cm, ok := o.Value.Obj.(*corev1.ConfigMap)
-	if !ok {
-		return fmt.Errorf("%s: stored object is %s, not a ConfigMap", o.Key, o.Value.GVK)
+	cm, err := state.As[*corev1.ConfigMap](o, "a ConfigMap")
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.Key, err)
 	}
 	r.mode = cm.Data["ipam"]
 	if r.mode == "" {
@@ -143,7 +146,7 @@ func (r *Cilium) planPool(data map[string]string) error {
 			if err != nil {
 				return fmt.Errorf("%w: cilium-config %s holds %q, which is not a CIDR", transform.ErrRefused, k, f)
 			}
-			o, n, fam := pairOf(pp.Old, pp.New, p.Addr())
+			o, n, fam := cidr.PairOf(pp.Old, pp.New, p.Addr())
 			switch {
 			case !fam || p.Masked() == n:
 				continue
@@ -188,7 +191,7 @@ func checkCiliumMask(data map[string]string, key string, n netip.Prefix) error {
 // planNodes maps every CiliumNode's pod CIDRs: as the pod-cidr rule maps
 // its Node where they are the same, at the same offset otherwise.
 func (r *Cilium) planNodes(v *state.View) error {
-	objs, err := v.List(state.PrefixCiliumNodes)
+	objs, err := v.List(wellknown.PrefixCiliumNodes)
 	if err != nil {
 		return err
 	}
@@ -200,9 +203,9 @@ func (r *Cilium) planNodes(v *state.View) error {
 	var placed []placedCIDR
 	var problems []string
 	for _, o := range objs {
-		u, ok := o.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a custom resource", o.Key, o.Value.GVK)
+		u, err := state.As[*unstructured.Unstructured](o, "a custom resource")
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		cidrs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ipam", "podCIDRs")
 		cidrs = append(cidrs, r.poolAllocations(u)...)
@@ -256,7 +259,7 @@ func (r *Cilium) mapAddr(mv *ciliumNodeMove, s string) (string, bool) {
 			return addrAtOffset(p.old, p.new, a)
 		}
 	}
-	o, n, ok := pairOf(r.plan.Pod.Old, r.plan.Pod.New, a)
+	o, n, ok := cidr.PairOf(r.plan.Pod.Old, r.plan.Pod.New, a)
 	if !ok || !o.Contains(a) || o == n {
 		return s, false
 	}
@@ -280,36 +283,36 @@ func addrAtOffset(old, new netip.Prefix, a netip.Addr) (string, bool) {
 func (r *Cilium) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
 	var changes []transform.Change
 	switch {
-	case obj.Key == state.KeyCiliumConfig && len(r.pool) > 0:
-		cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
-		if !ok {
-			return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
+	case obj.Key == wellknown.KeyCiliumConfig && len(r.pool) > 0:
+		cm, err := state.As[*corev1.ConfigMap](obj, "a ConfigMap")
+		if err != nil {
+			return transform.Result{}, err
 		}
 		for _, k := range slices.Sorted(maps.Keys(r.pool)) {
 			changes = append(changes, transform.Change{Field: "data[" + k + "]", Old: cm.Data[k], New: r.pool[k]})
 			cm.Data[k] = r.pool[k]
 		}
 		r.notes = append(r.notes, ciliumRestartNote)
-	case strings.HasPrefix(obj.Key, state.PrefixCiliumPools):
+	case strings.HasPrefix(obj.Key, wellknown.PrefixCiliumPools):
 		if len(r.pools[obj.Key]) == 0 {
 			return transform.Result{}, nil
 		}
-		u, ok := obj.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			return transform.Result{}, fmt.Errorf("stored object is %s, not a custom resource", obj.Value.GVK)
+		u, err := state.As[*unstructured.Unstructured](obj, "a custom resource")
+		if err != nil {
+			return transform.Result{}, err
 		}
 		changes = editPodIPPool(u, r.pools[obj.Key])
 		if len(r.pool) == 0 && len(r.notes) == 0 {
 			r.notes = append(r.notes, ciliumRestartNote)
 		}
-	case strings.HasPrefix(obj.Key, state.PrefixCiliumNodes):
+	case strings.HasPrefix(obj.Key, wellknown.PrefixCiliumNodes):
 		mv := r.nodes[obj.Key]
 		if mv == nil {
 			return transform.Result{}, nil
 		}
-		u, ok := obj.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			return transform.Result{}, fmt.Errorf("stored object is %s, not a custom resource", obj.Value.GVK)
+		u, err := state.As[*unstructured.Unstructured](obj, "a custom resource")
+		if err != nil {
+			return transform.Result{}, err
 		}
 		changes = r.editCiliumNode(u, mv)
 	}

@@ -8,8 +8,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // Cilium's multi-pool IPAM (cilium.io CiliumPodIPPool): the operator hands
@@ -24,16 +26,16 @@ import (
 // A pool CIDR wider than the old pod range (it holds more than the range
 // being moved) is refused by name.
 func (r *Cilium) planPodIPPools(v *state.View, data map[string]string) error {
-	objs, err := v.List(state.PrefixCiliumPools)
+	objs, err := v.List(wellknown.PrefixCiliumPools)
 	if err != nil {
 		return err
 	}
 	r.pools = map[string]map[string]string{}
 	var problems []string
 	for _, o := range objs {
-		u, ok := o.Value.Obj.(*unstructured.Unstructured)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a custom resource", o.Key, o.Value.GVK)
+		u, err := state.As[*unstructured.Unstructured](o, "a custom resource")
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		moves := map[string]string{}
 		for _, fam := range []string{"ipv4", "ipv6"} {
@@ -80,7 +82,7 @@ func (r *Cilium) mapPoolCIDR(c string) (string, bool, error) {
 		return c, false, fmt.Errorf("%q is not a CIDR", c)
 	}
 	p = p.Masked()
-	o, n, ok := pairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr())
+	o, n, ok := cidr.PairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr())
 	switch {
 	case !ok || !o.Overlaps(p) || o == n:
 		return c, false, nil
@@ -105,7 +107,7 @@ func (r *Cilium) poolAllocations(u *unstructured.Unstructured) []string {
 		for _, c := range list {
 			s, _ := c.(string)
 			if p, err := netip.ParsePrefix(s); err == nil {
-				if o, _, ok := pairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr()); ok && o.Contains(p.Addr()) {
+				if o, _, ok := cidr.PairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr()); ok && o.Contains(p.Addr()) {
 					out = append(out, s)
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/snapshift/snapshift/internal/yamledit"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // ClusterConfig moves the copies of the CIDRs that live in ConfigMaps with
@@ -26,23 +27,23 @@ type ClusterConfig struct {
 }
 
 var clusterConfigKeys = map[string]bool{
-	state.KeyKubeadmConfig: true,
-	state.KeyKubeProxy:     true,
+	wellknown.KeyKubeadmConfig: true,
+	wellknown.KeyKubeProxy:     true,
 }
 
 func (r *ClusterConfig) Name() string { return NameClusterConfig }
 
 func (r *ClusterConfig) Prefixes() []string {
-	return append([]string{state.KeyKubeadmConfig, state.KeyKubeletConfig, state.KeyKubeProxy, state.KeyCanalConfig}, state.FlannelConfigKeys...)
+	return append([]string{wellknown.KeyKubeadmConfig, wellknown.KeyKubeletConfig, wellknown.KeyKubeProxy, wellknown.KeyCanalConfig}, wellknown.FlannelConfigKeys...)
 }
 
 func (r *ClusterConfig) Notes() []string { return r.notes }
 
 func claimsConfigMap(key string) bool {
-	if clusterConfigKeys[key] || key == state.KeyKubeletConfig || key == state.KeyCanalConfig || strings.HasPrefix(key, state.KeyKubeletConfig+"-1.") {
+	if clusterConfigKeys[key] || key == wellknown.KeyKubeletConfig || key == wellknown.KeyCanalConfig || strings.HasPrefix(key, wellknown.KeyKubeletConfig+"-1.") {
 		return true
 	}
-	for _, k := range state.FlannelConfigKeys {
+	for _, k := range wellknown.FlannelConfigKeys {
 		if key == k {
 			return true
 		}
@@ -55,16 +56,11 @@ func (r *ClusterConfig) Apply(_ context.Context, obj *state.Object) (transform.R
 	if !claimsConfigMap(obj.Key) {
 		return transform.Result{}, nil
 	}
-	changes, err := editConfigMapData(obj, func(v string) (string, []transform.Change, error) {
-		return editScalars(v, r.mapScalar)
-	})
-	if err != nil {
+	changes, err := editConfigMapScalars(obj, r.mapScalar)
+	if err != nil || len(changes) == 0 {
 		return transform.Result{}, err
 	}
-	if len(changes) == 0 {
-		return transform.Result{}, nil
-	}
-	if strings.HasPrefix(obj.Key, state.KeyKubeletConfig) {
+	if strings.HasPrefix(obj.Key, wellknown.KeyKubeletConfig) {
 		r.notes = append(r.notes, "kubelet-config changed: every node's /var/lib/kubelet/config.yaml holds its own copy of clusterDNS; update it on each node (kubeadm upgrade node phase kubelet-config does) before restarting kubelets")
 	}
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
@@ -134,6 +130,12 @@ func (r *ClusterConfig) mapAddr(a netip.Addr) (netip.Addr, bool) {
 	}
 	n, ok := sp.IPs[a]
 	return n, ok
+}
+
+// editConfigMapScalars maps every scalar of a ConfigMap's data values
+// with fn (editScalars), every other byte kept.
+func editConfigMapScalars(obj *state.Object, fn func(string) (string, bool)) ([]transform.Change, error) {
+	return editConfigMapData(obj, func(v string) (string, []transform.Change, error) { return editScalars(v, fn) })
 }
 
 // editScalars replaces, in the text of a YAML (or JSON) document, every

@@ -16,9 +16,8 @@ import (
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
-
-const keyClusterInfo = "/registry/configmaps/kube-public/cluster-info"
 
 // BootstrapToken is a kubeadm bootstrap token "<id>.<secret>" to write
 // into the snapshot so nodes can rejoin at once after a new CA.
@@ -60,16 +59,16 @@ type ClusterInfo struct {
 }
 
 func (r *ClusterInfo) Name() string       { return NameClusterInfo }
-func (r *ClusterInfo) Prefixes() []string { return []string{keyClusterInfo} }
+func (r *ClusterInfo) Prefixes() []string { return []string{wellknown.KeyClusterInfo} }
 func (r *ClusterInfo) Notes() []string    { return r.notes }
 
 func (r *ClusterInfo) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
-	if obj.Key != keyClusterInfo {
+	if obj.Key != wellknown.KeyClusterInfo {
 		return transform.Result{}, nil
 	}
-	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
+	cm, err := state.As[*corev1.ConfigMap](obj, "a ConfigMap")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	kc, err := clientcmd.Load([]byte(cm.Data["kubeconfig"]))
 	if err != nil {
@@ -110,7 +109,7 @@ func (r *ClusterInfo) Finish(context.Context) ([]transform.NewObject, error) {
 		return nil, nil
 	}
 	name := bootstraputil.BootstrapTokenSecretName(r.token.ID)
-	key := "/registry/secrets/" + metav1.NamespaceSystem + "/" + name
+	key := wellknown.PrefixSecrets + metav1.NamespaceSystem + "/" + name
 	now := r.now().UTC().Truncate(time.Second)
 	expires := r.token.Expires(now)
 	s := &corev1.Secret{

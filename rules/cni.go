@@ -9,9 +9,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameCNI is the cni rule.
@@ -68,7 +70,7 @@ func validateCNIOptions(o *Options) error {
 }
 
 func (r *CNI) Name() string       { return NameCNI }
-func (r *CNI) Prefixes() []string { return []string{state.KeyWeaveDaemonSet} }
+func (r *CNI) Prefixes() []string { return []string{wellknown.KeyWeaveDaemonSet} }
 func (r *CNI) Lists() []string    { return state.CNIListed }
 func (r *CNI) Notes() []string    { return r.notes }
 
@@ -123,7 +125,7 @@ func (r *CNI) moved(c state.CNI) bool {
 func (r *CNI) byHand(c state.CNI) string {
 	newRange := "the new pod CIDR"
 	if r.plan.Pod != nil {
-		newRange = prefixesString(r.plan.Pod.New)
+		newRange = cidr.Join(r.plan.Pod.New)
 	}
 	switch c.Name {
 	case state.CNICalico:
@@ -137,13 +139,13 @@ func (r *CNI) byHand(c state.CNI) string {
 
 // planWeave maps IPALLOC_RANGE when it is the old pod CIDR.
 func (r *CNI) planWeave(v *state.View) error {
-	o, ok, err := v.Get(state.KeyWeaveDaemonSet)
+	o, ok, err := v.Get(wellknown.KeyWeaveDaemonSet)
 	if err != nil || !ok {
 		return err
 	}
-	ds, ok := o.Value.Obj.(*appsv1.DaemonSet)
-	if !ok {
-		return fmt.Errorf("%s: stored object is %s, not a DaemonSet", o.Key, o.Value.GVK)
+	ds, err := state.As[*appsv1.DaemonSet](o, "a DaemonSet")
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.Key, err)
 	}
 	cur := weaveRange(ds)
 	if cur == "" {
@@ -154,7 +156,7 @@ func (r *CNI) planWeave(v *state.View) error {
 	if err != nil {
 		return fmt.Errorf("%w: weave-net IPALLOC_RANGE %q is not a CIDR", transform.ErrRefused, cur)
 	}
-	o4, n4, ok := pairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr())
+	o4, n4, ok := cidr.PairOf(r.plan.Pod.Old, r.plan.Pod.New, p.Addr())
 	switch {
 	case !ok || p.Masked() == n4:
 		return nil
@@ -179,12 +181,12 @@ func weaveRange(ds *appsv1.DaemonSet) string {
 
 // Apply moves weave-net's IPALLOC_RANGE.
 func (r *CNI) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
-	if obj.Key != state.KeyWeaveDaemonSet || r.weave == "" {
+	if obj.Key != wellknown.KeyWeaveDaemonSet || r.weave == "" {
 		return transform.Result{}, nil
 	}
-	ds, ok := obj.Value.Obj.(*appsv1.DaemonSet)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a DaemonSet", obj.Value.GVK)
+	ds, err := state.As[*appsv1.DaemonSet](obj, "a DaemonSet")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	var changes []transform.Change
 	for ci := range ds.Spec.Template.Spec.Containers {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
@@ -139,16 +140,16 @@ func resolveOld(kind, field, override string, srcs []detected, newP []netip.Pref
 		var seen []string
 		migrated := true
 		for _, s := range srcs {
-			if prefixesString(s.prefixes) == prefixesString(old) {
+			if cidr.Join(s.prefixes) == cidr.Join(old) {
 				return old, "given (matches " + s.source + ")", nil
 			}
-			if prefixesString(s.prefixes) != prefixesString(newP) {
+			if cidr.Join(s.prefixes) != cidr.Join(newP) {
 				migrated = false
 			}
-			seen = append(seen, s.source+" says "+prefixesString(s.prefixes))
+			seen = append(seen, s.source+" says "+cidr.Join(s.prefixes))
 		}
 		if migrated {
-			return newP, "already migrated (every source records " + prefixesString(newP) + ")", nil
+			return newP, "already migrated (every source records " + cidr.Join(newP) + ")", nil
 		}
 		return nil, "", option.Errorf(field, "{} %s does not match what the snapshot holds (%s)", override, strings.Join(seen, "; "))
 	}
@@ -277,9 +278,9 @@ func editSpecCopies(meta *metav1.ObjectMeta, fields []string, mapping map[string
 // the ConfigMap in obj with edit; the changes it reports are named
 // data[<key>] <field>.
 func editConfigMapData(obj *state.Object, edit func(value string) (string, []transform.Change, error)) ([]transform.Change, error) {
-	cm, ok := obj.Value.Obj.(*corev1.ConfigMap)
-	if !ok {
-		return nil, fmt.Errorf("stored object is %s, not a ConfigMap", obj.Value.GVK)
+	cm, err := state.As[*corev1.ConfigMap](obj, "a ConfigMap")
+	if err != nil {
+		return nil, err
 	}
 	var changes []transform.Change
 	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {

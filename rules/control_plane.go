@@ -18,19 +18,11 @@ import (
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameControlPlaneAddress is the control-plane-address rule.
 const NameControlPlaneAddress = "control-plane-address"
-
-// Where the control plane's addresses are recorded in a kubeadm cluster.
-const (
-	prefixMasterLeases        = "/registry/masterleases/"
-	prefixAPIServerMirrorPods = "/registry/pods/kube-system/kube-apiserver-"
-	// apiServerEndpointAnnotation is kubeadm's
-	// kube-apiserver.advertise-address.endpoint on the mirror Pods.
-	apiServerEndpointAnnotation = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
-)
 
 // ControlPlaneOptions are the control-plane-address rule's options: the
 // control plane restored onto machines with other addresses.
@@ -126,8 +118,8 @@ type ControlPlaneAddress struct {
 func (r *ControlPlaneAddress) Name() string { return NameControlPlaneAddress }
 
 func (r *ControlPlaneAddress) Prefixes() []string {
-	return []string{state.KeyKubeadmConfig, state.KeyKubeProxy, keyClusterInfo, keyKubernetesEndpoints,
-		keyKubernetesEndpointSlice, prefixMasterLeases, prefixAPIServerMirrorPods}
+	return []string{wellknown.KeyKubeadmConfig, wellknown.KeyKubeProxy, wellknown.KeyClusterInfo, wellknown.KeyKubernetesEndpoints,
+		wellknown.KeyKubernetesEndpointSlice, wellknown.PrefixMasterLeases, wellknown.PrefixAPIServerPods}
 }
 
 func (r *ControlPlaneAddress) Notes() []string { return r.notes }
@@ -155,7 +147,7 @@ func (r *ControlPlaneAddress) Prepare(_ context.Context, v *state.View) error {
 			r.notes = append(r.notes, fmt.Sprintf("node %s: no recorded address in the snapshot (a new node): nothing to move", node))
 		case old != r.nodes[node]:
 			r.addrs[old] = r.nodes[node]
-			r.leasesToDelete[prefixMasterLeases+old.String()] = true
+			r.leasesToDelete[wellknown.PrefixMasterLeases+old.String()] = true
 			r.notes = append(r.notes, fmt.Sprintf("node %s: %s -> %s", node, old, r.nodes[node]))
 		}
 	}
@@ -175,18 +167,18 @@ func (r *ControlPlaneAddress) Prepare(_ context.Context, v *state.View) error {
 
 // recordedAddress is a node's API server address as the snapshot records it.
 func recordedAddress(v *state.View, node string) (netip.Addr, error) {
-	if o, ok, err := v.Get(prefixAPIServerMirrorPods + node); err != nil {
+	if o, ok, err := v.Get(wellknown.PrefixAPIServerPods + node); err != nil {
 		return netip.Addr{}, err
 	} else if ok {
 		if p, isPod := o.Value.Obj.(*corev1.Pod); isPod {
-			if host, _, err := net.SplitHostPort(p.Annotations[apiServerEndpointAnnotation]); err == nil {
+			if host, _, err := net.SplitHostPort(p.Annotations[wellknown.AnnotationAPIServerEndpoint]); err == nil {
 				if a, err := netip.ParseAddr(host); err == nil {
 					return a.Unmap(), nil
 				}
 			}
 		}
 	}
-	o, ok, err := v.Get(state.PrefixNodes + node)
+	o, ok, err := v.Get(wellknown.PrefixNodes + node)
 	if err != nil || !ok {
 		return netip.Addr{}, err
 	}
@@ -202,7 +194,7 @@ func recordedAddress(v *state.View, node string) (netip.Addr, error) {
 
 // recordedEndpoint is kubeadm-config's controlPlaneEndpoint ("" when absent).
 func recordedEndpoint(v *state.View) (string, error) {
-	o, ok, err := v.Get(state.KeyKubeadmConfig)
+	o, ok, err := v.Get(wellknown.KeyKubeadmConfig)
 	if err != nil || !ok {
 		return "", err
 	}
@@ -214,7 +206,7 @@ func recordedEndpoint(v *state.View) (string, error) {
 		ControlPlaneEndpoint string `json:"controlPlaneEndpoint"`
 	}
 	if err := yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc); err != nil {
-		return "", fmt.Errorf("%s: ClusterConfiguration: %w", state.KeyKubeadmConfig, err)
+		return "", fmt.Errorf("%s: ClusterConfiguration: %w", wellknown.KeyKubeadmConfig, err)
 	}
 	return cc.ControlPlaneEndpoint, nil
 }
@@ -282,42 +274,37 @@ func (r *ControlPlaneAddress) mapServer(u *url.URL) string {
 // Apply edits one object.
 func (r *ControlPlaneAddress) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
 	switch {
-	case obj.Key == state.KeyKubeadmConfig || obj.Key == state.KeyKubeProxy || obj.Key == keyClusterInfo:
+	case obj.Key == wellknown.KeyKubeadmConfig || obj.Key == wellknown.KeyKubeProxy || obj.Key == wellknown.KeyClusterInfo:
 		return r.configMap(obj)
-	case obj.Key == keyKubernetesEndpoints:
+	case obj.Key == wellknown.KeyKubernetesEndpoints:
 		return r.endpoints(obj)
-	case obj.Key == keyKubernetesEndpointSlice:
+	case obj.Key == wellknown.KeyKubernetesEndpointSlice:
 		return r.endpointSlice(obj)
-	case strings.HasPrefix(obj.Key, prefixMasterLeases):
+	case strings.HasPrefix(obj.Key, wellknown.PrefixMasterLeases):
 		if r.leasesToDelete[obj.Key] {
-			return transform.Result{Action: transform.Delete, Changes: []transform.Change{{Field: "master lease", Old: strings.TrimPrefix(obj.Key, prefixMasterLeases)}}}, nil
+			return transform.Result{Action: transform.Delete, Changes: []transform.Change{{Field: "master lease", Old: strings.TrimPrefix(obj.Key, wellknown.PrefixMasterLeases)}}}, nil
 		}
-	case strings.HasPrefix(obj.Key, prefixAPIServerMirrorPods):
+	case strings.HasPrefix(obj.Key, wellknown.PrefixAPIServerPods):
 		return r.mirrorPod(obj)
 	}
 	return transform.Result{}, nil
 }
 
 func (r *ControlPlaneAddress) configMap(obj *state.Object) (transform.Result, error) {
-	changes, err := editConfigMapData(obj, func(v string) (string, []transform.Change, error) {
-		return editScalars(v, r.mapScalar)
-	})
-	if err != nil {
+	changes, err := editConfigMapScalars(obj, r.mapScalar)
+	if err != nil || len(changes) == 0 {
 		return transform.Result{}, err
 	}
-	if len(changes) == 0 {
-		return transform.Result{}, nil
-	}
-	if obj.Key == keyClusterInfo {
+	if obj.Key == wellknown.KeyClusterInfo {
 		r.notes = append(r.notes, "cluster-info's server moved: kube-controller-manager's bootstrap signer re-signs it (jws-kubeconfig-*)")
 	}
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
 }
 
 func (r *ControlPlaneAddress) endpoints(obj *state.Object) (transform.Result, error) {
-	ep, ok := obj.Value.Obj.(*corev1.Endpoints)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not Endpoints", obj.Value.GVK)
+	ep, err := state.As[*corev1.Endpoints](obj, "Endpoints")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	var changes []transform.Change
 	for i := range ep.Subsets {
@@ -333,9 +320,9 @@ func (r *ControlPlaneAddress) endpoints(obj *state.Object) (transform.Result, er
 }
 
 func (r *ControlPlaneAddress) endpointSlice(obj *state.Object) (transform.Result, error) {
-	es, ok := obj.Value.Obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not an EndpointSlice", obj.Value.GVK)
+	es, err := state.As[*discoveryv1.EndpointSlice](obj, "an EndpointSlice")
+	if err != nil {
+		return transform.Result{}, err
 	}
 	var changes []transform.Change
 	for i := range es.Endpoints {
@@ -350,14 +337,14 @@ func (r *ControlPlaneAddress) endpointSlice(obj *state.Object) (transform.Result
 }
 
 func (r *ControlPlaneAddress) mirrorPod(obj *state.Object) (transform.Result, error) {
-	p, ok := obj.Value.Obj.(*corev1.Pod)
-	if !ok {
-		return transform.Result{}, fmt.Errorf("stored object is %s, not a Pod", obj.Value.GVK)
+	p, err := state.As[*corev1.Pod](obj, "a Pod")
+	if err != nil {
+		return transform.Result{}, err
 	}
-	old, has := p.Annotations[apiServerEndpointAnnotation]
+	old, has := p.Annotations[wellknown.AnnotationAPIServerEndpoint]
 	if n := r.mapHostPort(old); has && n != old {
-		p.Annotations[apiServerEndpointAnnotation] = n
-		return transform.Result{Action: transform.Replace, Changes: []transform.Change{{Field: "metadata.annotations[" + apiServerEndpointAnnotation + "]", Old: old, New: n}}}, nil
+		p.Annotations[wellknown.AnnotationAPIServerEndpoint] = n
+		return transform.Result{Action: transform.Replace, Changes: []transform.Change{{Field: "metadata.annotations[" + wellknown.AnnotationAPIServerEndpoint + "]", Old: old, New: n}}}, nil
 	}
 	return transform.Result{}, nil
 }
@@ -390,4 +377,4 @@ func RecordedAPIServerAddress(v *state.View, node string) (netip.Addr, error) {
 }
 
 // ControlPlaneRecordPrefixes are the keys RecordedAPIServerAddress reads.
-var ControlPlaneRecordPrefixes = []string{prefixAPIServerMirrorPods, state.PrefixNodes}
+var ControlPlaneRecordPrefixes = []string{wellknown.PrefixAPIServerPods, wellknown.PrefixNodes}

@@ -25,10 +25,12 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/leftovers"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 var (
@@ -43,7 +45,7 @@ var (
 type migration struct {
 	report *transform.Report
 	plan   *rules.Plan
-	left   *rules.LeftoverReport
+	left   *leftovers.LeftoverReport
 	in     *liveState                  // the input, read with snapshot.Open
 	etcd   map[string]*mvccpb.KeyValue // the restored member, by key
 	c      *codec.Codec
@@ -94,7 +96,7 @@ func migrateSample(t *testing.T, opts rules.Options) *migration {
 		case *corev1.Node:
 			m.nodes[x.Name] = x
 		case *networkingv1.IPAddress:
-			m.ipaddr[strings.TrimPrefix(k, state.PrefixIPAddresses)] = x
+			m.ipaddr[strings.TrimPrefix(k, wellknown.PrefixIPAddresses)] = x
 		}
 	}
 	if len(m.etcd) != len(m.in.Live)-rep.Deleted+rep.Created {
@@ -190,9 +192,9 @@ func (m *migration) checkServices(t *testing.T, kept map[string]string) (v4 map[
 		}
 	}
 	// The allocator state matches the Services exactly.
-	ra, ok := m.objs[state.KeyServiceIPRange].Obj.(*corev1.RangeAllocation)
+	ra, ok := m.objs[wellknown.KeyServiceIPRange].Obj.(*corev1.RangeAllocation)
 	if !ok {
-		t.Fatalf("%s is not a RangeAllocation", state.KeyServiceIPRange)
+		t.Fatalf("%s is not a RangeAllocation", wellknown.KeyServiceIPRange)
 	}
 	if ra.Range != newServiceCIDR.String() {
 		t.Errorf("RangeAllocation range %s, want %s", ra.Range, newServiceCIDR)
@@ -240,9 +242,9 @@ func (m *migration) checkServices(t *testing.T, kept map[string]string) (v4 map[
 	if !slices.Equal(names, wantNames) {
 		t.Errorf("IPAddress objects %v, want one per IPv4 ClusterIP %v", names, wantNames)
 	}
-	sc, ok := m.objs[state.KeyDefaultServiceCIDR].Obj.(*networkingv1.ServiceCIDR)
+	sc, ok := m.objs[wellknown.KeyDefaultServiceCIDR].Obj.(*networkingv1.ServiceCIDR)
 	if !ok {
-		t.Fatalf("%s is not a networking.k8s.io/v1 ServiceCIDR", state.KeyDefaultServiceCIDR)
+		t.Fatalf("%s is not a networking.k8s.io/v1 ServiceCIDR", wellknown.KeyDefaultServiceCIDR)
 	}
 	if !slices.Equal(sc.Spec.CIDRs, []string{newServiceCIDR.String()}) {
 		t.Errorf("ServiceCIDR kubernetes spec.cidrs = %v, want [%s]", sc.Spec.CIDRs, newServiceCIDR)
@@ -315,7 +317,7 @@ func (m *migration) configMap(t *testing.T, key string) *corev1.ConfigMap {
 func (m *migration) checkConfigs(t *testing.T, dns string) {
 	t.Helper()
 	var cc state.ClusterConfiguration
-	if err := sigyaml.Unmarshal([]byte(m.configMap(t, state.KeyKubeadmConfig).Data["ClusterConfiguration"]), &cc); err != nil {
+	if err := sigyaml.Unmarshal([]byte(m.configMap(t, wellknown.KeyKubeadmConfig).Data["ClusterConfiguration"]), &cc); err != nil {
 		t.Fatal(err)
 	}
 	if cc.Networking.ServiceSubnet != newServiceCIDR.String() || cc.Networking.PodSubnet != newPodCIDR.String() {
@@ -324,7 +326,7 @@ func (m *migration) checkConfigs(t *testing.T, dns string) {
 	var kc struct {
 		ClusterDNS []string `json:"clusterDNS"`
 	}
-	if err := sigyaml.Unmarshal([]byte(m.configMap(t, state.KeyKubeletConfig).Data["kubelet"]), &kc); err != nil {
+	if err := sigyaml.Unmarshal([]byte(m.configMap(t, wellknown.KeyKubeletConfig).Data["kubelet"]), &kc); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(kc.ClusterDNS, []string{dns}) {
@@ -333,7 +335,7 @@ func (m *migration) checkConfigs(t *testing.T, dns string) {
 	var kp struct {
 		ClusterCIDR string `json:"clusterCIDR"`
 	}
-	if err := sigyaml.Unmarshal([]byte(m.configMap(t, state.KeyKubeProxy).Data["config.conf"]), &kp); err != nil {
+	if err := sigyaml.Unmarshal([]byte(m.configMap(t, wellknown.KeyKubeProxy).Data["config.conf"]), &kp); err != nil {
 		t.Fatal(err)
 	}
 	if kp.ClusterCIDR != newPodCIDR.String() {
@@ -342,7 +344,7 @@ func (m *migration) checkConfigs(t *testing.T, dns string) {
 	var nc struct {
 		Network string `json:"Network"`
 	}
-	if err := json.Unmarshal([]byte(m.configMap(t, state.FlannelConfigKeys[0]).Data["net-conf.json"]), &nc); err != nil {
+	if err := json.Unmarshal([]byte(m.configMap(t, wellknown.FlannelConfigKeys[0]).Data["net-conf.json"]), &nc); err != nil {
 		t.Fatal(err)
 	}
 	if nc.Network != newPodCIDR.String() {
@@ -398,8 +400,8 @@ func (m *migration) checkUntouched(t *testing.T) {
 	}
 }
 
-func (m *migration) leftoverResources() map[string]*rules.LeftoverGroup {
-	out := map[string]*rules.LeftoverGroup{}
+func (m *migration) leftoverResources() map[string]*leftovers.LeftoverGroup {
+	out := map[string]*leftovers.LeftoverGroup{}
 	for _, g := range m.left.Groups {
 		out[g.Resource] = g
 	}
@@ -491,7 +493,7 @@ func TestEndToEndSampleDNSBridge(t *testing.T) {
 		t.Errorf("172.24.0.10 belongs to %q", v4[netip.MustParseAddr("172.24.0.10")])
 	}
 	// The exempt Service's IPAddress is kept as it was.
-	k := state.PrefixIPAddresses + sample.DNSServiceIP
+	k := wellknown.PrefixIPAddresses + sample.DNSServiceIP
 	if kv, ok := m.etcd[k]; !ok || string(kv.Value) != string(m.in.Live[k].KV.Value) {
 		t.Errorf("%s not kept byte for byte", k)
 	}
@@ -505,7 +507,7 @@ func TestEndToEndSampleDNSBridge(t *testing.T) {
 		case r == "pods" || r == "endpoints" || r == "endpointslices":
 		case r == "ipaddresses (kept on purpose)":
 			// The exempt Service's own IPAddress.
-			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != state.PrefixIPAddresses+sample.DNSServiceIP {
+			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != wellknown.PrefixIPAddresses+sample.DNSServiceIP {
 				t.Errorf("leftover %s: %+v", r, g)
 			}
 		case r == "services (kept on purpose)":
@@ -514,7 +516,7 @@ func TestEndToEndSampleDNSBridge(t *testing.T) {
 			}
 		case r == "servicecidrs (kept on purpose)":
 			// The terminating ServiceCIDR that keeps kube-dns's address legal.
-			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != state.PrefixServiceCIDRs+rules.KeptServiceCIDRName {
+			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != wellknown.PrefixServiceCIDRs+rules.KeptServiceCIDRName {
 				t.Errorf("leftover %s: %+v", r, g)
 			}
 		case r == "configmaps (kept on purpose)" || r == "daemonsets (kept on purpose)":
@@ -542,7 +544,7 @@ func TestEndToEndCustomPrefix(t *testing.T) {
 	const prefix = "/kubernetes.io/"
 	dir := t.TempDir()
 	prefixed := testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "prefixed.db"), func(k string, v []byte) (string, []byte, error) {
-		return strings.Replace(k, state.DefaultPrefix, prefix, 1), v, nil
+		return strings.Replace(k, wellknown.DefaultPrefix, prefix, 1), v, nil
 	})
 	opts := rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String()},
 		PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}}
@@ -555,7 +557,7 @@ func TestEndToEndCustomPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatalf("migrating the /kubernetes.io/ copy: %v", err)
 	}
-	if prefRep.Input.EtcdPrefix != prefix || plainRep.Input.EtcdPrefix != state.DefaultPrefix {
+	if prefRep.Input.EtcdPrefix != prefix || plainRep.Input.EtcdPrefix != wellknown.DefaultPrefix {
 		t.Errorf("detected prefixes %q and %q", prefRep.Input.EtcdPrefix, plainRep.Input.EtcdPrefix)
 	}
 	if prefRep.Replaced != plainRep.Replaced || prefRep.Created != plainRep.Created || prefRep.Deleted != plainRep.Deleted || prefRep.Replaced == 0 {
@@ -575,7 +577,7 @@ func TestEndToEndCustomPrefix(t *testing.T) {
 		t.Errorf("outputs hold %d and %d live keys", len(plain.Live), len(pref.Live))
 	}
 	for k, kv := range plain.Live {
-		got, ok := pref.Live[strings.Replace(k, state.DefaultPrefix, prefix, 1)]
+		got, ok := pref.Live[strings.Replace(k, wellknown.DefaultPrefix, prefix, 1)]
 		if !ok || !bytes.Equal(got.KV.Value, kv.KV.Value) || got.Rev != kv.Rev {
 			t.Errorf("%s: the prefixed output differs (present %v)", k, ok)
 		}
@@ -589,8 +591,8 @@ func TestEndToEndCustomPrefix(t *testing.T) {
 	if !ok || svc.Spec.ClusterIP != "172.24.0.10" {
 		t.Errorf("restored kube-dns %+v, want clusterIP 172.24.0.10", svc)
 	}
-	if resp, err := srv.Client().Get(t.Context(), state.DefaultPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
-		t.Errorf("the restored member holds %v keys under %s (err %v), want none", resp, state.DefaultPrefix, err)
+	if resp, err := srv.Client().Get(t.Context(), wellknown.DefaultPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
+		t.Errorf("the restored member holds %v keys under %s (err %v), want none", resp, wellknown.DefaultPrefix, err)
 	}
 }
 
@@ -611,7 +613,7 @@ func TestKeptRangeServiceCIDR(t *testing.T) {
 	if plan.Service.KeptServiceCIDR != rules.KeptServiceCIDRName || len(plan.Service.KeptRanges) != 1 || plan.Service.KeptRanges[0] != oldServiceCIDR {
 		t.Errorf("plan: kept ServiceCIDR %q over %v, want %s over %s", plan.Service.KeptServiceCIDR, plan.Service.KeptRanges, rules.KeptServiceCIDRName, oldServiceCIDR)
 	}
-	sc, ok := readState(t, out).Live[state.PrefixServiceCIDRs+rules.KeptServiceCIDRName]
+	sc, ok := readState(t, out).Live[wellknown.PrefixServiceCIDRs+rules.KeptServiceCIDRName]
 	if !ok {
 		t.Fatal("no kept ServiceCIDR in the output")
 	}
@@ -626,7 +628,7 @@ func TestKeptRangeServiceCIDR(t *testing.T) {
 	}
 
 	bitmapOnly := testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "bitmap.db"), func(k string, v []byte) (string, []byte, error) {
-		return strings.Replace(k, state.PrefixServiceCIDRs, "/elsewhere/servicecidrs/", 1), v, nil
+		return strings.Replace(k, wellknown.PrefixServiceCIDRs, "/elsewhere/servicecidrs/", 1), v, nil
 	})
 	rep, plan, _, err = runRules(t, bitmapOnly, "", keep)
 	if err != nil {

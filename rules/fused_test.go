@@ -104,7 +104,7 @@ func TestFusedRestore(t *testing.T) {
 	for _, tc := range []struct {
 		members int
 		route   string
-	}{{1, transform.RouteCopy}, {3, transform.RouteCopy}, {1, transform.RouteRewrite}, {3, transform.RouteRewrite}} {
+	}{{1, transform.RouteRewrite}, {3, transform.RouteRewrite}} {
 		n := tc.members
 		t.Run(fmt.Sprintf("%d members, %s", n, tc.route), func(t *testing.T) {
 			members, served := fusedMembers(t, t.TempDir(), n)
@@ -183,8 +183,8 @@ func TestFusedRestoreHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, wantRev := liveByKey(t, restoreAndServe(t, out))
-	// The default rewrites; a copy of all that history, edited, must serve the same.
-	for route, wantRoute := range map[string]string{"": transform.RouteRewrite, transform.RouteCopy: transform.RouteCopy} {
+	// The fused restore rewrites: none of that history reaches the member.
+	for route, wantRoute := range map[string]string{"": transform.RouteRewrite, transform.RouteRewrite: transform.RouteRewrite} {
 		members, served := fusedMembers(t, t.TempDir(), 1)
 		rep, err := fusedRestore(t, in, opts, members, route)
 		if err != nil {
@@ -237,7 +237,7 @@ func TestFusedRestoreLeavesNothing(t *testing.T) {
 	outDir := t.TempDir()
 	members, _ := fusedMembers(t, outDir, 2)
 	bad := errors.New("the check failed")
-	for _, route := range []string{transform.RouteCopy, transform.RouteRewrite} {
+	for _, route := range []string{"", transform.RouteRewrite} {
 		_, err = transform.Run(context.Background(), transform.Config{Input: in, Rules: rs, Restore: members, Route: route,
 			VerifyOutput: func(context.Context, string, string) error { return bad }})
 		if !errors.Is(err, bad) {
@@ -257,5 +257,20 @@ func TestFusedRestoreLeavesNothing(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(outDir); len(ents) != 1 {
 		t.Errorf("after a refused data dir the directory holds %v, want only the taken one", ents)
+	}
+}
+
+// TestFusedRestoreCopyRouteRemoved: the removed copy route is refused by
+// name, before any work.
+func TestFusedRestoreCopyRouteRemoved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	members, _ := fusedMembers(t, dir, 1)
+	_, err := transform.Run(context.Background(), transform.Config{Input: samplePath, Restore: members, Route: "copy"})
+	if err == nil || !strings.Contains(err.Error(), "removed") {
+		t.Fatalf("route copy: %v, want it refused as removed", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+		t.Errorf("left behind: %v", ents)
 	}
 }

@@ -17,9 +17,9 @@ import (
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/rules"
-	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/verify"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*/*/expected.yaml from the current output")
@@ -201,7 +201,7 @@ func renderOutput(t *testing.T, c *codec.Codec, in, out *liveState, rep *transfo
 		}
 		dec := decodeValue(t, c, k, o.KV.Value)
 		g := goldenObject{Key: k, Change: change, Object: objectTree(t, dec)}
-		if ra, ok := dec.Obj.(*corev1.RangeAllocation); ok && (k == state.KeyServiceIPRange || k == state.KeySecondaryIPRange) {
+		if ra, ok := dec.Obj.(*corev1.RangeAllocation); ok && (k == wellknown.KeyServiceIPRange || k == wellknown.KeySecondaryIPRange) {
 			// Show the bitmap as addresses; the bytes must be exactly what
 			// the independent encoder of internal/sample makes of them.
 			g.Bitmap = bitmapAddrs(t, ra)
@@ -278,10 +278,10 @@ func checkConfigMapsEditedInPlace(t *testing.T, c *codec.Codec, in, out *liveSta
 // isNetworkConfigMap reports the ConfigMaps that must name no old range
 // after the transform (kubeadm, kube-proxy, flannel).
 func isNetworkConfigMap(k string) bool {
-	if k == state.KeyKubeadmConfig || k == state.KeyKubeProxy {
+	if k == wellknown.KeyKubeadmConfig || k == wellknown.KeyKubeProxy {
 		return true
 	}
-	for _, f := range state.FlannelConfigKeys {
+	for _, f := range wellknown.FlannelConfigKeys {
 		if k == f {
 			return true
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/leftovers"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/transform"
@@ -330,7 +331,7 @@ func lineDiff(want, got string) string {
 
 // runRules runs transform.Run with the rules opts select and returns the
 // report, the plan and the leftover scan.
-func runRules(t testing.TB, in, out string, opts rules.Options) (*transform.Report, *rules.Plan, *rules.LeftoverScan, error) {
+func runRules(t testing.TB, in, out string, opts rules.Options) (*transform.Report, *rules.Plan, *leftovers.LeftoverScan, error) {
 	t.Helper()
 	if opts.Now == nil {
 		opts.Now = nowFunc
@@ -339,7 +340,7 @@ func runRules(t testing.TB, in, out string, opts rules.Options) (*transform.Repo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	scan := rules.NewLeftoverScan(plan)
+	scan := leftovers.NewLeftoverScan(plan)
 	rep, err := transform.Run(context.Background(), transform.Config{
 		Input: in, Output: out, DryRun: out == "", Rules: rs, Observers: []transform.Observer{scan},
 	})

@@ -17,6 +17,8 @@ import (
 
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameK3sApplied is the k3s-applied rule.
@@ -64,7 +66,7 @@ func (r *K3sApplied) Name() string { return NameK3sApplied }
 // the packaged manifests hold none, and claiming them would decode every one
 // of a large cluster's.
 func (r *K3sApplied) Prefixes() []string {
-	return []string{state.PrefixServices, state.PrefixHelmCharts, state.PrefixHelmChartConfigs}
+	return []string{wellknown.PrefixServices, state.PrefixHelmCharts, state.PrefixHelmChartConfigs}
 }
 
 func (r *K3sApplied) Notes() []string {

@@ -10,8 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameK3sNodeArgs is the k3s-node-args rule.
@@ -53,9 +56,11 @@ var k3sNodeArgsEntry = Entry{
 }
 
 func (r *K3sNodeArgs) Name() string       { return NameK3sNodeArgs }
-func (r *K3sNodeArgs) Prefixes() []string { return []string{state.PrefixNodes} }
+func (r *K3sNodeArgs) Prefixes() []string { return []string{wellknown.PrefixNodes} }
 func (r *K3sNodeArgs) Notes() []string    { return r.notes }
-func (r *K3sNodeArgs) Lists() []string    { return []string{state.PrefixNodes, state.PrefixHelmCharts} }
+func (r *K3sNodeArgs) Lists() []string {
+	return []string{wellknown.PrefixNodes, state.PrefixHelmCharts}
+}
 
 // Prepare finds the distribution and checks the cluster DNS.
 func (r *K3sNodeArgs) Prepare(_ context.Context, v *state.View) error {
@@ -169,7 +174,7 @@ func (r *K3sNodeArgs) addDefaulted(ann string, argv []string, changes []transfor
 		if slices.Contains(argv, flag) {
 			return
 		}
-		v := prefixesString(news)
+		v := cidr.Join(news)
 		argv = append(argv[:1], append([]string{flag, v}, argv[1:]...)...)
 		changes = append(changes, transform.Change{Field: "metadata.annotations[" + ann + "] " + flag, Old: "(k3s default " + def + ")", New: v})
 	}
@@ -213,13 +218,13 @@ func (r *K3sNodeArgs) runbook() {
 	d, prog := r.dist, r.dist.Program
 	var flags []string
 	if sp := r.plan.Service; sp != nil {
-		flags = append(flags, "service-cidr: "+prefixesString(sp.New))
+		flags = append(flags, "service-cidr: "+cidr.Join(sp.New))
 		if r.explicitDNS {
 			flags = append(flags, "cluster-dns: "+r.newDNS)
 		}
 	}
 	if pp := r.plan.Pod; pp != nil {
-		flags = append(flags, "cluster-cidr: "+prefixesString(pp.New))
+		flags = append(flags, "cluster-cidr: "+cidr.Join(pp.New))
 	}
 	var servers []string
 	for _, s := range d.Servers {

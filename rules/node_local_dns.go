@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -147,33 +148,29 @@ var addressToken = regexp.MustCompile(`(?:[0-9]{1,3}\.){3}[0-9]{1,3}|[0-9A-Fa-f]
 // mapAddressesInText replaces every whole address literal in s that
 // mapping moves; everything else in s is kept byte for byte.
 func mapAddressesInText(s string, mapping map[netip.Addr]netip.Addr) (string, textChanges) {
-	var ch textChanges
-	var b strings.Builder
-	last := 0
-	for _, m := range addressToken.FindAllStringIndex(s, -1) {
-		tok := s[m[0]:m[1]]
+	out, ch, _ := replaceTokens(s, addressToken, func(tok string) (string, bool, error) {
 		a, err := netip.ParseAddr(tok)
-		if err != nil || runsOn(s, m[0], m[1]) {
-			continue
+		if err != nil {
+			return "", false, nil
 		}
 		n, ok := mapping[a]
 		if !ok {
-			continue
+			return "", false, nil
 		}
-		b.WriteString(s[last:m[0]])
-		b.WriteString(n.String())
-		last = m[1]
-		ch.old, ch.new = append(ch.old, tok), append(ch.new, n.String())
-	}
-	if ch.len() == 0 {
-		return s, ch
-	}
-	b.WriteString(s[last:])
-	return b.String(), ch
+		return n.String(), true, nil
+	})
+	return out, ch
 }
 
-// runsOn reports whether s[i:j] is part of a longer run of digits and dots.
-func runsOn(s string, i, j int) bool {
-	part := func(c byte) bool { return c == '.' || (c >= '0' && c <= '9') }
-	return (i > 0 && part(s[i-1])) || (j < len(s) && part(s[j]) && !(s[j] == '.' && (j+1 == len(s) || !part(s[j+1]))))
+// replaceTokens is ruleset.ReplaceTokens, its changes as textChanges.
+func replaceTokens(s string, re *regexp.Regexp, fn func(tok string) (string, bool, error)) (string, textChanges, error) {
+	out, tc, err := ruleset.ReplaceTokens(s, re, fn)
+	var ch textChanges
+	for _, c := range tc {
+		ch.old, ch.new = append(ch.old, c.Old), append(ch.new, c.New)
+	}
+	if err != nil {
+		return s, ch, err
+	}
+	return out, ch, nil
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
+
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // Plan is what the network rules decided in Prepare; cluster-config and
@@ -47,7 +49,7 @@ func (p *Plan) noteNoKubelet(v *state.View) ([]string, error) {
 	p.NoKubelet = names
 	return []string{fmt.Sprintf("%d of the %d nodes run no kubelet (Ready is not True and the heartbeat Lease is missing or renewed an hour or more before the newest): %s. "+
 		"Restarting pods does not reach them: whatever runs there outside kubelet (flannel, kube-proxy as plain services) needs its kubeconfig and ranges changed and a restart by hand",
-		len(names), len(v.Keys(state.PrefixNodes)), capNames(names, 10))}, nil
+		len(names), len(v.Keys(wellknown.PrefixNodes)), capNames(names, 10))}, nil
 }
 
 // capNames joins names with commas, the first max of them, and says how
@@ -116,16 +118,6 @@ type NodeMove struct {
 	Repacked bool `json:"repacked,omitempty"`
 }
 
-// mapFamily returns the new prefix paired with p's family, if remapped.
-func pairOf(old, new []netip.Prefix, a netip.Addr) (o, n netip.Prefix, ok bool) {
-	for i, p := range old {
-		if p.Addr().Is4() == a.Is4() && i < len(new) {
-			return p, new[i], true
-		}
-	}
-	return o, n, false
-}
-
 // parseCIDRList parses the value of an option field with cidr.ParseList
 // (one CIDR, or two of different families) and returns the CIDRs as text;
 // errors name the option.
@@ -183,15 +175,6 @@ func pairByFamily(kind string, old, new []netip.Prefix) ([]netip.Prefix, []netip
 	return o2, n2, nil
 }
 
-// prefixesString joins prefixes with commas.
-func prefixesString(ps []netip.Prefix) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
-}
-
 // agree checks detected sources agree with each other (as sets per
 // family) and returns the agreed prefixes and their sources. A
 // disagreement is an *option.Error asking for option field.
@@ -202,10 +185,10 @@ func agree(kind, field string, sources []detected) ([]netip.Prefix, string, erro
 	first := sources[0]
 	var names []string
 	for _, s := range sources {
-		if prefixesString(s.prefixes) != prefixesString(first.prefixes) {
+		if cidr.Join(s.prefixes) != cidr.Join(first.prefixes) {
 			var lines []string
 			for _, s := range sources {
-				lines = append(lines, fmt.Sprintf("%s says %s", s.source, prefixesString(s.prefixes)))
+				lines = append(lines, fmt.Sprintf("%s says %s", s.source, cidr.Join(s.prefixes)))
 			}
 			return nil, "", option.Errorf(field, "the snapshot records different old %ss (%s): give the right one with {}",
 				kind, strings.Join(lines, "; "))

@@ -11,6 +11,7 @@ import (
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // PodCIDR moves every Node's spec.podCIDR and spec.podCIDRs from the old
@@ -26,16 +27,16 @@ type PodCIDR struct {
 }
 
 func (r *PodCIDR) Name() string       { return NamePodCIDR }
-func (r *PodCIDR) Prefixes() []string { return []string{state.PrefixNodes} }
+func (r *PodCIDR) Prefixes() []string { return []string{wellknown.PrefixNodes} }
 func (r *PodCIDR) Lists() []string {
-	return append(clashListed[:len(clashListed):len(clashListed)], state.PrefixNodeLeases)
+	return append(clashListed[:len(clashListed):len(clashListed)], wellknown.PrefixNodeLeases)
 }
 func (r *PodCIDR) Notes() []string { return r.notes }
 
 // Prepare maps every node and refuses before anything is written.
 func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
-	if len(v.Keys(state.PrefixNodes)) == 0 {
-		return fmt.Errorf("%w: %s", transform.ErrRefused, v.Missing("Nodes", state.PrefixNodes))
+	if len(v.Keys(wellknown.PrefixNodes)) == 0 {
+		return fmt.Errorf("%w: %s", transform.ErrRefused, v.Missing("Nodes", wellknown.PrefixNodes))
 	}
 	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)
 	if err != nil {
@@ -115,10 +116,10 @@ func (r *PodCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, newP 
 // listNodePods reads every Node's pod CIDRs.
 func listNodePods(v *state.View) ([]nodePods, error) {
 	var out []nodePods
-	err := v.Each(state.PrefixNodes, func(o *state.Object) error {
-		node, ok := o.Value.Obj.(*corev1.Node)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a Node", o.Key, o.Value.GVK)
+	err := v.Each(wellknown.PrefixNodes, func(o *state.Object) error {
+		node, err := state.As[*corev1.Node](o, "a Node")
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		out = append(out, nodePods{Key: o.Key, Name: node.Name, PodCIDR: node.Spec.PodCIDR, PodCIDRs: node.Spec.PodCIDRs})
 		return nil

@@ -183,11 +183,7 @@ func Build(o Options) ([]transform.Rule, *Plan, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	for _, opt := range AllOptions(&o) {
-		if s, ok := opt.Value.(*string); ok && *s == "" && opt.Default != "" {
-			*s = opt.Default
-		}
-	}
+	defaults(&o)
 	if err := validate(&o); err != nil {
 		return nil, nil, err
 	}
@@ -212,15 +208,36 @@ func Build(o Options) ([]transform.Rule, *Plan, error) {
 	return out, plan, nil
 }
 
+// Selected names the rules o turns on, in registry order, after checking
+// the options as Build does.
+func Selected(o Options) ([]string, error) {
+	defaults(&o)
+	if err := validate(&o); err != nil {
+		return nil, err
+	}
+	var on []string
+	for _, e := range registry {
+		if e.Enabled(&o) {
+			on = append(on, e.Name)
+		}
+	}
+	return on, nil
+}
+
 // Validate checks the options on their own, as Build does, without
 // building the rules: errors are *option.Error values naming the field.
 func Validate(o Options) error {
-	for _, opt := range AllOptions(&o) {
+	defaults(&o)
+	return validate(&o)
+}
+
+// defaults gives every empty string option its Default.
+func defaults(o *Options) {
+	for _, opt := range AllOptions(o) {
 		if s, ok := opt.Value.(*string); ok && *s == "" && opt.Default != "" {
 			*s = opt.Default
 		}
 	}
-	return validate(&o)
 }
 
 func validate(o *Options) error {

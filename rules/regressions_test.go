@@ -12,7 +12,7 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/rules"
-	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // The tests in this file expose bugs in non-test code, found while writing
@@ -91,7 +91,7 @@ func TestRegressionDNSBridgeOutsideKubeSystemSelectsNoPods(t *testing.T) {
 	var bridges []string
 	st := readState(t, out)
 	for _, k := range st.keys() {
-		if !strings.HasPrefix(k, state.PrefixServices) || k == state.PrefixServices+"dns/coredns" {
+		if !strings.HasPrefix(k, wellknown.PrefixServices) || k == wellknown.PrefixServices+"dns/coredns" {
 			continue
 		}
 		svc := decodeTyped[*corev1.Service](t, c, k, st.Live[k].KV.Value)
@@ -119,7 +119,7 @@ func TestRegressionLeftoverScanReportsExemptIPAddressAsUnintended(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := state.PrefixIPAddresses + sample.DNSServiceIP
+	kept := wellknown.PrefixIPAddresses + sample.DNSServiceIP
 	found := false
 	for _, g := range scan.Report().Groups {
 		for _, e := range g.Examples {

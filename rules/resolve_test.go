@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -59,8 +60,8 @@ func TestResolveOldSources(t *testing.T) {
 			old: "172.24.0.0/16", src: "already migrated (every source records 172.24.0.0/16)"},
 	} {
 		old, src, err := resolveOld("service CIDR", "OldServiceCIDR", c.override, c.srcs, newP)
-		if err != nil || prefixesString(old) != c.old || src != c.src {
-			t.Errorf("%s: resolveOld = %s, %q, %v; want %s, %q", c.name, prefixesString(old), src, err, c.old, c.src)
+		if err != nil || cidr.Join(old) != c.old || src != c.src {
+			t.Errorf("%s: resolveOld = %s, %q, %v; want %s, %q", c.name, cidr.Join(old), src, err, c.old, c.src)
 		}
 	}
 }

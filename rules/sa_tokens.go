@@ -12,6 +12,7 @@ import (
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // SA-token modes.
@@ -20,11 +21,7 @@ const (
 	SATokensClear  = "clear"
 )
 
-const (
-	prefixSecrets = "/registry/secrets/"
-	prefixPods    = "/registry/pods/"
-	maxPodNotes   = 50
-)
+const maxPodNotes = 50
 
 // SATokens handles legacy ServiceAccount token Secrets when the signing key
 // (sa.key) is regenerated: their tokens were signed by the old key
@@ -46,15 +43,17 @@ type SATokens struct {
 	unreadable []string
 }
 
-func (r *SATokens) Name() string       { return NameSATokens }
-func (r *SATokens) Prefixes() []string { return []string{prefixSecrets, prefixPods} }
-func (r *SATokens) Lists() []string    { return []string{prefixSecrets} }
+func (r *SATokens) Name() string { return NameSATokens }
+func (r *SATokens) Prefixes() []string {
+	return []string{wellknown.PrefixSecrets, wellknown.PrefixPods}
+}
+func (r *SATokens) Lists() []string { return []string{wellknown.PrefixSecrets} }
 
 // Prepare finds the token Secrets (their names, for the Pod report). A
 // Secret that cannot be decrypted here is passed over (Unreadable lists it).
 func (r *SATokens) Prepare(_ context.Context, v *state.View) error {
 	r.secrets = map[string]bool{}
-	for _, kr := range v.Keys(prefixSecrets) {
+	for _, kr := range v.Keys(wellknown.PrefixSecrets) {
 		o, ok, err := v.Get(kr.Key)
 		if errors.Is(err, state.ErrEncrypted) {
 			continue
@@ -73,7 +72,7 @@ func (r *SATokens) Prepare(_ context.Context, v *state.View) error {
 // often): it is copied as stored and listed in the notes, with the command
 // that clears its token once the cluster is up. Other values stay fatal.
 func (r *SATokens) Unreadable(key string, _ error) bool {
-	name, ok := strings.CutPrefix(key, prefixSecrets)
+	name, ok := strings.CutPrefix(key, wellknown.PrefixSecrets)
 	if ok {
 		r.unreadable = append(r.unreadable, name)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // ServiceCIDR moves every Service ClusterIP from the old service range to
@@ -51,7 +52,7 @@ type rangeUpdate struct {
 }
 
 const (
-	keyDefaultKubernetes = state.PrefixServices + "default/kubernetes"
+	keyDefaultKubernetes = wellknown.PrefixServices + "default/kubernetes"
 )
 
 // bridgeFor names the bridge of a DNS Service "ns/name": "ns/name-bridge",
@@ -63,22 +64,22 @@ func bridgeFor(dnsService string) (ns, name string) {
 
 func (r *ServiceCIDR) bridgeKey() string {
 	ns, name := bridgeFor(r.opts.DNSService)
-	return state.PrefixServices + ns + "/" + name
+	return wellknown.PrefixServices + ns + "/" + name
 }
 
 func (r *ServiceCIDR) Name() string { return NameServiceCIDR }
 
 func (r *ServiceCIDR) Prefixes() []string {
-	return []string{state.PrefixServices, state.KeyServiceIPRange, state.KeySecondaryIPRange,
-		state.PrefixIPAddresses, state.PrefixServiceCIDRs}
+	return []string{wellknown.PrefixServices, wellknown.KeyServiceIPRange, wellknown.KeySecondaryIPRange,
+		wellknown.PrefixIPAddresses, wellknown.PrefixServiceCIDRs}
 }
 
 func (r *ServiceCIDR) Notes() []string { return r.notes }
 
-// Lists names what Prepare lists (and what clusterinfo reads): Services,
+// Lists names what Prepare lists (and what state.Detect reads): Services,
 // IPAddresses, Nodes.
 func (r *ServiceCIDR) Lists() []string {
-	return append([]string{state.PrefixIPAddresses, state.PrefixServiceCIDRs, state.PrefixNodeLeases}, clashListed...)
+	return append([]string{wellknown.PrefixIPAddresses, wellknown.PrefixServiceCIDRs, wellknown.PrefixNodeLeases}, clashListed...)
 }
 
 func (r *ServiceCIDR) notef(format string, args ...any) {
@@ -87,14 +88,14 @@ func (r *ServiceCIDR) notef(format string, args ...any) {
 
 // Prepare computes the whole mapping and refuses before anything is written.
 func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
-	if len(v.Keys(state.PrefixServices)) == 0 {
-		return fmt.Errorf("%w: %s", transform.ErrRefused, v.Missing("Services", state.PrefixServices))
+	if len(v.Keys(wellknown.PrefixServices)) == 0 {
+		return fmt.Errorf("%w: %s", transform.ErrRefused, v.Missing("Services", wellknown.PrefixServices))
 	}
 	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)
 	if err != nil {
 		return err
 	}
-	dnsKey := state.PrefixServices + r.opts.DNSService
+	dnsKey := wellknown.PrefixServices + r.opts.DNSService
 	// One decode of the Services: their cluster IPs, the addresses the clash
 	// check needs, and the DNS Service itself.
 	svcs, err := readServices(v, dnsKey)
@@ -111,7 +112,7 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	}
 	w := serviceWish{IPs: svcs.ips, Old: oldP, New: newP, Extra: extra, Repack: r.opts.Repack, DNS: dnsKey}
 	for _, k := range r.opts.KeepServiceIPs {
-		w.Keep = append(w.Keep, state.PrefixServices+k)
+		w.Keep = append(w.Keep, wellknown.PrefixServices+k)
 	}
 	if r.opts.DNSBridge {
 		w.Bridge = r.bridgeKey()
@@ -200,10 +201,10 @@ type services struct {
 
 func readServices(v *state.View, dnsKey string) (*services, error) {
 	out := &services{ips: map[string][]netip.Addr{}}
-	err := v.Each(state.PrefixServices, func(o *state.Object) error {
-		svc, ok := o.Value.Obj.(*corev1.Service)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a Service", o.Key, o.Value.GVK)
+	err := v.Each(wellknown.PrefixServices, func(o *state.Object) error {
+		svc, err := state.As[*corev1.Service](o, "a Service")
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		var as []netip.Addr
 		for _, ip := range serviceIPs(svc) {
@@ -284,7 +285,7 @@ func (r *ServiceCIDR) newBridge(src *corev1.Service, a netip.Addr) *corev1.Servi
 // planRanges recomputes the RangeAllocation bitmaps for the new ranges.
 func (r *ServiceCIDR) planRanges(v *state.View, owner map[netip.Addr]string) error {
 	r.ranges = map[string]rangeUpdate{}
-	for _, key := range []string{state.KeyServiceIPRange, state.KeySecondaryIPRange} {
+	for _, key := range []string{wellknown.KeyServiceIPRange, wellknown.KeySecondaryIPRange} {
 		o, ok, err := v.Get(key)
 		if err != nil {
 			return err
@@ -292,9 +293,9 @@ func (r *ServiceCIDR) planRanges(v *state.View, owner map[netip.Addr]string) err
 		if !ok {
 			continue
 		}
-		ra, ok := o.Value.Obj.(*corev1.RangeAllocation)
-		if !ok {
-			return fmt.Errorf("%s: stored object is %s, not a RangeAllocation", key, o.Value.GVK)
+		ra, err := state.As[*corev1.RangeAllocation](o, "a RangeAllocation")
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 		old, err := netip.ParsePrefix(ra.Range)
 		if err != nil {
@@ -334,8 +335,8 @@ func (r *ServiceCIDR) planRanges(v *state.View, owner map[netip.Addr]string) err
 // stored apiVersion, to create new ones alike).
 func (r *ServiceCIDR) scanIPAddresses(v *state.View) error {
 	r.ipaddrs = map[netip.Addr]bool{}
-	for _, kr := range v.Keys(state.PrefixIPAddresses) {
-		a, err := netip.ParseAddr(strings.TrimPrefix(kr.Key, state.PrefixIPAddresses))
+	for _, kr := range v.Keys(wellknown.PrefixIPAddresses) {
+		a, err := netip.ParseAddr(strings.TrimPrefix(kr.Key, wellknown.PrefixIPAddresses))
 		if err != nil {
 			continue
 		}
@@ -356,9 +357,9 @@ func (r *ServiceCIDR) scanIPAddresses(v *state.View) error {
 // Apply rewrites one claimed object.
 func (r *ServiceCIDR) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
 	switch {
-	case strings.HasPrefix(obj.Key, state.PrefixServices):
+	case strings.HasPrefix(obj.Key, wellknown.PrefixServices):
 		return r.applyService(obj)
-	case obj.Key == state.KeyServiceIPRange || obj.Key == state.KeySecondaryIPRange:
+	case obj.Key == wellknown.KeyServiceIPRange || obj.Key == wellknown.KeySecondaryIPRange:
 		u, ok := r.ranges[obj.Key]
 		ra, isRA := obj.Value.Obj.(*corev1.RangeAllocation)
 		if !ok || !isRA || (ra.Range == u.newRange && string(ra.Data) == string(u.data)) {
@@ -370,9 +371,9 @@ func (r *ServiceCIDR) Apply(_ context.Context, obj *state.Object) (transform.Res
 			{Field: "range", Old: u.oldRange, New: u.newRange},
 			{Field: "data", Old: fmt.Sprintf("bitmap of %d addresses", len(before)), New: fmt.Sprintf("bitmap of %d addresses", u.count)},
 		}}, nil
-	case strings.HasPrefix(obj.Key, state.PrefixIPAddresses):
+	case strings.HasPrefix(obj.Key, wellknown.PrefixIPAddresses):
 		return r.applyIPAddress(obj)
-	case strings.HasPrefix(obj.Key, state.PrefixServiceCIDRs):
+	case strings.HasPrefix(obj.Key, wellknown.PrefixServiceCIDRs):
 		return r.applyServiceCIDR(obj)
 	}
 	return transform.Result{}, nil
@@ -408,7 +409,7 @@ func (r *ServiceCIDR) applyService(obj *state.Object) (transform.Result, error) 
 }
 
 func (r *ServiceCIDR) applyIPAddress(obj *state.Object) (transform.Result, error) {
-	a, err := netip.ParseAddr(strings.TrimPrefix(obj.Key, state.PrefixIPAddresses))
+	a, err := netip.ParseAddr(strings.TrimPrefix(obj.Key, wellknown.PrefixIPAddresses))
 	if err != nil {
 		return transform.Result{}, nil
 	}
@@ -416,7 +417,7 @@ func (r *ServiceCIDR) applyIPAddress(obj *state.Object) (transform.Result, error
 	if !moved {
 		return transform.Result{}, nil
 	}
-	newKey := state.PrefixIPAddresses + na.String()
+	newKey := wellknown.PrefixIPAddresses + na.String()
 	copyObj, err := renameIPAddress(obj.Value.Obj, na.String(), newUID(newKey, obj.Key))
 	if err != nil {
 		return transform.Result{}, fmt.Errorf("%s: %w", obj.Key, err)
@@ -463,7 +464,7 @@ func (r *ServiceCIDR) applyServiceCIDR(obj *state.Object) (transform.Result, err
 		if err != nil {
 			continue
 		}
-		if obj.Key == state.KeyDefaultServiceCIDR {
+		if obj.Key == wellknown.KeyDefaultServiceCIDR {
 			for j, o := range r.sp.Old {
 				if o == p.Masked() {
 					out[i] = r.sp.New[j].String()
@@ -492,7 +493,7 @@ func (r *ServiceCIDR) Finish(context.Context) ([]transform.NewObject, error) {
 		out = append(out, transform.NewObject{Key: key,
 			Value:   &codec.Object{Encoding: codec.Protobuf, GVK: corev1.SchemeGroupVersion.WithKind("Service"), Obj: r.bridgeSvc},
 			Changes: []transform.Change{{Field: "spec.clusterIP", New: r.sp.Bridge.String()}, {Field: "bridge for", New: r.opts.DNSService}}})
-		r.notef("created %s at %s for %s: point kubelet clusterDNS there (the cluster-config rule does, in kubelet-config)", strings.TrimPrefix(key, state.PrefixServices), r.sp.Bridge, r.opts.DNSService)
+		r.notef("created %s at %s for %s: point kubelet clusterDNS there (the cluster-config rule does, in kubelet-config)", strings.TrimPrefix(key, wellknown.PrefixServices), r.sp.Bridge, r.opts.DNSService)
 	}
 	if r.keptCIDR != nil {
 		obj, err := r.newKeptServiceCIDR()
@@ -533,8 +534,8 @@ func (r *ServiceCIDR) Finish(context.Context) ([]transform.NewObject, error) {
 }
 
 func (r *ServiceCIDR) newIPAddress(a netip.Addr, svcKey string) (transform.NewObject, error) {
-	ns, name, _ := strings.Cut(strings.TrimPrefix(svcKey, state.PrefixServices), "/")
-	key := state.PrefixIPAddresses + a.String()
+	ns, name, _ := strings.Cut(strings.TrimPrefix(svcKey, wellknown.PrefixServices), "/")
+	key := wellknown.PrefixIPAddresses + a.String()
 	meta := metav1.ObjectMeta{Name: a.String(), UID: newUID(key, svcKey), CreationTimestamp: metav1.NewTime(r.opts.Now().UTC().Truncate(1e9)),
 		Labels: map[string]string{"ipaddress.kubernetes.io/ip-family": familyLabel(a), "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}}
 	var obj runtime.Object

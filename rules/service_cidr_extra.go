@@ -11,6 +11,8 @@ import (
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // RangeMove is one range that moves with its addresses at their offsets:
@@ -65,8 +67,8 @@ func (r *ServiceCIDR) extraRanges(ctx context.Context, v *state.View, newP []net
 	}
 	held := map[netip.Prefix]string{} // old range -> ServiceCIDR name
 	var unmapped []string
-	for _, kr := range v.Keys(state.PrefixServiceCIDRs) {
-		if kr.Key == state.KeyDefaultServiceCIDR {
+	for _, kr := range v.Keys(wellknown.PrefixServiceCIDRs) {
+		if kr.Key == wellknown.KeyDefaultServiceCIDR {
 			continue
 		}
 		o, ok, err := v.Get(kr.Key)
@@ -76,7 +78,7 @@ func (r *ServiceCIDR) extraRanges(ctx context.Context, v *state.View, newP []net
 		if isKeptServiceCIDR(o) {
 			continue // an earlier migration's, terminating: it hands out nothing
 		}
-		name := strings.TrimPrefix(kr.Key, state.PrefixServiceCIDRs)
+		name := strings.TrimPrefix(kr.Key, wellknown.PrefixServiceCIDRs)
 		cidrs, _ := state.ServiceCIDRSpec(o.Value.Obj)
 		for _, c := range cidrs {
 			p, err := netip.ParsePrefix(c)

@@ -191,11 +191,11 @@ func (r *UserRules) match(v *state.View, rule *ruleset.Rule) error {
 		if err != nil || !ok {
 			return err
 		}
-		doc, err := toJSON(v.Codec(), obj.Value)
+		doc, err := ruleset.ObjectJSON(v.Codec(), obj.Value)
 		if err != nil {
 			return fmt.Errorf("%s: %w", kr.Key, err)
 		}
-		if !rule.Matches(metaOf(doc), doc) {
+		if !rule.Matches(ruleset.MetaOf(doc), doc) {
 			continue
 		}
 		st.matched++
@@ -231,7 +231,7 @@ func (r *UserRules) Apply(_ context.Context, obj *state.Object) (transform.Resul
 			return transform.Result{Action: transform.Delete, Changes: []transform.Change{{Field: rule.Name + ": (object)", Old: "deleted"}}}, nil
 		}
 	}
-	cur, err := toJSON(r.codec, obj.Value)
+	cur, err := ruleset.ObjectJSON(r.codec, obj.Value)
 	if err != nil {
 		return transform.Result{}, err
 	}

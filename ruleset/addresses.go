@@ -86,19 +86,29 @@ type TextChange struct{ Old, New string }
 // every other byte of s is kept. A literal that runs on into more digits
 // or dots ("10.96.0.10.1") is left alone.
 func (m *Mapping) MapText(s string) (string, []TextChange, error) {
+	return ReplaceTokens(s, addressToken, func(tok string) (string, bool, error) {
+		n, ok, err := m.token(tok)
+		return n, ok && n != tok, err
+	})
+}
+
+// ReplaceTokens replaces every whole token of s that re finds (one that
+// runs on into more digits or dots is left alone) and fn maps, keeping
+// every other byte of s, and lists what it replaced.
+func ReplaceTokens(s string, re *regexp.Regexp, fn func(tok string) (string, bool, error)) (string, []TextChange, error) {
 	var ch []TextChange
 	var b strings.Builder
 	last := 0
-	for _, loc := range addressToken.FindAllStringIndex(s, -1) {
+	for _, loc := range re.FindAllStringIndex(s, -1) {
 		tok := s[loc[0]:loc[1]]
 		if runsOn(s, loc[0], loc[1]) {
 			continue
 		}
-		n, ok, err := m.token(tok)
+		n, ok, err := fn(tok)
 		if err != nil {
 			return s, nil, err
 		}
-		if !ok || n == tok {
+		if !ok {
 			continue
 		}
 		b.WriteString(s[last:loc[0]])

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/snapshift/snapshift/ruleset"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 const head = "apiVersion: snapshift.io/v1alpha1\nkind: RuleSet\n"
@@ -79,7 +80,7 @@ func TestPrefix(t *testing.T) {
 		"deployments":               "/registry/deployments/",
 		"ipaddresspools.metallb.io": "/registry/metallb.io/ipaddresspools/",
 	} {
-		if got := ruleset.Prefix(res); got != want {
+		if got := wellknown.Prefix(res); got != want {
 			t.Errorf("Prefix(%s) = %s, want %s", res, got, want)
 		}
 	}

@@ -7,33 +7,12 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/snapshift/snapshift/wellknown"
 )
 
-// keyOf are the built-in resources the apiserver does not store under
-// /registry/<resource>/.
-var keyOf = map[string]string{
-	"services":               "/registry/services/specs/",
-	"endpoints":              "/registry/services/endpoints/",
-	"nodes":                  "/registry/minions/",
-	"replicationcontrollers": "/registry/controllers/",
-	"ingresses":              "/registry/ingress/",
-}
-
-// Prefix is where the apiserver keeps the resource's objects:
-// /registry/<resource>/ for built-in ones, /registry/<group>/<plural>/
-// for custom and aggregated resources.
-func Prefix(resource string) string {
-	if p, ok := keyOf[resource]; ok {
-		return p
-	}
-	if plural, group, ok := strings.Cut(resource, "."); ok {
-		return "/registry/" + group + "/" + plural + "/"
-	}
-	return "/registry/" + resource + "/"
-}
-
 // Prefix is where the rule's objects are kept.
-func (r *Rule) Prefix() string { return Prefix(r.Match.Resource) }
+func (r *Rule) Prefix() string { return wellknown.Prefix(r.Match.Resource) }
 
 // Meta is what a rule matches on besides the object's content.
 type Meta struct {

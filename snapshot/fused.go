@@ -9,39 +9,30 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"sync"
-	"syscall"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/server/v3/storage/schema"
 )
 
-// A fused restore writes changed objects straight into the members' data
-// dirs instead of into a new snapshot file that a restore then copies. For
-// each member it:
+// A fused restore writes a migration straight into the members' data dirs
+// instead of into a new snapshot file that a restore then copies. For each
+// member it:
 //
 //  1. runs etcd's own restore (etcdutl's snapshot package) on a small
 //     snapshot holding every bucket of the input but `key`: that writes the
 //     member's WAL and raft snapshot, and the membership, consistent index
 //     and term into the small database, exactly as a restore of the whole
 //     file would;
-//  2. copies the input's database at disk speed (copy_file_range) into the
-//     member's snap dir, in the background while the caller works out the
-//     changes;
-//  3. edits the copy in place with bbolt: every bucket but `key` is replaced
-//     by the small restored database's, the changes are appended to the
-//     `key` bucket above every input revision (tombstones for deleted keys,
-//     new values at new revisions), the revision bump written as etcdutl
-//     writes it, and scheduledCompactRev set above everything written.
-//
-// The input's older revisions stay in the copy, as after a restore of the
-// input itself: scheduledCompactRev above finishedCompactRev makes etcd
-// compact them at its first boot (mvcc's store.restore resumes the
-// compaction), and from the start it answers "compacted" to any read or
-// watch below that revision. Every member's database is the same (the
-// membership lists every member; only the WAL names the member), so the
-// second and later members get a copy of the first one's.
+//  2. writes the first member's database anew through a Writer (Raw: no
+//     trailer), as transform writes a snapshot: the membership buckets of
+//     the small restored database, every live entry the caller puts, the
+//     compaction markers, and the revision bump as etcdutl writes it. The
+//     input's history (old revisions, tombstones) never reaches the disk;
+//  3. checks that database (BeforePublish) while it is fsynced, gives every
+//     other member a copy (the membership is the same bytes, checked; only
+//     the WAL names the member), and renames the data dirs into place only
+//     when all are done.
 
 // FusedRestore is a restore of one or more members that applies changes
 // on the way. Create it with StartFused, Put the changes in increasing
@@ -54,29 +45,14 @@ type FusedRestore struct {
 	// (a raw bbolt file, no trailer) before anything is renamed into place.
 	BeforePublish func(db string) error
 
-	tiny      string // the small snapshot of every bucket but key
-	tinyDir   string
-	copyDone  chan error // the copy in progress (StartCopy), nil before
-	ctx       context.Context
-	cancel    context.CancelFunc
-	db        *bolt.DB
-	tx        *bolt.Tx
-	keys      *bolt.Bucket
-	pending   int64
-	last      []byte
-	compactAt int64
-	alarms    []Alarm
-	done      bool
-	// checked is closed by InputChecked: the copy is opened by bbolt only
-	// then (its free-page rebuild panics, in a goroutine of its own, on a
-	// page the caller's full read of the input would have refused).
-	checked     chan struct{}
-	checkedOnce sync.Once
+	tiny    string // the small snapshot of every bucket but key
+	tinyDir string
+	alarms  []Alarm
+	done    bool
 	// membership is every bucket but key of the first member's database
 	// as etcd's restore wrote it.
 	membership bucketData
-	// w, after Rewrite, writes the first member's database anew instead of
-	// editing a copy.
+	// w, after Rewrite, writes the first member's database.
 	w *Writer
 }
 
@@ -92,17 +68,14 @@ type memberDirs struct {
 func (m *memberDirs) db() string    { return filepath.Join(m.tmpData, "member", "snap", "db") }
 func (m *memberDirs) dbNew() string { return m.db() + ".snapshift" }
 
-// StartFused validates the members' configurations, runs etcd's restore
-// for each (member metadata, WAL) and starts copying the input's database
-// into the first member's data dir, or, if src was opened with
-// OpenOptions.CopyTo (in the same file system), takes that copy. src stays
-// open until Commit or Abort. Every member must agree on the revision bump
-// and alarms.
+// StartFused validates the members' configurations and runs etcd's restore
+// for each (member metadata, WAL). src stays open until Commit or Abort.
+// Every member must agree on the revision bump and alarms.
 func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ *FusedRestore, err error) {
 	if len(members) == 0 {
 		return nil, errors.New("no member to restore")
 	}
-	f := &FusedRestore{src: src, checked: make(chan struct{})}
+	f := &FusedRestore{src: src}
 	defer func() {
 		if err != nil {
 			f.Abort()
@@ -138,62 +111,7 @@ func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ 
 			return nil, err
 		}
 	}
-	f.ctx, f.cancel = context.WithCancel(ctx)
-	if src.Copied {
-		f.StartCopy() // the input's hash is writing it already
-	}
 	return f, nil
-}
-
-// StartCopy starts copying the input into the first member (unless the
-// input's hash is copying it: OpenOptions.CopyTo), for the copy route;
-// the copy is opened once InputChecked is called. Calling it again does
-// nothing.
-func (f *FusedRestore) StartCopy() {
-	if f.copyDone != nil {
-		return
-	}
-	f.copyDone = make(chan error, 1)
-	go func() { f.copyDone <- f.copyAndOpen(f.ctx) }()
-}
-
-// copyAndOpen copies the input's database into the first member and opens
-// the copy for the edits (bbolt rebuilds the free page list of a database
-// etcd wrote without one: a walk of every page, done here while the rules
-// still work).
-func (f *FusedRestore) copyAndOpen(ctx context.Context) (err error) {
-	// bbolt panics on a database it finds inconsistent when it rebuilds the
-	// free pages (in this goroutine): that is a refusal of the input.
-	defer func() {
-		if r := recover(); r != nil {
-			err = invalid(f.src.Path, "is corrupt: bbolt refused the copy of its database: %v", r)
-		}
-	}()
-	if f.src.Copied {
-		// Open's hash wrote the copy as it read the input.
-		if err := f.src.WaitCopy(); err != nil {
-			return err
-		}
-		if err := os.Rename(f.src.copyTo, f.members[0].dbNew()); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-	} else if err := copyDB(ctx, f.src, f.members[0].dbNew()); err != nil {
-		return err
-	}
-	select {
-	case <-f.checked:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	db, err := bolt.Open(f.members[0].dbNew(), 0o600, &bolt.Options{
-		NoSync: true, NoGrowSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
-		InitialMmapSize: int(f.src.DBSize + f.src.DBSize/8), MmapFlags: syscall.MAP_POPULATE,
-	})
-	if err != nil {
-		return fmt.Errorf("restore: opening the copy: %w", err)
-	}
-	f.db = db
-	return nil
 }
 
 // writeTiny writes every bucket of the input but key into a small snapshot
@@ -220,55 +138,11 @@ func (f *FusedRestore) writeTiny() error {
 	return nil
 }
 
-// copyDB copies the bbolt part of a snapshot file (the trailer left out)
-// to a new file, in chunks so that a cancelled run stops early. Go's
-// io.Copy between files uses copy_file_range: the kernel copies the pages.
-func copyDB(ctx context.Context, src *Snapshot, dst string) error {
-	in, err := os.Open(src.Path)
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	defer out.Close()
-	const chunk = 256 << 20
-	for off := int64(0); off < src.DBSize; off += chunk {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		n := min(chunk, src.DBSize-off)
-		if _, err := io.Copy(out, io.NewSectionReader(in, off, n)); err != nil {
-			return fmt.Errorf("restore: copying %s: %w", src.Path, err)
-		}
-	}
-	return out.Close()
-}
-
-// Rewrite makes the restore write the first member's database anew, as
-// transform writes a snapshot (every live entry through the returned
-// Writer, in order; Put, SetCompacted and Commit as before), instead of
-// editing a copy of the input: the better route when most of the input is
-// history (old revisions and tombstones), which then never reaches the
-// member's disk. The copy already made is discarded. Call it instead of
-// InputChecked, once the whole input has been read.
+// Rewrite starts the first member's database: every live entry goes
+// through the returned Writer, in order, then the changes through Put,
+// SetCompacted and Commit. Call it once the whole input has been read.
 func (f *FusedRestore) Rewrite(sizeHint int64) (*Writer, error) {
-	f.cancel()
-	if f.copyDone != nil {
-		<-f.copyDone // cancelled: it stopped, and its error does not matter
-		f.copyDone = nil
-	}
-	if f.db != nil {
-		f.db.Close()
-		f.db = nil
-	}
 	first := &f.members[0]
-	os.Remove(first.dbNew())
-	if f.src.Copied {
-		os.Remove(f.src.copyTo)
-	}
 	var err error
 	if f.membership, err = readBuckets(first.db()); err != nil {
 		return nil, err
@@ -284,10 +158,6 @@ func (f *FusedRestore) Rewrite(sizeHint int64) (*Writer, error) {
 	f.w = w
 	return w, nil
 }
-
-// InPlace says whether the restore edits a copy of the input (no Rewrite):
-// then a deleted key needs its tombstone, and unchanged keys are there.
-func (f *FusedRestore) InPlace() bool { return f.w == nil }
 
 // putBuckets writes every bucket but key of data into w; without
 // keepAlarms the alarm bucket is left empty.
@@ -313,84 +183,23 @@ func putBuckets(w *Writer, data bucketData, keepAlarms bool) error {
 	return nil
 }
 
-// InputChecked tells the restore that the caller has read the whole input
-// without finding a fault (its index pass): the copy may be opened.
-func (f *FusedRestore) InputChecked() {
-	f.checkedOnce.Do(func() { close(f.checked) })
-}
-
-// open waits for the copy, opened, and starts the first transaction.
-func (f *FusedRestore) open() error {
-	if f.tx != nil {
-		return nil
-	}
-	if f.copyDone != nil {
-		err := <-f.copyDone
-		f.copyDone = nil
-		if err != nil {
-			return err
-		}
-	}
-	if f.db == nil {
-		return errors.New("internal error: the copy is not open")
-	}
-	return f.begin()
-}
-
-func (f *FusedRestore) begin() error {
-	tx, err := f.db.Begin(true)
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	f.tx, f.keys, f.pending = tx, tx.Bucket(KeyBucket), 0
-	if f.keys == nil {
-		return fmt.Errorf("restore: the copy has no %q bucket", KeyBucket)
-	}
-	f.keys.FillPercent = 1.0 // appended in order
-	return nil
-}
-
-// Put appends one `key` bucket entry (a revision key, tombstones with their
-// 't'); keys must come in increasing order, above every input revision.
+// Put appends one `key` bucket entry (a revision key); keys must come in
+// increasing order, above every input revision. Rewrite first.
 func (f *FusedRestore) Put(revKey, raw []byte) error {
-	if f.w != nil {
-		return f.w.Put(revKey, raw)
+	if f.w == nil {
+		return errors.New("internal error: Put before Rewrite")
 	}
-	if err := f.open(); err != nil {
-		return err
-	}
-	if f.last == nil {
-		if k, _ := f.keys.Cursor().Last(); k != nil {
-			f.last = bytes.Clone(k)
-		}
-	}
-	if f.last != nil && bytes.Compare(revKey, f.last) <= 0 {
-		return fmt.Errorf("internal error: revision %x written after %x", revKey, f.last)
-	}
-	if err := f.keys.Put(revKey, raw); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	f.last = revKey
-	if f.pending += int64(len(revKey) + len(raw)); f.pending >= DefaultTxBytes {
-		if err := f.tx.Commit(); err != nil {
-			f.tx = nil
-			return fmt.Errorf("restore: %w", err)
-		}
-		return f.begin()
-	}
-	return nil
+	return f.w.Put(revKey, raw)
 }
 
-// SetCompacted marks revision rev compacted: scheduledCompactRev is set to
-// it (or to the revision bump's marker, if that is higher) and etcd
-// finishes the compaction when the member first starts.
+// SetCompacted marks revision rev compacted: the database holds no
+// history, so both markers are set at rev, as transform writes them, then
+// the revision bump's marker and scheduledCompactRev as etcdutl's restore
+// adds them.
 func (f *FusedRestore) SetCompacted(rev int64) error {
-	f.compactAt = rev
 	if f.w == nil {
-		return nil // written at Commit
+		return errors.New("internal error: SetCompacted before Rewrite")
 	}
-	// A rewritten database holds no history: both markers at rev, as
-	// transform writes them, then the bump as etcdutl's restore adds it.
 	if err := f.w.SetCompacted(rev); err != nil {
 		return err
 	}
@@ -454,85 +263,12 @@ func (f *FusedRestore) Commit(ctx context.Context) error {
 
 // finishFirst finishes, checks and fsyncs the first member's database.
 func (f *FusedRestore) finishFirst() error {
-	if f.w != nil {
-		_, err := f.w.Commit() // checked by BeforePublish, fsynced
-		f.w = nil
-		return err
+	if f.w == nil {
+		return errors.New("internal error: Commit before Rewrite")
 	}
-	if err := f.open(); err != nil {
-		return err
-	}
-	if err := f.finishDB(); err != nil {
-		return err
-	}
-	// The check reads the database from the page cache while it is written
-	// back to disk.
-	first := &f.members[0]
-	synced := make(chan error, 1)
-	go func() { synced <- syncFile(first.dbNew()) }()
-	var verr error
-	if f.BeforePublish != nil {
-		verr = f.BeforePublish(first.dbNew())
-	}
-	if err := <-synced; err != nil {
-		return err
-	}
-	return verr
-}
-
-// finishDB writes the membership buckets, the alarms, the bump and the
-// markers into the open copy, commits and closes it.
-func (f *FusedRestore) finishDB() error {
-	first := &f.members[0]
-	var err error
-	if f.membership, err = readBuckets(first.db()); err != nil {
-		return err
-	}
-	if err := replaceBuckets(f.tx, f.membership, first.cfg.KeepAlarms); err != nil {
-		return err
-	}
-	if err := f.markCompacted(first.cfg.RevisionBump); err != nil {
-		return err
-	}
-	if err := f.tx.Commit(); err != nil {
-		f.tx = nil
-		return fmt.Errorf("restore: %w", err)
-	}
-	f.tx = nil
-	err = f.db.Close()
-	f.db = nil
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	return nil
-}
-
-// markCompacted writes the revision bump's marker (an empty value at the
-// last revision plus bump, as etcdutl's restore writes it) and sets
-// scheduledCompactRev; finishedCompactRev stays the input's, so that etcd
-// compacts the older revisions at boot.
-func (f *FusedRestore) markCompacted(bump uint64) error {
-	k, _ := f.keys.Cursor().Last()
-	var latest Revision
-	if k != nil {
-		var err error
-		if latest, _, err = ParseRevisionKey(k); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-	}
-	at := max(f.compactAt, latest.Main+1)
-	if bump > 0 {
-		marker := Revision{Main: max(latest.Main, f.compactAt-1) + int64(bump)}
-		if err := f.keys.Put(RevisionKey(marker), []byte{}); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-		at = marker.Main
-	}
-	meta := f.tx.Bucket(MetaBucket)
-	if meta == nil {
-		return fmt.Errorf("restore: the copy has no %q bucket", MetaBucket)
-	}
-	return meta.Put(schema.ScheduledCompactKeyName, RevisionKey(Revision{Main: at}))
+	_, err := f.w.Commit() // checked by BeforePublish, fsynced
+	f.w = nil
+	return err
 }
 
 // bucketData is the content of a database's buckets other than key.
@@ -692,27 +428,9 @@ func (f *FusedRestore) Abort() {
 		return
 	}
 	f.done = true
-	if f.cancel != nil {
-		f.cancel()
-	}
-	if f.copyDone != nil {
-		<-f.copyDone // the copy has stopped writing
-		f.copyDone = nil
-	}
-	if f.tx != nil {
-		f.tx.Rollback()
-		f.tx = nil
-	}
-	if f.db != nil {
-		f.db.Close()
-		f.db = nil
-	}
 	if f.w != nil {
 		f.w.Abort()
 		f.w = nil
-	}
-	if f.src.Copied {
-		os.Remove(f.src.copyTo) // gone already if it was taken
 	}
 	for _, m := range f.members {
 		for _, d := range []string{m.tmpData, m.tmpWAL} {

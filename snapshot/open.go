@@ -60,12 +60,6 @@ type OpenOptions struct {
 	// Progress receives the hash check as a "hash" phase (HashVerify
 	// only). Optional.
 	Progress progress.Reporter
-	// CopyTo, with HashInBackground and a trailer, is an existing file the
-	// background hash also writes the bbolt part to (the trailer left out):
-	// one read of the input for the hash and a copy of it (a fused
-	// restore's). WaitCopy waits for it; without a trailer nothing is
-	// written there and Copied stays false.
-	CopyTo string
 }
 
 // Snapshot is an open, verified snapshot file. It is read-only: nothing in
@@ -94,12 +88,6 @@ type Snapshot struct {
 	hashDone   chan error // HashInBackground: the trailer check's result
 	hashErr    error
 	hashWaited bool
-	// With OpenOptions.CopyTo: closed when the copy is complete (or
-	// failed, copyErr says), and whether it was made.
-	copyDone chan struct{}
-	copyErr  error
-	copyTo   string
-	Copied   bool
 }
 
 // Meta is what the `meta` bucket says about the store.
@@ -195,26 +183,11 @@ func (s *Snapshot) checkTrailer(f *os.File, opts OpenOptions) error {
 		return s.verifyTrailer(f, progress.OrNop(opts.Progress))
 	case HashInBackground:
 		s.hashDone = make(chan error, 1)
-		var copyTo *os.File
-		if opts.CopyTo != "" {
-			var err error
-			if copyTo, err = os.OpenFile(opts.CopyTo, os.O_WRONLY|os.O_TRUNC, 0); err != nil {
-				return fmt.Errorf("copying %s: %w", s.Path, err)
-			}
-			s.copyDone, s.copyTo, s.Copied = make(chan struct{}), opts.CopyTo, true
-		}
 		go func() {
 			hf, err := os.Open(s.Path)
 			if err == nil {
-				err = s.verifyTrailerCopying(hf, progress.Nop{}, copyTo)
+				err = s.verifyTrailer(hf, progress.Nop{})
 				hf.Close()
-			}
-			if copyTo != nil {
-				if cerr := copyTo.Close(); err == nil {
-					err = cerr
-				}
-				s.copyErr = err
-				close(s.copyDone)
 			}
 			s.hashDone <- err
 		}()
@@ -272,13 +245,8 @@ func isText(b []byte) bool {
 	return true
 }
 
+// verifyTrailer hashes the bbolt part and compares it with the trailer.
 func (s *Snapshot) verifyTrailer(f *os.File, p progress.Reporter) error {
-	return s.verifyTrailerCopying(f, p, nil)
-}
-
-// verifyTrailerCopying is verifyTrailer also writing what it reads to out
-// (if not nil).
-func (s *Snapshot) verifyTrailerCopying(f *os.File, p progress.Reporter, out *os.File) error {
 	h := sha256.New()
 	p.Start("hash", "bytes", s.DBSize)
 	buf := make([]byte, 4<<20)
@@ -286,11 +254,6 @@ func (s *Snapshot) verifyTrailerCopying(f *os.File, p progress.Reporter, out *os
 	for {
 		n, err := r.Read(buf)
 		h.Write(buf[:n])
-		if out != nil {
-			if _, werr := out.Write(buf[:n]); werr != nil {
-				return fmt.Errorf("copying %s: %w", s.Path, werr)
-			}
-		}
 		p.Add(int64(n))
 		if err == io.EOF {
 			break
@@ -393,17 +356,6 @@ func (s *Snapshot) WaitHash() error {
 		s.hashErr, s.hashWaited = <-s.hashDone, true
 	}
 	return s.hashErr
-}
-
-// WaitCopy waits for the copy OpenOptions.CopyTo asked for: nil once it is
-// complete and the hash matched. Safe from any goroutine; nil at once when
-// no copy is being made (Copied false).
-func (s *Snapshot) WaitCopy() error {
-	if s.copyDone == nil {
-		return nil
-	}
-	<-s.copyDone
-	return s.copyErr
 }
 
 // Close releases the read transaction and the database.

@@ -13,6 +13,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // The CNIs Detect names.
@@ -36,32 +38,10 @@ const (
 	IPAMWeave             = "weave"
 )
 
-// Where the CNIs keep their configuration and IPAM state.
-const (
-	KeyCanalConfig      = "/registry/configmaps/kube-system/canal-config"
-	KeyCalicoConfig     = "/registry/configmaps/kube-system/calico-config"
-	KeyCiliumConfig     = "/registry/configmaps/kube-system/cilium-config"
-	KeyWeaveDaemonSet   = "/registry/daemonsets/kube-system/weave-net"
-	KeyCanalDaemonSet   = "/registry/daemonsets/kube-system/canal"
-	KeyCiliumDaemonSet  = "/registry/daemonsets/kube-system/cilium"
-	PrefixCiliumNodes   = "/registry/cilium.io/ciliumnodes/"
-	PrefixCiliumPools   = "/registry/cilium.io/ciliumpodippools/"
-	PrefixCalicoPools   = "/registry/crd.projectcalico.org/ippools/"
-	PrefixCalicoBlocks  = "/registry/crd.projectcalico.org/ipamblocks/"
-	PrefixCalicoAffs    = "/registry/crd.projectcalico.org/blockaffinities/"
-	PrefixCalicoHandles = "/registry/crd.projectcalico.org/ipamhandles/"
-	PrefixTigeraInstall = "/registry/operator.tigera.io/installations/"
-)
-
-var (
-	flannelDaemonSets = []string{"/registry/daemonsets/kube-flannel/kube-flannel-ds", "/registry/daemonsets/kube-system/kube-flannel-ds"}
-	calicoDaemonSets  = []string{"/registry/daemonsets/kube-system/calico-node", "/registry/daemonsets/calico-system/calico-node"}
-)
-
 // CNIListed are the prefixes DetectCNI lists (for snapshot.IndexOptions.Named
 // and transform.Lister).
-var CNIListed = []string{PrefixCiliumNodes, PrefixCiliumPools, PrefixCalicoPools, PrefixCalicoBlocks,
-	PrefixCalicoAffs, PrefixCalicoHandles, PrefixTigeraInstall, "/registry/daemonsets/"}
+var CNIListed = []string{wellknown.PrefixCiliumNodes, wellknown.PrefixCiliumPools, wellknown.PrefixCalicoPools, wellknown.PrefixCalicoBlocks,
+	wellknown.PrefixCalicoAffs, wellknown.PrefixCalicoHandles, wellknown.PrefixTigeraInstall, "/registry/daemonsets/"}
 
 // CNIObjects counts one kind of IPAM object a CNI keeps in etcd.
 type CNIObjects struct {
@@ -176,7 +156,7 @@ func count(v *View, resource, prefix string) (CNIObjects, bool) {
 }
 
 func detectFlannelCNI(v *View) (*CNI, error) {
-	ev := append(present(v, FlannelConfigKeys...), presentPrefix(v, flannelDaemonSets...)...)
+	ev := append(present(v, wellknown.FlannelConfigKeys...), presentPrefix(v, wellknown.FlannelDaemonSets...)...)
 	if len(ev) == 0 {
 		return nil, nil
 	}
@@ -184,12 +164,12 @@ func detectFlannelCNI(v *View) (*CNI, error) {
 }
 
 func detectCanal(v *View) (*CNI, error) {
-	ev := present(v, KeyCanalConfig, KeyCanalDaemonSet)
+	ev := present(v, wellknown.KeyCanalConfig, wellknown.KeyCanalDaemonSet)
 	if len(ev) == 0 {
 		return nil, nil
 	}
 	c := &CNI{Name: CNICanal, IPAM: IPAMHostLocal, Evidence: ev}
-	if t, ok, err := cniConfigIPAM(v, KeyCanalConfig); err != nil {
+	if t, ok, err := cniConfigIPAM(v, wellknown.KeyCanalConfig); err != nil {
 		return nil, err
 	} else if ok && t != "host-local" {
 		c.IPAM = t
@@ -215,14 +195,14 @@ func cniConfigIPAM(v *View, key string) (string, bool, error) {
 }
 
 func detectCalico(v *View) (*CNI, error) {
-	ev := append(present(v, KeyCalicoConfig), presentPrefix(v, calicoDaemonSets...)...)
-	if n := len(v.Keys(PrefixTigeraInstall)); n > 0 {
+	ev := append(present(v, wellknown.KeyCalicoConfig), presentPrefix(v, wellknown.CalicoDaemonSets...)...)
+	if n := len(v.Keys(wellknown.PrefixTigeraInstall)); n > 0 {
 		ev = append(ev, "installations.operator.tigera.io")
 	}
 	c := &CNI{Name: CNICalico}
 	for _, o := range []struct{ res, prefix string }{
-		{"ippools.crd.projectcalico.org", PrefixCalicoPools}, {"ipamblocks.crd.projectcalico.org", PrefixCalicoBlocks},
-		{"blockaffinities.crd.projectcalico.org", PrefixCalicoAffs}, {"ipamhandles.crd.projectcalico.org", PrefixCalicoHandles},
+		{"ippools.crd.projectcalico.org", wellknown.PrefixCalicoPools}, {"ipamblocks.crd.projectcalico.org", wellknown.PrefixCalicoBlocks},
+		{"blockaffinities.crd.projectcalico.org", wellknown.PrefixCalicoAffs}, {"ipamhandles.crd.projectcalico.org", wellknown.PrefixCalicoHandles},
 	} {
 		if n, ok := count(v, o.res, o.prefix); ok {
 			c.State = append(c.State, n)
@@ -232,11 +212,11 @@ func detectCalico(v *View) (*CNI, error) {
 		return nil, nil
 	}
 	c.Evidence = ev
-	t, ok, err := cniConfigIPAM(v, KeyCalicoConfig)
+	t, ok, err := cniConfigIPAM(v, wellknown.KeyCalicoConfig)
 	if err != nil {
 		return nil, err
 	}
-	blocks := len(v.Keys(PrefixCalicoBlocks)) > 0
+	blocks := len(v.Keys(wellknown.PrefixCalicoBlocks)) > 0
 	switch {
 	case ok && t == IPAMCalico, !ok && blocks, !ok && len(ev) > 0:
 		// calico.yaml and the operator default to Calico IPAM.
@@ -260,9 +240,9 @@ func detectCalico(v *View) (*CNI, error) {
 }
 
 func detectCilium(v *View) (*CNI, error) {
-	ev := present(v, KeyCiliumConfig, KeyCiliumDaemonSet)
-	nodes, hasNodes := count(v, "ciliumnodes.cilium.io", PrefixCiliumNodes)
-	pools, hasPools := count(v, "ciliumpodippools.cilium.io", PrefixCiliumPools)
+	ev := present(v, wellknown.KeyCiliumConfig, wellknown.KeyCiliumDaemonSet)
+	nodes, hasNodes := count(v, "ciliumnodes.cilium.io", wellknown.PrefixCiliumNodes)
+	pools, hasPools := count(v, "ciliumpodippools.cilium.io", wellknown.PrefixCiliumPools)
 	if len(ev) == 0 && !hasNodes && !hasPools {
 		return nil, nil
 	}
@@ -270,7 +250,7 @@ func detectCilium(v *View) (*CNI, error) {
 	if len(ev) == 0 {
 		c.Evidence = []string{"custom resources only"}
 	}
-	cm, ok, err := configMap(v, KeyCiliumConfig)
+	cm, ok, err := configMap(v, wellknown.KeyCiliumConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +281,7 @@ func detectCilium(v *View) (*CNI, error) {
 // ciliumNodesWithPodCIDRs counts the CiliumNodes whose spec.ipam.podCIDRs
 // (cluster-pool) or spec.ipam.pools (multi-pool) hold a range.
 func ciliumNodesWithPodCIDRs(v *View) (int, error) {
-	objs, err := v.List(PrefixCiliumNodes)
+	objs, err := v.List(wellknown.PrefixCiliumNodes)
 	if err != nil {
 		return 0, err
 	}
@@ -321,11 +301,11 @@ func ciliumNodesWithPodCIDRs(v *View) (int, error) {
 }
 
 func detectWeave(v *View) (*CNI, error) {
-	o, ok, err := v.Get(KeyWeaveDaemonSet)
+	o, ok, err := v.Get(wellknown.KeyWeaveDaemonSet)
 	if err != nil || !ok {
 		return nil, err
 	}
-	c := &CNI{Name: CNIWeave, IPAM: IPAMWeave, Evidence: []string{displayKey(KeyWeaveDaemonSet)},
+	c := &CNI{Name: CNIWeave, IPAM: IPAMWeave, Evidence: []string{displayKey(wellknown.KeyWeaveDaemonSet)},
 		Note: "weave keeps its IPAM ring on each node, not in etcd"}
 	if ds, ok := o.Value.Obj.(*appsv1.DaemonSet); ok {
 		for _, ct := range ds.Spec.Template.Spec.Containers {

@@ -33,6 +33,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/snapshift/snapshift/wellknown"
+	"github.com/snapshift/snapshift/cidr"
 )
 
 // Distribution names.
@@ -157,7 +160,7 @@ func ParseNodeArgs(node, annotation string) (sub string, na NodeArgs, err error)
 // utilsnet.GetIndexedIP(svcCIDR, 10) for every range).
 func DefaultClusterDNS(serviceCIDRs string) (string, error) {
 	var out []string
-	for _, c := range SplitCIDRs(serviceCIDRs) {
+	for _, c := range cidr.Split(serviceCIDRs) {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {
 			return "", fmt.Errorf("service CIDR %q: %w", c, err)
@@ -179,7 +182,7 @@ func DefaultClusterDNS(serviceCIDRs string) (string, error) {
 // /registry, Addons and injected HelmCharts), or unknown.
 func DetectDistribution(v *View) (*Distribution, error) {
 	d := &Distribution{Name: DistUnknown}
-	if len(present(v, KeyKubeadmConfig)) > 0 { // its presence is enough: not decoded (it may be encrypted)
+	if len(present(v, wellknown.KeyKubeadmConfig)) > 0 { // its presence is enough: not decoded (it may be encrypted)
 		d.Name = DistKubeadm
 		d.FoundBy = append(d.FoundBy, "ConfigMap kube-system/kubeadm-config")
 	}
@@ -199,7 +202,7 @@ func DetectDistribution(v *View) (*Distribution, error) {
 }
 
 func detectNodeArgs(v *View, d *Distribution) error {
-	return v.Each(PrefixNodes, func(o *Object) error {
+	return v.Each(wellknown.PrefixNodes, func(o *Object) error {
 		node, ok := o.Value.Obj.(*corev1.Node)
 		if !ok {
 			return nil
@@ -291,7 +294,7 @@ func detectK3sRanges(v *View, n *Networks) error {
 	// address of the service range) is not, and is left out.
 	if len(n.ClusterDNS) == 0 && len(d.Servers) > 0 && !slices.Contains(d.Servers[0].Defaulted, "--cluster-dns") {
 		s := d.Servers[0]
-		n.ClusterDNS, n.ClusterDNSSource = SplitCIDRs(s.ClusterDNS), ann+" --cluster-dns of server "+s.Node
+		n.ClusterDNS, n.ClusterDNSSource = cidr.Split(s.ClusterDNS), ann+" --cluster-dns of server "+s.Node
 	}
 	return detectChartValues(v, n)
 }
@@ -321,7 +324,7 @@ func addGrouped(into *[]Source, servers []NodeArgs, ann, flag string, val func(N
 		if def {
 			kind = SourceK3sDefault
 		}
-		*into = append(*into, Source{kind, what, SplitCIDRs(cidrs)})
+		*into = append(*into, Source{kind, what, cidr.Split(cidrs)})
 	}
 }
 
@@ -335,10 +338,10 @@ func detectChartValues(v *View, n *Networks) error {
 		set, _, _ := unstructured.NestedMap(u.Object, "spec", "set")
 		name := "HelmChart " + u.GetNamespace() + "/" + u.GetName()
 		if s, ok := set["global.serviceCIDR"].(string); ok && s != "" {
-			n.ServiceCIDR = append(n.ServiceCIDR, Source{SourceHelmChart, name + " spec.set global.serviceCIDR", SplitCIDRs(s)})
+			n.ServiceCIDR = append(n.ServiceCIDR, Source{SourceHelmChart, name + " spec.set global.serviceCIDR", cidr.Split(s)})
 		}
 		if s, ok := set["global.clusterCIDR"].(string); ok && s != "" {
-			n.PodCIDR = append(n.PodCIDR, Source{SourceHelmChart, name + " spec.set global.clusterCIDR", SplitCIDRs(s)})
+			n.PodCIDR = append(n.PodCIDR, Source{SourceHelmChart, name + " spec.set global.clusterCIDR", cidr.Split(s)})
 		}
 		return nil
 	})
@@ -349,7 +352,7 @@ func detectChartValues(v *View, n *Networks) error {
 // ConfigMap, no DaemonSet; its nodes carry flannel's kube subnet manager
 // annotations), RKE2's default Canal is the rke2-canal HelmChart.
 func detectEmbeddedCNI(v *View) (*CNI, error) {
-	if len(present(v, FlannelConfigKeys...)) > 0 || len(present(v, KeyCanalConfig, KeyCanalDaemonSet)) > 0 {
+	if len(present(v, wellknown.FlannelConfigKeys...)) > 0 || len(present(v, wellknown.KeyCanalConfig, wellknown.KeyCanalDaemonSet)) > 0 {
 		return nil, nil // the flannel and Canal detectors name it
 	}
 	d, err := DetectDistribution(v)
@@ -363,7 +366,7 @@ func detectEmbeddedCNI(v *View) (*CNI, error) {
 		return nil, nil
 	}
 	n := 0
-	err = v.Each(PrefixNodes, func(o *Object) error {
+	err = v.Each(wellknown.PrefixNodes, func(o *Object) error {
 		if node, ok := o.Value.Obj.(*corev1.Node); ok && node.Annotations["flannel.alpha.coreos.com/kube-subnet-manager"] == "true" {
 			n++
 		}

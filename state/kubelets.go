@@ -7,12 +7,9 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-)
 
-// PrefixNodeLeases holds the kubelets' heartbeat Leases, one per Node,
-// named after it (kube-node-lease; kubelet renews its Lease every 10 s by
-// default, pkg/kubelet/nodelease).
-const PrefixNodeLeases = "/registry/leases/kube-node-lease/"
+	"github.com/snapshift/snapshift/wellknown"
+)
 
 // StaleHeartbeat is how much older than the snapshot's newest node Lease
 // renewal a Node's own renewal must be for its kubelet to count as gone.
@@ -28,7 +25,7 @@ const StaleHeartbeat = time.Hour
 func NodesWithoutKubelet(v *View) ([]string, error) {
 	renewed := map[string]time.Time{}
 	var newest time.Time
-	err := v.Each(PrefixNodeLeases, func(o *Object) error {
+	err := v.Each(wellknown.PrefixNodeLeases, func(o *Object) error {
 		l, ok := o.Value.Obj.(*coordinationv1.Lease)
 		if !ok {
 			return fmt.Errorf("%s: stored object is %s, not a Lease", o.Key, o.Value.GVK)
@@ -48,7 +45,7 @@ func NodesWithoutKubelet(v *View) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	err = v.Each(PrefixNodes, func(o *Object) error {
+	err = v.Each(wellknown.PrefixNodes, func(o *Object) error {
 		n, ok := o.Value.Obj.(*corev1.Node)
 		if !ok {
 			return fmt.Errorf("%s: stored object is %s, not a Node", o.Key, o.Value.GVK)

@@ -18,6 +18,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	networkingv1beta1 "k8s.io/api/networking/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // SourceKind says which kind of record a Source is. Compare kinds, not the
@@ -90,19 +93,6 @@ type ClusterConfiguration struct {
 	} `json:"networking"`
 }
 
-// SplitCIDRs splits kubeadm's comma-separated dual-stack form as recorded,
-// for display, dropping empty elements; it validates nothing. To parse a
-// CIDR list, use cidr.ParseList.
-func SplitCIDRs(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // A detector reads one source of network facts into n. An absent source is
 // no error; a present but unreadable one is, naming its key.
 type detector func(v *View, n *Networks) error
@@ -152,13 +142,13 @@ func DetectReadable(ctx context.Context, v *View) (*Networks, error) {
 // DNS domain.
 func detectKubeadm(v *View, n *Networks) error {
 	var cc ClusterConfiguration
-	if ok, err := configDoc(v, KeyKubeadmConfig, "ClusterConfiguration", unmarshalYAML, &cc); err != nil || !ok {
+	if ok, err := configDoc(v, wellknown.KeyKubeadmConfig, "ClusterConfiguration", unmarshalYAML, &cc); err != nil || !ok {
 		return err
 	}
-	if c := SplitCIDRs(cc.Networking.ServiceSubnet); len(c) > 0 {
+	if c := cidr.Split(cc.Networking.ServiceSubnet); len(c) > 0 {
 		n.ServiceCIDR = append(n.ServiceCIDR, Source{SourceKubeadm, "kubeadm-config networking.serviceSubnet", c})
 	}
-	if c := SplitCIDRs(cc.Networking.PodSubnet); len(c) > 0 {
+	if c := cidr.Split(cc.Networking.PodSubnet); len(c) > 0 {
 		n.PodCIDR = append(n.PodCIDR, Source{SourceKubeadm, "kubeadm-config networking.podSubnet", c})
 	}
 	n.DNSDomain = cc.Networking.DNSDomain
@@ -168,7 +158,7 @@ func detectKubeadm(v *View, n *Networks) error {
 
 // detectServiceCIDR reads the default ServiceCIDR object (v1 or v1beta1).
 func detectServiceCIDR(v *View, n *Networks) error {
-	o, ok, err := v.Get(KeyDefaultServiceCIDR)
+	o, ok, err := v.Get(wellknown.KeyDefaultServiceCIDR)
 	if err != nil || !ok {
 		return err
 	}
@@ -194,7 +184,7 @@ func ServiceCIDRSpec(obj any) (cidrs []string, ok bool) {
 // then secondary family, as one Source.
 func detectRangeAllocations(v *View, n *Networks) error {
 	var ranges []string
-	for _, k := range []string{KeyServiceIPRange, KeySecondaryIPRange} {
+	for _, k := range []string{wellknown.KeyServiceIPRange, wellknown.KeySecondaryIPRange} {
 		o, ok, err := v.Get(k)
 		if err != nil {
 			return err
@@ -217,10 +207,10 @@ func detectKubeProxy(v *View, n *Networks) error {
 	var kp struct {
 		ClusterCIDR string `json:"clusterCIDR"`
 	}
-	if ok, err := configDoc(v, KeyKubeProxy, "config.conf", unmarshalYAML, &kp); err != nil || !ok {
+	if ok, err := configDoc(v, wellknown.KeyKubeProxy, "config.conf", unmarshalYAML, &kp); err != nil || !ok {
 		return err
 	}
-	if c := SplitCIDRs(kp.ClusterCIDR); len(c) > 0 {
+	if c := cidr.Split(kp.ClusterCIDR); len(c) > 0 {
 		n.PodCIDR = append(n.PodCIDR, Source{SourceKubeProxy, "kube-proxy clusterCIDR", c})
 	}
 	return nil
@@ -229,7 +219,7 @@ func detectKubeProxy(v *View, n *Networks) error {
 // detectFlannel reads flannel's Network and IPv6Network, in every
 // namespace flannel's manifests have used.
 func detectFlannel(v *View, n *Networks) error {
-	for _, k := range FlannelConfigKeys {
+	for _, k := range wellknown.FlannelConfigKeys {
 		var nc struct {
 			Network     string `json:"Network"`
 			IPv6Network string `json:"IPv6Network"`
@@ -259,7 +249,7 @@ func detectKubeletConfig(v *View, n *Networks) error {
 	var kc struct {
 		ClusterDNS []string `json:"clusterDNS"`
 	}
-	if ok, err := configDoc(v, KeyKubeletConfig, "kubelet", unmarshalYAML, &kc); err != nil || !ok {
+	if ok, err := configDoc(v, wellknown.KeyKubeletConfig, "kubelet", unmarshalYAML, &kc); err != nil || !ok {
 		return err
 	}
 	n.ClusterDNS = kc.ClusterDNS
@@ -269,7 +259,7 @@ func detectKubeletConfig(v *View, n *Networks) error {
 // detectNodes reads every Node's podCIDRs, and the smallest prefix per
 // family that covers them as a pod Source of kind SourceNodes.
 func detectNodes(v *View, n *Networks) error {
-	err := v.Each(PrefixNodes, func(o *Object) error {
+	err := v.Each(wellknown.PrefixNodes, func(o *Object) error {
 		node, ok := o.Value.Obj.(*corev1.Node)
 		if !ok {
 			return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/snapshift/snapshift/internal/testfile"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 const samplePath = "../testdata/sample.db"
@@ -104,10 +105,10 @@ func TestDetectUnreadableSource(t *testing.T) {
 		return out
 	}
 	for _, b := range []breaker{
-		{state.KeyKubeadmConfig, "ClusterConfiguration", "networking: [unclosed"},
-		{state.KeyKubeProxy, "config.conf", "clusterCIDR: [unclosed"},
-		{state.FlannelConfigKeys[0], "net-conf.json", `{"Network": `},
-		{state.KeyKubeletConfig, "kubelet", "clusterDNS: {unclosed"},
+		{wellknown.KeyKubeadmConfig, "ClusterConfiguration", "networking: [unclosed"},
+		{wellknown.KeyKubeProxy, "config.conf", "clusterCIDR: [unclosed"},
+		{wellknown.FlannelConfigKeys[0], "net-conf.json", `{"Network": `},
+		{wellknown.KeyKubeletConfig, "kubelet", "clusterDNS: {unclosed"},
 	} {
 		t.Run(b.key, func(t *testing.T) {
 			_, err := detect(t, write(t, b))
@@ -117,7 +118,7 @@ func TestDetectUnreadableSource(t *testing.T) {
 		})
 	}
 	t.Run("empty kube-proxy config", func(t *testing.T) {
-		n, err := detect(t, write(t, breaker{state.KeyKubeProxy, "config.conf", ""}))
+		n, err := detect(t, write(t, breaker{wellknown.KeyKubeProxy, "config.conf", ""}))
 		if err != nil {
 			t.Fatal(err)
 		}

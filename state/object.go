@@ -1,6 +1,8 @@
 package state
 
 import (
+	"fmt"
+
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/snapshot"
@@ -22,4 +24,15 @@ type Object struct {
 	// Encryption is how the value was stored (provider "identity" when it
 	// was not encrypted); a changed value is re-encrypted the same way.
 	Encryption encryption.Info
+}
+
+// As returns the object's decoded value as a T (*corev1.ConfigMap,
+// *unstructured.Unstructured for a custom resource, ...), or an error
+// saying what is stored instead; what names T in it ("a ConfigMap").
+func As[T any](o *Object, what string) (T, error) {
+	t, ok := o.Value.Obj.(T)
+	if !ok {
+		return t, fmt.Errorf("stored object is %s, not %s", o.Value.GVK, what)
+	}
+	return t, nil
 }

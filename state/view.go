@@ -3,11 +3,15 @@ package state
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // View is random, read-only access to the live state of the input, for
@@ -42,7 +46,7 @@ func (v *View) Index() *snapshot.Index { return v.index }
 // the apiserver's default prefix, whatever --etcd-prefix the cluster used.
 func (v *View) Keys(prefix string) []snapshot.KeyRev {
 	out := v.index.LiveKeysWithPrefix(Stored(v.prefix, prefix))
-	if v.prefix != DefaultPrefix {
+	if v.prefix != wellknown.DefaultPrefix {
 		for i := range out {
 			out[i].Key, _ = Canonical(v.prefix, out[i].Key)
 		}
@@ -165,4 +169,23 @@ func DecodeError(path, key string, rev snapshot.Revision, err error) error {
 		return fmt.Errorf("%w: %s: %w; a rule claims this key and cannot edit it faithfully", ErrRefused, where, err)
 	}
 	return &snapshot.InputError{Path: path, Problem: where + " does not decode", Err: err}
+}
+
+// ListCustom lists the custom resources under prefix (stored as JSON,
+// decoded as unstructured) with their objects; a stored object of another
+// type, or of another kind than kind (when kind is not ""), is an error.
+func ListCustom(v *View, prefix, kind string) ([]*Object, []*unstructured.Unstructured, error) {
+	objs, err := v.List(prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	us := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		u, ok := o.Value.Obj.(*unstructured.Unstructured)
+		if !ok || (kind != "" && o.Value.GVK.Kind != kind) {
+			return nil, nil, fmt.Errorf("%s: stored object is %s, not a %s custom resource", o.Key, o.Value.GVK, strings.TrimSpace(kind+" "))
+		}
+		us[i] = u
+	}
+	return objs, us, nil
 }

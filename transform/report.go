@@ -28,7 +28,7 @@ type Report struct {
 	Alarms        []snapshot.Alarm `json:"alarms,omitempty"`
 	AlarmsCleared bool             `json:"alarmsCleared,omitempty"`
 	// Restored lists the members a fused restore (Config.Restore) wrote,
-	// and Route how (RouteCopy or RouteRewrite).
+	// and Route how (RouteRewrite).
 	Restored []RestoredMember `json:"restored,omitempty"`
 	Route    string           `json:"route,omitempty"`
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // ErrRefused is wrapped by errors that refuse a change the input or the
@@ -53,7 +52,7 @@ type Config struct {
 	Encryption *encryption.Config
 	// EtcdPrefix is where the cluster keeps its objects (kube-apiserver's
 	// --etcd-prefix). Default: detected from the snapshot. Rules see every
-	// key under state.DefaultPrefix whatever it is; keys outside it are
+	// key under wellknown.DefaultPrefix whatever it is; keys outside it are
 	// copied and never shown to a rule.
 	EtcdPrefix string
 	// KeepAlarms copies the input's active etcd alarms into the output.
@@ -65,35 +64,25 @@ type Config struct {
 	// etcdPrefix is where the output keeps the objects (the input's).
 	VerifyOutput func(ctx context.Context, path, etcdPrefix string) error
 	// Restore, instead of Output, restores the result straight into these
-	// members' data dirs (a fused restore, snapshot.StartFused): the input's
-	// database is copied at disk speed and the changes are appended to the
-	// copy; no snapshot file is written. KeepAlarms applies to every member;
-	// VerifyOutput checks the first member's database (without a trailer).
+	// members' data dirs (a fused restore, snapshot.StartFused): the live
+	// state is written anew into the first member's database, as a snapshot
+	// would be (the input's history never reaches the member's disk), and
+	// the other members get copies; no snapshot file is written. KeepAlarms
+	// applies to every member; VerifyOutput checks the first member's
+	// database (without a trailer). Default: none (write Output).
 	Restore []snapshot.RestoreConfig
-	// Route is how a fused restore writes the members' database. The
-	// default, RouteRewrite, writes the live state anew as transform writes
-	// a snapshot: the input's history (old revisions, old secrets) never
-	// reaches the member's disk. RouteCopy copies the input's database and
-	// appends the changes to the copy; its old revisions stay until etcd
-	// compacts them at first boot. make bench measured both: rewrite was
-	// the faster on every size and profile (on the basic profile by 10-20%,
-	// on the churn profile, mostly history, by half).
+	// Route is how a fused restore writes the members' database: "" or
+	// RouteRewrite, the only route. Requires Restore.
 	Route string
 }
 
-// Fused restore routes (Config.Route).
-const (
-	RouteCopy    = "copy"
-	RouteRewrite = "rewrite"
-)
+// RouteRewrite is the fused restore's route (Config.Route, Report.Route).
+// The copy route (a copy of the input's database, edited) was removed:
+// rewriting was the faster in every measurement (README, "Performance").
+const RouteRewrite = "rewrite"
 
-// route is the fused restore's route.
-func (c *Config) route() string {
-	if c.Route == RouteCopy {
-		return RouteCopy
-	}
-	return RouteRewrite
-}
+// routeCopy is the removed copy route, named only to refuse it.
+const routeCopy = "copy"
 
 // Validate checks the configuration before any work.
 func (c *Config) Validate() error {
@@ -105,8 +94,10 @@ func (c *Config) Validate() error {
 		return option.Errorf("Restore", "{} writes data dirs: give no Output and no DryRun with it")
 	case !c.DryRun && c.Output == "" && len(c.Restore) == 0:
 		return option.Errorf("Output", "no output given ({}), and not a dry run")
-	case c.Route != "" && c.Route != RouteCopy && c.Route != RouteRewrite:
-		return option.Errorf("Route", "{} is %q: give %s or %s", c.Route, RouteRewrite, RouteCopy)
+	case c.Route == routeCopy:
+		return option.Errorf("Route", "{} %q was removed: the fused restore writes the live state anew (%s), which was the faster on every size and profile", c.Route, RouteRewrite)
+	case c.Route != "" && c.Route != RouteRewrite:
+		return option.Errorf("Route", "{} is %q: the only route is %s", c.Route, RouteRewrite)
 	}
 	seen := map[string]bool{}
 	for _, r := range c.Rules {
@@ -193,25 +184,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // input is the opened, indexed input, and the fused restore started on it.
 type input struct {
-	snap   *snapshot.Snapshot
-	ix     *snapshot.Index
-	fused  *snapshot.FusedRestore
-	copyTo string
+	snap  *snapshot.Snapshot
+	ix    *snapshot.Index
+	fused *snapshot.FusedRestore
 }
 
-// openInput opens and indexes the input. For a fused restore the input's
-// hash writes the copy the first member starts from while the index is
-// built; close removes what a failed run left.
+// openInput opens and indexes the input, and starts the fused restore;
+// close removes what a failed run left.
 func openInput(ctx context.Context, cfg Config, p progress.Reporter) (*input, error) {
 	in := &input{}
-	if len(cfg.Restore) > 0 && cfg.Route == RouteCopy {
-		// The input's hash writes the copy the first member starts from
-		// while the index is built.
-		var err error
-		if in.copyTo, err = tempBeside(cfg.Restore[0].DataDir); err != nil {
-			return in, err
-		}
-	}
 	startFused := func(s *snapshot.Snapshot) (err error) {
 		if len(cfg.Restore) > 0 {
 			in.fused, err = snapshot.StartFused(ctx, s, cfg.Restore)
@@ -219,18 +200,14 @@ func openInput(ctx context.Context, cfg Config, p progress.Reporter) (*input, er
 		return err
 	}
 	var err error
-	in.snap, in.ix, err = openIndexed(ctx, cfg, p, in.copyTo, startFused)
+	in.snap, in.ix, err = openIndexed(ctx, cfg, p, startFused)
 	return in, err
 }
 
-// close aborts an unfinished fused restore (a no-op after its Commit) and
-// removes the copy if it was not taken.
+// close aborts an unfinished fused restore (a no-op after its Commit).
 func (in *input) close() {
 	if in.fused != nil {
 		in.fused.Abort()
-	}
-	if in.copyTo != "" {
-		os.Remove(in.copyTo)
 	}
 }
 
@@ -267,15 +244,6 @@ func (e *engine) commit(ctx context.Context) error {
 	return nil
 }
 
-// tempBeside creates an empty private file beside path (hidden, unique).
-func tempBeside(path string) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".snapshift-copy-*")
-	if err != nil {
-		return "", fmt.Errorf("restore: %w", err)
-	}
-	return f.Name(), f.Close()
-}
-
 // checkOutputs refuses an output that exists, or a data dir that is not
 // new or empty, before any work.
 func (c *Config) checkOutputs() error {
@@ -308,19 +276,14 @@ func (e *engine) abort() {
 	e.spill.close()
 }
 
-// useFused makes the engine write into a fused restore, by the route the
-// input calls for; the input has been read whole (the index).
+// useFused makes the engine write into a fused restore; the input has
+// been read whole (the index).
 func (e *engine) useFused(ctx context.Context, f *snapshot.FusedRestore) error {
 	if e.cfg.VerifyOutput != nil {
 		f.BeforePublish = func(db string) error { return e.cfg.VerifyOutput(ctx, db, e.prefix) }
 	}
 	e.fused, e.out = f, f
-	e.report.Route = e.cfg.route()
-	if e.report.Route == RouteCopy {
-		f.StartCopy()    // unless the input's hash is writing it already
-		f.InputChecked() // the index read every key and page: the copy is sound
-		return nil
-	}
+	e.report.Route = RouteRewrite
 	w, err := f.Rewrite(e.snap.DBSize)
 	if err != nil {
 		return err
@@ -332,8 +295,8 @@ func (e *engine) useFused(ctx context.Context, f *snapshot.FusedRestore) error {
 // openIndexed opens the input and indexes it. The trailer is checked on
 // the other core while the index is built; nothing is decided on the input
 // before the hash has matched.
-func openIndexed(ctx context.Context, cfg Config, p progress.Reporter, copyTo string, opened func(*snapshot.Snapshot) error) (*snapshot.Snapshot, *snapshot.Index, error) {
-	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: snapshot.HashInBackground, Progress: p, CopyTo: copyTo})
+func openIndexed(ctx context.Context, cfg Config, p progress.Reporter, opened func(*snapshot.Snapshot) error) (*snapshot.Snapshot, *snapshot.Index, error) {
+	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: snapshot.HashInBackground, Progress: p})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -462,7 +425,7 @@ type engine struct {
 	snap        *snapshot.Snapshot
 	index       *snapshot.Index
 	router      *router
-	prefix      string                 // where the input keeps the objects; rules see state.DefaultPrefix
+	prefix      string                 // where the input keeps the objects; rules see wellknown.DefaultPrefix
 	w           *snapshot.Writer       // the new snapshot file, or
 	fused       *snapshot.FusedRestore // the members' data dirs
 	out         output                 // whichever of the two; nil in a dry run
@@ -479,18 +442,14 @@ type engine struct {
 func (e *engine) entry(ent *snapshot.Entry) error {
 	rules := e.router.match(ent.KV.Key)
 	if len(rules) == 0 {
-		e.report.Copied++
-		e.observe(ent.KV.Key, ent.KV.Value, false)
-		return e.put(ent.RevKey, ent.Raw)
+		return e.keep(ent)
 	}
 	stored := string(ent.KV.Key)
 	key, _ := state.Canonical(e.prefix, stored) // the router claims only keys under the prefix
 	plain, info, err := state.Decrypt(e.cfg.Encryption, stored, ent.KV.Value)
 	if err != nil {
 		if errors.Is(err, state.ErrEncrypted) && e.tolerated(rules, key, err) {
-			e.report.Copied++
-			e.observe(ent.KV.Key, ent.KV.Value, false)
-			return e.put(ent.RevKey, ent.Raw)
+			return e.keep(ent) // copied as stored
 		}
 		return err
 	}
@@ -536,9 +495,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 		}
 	}
 	if !changed {
-		e.report.Copied++
-		e.observe(ent.KV.Key, ent.KV.Value, false)
-		return e.put(ent.RevKey, ent.Raw)
+		return e.keep(ent)
 	}
 	// Before trusting the edit: the stored bytes must round-trip exactly, or
 	// this build would silently drop fields it does not know.
@@ -556,6 +513,14 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	}
 	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "replace", Rules: names, Changes: changes})
 	return e.addPending(pending{key: stored, createRev: ent.KV.CreateRevision, version: ent.KV.Version, lease: ent.KV.Lease}, b)
+}
+
+// keep writes an entry as it is stored: no rule claims it, the rules that
+// do keep it, or they tolerate not reading it.
+func (e *engine) keep(ent *snapshot.Entry) error {
+	e.report.Copied++
+	e.observe(ent.KV.Key, ent.KV.Value, false)
+	return e.put(ent.RevKey, ent.Raw)
 }
 
 // encrypt stores a changed or created value as info says, bound to its key.
@@ -579,7 +544,7 @@ func (e *engine) observe(stored, value []byte, changed bool) {
 		return
 	}
 	key := stored
-	if e.prefix != state.DefaultPrefix {
+	if e.prefix != wellknown.DefaultPrefix {
 		if c, ok := state.Canonical(e.prefix, string(stored)); ok {
 			key = []byte(c)
 		}
@@ -593,8 +558,7 @@ type output interface {
 	SetCompacted(rev int64) error
 }
 
-// put writes an unchanged live entry: a fused restore has it already (it
-// edits a copy of the input).
+// put writes an unchanged live entry (nothing in a dry run).
 func (e *engine) put(revKey, raw []byte) error {
 	if e.w == nil {
 		return nil
@@ -676,9 +640,7 @@ func (e *engine) addPending(p pending, value []byte) error {
 
 // writePending appends every replaced or created object at one new main
 // revision above the input's current revision, and sets the compaction
-// markers above everything written. Editing a copy of the input in place,
-// a deleted key needs its tombstone: those come first, so that a key
-// deleted and created again ends live.
+// markers above everything written. A deleted key is simply not written.
 func (e *engine) writePending() error {
 	current := e.index.CurrentRevision
 	top := current
@@ -692,18 +654,6 @@ func (e *engine) writePending() error {
 		return nil // a dry run: nothing to write
 	}
 	sub := int64(0)
-	if e.fused != nil && e.fused.InPlace() {
-		for _, k := range sortedKeys(e.deleted) {
-			raw, err := snapshot.KV{Key: []byte(k)}.Marshal()
-			if err != nil {
-				return fmt.Errorf("%s: %w", k, err)
-			}
-			if err := e.out.Put(snapshot.TombstoneKey(snapshot.Revision{Main: top, Sub: sub}), raw); err != nil {
-				return err
-			}
-			sub++
-		}
-	}
 	for _, p := range e.pending {
 		value, err := e.spill.read(p.off, p.size)
 		if err != nil {
@@ -727,15 +677,6 @@ func (e *engine) writePending() error {
 	}
 	e.pending = nil
 	return e.out.SetCompacted(top + 1)
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // router maps a key to the rules that claim it, in rule order.

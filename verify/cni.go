@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // cniKeyPrefixes are where the CNI checks read (with the ConfigMaps of
@@ -32,11 +34,11 @@ type cidrObject struct {
 // CiliumNode's pod CIDRs inside cilium-config's cluster pool and disjoint.
 // A cluster without the objects gets no check.
 func addCNIChecks(c *checker, v *state.View) error {
-	pools, err := cidrObjects(v, state.PrefixCalicoPools, "")
+	pools, err := cidrObjects(v, wellknown.PrefixCalicoPools, "")
 	if err != nil {
 		return err
 	}
-	blocks, err := cidrObjects(v, state.PrefixCalicoBlocks, "affinity")
+	blocks, err := cidrObjects(v, wellknown.PrefixCalicoBlocks, "affinity")
 	if err != nil {
 		return err
 	}
@@ -55,7 +57,7 @@ func addCNIChecks(c *checker, v *state.View) error {
 // cidrObjects reads spec.cidr (and spec.<owner>, if given) of every object
 // under prefix; an object without a CIDR is skipped.
 func cidrObjects(v *state.View, prefix, owner string) ([]cidrObject, error) {
-	us, err := listCustom(v, prefix)
+	_, us, err := state.ListCustom(v, prefix, "")
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +80,7 @@ func cidrObjects(v *state.View, prefix, owner string) ([]cidrObject, error) {
 // confirmedAffinities are the BlockAffinities in state confirmed, their
 // owner "host:<node>" as a block's affinity names it.
 func confirmedAffinities(v *state.View) ([]cidrObject, error) {
-	us, err := listCustom(v, state.PrefixCalicoAffs)
+	_, us, err := state.ListCustom(v, wellknown.PrefixCalicoAffs, "")
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +138,7 @@ func affinitiesMatch(affs, blocks []cidrObject) []string {
 // addCiliumCheck: with cluster-pool IPAM, every CiliumNode's pod CIDRs lie
 // in cilium-config's pool and no two nodes' overlap.
 func addCiliumCheck(c *checker, v *state.View) error {
-	o, ok, err := v.Get(state.KeyCiliumConfig)
+	o, ok, err := v.Get(wellknown.KeyCiliumConfig)
 	if err != nil || !ok {
 		return err
 	}
@@ -163,17 +165,17 @@ func addCiliumCheck(c *checker, v *state.View) error {
 	var probs []string
 	for _, n := range nodes {
 		if !slices.ContainsFunc(pool, func(p netip.Prefix) bool { return contains(p, n.cidr) }) {
-			probs = append(probs, fmt.Sprintf("CiliumNode %s pod CIDR %s is outside the cluster pool %s", n.name, n.cidr, joinPrefixes(pool)))
+			probs = append(probs, fmt.Sprintf("CiliumNode %s pod CIDR %s is outside the cluster pool %s", n.name, n.cidr, cidr.Join(pool)))
 		}
 	}
 	probs = append(probs, overlaps(nodes)...)
-	c.add("Cilium cluster pool: node pod CIDRs inside it and disjoint", probs, "%d CiliumNode pod CIDRs in %s", len(nodes), joinPrefixes(pool))
+	c.add("Cilium cluster pool: node pod CIDRs inside it and disjoint", probs, "%d CiliumNode pod CIDRs in %s", len(nodes), cidr.Join(pool))
 	return nil
 }
 
 // ciliumNodeCIDRs lists every CiliumNode's spec.ipam.podCIDRs.
 func ciliumNodeCIDRs(v *state.View) ([]cidrObject, error) {
-	us, err := listCustom(v, state.PrefixCiliumNodes)
+	_, us, err := state.ListCustom(v, wellknown.PrefixCiliumNodes, "")
 	if err != nil {
 		return nil, err
 	}
@@ -184,29 +186,6 @@ func ciliumNodeCIDRs(v *state.View) ([]cidrObject, error) {
 			if p, err := netip.ParsePrefix(s); err == nil {
 				out = append(out, cidrObject{name: u.GetName(), cidr: p.Masked()})
 			}
-		}
-	}
-	return out, nil
-}
-
-func joinPrefixes(ps []netip.Prefix) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
-}
-
-// listCustom lists the custom resources under prefix (JSON in etcd).
-func listCustom(v *state.View, prefix string) ([]*unstructured.Unstructured, error) {
-	objs, err := v.List(prefix)
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		if u, ok := o.Value.Obj.(*unstructured.Unstructured); ok {
-			out = append(out, u)
 		}
 	}
 	return out, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // serviceIP is one ClusterIP of one Service.
@@ -106,13 +107,13 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	// An empty default prefix (another --etcd-prefix) would pass every
 	// check below on no objects at all.
 	var missing []string
-	if len(svcNet) > 0 && len(v.Keys(state.PrefixServices)) == 0 {
-		missing = append(missing, v.Missing("Services", state.PrefixServices))
+	if len(svcNet) > 0 && len(v.Keys(wellknown.PrefixServices)) == 0 {
+		missing = append(missing, v.Missing("Services", wellknown.PrefixServices))
 	}
-	if len(podNet) > 0 && len(v.Keys(state.PrefixNodes)) == 0 {
-		missing = append(missing, v.Missing("Nodes", state.PrefixNodes))
+	if len(podNet) > 0 && len(v.Keys(wellknown.PrefixNodes)) == 0 {
+		missing = append(missing, v.Missing("Nodes", wellknown.PrefixNodes))
 	}
-	c.add("the objects to check are there", missing, "Services and Nodes under %s", state.DefaultPrefix)
+	c.add("the objects to check are there", missing, "Services and Nodes under %s", wellknown.DefaultPrefix)
 	if len(missing) > 0 {
 		return nil
 	}
@@ -127,7 +128,7 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	podNet = completeFamilies(podNet, nets.PodCIDR)
 	var dnsIPs []string
 	if len(svcNet) > 0 {
-		s, err := readServiceState(v, state.PrefixServices+cfg.DNSService)
+		s, err := readServiceState(v, wellknown.PrefixServices+cfg.DNSService)
 		if err != nil {
 			return err
 		}
@@ -226,7 +227,7 @@ func readServiceState(v *state.View, dnsKey string) (*serviceState, error) {
 	if s.ipAddresses, err = readIPAddresses(v); err != nil {
 		return nil, err
 	}
-	o, ok, err := v.Get(state.KeyDefaultServiceCIDR)
+	o, ok, err := v.Get(wellknown.KeyDefaultServiceCIDR)
 	if err != nil {
 		return nil, err
 	}
@@ -235,8 +236,8 @@ func readServiceState(v *state.View, dnsKey string) (*serviceState, error) {
 		s.hasDefault = true
 	}
 	s.extraCIDRs = map[string][]string{}
-	err = v.Each(state.PrefixServiceCIDRs, func(o *state.Object) error {
-		if o.Key != state.KeyDefaultServiceCIDR {
+	err = v.Each(wellknown.PrefixServiceCIDRs, func(o *state.Object) error {
+		if o.Key != wellknown.KeyDefaultServiceCIDR {
 			s.extraCIDRs[o.Key], _ = state.ServiceCIDRSpec(o.Value.Obj)
 		}
 		return nil
@@ -248,7 +249,7 @@ func readServiceState(v *state.View, dnsKey string) (*serviceState, error) {
 // of type ExternalName.
 func readServiceIPs(v *state.View, dnsKey string) ([]serviceIP, error) {
 	var out []serviceIP
-	err := v.Each(state.PrefixServices, func(o *state.Object) error {
+	err := v.Each(wellknown.PrefixServices, func(o *state.Object) error {
 		svc, ok := o.Value.Obj.(*corev1.Service)
 		if !ok || svc.Spec.Type == corev1.ServiceTypeExternalName {
 			return nil
@@ -271,7 +272,7 @@ func readServiceIPs(v *state.View, dnsKey string) ([]serviceIP, error) {
 // readRanges reads the primary and secondary service IP RangeAllocations.
 func readRanges(v *state.View) ([]rangeAlloc, error) {
 	var out []rangeAlloc
-	for _, key := range []string{state.KeyServiceIPRange, state.KeySecondaryIPRange} {
+	for _, key := range []string{wellknown.KeyServiceIPRange, wellknown.KeySecondaryIPRange} {
 		o, ok, err := v.Get(key)
 		if err != nil {
 			return nil, err
@@ -291,7 +292,7 @@ func readRanges(v *state.View) ([]rangeAlloc, error) {
 // readIPAddresses reads every IPAddress object's parentRef.
 func readIPAddresses(v *state.View) ([]ipAddress, error) {
 	var out []ipAddress
-	err := v.Each(state.PrefixIPAddresses, func(o *state.Object) error {
+	err := v.Each(wellknown.PrefixIPAddresses, func(o *state.Object) error {
 		a := ipAddress{key: o.Key}
 		switch ip := o.Value.Obj.(type) {
 		case *networkingv1.IPAddress:
@@ -335,7 +336,7 @@ func owners(ips []serviceIP) map[netip.Addr]string {
 func checkServicesInRange(ips []serviceIP, svcNet []netip.Prefix, keep []string) []string {
 	var probs []string
 	for _, ip := range ips {
-		kept := slices.Contains(keep, strings.TrimPrefix(ip.key, state.PrefixServices))
+		kept := slices.Contains(keep, strings.TrimPrefix(ip.key, wellknown.PrefixServices))
 		if _, in := inAny(svcNet, ip.addr); in || kept {
 			continue
 		}
@@ -407,7 +408,7 @@ func checkIPAddresses(objs []ipAddress, svcNet []netip.Prefix, owner map[netip.A
 	var probs []string
 	seen := map[netip.Addr]bool{}
 	for _, o := range objs {
-		a, err := netip.ParseAddr(strings.TrimPrefix(o.key, state.PrefixIPAddresses))
+		a, err := netip.ParseAddr(strings.TrimPrefix(o.key, wellknown.PrefixIPAddresses))
 		if err != nil {
 			probs = append(probs, o.key+": name is not an IP")
 			continue
@@ -417,7 +418,7 @@ func checkIPAddresses(objs []ipAddress, svcNet []netip.Prefix, owner map[netip.A
 		switch {
 		case !owned:
 			probs = append(probs, fmt.Sprintf("%s: no Service has this address (orphan)", o.key))
-		case o.group != "" || o.resc != "services" || state.PrefixServices+o.ns+"/"+o.name != want:
+		case o.group != "" || o.resc != "services" || wellknown.PrefixServices+o.ns+"/"+o.name != want:
 			probs = append(probs, fmt.Sprintf("%s: parentRef %s/%s %s/%s, want %s", o.key, o.group, o.resc, o.ns, o.name, want))
 		}
 	}
@@ -432,8 +433,8 @@ func checkIPAddresses(objs []ipAddress, svcNet []netip.Prefix, owner map[netip.A
 
 // checkDefaultServiceCIDR: the default ServiceCIDR's spec.cidrs are the new range.
 func checkDefaultServiceCIDR(got []string, svcNet []netip.Prefix) []string {
-	if strings.Join(got, ",") != prefixes(svcNet) {
-		return []string{fmt.Sprintf("spec.cidrs %s, want %s", strings.Join(got, ","), prefixes(svcNet))}
+	if strings.Join(got, ",") != cidr.Join(svcNet) {
+		return []string{fmt.Sprintf("spec.cidrs %s, want %s", strings.Join(got, ","), cidr.Join(svcNet))}
 	}
 	return nil
 }
@@ -503,8 +504,8 @@ func disagreements(srcs []state.Source, want []netip.Prefix) []string {
 		if s.Kind == state.SourceNodes || s.Kind == state.SourceK3sDefault || len(want) == 0 {
 			continue
 		}
-		if strings.Join(s.CIDRs, ",") != prefixes(want) {
-			probs = append(probs, fmt.Sprintf("%s says %s, want %s", s.Source, strings.Join(s.CIDRs, ","), prefixes(want)))
+		if strings.Join(s.CIDRs, ",") != cidr.Join(want) {
+			probs = append(probs, fmt.Sprintf("%s says %s, want %s", s.Source, strings.Join(s.CIDRs, ","), cidr.Join(want)))
 		}
 	}
 	return probs
@@ -526,14 +527,6 @@ func familyOf(ps []netip.Prefix, a netip.Addr) (netip.Prefix, bool) {
 		}
 	}
 	return netip.Prefix{}, false
-}
-
-func prefixes(ps []netip.Prefix) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
 }
 
 func diffAddrs(have, want []netip.Addr) string {
@@ -568,11 +561,11 @@ func diffAddrs(have, want []netip.Addr) string {
 }
 
 // networkListed are the prefixes checkNetworks (and state.Detect) list.
-var networkListed = []string{state.PrefixServices, state.PrefixIPAddresses, state.PrefixNodes}
+var networkListed = []string{wellknown.PrefixServices, wellknown.PrefixIPAddresses, wellknown.PrefixNodes}
 
 // networkKeyPrefixes are where everything checkNetworks reads lives.
 var networkKeyPrefixes = []string{
-	state.PrefixServices, state.PrefixIPAddresses, state.PrefixNodes,
+	wellknown.PrefixServices, wellknown.PrefixIPAddresses, wellknown.PrefixNodes,
 	"/registry/ranges/", "/registry/servicecidrs/",
 	"/registry/configmaps/kube-system/", "/registry/configmaps/kube-flannel/",
 	cniKeyPrefixes[0], cniKeyPrefixes[1],

@@ -8,6 +8,7 @@ import (
 
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // TestNetworkChecks drives the pure network checks with hand-made data:
@@ -17,7 +18,7 @@ func TestNetworkChecks(t *testing.T) {
 	svcNet := []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16"), netip.MustParsePrefix("fd00:24::/108")}
 	podNet := []netip.Prefix{netip.MustParsePrefix("10.55.0.0/16")}
 	ip := func(key, a string) serviceIP {
-		return serviceIP{key: state.PrefixServices + key, addr: netip.MustParseAddr(a)}
+		return serviceIP{key: wellknown.PrefixServices + key, addr: netip.MustParseAddr(a)}
 	}
 	ips := []serviceIP{ip("default/kubernetes", "172.24.0.1"), ip("demo/api", "172.24.3.7"), ip("demo/api", "fd00:24::7")}
 	bitmap := func(addrs ...string) []byte {
@@ -60,24 +61,24 @@ func TestNetworkChecks(t *testing.T) {
 		}, []string{"172.24.3.7: /registry/services/specs/demo/api and /registry/services/specs/demo/web"}},
 
 		{"bitmap matches", func() []string {
-			return checkRangeAllocations([]rangeAlloc{{key: state.KeyServiceIPRange, valid: true, cidr: "172.24.0.0/16", data: bitmap("172.24.0.1", "172.24.3.7")}}, svcNet, owners(ips))
+			return checkRangeAllocations([]rangeAlloc{{key: wellknown.KeyServiceIPRange, valid: true, cidr: "172.24.0.0/16", data: bitmap("172.24.0.1", "172.24.3.7")}}, svcNet, owners(ips))
 		}, nil},
 		{"bitmap misses one, holds another", func() []string {
-			return checkRangeAllocations([]rangeAlloc{{key: state.KeyServiceIPRange, valid: true, cidr: "172.24.0.0/16", data: bitmap("172.24.0.1", "172.24.9.9")}}, svcNet, owners(ips))
+			return checkRangeAllocations([]rangeAlloc{{key: wellknown.KeyServiceIPRange, valid: true, cidr: "172.24.0.0/16", data: bitmap("172.24.0.1", "172.24.9.9")}}, svcNet, owners(ips))
 		}, []string{"/registry/ranges/serviceips: bitmap differs from the Services: allocated but no Service: 172.24.9.9; Service but not allocated: 172.24.3.7"}},
 		{"range still the old one", func() []string {
-			return checkRangeAllocations([]rangeAlloc{{key: state.KeyServiceIPRange, valid: true, cidr: "192.168.0.0/16"}}, svcNet, owners(ips))
+			return checkRangeAllocations([]rangeAlloc{{key: wellknown.KeyServiceIPRange, valid: true, cidr: "192.168.0.0/16"}}, svcNet, owners(ips))
 		}, []string{"range 192.168.0.0/16, want 172.24.0.0/16"}},
 		{"not a RangeAllocation, range not a CIDR", func() []string {
-			return checkRangeAllocations([]rangeAlloc{{key: state.KeyServiceIPRange}, {key: state.KeySecondaryIPRange, valid: true, cidr: "x"}}, svcNet, owners(ips))
+			return checkRangeAllocations([]rangeAlloc{{key: wellknown.KeyServiceIPRange}, {key: wellknown.KeySecondaryIPRange, valid: true, cidr: "x"}}, svcNet, owners(ips))
 		}, []string{"serviceips: not a RangeAllocation", `secondaryserviceips: range "x" is not a CIDR`}},
 
 		{"IPAddress objects", func() []string {
 			objs := []ipAddress{
-				{key: state.PrefixIPAddresses + "172.24.0.1", ns: "default", name: "kubernetes", resc: "services"},
-				{key: state.PrefixIPAddresses + "172.24.3.7", ns: "demo", name: "web", resc: "services"},
-				{key: state.PrefixIPAddresses + "172.24.8.8", ns: "demo", name: "gone", resc: "services"},
-				{key: state.PrefixIPAddresses + "banana"},
+				{key: wellknown.PrefixIPAddresses + "172.24.0.1", ns: "default", name: "kubernetes", resc: "services"},
+				{key: wellknown.PrefixIPAddresses + "172.24.3.7", ns: "demo", name: "web", resc: "services"},
+				{key: wellknown.PrefixIPAddresses + "172.24.8.8", ns: "demo", name: "gone", resc: "services"},
+				{key: wellknown.PrefixIPAddresses + "banana"},
 			}
 			return checkIPAddresses(objs, svcNet, owners(ips))
 		}, []string{

@@ -2,12 +2,8 @@ package verify
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/state"
 )
@@ -56,11 +52,11 @@ func checkUserRules(ctx context.Context, c *checker, v *state.View, files []*rul
 				if err != nil || !ok {
 					return err
 				}
-				doc, err := objectJSON(v.Codec(), o.Value)
+				doc, err := ruleset.ObjectJSON(v.Codec(), o.Value)
 				if err != nil {
 					return fmt.Errorf("%s: %w", o.Key, err)
 				}
-				if !r.MatchesMeta(metaOf(doc)) {
+				if !r.MatchesMeta(ruleset.MetaOf(doc)) {
 					continue
 				}
 				if r.Delete {
@@ -88,42 +84,4 @@ func oldAddresses(key string, r *ruleset.Rule, doc any, m *ruleset.Mapping) []st
 		}
 	}
 	return out
-}
-
-// objectJSON is an object's JSON form (as the apiserver would serve it).
-func objectJSON(cd *codec.Codec, val *codec.Object) (any, error) {
-	var b []byte
-	var err error
-	if u, ok := val.Obj.(*unstructured.Unstructured); ok {
-		b, err = json.Marshal(u.Object)
-	} else {
-		b, err = cd.EncodeJSON(val.Obj)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return ruleset.Decode(b)
-}
-
-func metaOf(doc any) ruleset.Meta {
-	str := func(p string) string {
-		v, _ := ruleset.At(doc, p)
-		t, _ := v.(string)
-		return t
-	}
-	m := ruleset.Meta{Namespace: str("/metadata/namespace"), Name: str("/metadata/name")}
-	if l, ok := at(doc, "/metadata/labels").(map[string]any); ok {
-		m.Labels = map[string]string{}
-		for k, v := range l {
-			if t, ok := v.(string); ok {
-				m.Labels[k] = t
-			}
-		}
-	}
-	return m
-}
-
-func at(doc any, p string) any {
-	v, _ := ruleset.At(doc, p)
-	return v
 }

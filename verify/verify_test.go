@@ -16,6 +16,7 @@ import (
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/verify"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 const samplePath = "../testdata/sample.db"
@@ -252,7 +253,7 @@ func TestCNIStateChecks(t *testing.T) {
 	}
 	var blocks []string
 	_, ix := testfile.OpenIndexed(t, out)
-	for _, kr := range ix.LiveKeysWithPrefix(state.PrefixCalicoBlocks) {
+	for _, kr := range ix.LiveKeysWithPrefix(wellknown.PrefixCalicoBlocks) {
 		blocks = append(blocks, kr.Key)
 	}
 	if len(blocks) < 2 {

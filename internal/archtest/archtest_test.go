@@ -1,17 +1,26 @@
-// Package archtest holds the layering rules of docs/ARCHITECTURE.md as a
-// test over the module's real import graph (`go list`), so a change that
-// breaks them fails `make test`.
+// Package archtest holds docs/ARCHITECTURE.md's package table, its
+// numbering, and the limit on a function's length as tests over the
+// module's real import graph (`go list`) and source, so that a change that
+// breaks them, or a doc that no longer says what the code does, fails
+// `make test`.
 package archtest
 
 import (
 	"bufio"
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/snapshift/snapshift/"
+
+const archDoc = "../../docs/ARCHITECTURE.md"
 
 // imports returns each package of the module (relative name) with the
 // module packages and selected third-party packages it imports (not its
@@ -49,29 +58,158 @@ func imports(t *testing.T) map[string][]string {
 	return graph
 }
 
-func TestLayering(t *testing.T) {
+// row is one row of the package table: the packages it names and the
+// module packages they may import.
+type row struct {
+	line   int
+	pkgs   []string
+	allows map[string]bool
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// packageTable reads the table under "## Packages and what each may
+// import": the first column names packages in backticks, the last one the
+// module packages they may import, in backticks, up to an em dash that
+// starts a comment ("nothing" names none).
+func packageTable(t *testing.T, doc string) []row {
+	t.Helper()
+	var rows []row
+	in := false
+	for i, line := range strings.Split(doc, "\n") {
+		switch {
+		case strings.HasPrefix(line, "## "):
+			in = strings.HasPrefix(line, "## Packages and what each may import")
+			continue
+		case !in || !strings.HasPrefix(line, "| `"):
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) < 3 {
+			t.Fatalf("ARCHITECTURE.md:%d: a table row needs three columns: %s", i+1, line)
+		}
+		r := row{line: i + 1, allows: map[string]bool{}}
+		for _, m := range backticked.FindAllStringSubmatch(cells[0], -1) {
+			r.pkgs = append(r.pkgs, m[1])
+		}
+		allowed, _, _ := strings.Cut(cells[len(cells)-1], "—")
+		for _, m := range backticked.FindAllStringSubmatch(allowed, -1) {
+			r.allows[m[1]] = true
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) < 10 {
+		t.Fatalf("found %d rows in ARCHITECTURE.md's package table; is the heading still \"## Packages and what each may import\"?", len(rows))
+	}
+	return rows
+}
+
+func readDoc(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(archDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestPackageTable: every package of the module has exactly one row of
+// ARCHITECTURE.md's table, every row names a package that exists, and
+// every import of a module package is one its row allows.
+func TestPackageTable(t *testing.T) {
 	graph := imports(t)
-	// Who may import the engine: the rules (they are its plug-ins), and
-	// what drives a stream (rebuild, the CLI).
-	driveStream := map[string]bool{"rules": true, "rebuild": true, "cmd/snapshift/app": true}
-	for pkg, deps := range graph {
+	rowOf := map[string]row{}
+	for _, r := range packageTable(t, readDoc(t)) {
+		for _, p := range r.pkgs {
+			if prev, ok := rowOf[p]; ok {
+				t.Errorf("ARCHITECTURE.md:%d: %s has a row already (line %d)", r.line, p, prev.line)
+			}
+			if _, ok := graph[p]; !ok {
+				t.Errorf("ARCHITECTURE.md:%d: %s is no package of the module (go list)", r.line, p)
+			}
+			rowOf[p] = r
+		}
+	}
+	var pkgs []string
+	for p := range graph {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, pkg := range pkgs {
+		r, ok := rowOf[pkg]
+		if !ok {
+			t.Errorf("%s has no row in ARCHITECTURE.md's package table: add one (what it is, what it may import)", pkg)
+			continue
+		}
+		for _, dep := range graph[pkg] {
+			if dep != "urfave/cli" && !r.allows[dep] {
+				t.Errorf("%s imports %s, which its row in ARCHITECTURE.md (line %d) does not allow: change the code, or the row and the reason", pkg, dep, r.line)
+			}
+		}
+	}
+}
+
+// TestLayering holds what the table cannot say: who may import the CLI
+// and urfave/cli.
+func TestLayering(t *testing.T) {
+	for pkg, deps := range imports(t) {
 		for _, dep := range deps {
 			switch {
-			case dep == "transform" && !driveStream[pkg]:
-				t.Errorf("%s imports transform: only the rules, rebuild and the CLI drive the stream (read snapshots through package state)", pkg)
-			case pkg == "rules" && (dep == "inspect" || dep == "snapshot" || dep == "verify"):
-				t.Errorf("rules imports %s: rules see the snapshot only through state and transform", dep)
 			case strings.HasPrefix(dep, "cmd/") && !strings.HasPrefix(pkg, "cmd/"):
 				t.Errorf("%s imports %s: nothing outside cmd/ imports the CLI", pkg, dep)
 			case dep == "urfave/cli" && !strings.HasPrefix(pkg, "cmd/"):
 				t.Errorf("%s imports urfave/cli: library packages know nothing of the command line", pkg)
-			case pkg == "state" && (dep == "transform" || dep == "rules" || dep == "inspect" || dep == "verify"):
-				t.Errorf("state imports %s: state sits below the engine and its users", dep)
-			case (pkg == "snapshot" || pkg == "codec" || pkg == "cidr" || pkg == "option") && dep != "internal/fsutil" && dep != "progress" && dep != "option":
-				t.Errorf("%s imports %s: the etcd, codec, address and option layers depend on nothing above them", pkg, dep)
-			case pkg == "ruleset" && dep != "cidr" && dep != "option":
-				t.Errorf("ruleset imports %s: the rules file format knows only addresses (verify and rules both read it)", dep)
 			}
 		}
+	}
+}
+
+var numbered = regexp.MustCompile(`^(\d+)\. \*\*`)
+
+// TestNumbering: the numbered promises and decisions that code comments
+// cite as "ARCHITECTURE.md §N" are numbered 1, 2, 3, ... without a gap or
+// a duplicate, and every such citation names one of them.
+func TestNumbering(t *testing.T) {
+	doc := readDoc(t)
+	in, want := false, 1
+	for i, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "## ") {
+			in = strings.HasPrefix(line, "## Revisions") || strings.HasPrefix(line, "## Decisions")
+			continue
+		}
+		m := numbered.FindStringSubmatch(line)
+		if !in || m == nil {
+			continue
+		}
+		if n, _ := strconv.Atoi(m[1]); n != want {
+			t.Errorf("ARCHITECTURE.md:%d: numbered %d, want %d (no gaps, no duplicates)", i+1, n, want)
+		}
+		want++
+	}
+	last := want - 1
+	cite := regexp.MustCompile(`ARCHITECTURE\.md ?§(\d+)`)
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || (!strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, ".md")) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range cite.FindAllSubmatch(b, -1) {
+			if n, _ := strconv.Atoi(string(m[1])); n < 1 || n > last {
+				t.Errorf("%s cites ARCHITECTURE.md §%d, which does not exist (1..%d)", path, n, last)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

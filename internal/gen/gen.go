@@ -250,7 +250,38 @@ func (s *sequencer) leaseID(n int) int64 {
 }
 
 func (s *sequencer) run(ctx context.Context) error {
-	// 1. The sample cluster, as internal/sample creates it (its Events on one lease).
+	if err := s.emitSample(); err != nil {
+		return err
+	}
+	s.emitClusterObjects()
+	// 4. Bulk objects, with their later updates and deletes interleaved.
+	for idx := int64(0); s.keys < s.cfg.Keys; idx++ {
+		if idx&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := s.out.failed(); err != nil {
+				return err
+			}
+		}
+		s.step = idx
+		s.due(idx)
+		s.bulk(idx)
+	}
+	s.due(1 << 62)
+	if err := s.emitBitmap(); err != nil {
+		return err
+	}
+	s.res.Keys = s.keys
+	s.res.LiveKeys = s.live
+	s.res.Revision = s.rev - 1
+	return nil
+}
+
+// emitSample emits 1. the sample cluster, as internal/sample creates it
+// (its Events on one lease), and 2. two rounds of kube-apiserver's
+// compactor: compacted at the first round's revision.
+func (s *sequencer) emitSample() error {
 	objs, err := sample.Objects()
 	if err != nil {
 		return err
@@ -278,12 +309,15 @@ func (s *sequencer) run(ctx context.Context) error {
 		return errors.New("gen: the sample has no service-IP RangeAllocation")
 	}
 
-	// 2. Two rounds of kube-apiserver's compactor: compacted at the first round's revision.
 	r1 := s.emit(job{kind: kRaw, key: sample.CompactRevKey, raw: []byte("0")})
 	s.emit(job{kind: kRaw, key: sample.CompactRevKey, raw: []byte(strconv.FormatInt(r1, 10)), variant: 1, create: r1, version: 2})
 	s.res.CompactRevision = r1
+	return nil
+}
 
-	// 3. CustomResourceDefinitions, Namespaces, Nodes.
+// emitClusterObjects emits 3. the CustomResourceDefinitions, Namespaces
+// and Nodes.
+func (s *sequencer) emitClusterObjects() {
 	for i := range crds {
 		s.emit(job{kind: kCRD, sub: uint8(i)})
 	}
@@ -310,24 +344,11 @@ func (s *sequencer) run(ctx context.Context) error {
 		}
 	}
 	s.res.Nodes = len(s.w.nodes)
+}
 
-	// 4. Bulk objects, with their later updates and deletes interleaved.
-	for idx := int64(0); s.keys < s.cfg.Keys; idx++ {
-		if idx&1023 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := s.out.failed(); err != nil {
-				return err
-			}
-		}
-		s.step = idx
-		s.due(idx)
-		s.bulk(idx)
-	}
-	s.due(1 << 62)
-
-	// 5. The allocator's bitmap, last written when the last Service was created.
+// emitBitmap emits 5. the allocator's bitmap, last written when the last
+// Service was created (and, churning, the last Events' deletes).
+func (s *sequencer) emitBitmap() error {
 	data, err := sample.ServiceIPBitmap(svcPrefix, s.svcIPs)
 	if err != nil {
 		return err
@@ -340,10 +361,6 @@ func (s *sequencer) run(ctx context.Context) error {
 	if s.churn {
 		s.deleteLastEvents() // the newest revisions are deletes
 	}
-
-	s.res.Keys = s.keys
-	s.res.LiveKeys = s.live
-	s.res.Revision = s.rev - 1
 	return nil
 }
 

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapshift/snapshift/internal/sample"
 )
 
 // kind is what a job writes.
@@ -364,36 +366,15 @@ func (w *world) pod(j *job) *corev1.Pod {
 	spec := &o.Spec
 	spec.Containers = make([]corev1.Container, len(a.containers))
 	for i, c := range a.containers {
-		c.VolumeMounts = append(append([]corev1.VolumeMount(nil), c.VolumeMounts...),
-			corev1.VolumeMount{Name: vol, ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"})
+		c.VolumeMounts = append(append([]corev1.VolumeMount(nil), c.VolumeMounts...), sample.KubeAPIAccessMount(vol))
 		spec.Containers[i] = c
 	}
 	spec.Volumes = []corev1.Volume{
 		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: a.name + "-config"}, DefaultMode: new(int32(420))}}},
-		{Name: vol, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{
-				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: new(int64(3607)), Path: "token"}},
-				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
-					Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
-					FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
-			},
-			DefaultMode: new(int32(420)),
-		}}},
+		sample.KubeAPIAccessVolume(vol),
 	}
-	spec.RestartPolicy = corev1.RestartPolicyAlways
-	spec.TerminationGracePeriodSeconds = new(int64(30))
-	spec.DNSPolicy = corev1.DNSClusterFirst
-	spec.ServiceAccountName = a.sa
-	spec.DeprecatedServiceAccount = a.sa
-	spec.NodeName = n.name
-	spec.SecurityContext = &corev1.PodSecurityContext{}
-	spec.SchedulerName = corev1.DefaultSchedulerName
-	spec.Tolerations = tolerations
-	spec.Priority = new(int32(0))
-	spec.EnableServiceLinks = new(true)
-	spec.PreemptionPolicy = new(corev1.PreemptLowerPriority)
+	podSpecDefaults(spec, a.sa, n.name)
 
 	started := sec(created.Add(time.Duration(3+r.intn(20)) * time.Second))
 	st := &o.Status
@@ -424,6 +405,23 @@ func (w *world) pod(j *job) *corev1.Pod {
 			[]byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"PodReadyToStartContainers\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:hostIPs":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"`+ip+`\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`)),
 	}
 	return o
+}
+
+// podSpecDefaults fills what the apiserver defaults in a scheduled Pod's
+// spec, for service account sa on node.
+func podSpecDefaults(spec *corev1.PodSpec, sa, node string) {
+	spec.RestartPolicy = corev1.RestartPolicyAlways
+	spec.TerminationGracePeriodSeconds = new(int64(30))
+	spec.DNSPolicy = corev1.DNSClusterFirst
+	spec.ServiceAccountName = sa
+	spec.DeprecatedServiceAccount = sa
+	spec.NodeName = node
+	spec.SecurityContext = &corev1.PodSecurityContext{}
+	spec.SchedulerName = corev1.DefaultSchedulerName
+	spec.Tolerations = tolerations
+	spec.Priority = new(int32(0))
+	spec.EnableServiceLinks = new(true)
+	spec.PreemptionPolicy = new(corev1.PreemptLowerPriority)
 }
 
 func (w *world) event(j *job) *corev1.Event {

@@ -139,17 +139,8 @@ func newApp(r *rng, ns string, a int) *appSpec {
 	if r.chance(50) {
 		envN = r.between(14, 36)
 	}
-	// kube-controller-manager's managedFields: a field set, serialized as structured-merge-diff
-	// does (keys sorted, "." first).
-	type set = map[string]any
-	leaf := set{}
-	item := func(fields ...string) set {
-		s := set{".": leaf}
-		for _, f := range fields {
-			s["f:"+f] = leaf
-		}
-		return s
-	}
+	type set = fieldSet
+	leaf, item := leafSet, fieldItem
 	probe := set{".": leaf, "f:failureThreshold": leaf, "f:httpGet": item("path", "port", "scheme"), "f:initialDelaySeconds": leaf,
 		"f:periodSeconds": leaf, "f:successThreshold": leaf, "f:timeoutSeconds": leaf}
 	containers := set{}
@@ -184,21 +175,7 @@ func newApp(r *rng, ns string, a int) *appSpec {
 		}
 		cf["f:env"] = env
 		if c == 0 {
-			cont.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
-				{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}}
-			p := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz",
-				Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}},
-				InitialDelaySeconds: 5, TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3}
-			cont.ReadinessProbe, cont.LivenessProbe = p, p
-			cont.VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/etc/" + name, ReadOnly: true}}
-			app.ports = []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromString("http")}}
-			if r.chance(400) {
-				app.ports = append(app.ports, corev1.ServicePort{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9090, TargetPort: intstr.FromInt32(9090)})
-			}
-			cf["f:livenessProbe"], cf["f:readinessProbe"] = probe, probe
-			cf["f:ports"] = set{".": leaf, `k:{"containerPort":8080,"protocol":"TCP"}`: item("containerPort", "name", "protocol"),
-				`k:{"containerPort":9090,"protocol":"TCP"}`: item("containerPort", "name", "protocol")}
-			cf["f:volumeMounts"] = set{".": leaf, `k:{"mountPath":"/etc/` + name + `"}`: item("mountPath", "name", "readOnly")}
+			app.mainContainer(r, &cont, cf, probe)
 		}
 		containers[`k:{"name":"`+cname+`"}`] = cf
 		app.containers = append(app.containers, cont)
@@ -216,6 +193,44 @@ func newApp(r *rng, ns string, a int) *appSpec {
 	}
 	app.kcmFields = raw
 	return app
+}
+
+// kube-controller-manager's managedFields: a field set, serialized as
+// structured-merge-diff does (keys sorted, "." first).
+type fieldSet = map[string]any
+
+// leafSet is a field set's leaf; fieldItem a set of the given leaf fields.
+var leafSet = fieldSet{}
+
+func fieldItem(fields ...string) fieldSet {
+	s := fieldSet{".": leafSet}
+	for _, f := range fields {
+		s["f:"+f] = leafSet
+	}
+	return s
+}
+
+// mainContainer gives an app's first container its ports, probes and
+// config mount (and their managed fields cf), and the app its Service
+// ports.
+func (app *appSpec) mainContainer(r *rng, cont *corev1.Container, cf, probe fieldSet) {
+	type set = fieldSet
+	leaf, item, name := leafSet, fieldItem, app.name
+	cont.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+		{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}}
+	p := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz",
+		Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}},
+		InitialDelaySeconds: 5, TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3}
+	cont.ReadinessProbe, cont.LivenessProbe = p, p
+	cont.VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/etc/" + name, ReadOnly: true}}
+	app.ports = []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromString("http")}}
+	if r.chance(400) {
+		app.ports = append(app.ports, corev1.ServicePort{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9090, TargetPort: intstr.FromInt32(9090)})
+	}
+	cf["f:livenessProbe"], cf["f:readinessProbe"] = probe, probe
+	cf["f:ports"] = set{".": leaf, `k:{"containerPort":8080,"protocol":"TCP"}`: item("containerPort", "name", "protocol"),
+		`k:{"containerPort":9090,"protocol":"TCP"}`: item("containerPort", "name", "protocol")}
+	cf["f:volumeMounts"] = set{".": leaf, `k:{"mountPath":"/etc/` + name + `"}`: item("mountPath", "name", "readOnly")}
 }
 
 func envValue(r *rng, name, ns string) string {

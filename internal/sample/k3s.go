@@ -6,7 +6,7 @@ package sample
 //   - node annotations as k3s-io/k3s pkg/nodeconfig writes them: <program>.io/node-args (JSON argv,
 //     "--flag=value" split, secrets "********"), node-env (JSON map), node-config-hash (base32 of the
 //     sha256 of args+env);
-//   - CoreDNS's Service rendered from k3s's own template (testdata/k3s), applied by k3s's deploy
+//   - CoreDNS's Service rendered from k3s's own template (internal/k3sfixtures), applied by k3s's deploy
 //     controller through wrangler, whose apply keeps the applied object in objectset.rio.cattle.io/applied
 //     (rancher/wrangler pkg/apply desiredset_compare.go: JSON, gzip, base64 without padding), and owned
 //     by the Addon kube-system/coredns (k3s.cattle.io/v1);
@@ -37,7 +37,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/internal/etcdtest"
-	k3sfixtures "github.com/snapshift/snapshift/testdata/k3s"
+	k3sfixtures "github.com/snapshift/snapshift/internal/k3sfixtures"
 )
 
 // The k3s corpus's ranges: k3s's defaults.

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigyaml "sigs.k8s.io/yaml"
 
-	calicocrds "github.com/snapshift/snapshift/testdata/crds/calico"
+	calicocrds "github.com/snapshift/snapshift/internal/calicocrds"
 )
 
 // crdV1 is the part of an apiextensions.k8s.io/v1 CustomResourceDefinition manifest the sample
@@ -206,7 +206,7 @@ func CalicoBlocks() map[string][]CalicoAllocation {
 	}
 }
 
-// calico adds Calico's IPAM CustomResourceDefinitions (the real ones, testdata/crds/calico), the
+// calico adds Calico's IPAM CustomResourceDefinitions (the real ones, internal/calicocrds), the
 // default IPv4 pool, and the IPAM state the Calico CNI plugin keeps for the pods: per node a
 // block with its affinity, and a handle per pod.
 func (b *builder) calico() {

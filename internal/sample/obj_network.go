@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -34,6 +35,13 @@ const webLastApplied = `{"apiVersion":"v1","kind":"Service","metadata":{"annotat
 `
 
 func serviceDetails() map[string]serviceDetail {
+	out := systemServiceDetails()
+	maps.Copy(out, appServiceDetails())
+	return out
+}
+
+// systemServiceDetails are the control plane's and the add-ons' Services.
+func systemServiceDetails() map[string]serviceDetail {
 	return map[string]serviceDetail{
 		"default/kubernetes": {
 			created: tInit,
@@ -62,6 +70,12 @@ func serviceDetails() map[string]serviceDetail {
 			selector: map[string]string{"k8s-app": "metrics-server"},
 			labels:   map[string]string{"k8s-app": "metrics-server"},
 		},
+	}
+}
+
+// appServiceDetails are the workloads' Services.
+func appServiceDetails() map[string]serviceDetail {
+	return map[string]serviceDetail{
 		"demo/web": {
 			created:     tApps + 10*time.Minute,
 			ports:       []corev1.ServicePort{tcp("http", 80, 8080)},

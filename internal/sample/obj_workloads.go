@@ -79,45 +79,12 @@ func podObject(p pod) *corev1.Pod {
 	}
 
 	spec := &obj.Spec
-	spec.Containers = p.containers
-	spec.RestartPolicy = corev1.RestartPolicyAlways
-	spec.TerminationGracePeriodSeconds = new(int64(30))
-	spec.DNSPolicy = corev1.DNSClusterFirst
-	spec.ServiceAccountName = p.sa
-	spec.DeprecatedServiceAccount = p.sa
-	spec.NodeName = p.node
-	spec.HostNetwork = hostNetwork
-	spec.SecurityContext = &corev1.PodSecurityContext{}
-	spec.SchedulerName = corev1.DefaultSchedulerName
-	spec.EnableServiceLinks = new(true)
-	spec.PreemptionPolicy = new(corev1.PreemptLowerPriority)
-	spec.Priority = new(int32(0))
-	switch p.priority {
-	case "system-node-critical":
-		spec.Priority = new(int32(2000001000))
-	case "system-cluster-critical":
-		spec.Priority = new(int32(2000000000))
-	}
-	spec.PriorityClassName = p.priority
-	spec.Tolerations = []corev1.Toleration{
-		{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
-		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
-	}
+	podSpec(spec, p, hostNetwork)
 	if p.sa != "" {
 		vol := "kube-api-access-" + fakeID(p.namespace, p.name)[:5]
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{
-				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: new(int64(3607)), Path: "token"}},
-				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
-					Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
-					FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
-			},
-			DefaultMode: new(int32(420)),
-		}}})
+		spec.Volumes = append(spec.Volumes, KubeAPIAccessVolume(vol))
 		for i := range spec.Containers {
-			spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, corev1.VolumeMount{
-				Name: vol, ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"})
+			spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, KubeAPIAccessMount(vol))
 		}
 	}
 
@@ -154,6 +121,55 @@ func podObject(p pod) *corev1.Pod {
 		st.Phase = corev1.PodSucceeded
 	}
 	return obj
+}
+
+// podSpec fills a scheduled Pod's spec as the apiserver stores it.
+func podSpec(spec *corev1.PodSpec, p pod, hostNetwork bool) {
+	spec.Containers = p.containers
+	spec.RestartPolicy = corev1.RestartPolicyAlways
+	spec.TerminationGracePeriodSeconds = new(int64(30))
+	spec.DNSPolicy = corev1.DNSClusterFirst
+	spec.ServiceAccountName = p.sa
+	spec.DeprecatedServiceAccount = p.sa
+	spec.NodeName = p.node
+	spec.HostNetwork = hostNetwork
+	spec.SecurityContext = &corev1.PodSecurityContext{}
+	spec.SchedulerName = corev1.DefaultSchedulerName
+	spec.EnableServiceLinks = new(true)
+	spec.PreemptionPolicy = new(corev1.PreemptLowerPriority)
+	spec.Priority = new(int32(0))
+	switch p.priority {
+	case "system-node-critical":
+		spec.Priority = new(int32(2000001000))
+	case "system-cluster-critical":
+		spec.Priority = new(int32(2000000000))
+	}
+	spec.PriorityClassName = p.priority
+	spec.Tolerations = []corev1.Toleration{
+		{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
+		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
+	}
+}
+
+// KubeAPIAccessVolume is the projected volume (token, kube-root-ca.crt,
+// namespace) the ServiceAccount admission plugin adds to a Pod, and
+// KubeAPIAccessMount its mount in every container.
+func KubeAPIAccessVolume(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: new(int64(3607)), Path: "token"}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+		DefaultMode: new(int32(420)),
+	}}}
+}
+
+// KubeAPIAccessMount mounts KubeAPIAccessVolume name.
+func KubeAPIAccessMount(name string) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}
 }
 
 // replicaSetOwner returns the controller reference of a Pod created by a ReplicaSet.

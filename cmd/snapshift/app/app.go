@@ -18,11 +18,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
-	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/verify"
 )
 
@@ -139,7 +139,7 @@ func ExitCode(ctx context.Context, err error) int {
 		return ExitBadInput
 	case errors.Is(err, verify.ErrFailed):
 		return ExitVerify
-	case errors.Is(err, fsutil.ErrExists), errors.Is(err, transform.ErrRefused), errors.Is(err, errRefused), errors.Is(err, state.ErrEncrypted):
+	case errors.Is(err, fsutil.ErrExists), errors.Is(err, migrate.ErrRefused), errors.Is(err, errRefused), errors.Is(err, state.ErrEncrypted):
 		return ExitRefused
 	case errors.As(err, new(*option.Error)):
 		return ExitUsage // an option that is wrong on its own or for this snapshot
@@ -185,6 +185,7 @@ var libraryFlags = map[string]string{
 	"RevisionBump":   "--bump-revision",
 	"MarkCompacted":  "--mark-compacted",
 	"InitialCluster": "--initial-cluster",
+	"Route":          "--route",
 }
 
 // flagName renders an option field as the flag that sets it.

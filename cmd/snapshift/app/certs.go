@@ -134,7 +134,7 @@ func (o *certsOptions) write() ([]pki.Result, error) {
 
 func certsCommand() *cli.Command {
 	o := &certsOptions{}
-	return &cli.Command{
+	return newCommand(o, o.flags(), cli.Command{
 		Name:  "certs",
 		Usage: "write kubeadm-layout certificates and kubeconfigs for the new networks or members",
 		Description: "Modes (one of):\n" +
@@ -148,9 +148,7 @@ func certsCommand() *cli.Command {
 			"File names and layout are kubeadm's. Keys are 0600; every replaced file is kept as <file>.bak.\n\n" +
 			"Example:\n   snapshift certs --renew apiserver --cert-dir /etc/kubernetes/pki \\\n" +
 			"     --old-service-cidr 192.168.0.0/16 --service-cidr 172.24.0.0/16",
-		Flags:  o.flags(),
-		Action: action(o),
-	}
+	})
 }
 
 // parseEtcdMember reads NAME=PEER_URL[,CLIENT_URL].

@@ -196,3 +196,16 @@ func TestCustomPrefixCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreCopyRouteRemoved: --route copy names its removal, writes
+// nothing, and exits as a usage error.
+func TestRestoreCopyRouteRemoved(t *testing.T) {
+	work := t.TempDir()
+	r := run(t, append(fusedRestoreInto(samplePath, work), "--route", "copy", "--quiet")...)
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "removed") || !strings.Contains(r.stderr, "--route") {
+		t.Errorf("restore --route copy: exit %d, stderr %q; want %d and a line saying --route copy was removed", r.code, r.stderr, ExitUsage)
+	}
+	if ents, _ := os.ReadDir(work); len(ents) > 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+}

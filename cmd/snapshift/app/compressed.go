@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/snapshot"
 )
 
@@ -140,7 +141,7 @@ func (o *transformOptions) removePlain() {
 }
 
 // printCompressed says how a compressed output was written.
-func printCompressed(out io.Writer, res *Result) {
+func printCompressed(out io.Writer, res *migrate.Result) {
 	if res.Compressed == "" {
 		return
 	}

@@ -67,7 +67,11 @@ func (o *getOptions) Run(ctx context.Context) error {
 
 func getCommand() *cli.Command {
 	o := &getOptions{}
-	return &cli.Command{
+	return newCommand(o, []cli.Flag{
+		o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.outputFlag("yaml", "json"),
+		&cli.BoolFlag{Name: "show-secrets", Destination: &o.showSecrets, Usage: "print Secret data in full"},
+		&cli.BoolFlag{Name: "show-entry", Destination: &o.showEntry, Usage: "print {entry, object}: the etcd entry's metadata with the object"},
+	}, cli.Command{
 		Name:      "get",
 		Usage:     "print one live key's decoded object (Secret data redacted)",
 		ArgsUsage: "SNAPSHOT KEY",
@@ -77,11 +81,5 @@ func getCommand() *cli.Command {
 			"is no object, e.g. one that cannot be decrypted, prints that wrapper in JSON, a comment in YAML).\n" +
 			"Secret data is replaced by its length unless --show-secrets is given.\n\n" +
 			"Example:\n   snapshift get snapshot.db /registry/services/specs/kube-system/kube-dns -o json | jq .spec.clusterIP",
-		Flags: []cli.Flag{
-			o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.outputFlag("yaml", "json"),
-			&cli.BoolFlag{Name: "show-secrets", Destination: &o.showSecrets, Usage: "print Secret data in full"},
-			&cli.BoolFlag{Name: "show-entry", Destination: &o.showEntry, Usage: "print {entry, object}: the etcd entry's metadata with the object"},
-		},
-		Action: action(o),
-	}
+	})
 }

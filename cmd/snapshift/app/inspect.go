@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapshift/snapshift/inspect"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 type inspectOptions struct {
@@ -34,25 +35,19 @@ func (o *inspectOptions) Run(ctx context.Context) error {
 	if u := o.in.unzipped; u != nil {
 		r.Path, r.Compressed = o.in.original, u.Entry
 	}
-	if o.json() {
-		return writeJSON(o.stdout, r)
-	}
-	printInspect(o.stdout, r)
-	return nil
+	return o.render(r, func(w io.Writer) { printInspect(w, r) })
 }
 
 func inspectCommand() *cli.Command {
 	o := &inspectOptions{}
-	return &cli.Command{
+	return newCommand(o, []cli.Flag{o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()}, cli.Command{
 		Name:      "inspect",
 		Usage:     "summarise a snapshot: hash, revisions, key counts per resource, encodings, detected CIDRs",
 		ArgsUsage: "SNAPSHOT",
 		Description: "Checks the sha256 trailer and the bbolt structure, indexes every revision, and reports what\n" +
 			"the cluster holds. Reads the file only.\n\n" +
 			"Example:\n   snapshift inspect /backup/etcd-2026-11-21.db\n   snapshift inspect -o json snapshot.db | jq .networks",
-		Flags:  []cli.Flag{o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()},
-		Action: action(o),
-	}
+	})
 }
 
 func printInspect(out io.Writer, r *inspect.Report) {
@@ -98,7 +93,7 @@ func printSummary(out io.Writer, r *inspect.Report) {
 		fmt.Fprintf(w, "Storage version:\t%s\n", r.Meta.StorageVersion)
 	}
 	fmt.Fprintf(w, "Keys:\t%d live, %d revisions in the key bucket (%d tombstones)\n", r.LiveKeys, r.Entries, r.Tombstones)
-	if r.EtcdPrefix != state.DefaultPrefix {
+	if r.EtcdPrefix != wellknown.DefaultPrefix {
 		fmt.Fprintf(w, "Etcd prefix:\t%s (kube-apiserver --etcd-prefix; objects are counted by resource under it)\n", r.EtcdPrefix)
 	}
 	var b []string

@@ -20,7 +20,7 @@ import (
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/snapshot"
-	k3sfixtures "github.com/snapshift/snapshift/testdata/k3s"
+	k3sfixtures "github.com/snapshift/snapshift/internal/k3sfixtures"
 )
 
 // k3sCorpus writes the k3s (or RKE2) corpus to a real embedded etcd, saves it as etcdctl (and k3s's

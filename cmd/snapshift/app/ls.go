@@ -55,13 +55,11 @@ func (o *lsOptions) Run(ctx context.Context) error {
 
 func lsCommand() *cli.Command {
 	o := &lsOptions{}
-	return &cli.Command{
+	return newCommand(o, []cli.Flag{o.tmpDirFlag(), o.skipHashFlag(), o.outputFlag()}, cli.Command{
 		Name:      "ls",
 		Usage:     "list live keys with their revision and type",
 		ArgsUsage: "SNAPSHOT [PREFIX]",
 		Description: "Lists the live keys (newest revision of each, deleted keys left out), sorted by key.\n\n" +
 			"Example:\n   snapshift ls snapshot.db /registry/services/specs/",
-		Flags:  []cli.Flag{o.tmpDirFlag(), o.skipHashFlag(), o.outputFlag()},
-		Action: action(o),
-	}
+	})
 }

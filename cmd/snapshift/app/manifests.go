@@ -117,7 +117,7 @@ func (o *manifestsOptions) Run(context.Context) error {
 
 func manifestsCommand() *cli.Command {
 	o := &manifestsOptions{}
-	return &cli.Command{
+	return newCommand(o, o.flags(), cli.Command{
 		Name:  "manifests",
 		Usage: "rewrite the static-pod manifests for the new networks or etcd member, or generate kubeadm-equivalent ones",
 		Description: "Reads kube-apiserver.yaml, kube-controller-manager.yaml, kube-scheduler.yaml and etcd.yaml from\n" +
@@ -128,7 +128,5 @@ func manifestsCommand() *cli.Command {
 			"a .bak as a static pod).\n\n" +
 			"Example:\n   snapshift manifests --manifest-dir /etc/kubernetes/manifests --out-dir /root/new-manifests \\\n" +
 			"     --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
-		Flags:  o.flags(),
-		Action: action(o),
-	}
+	})
 }

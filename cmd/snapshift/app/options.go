@@ -23,6 +23,22 @@ type command interface {
 	Run(ctx context.Context) error
 }
 
+// newCommand is c with its flags and its action, which runs o: every
+// command is wired the same way.
+func newCommand(o command, flags []cli.Flag, c cli.Command) *cli.Command {
+	c.Flags, c.Action = flags, action(o)
+	return &c
+}
+
+// render prints v as JSON with --output json, else as text prints it.
+func (o *common) render(v any, text func(io.Writer)) error {
+	if o.json() {
+		return writeJSON(o.stdout, v)
+	}
+	text(o.stdout)
+	return nil
+}
+
 // action runs a command.
 func action(cmd command) cli.ActionFunc {
 	return func(c *cli.Context) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rebuild"
 )
@@ -64,15 +65,11 @@ func (o *rebuildOptions) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	if o.json() {
-		return writeJSON(o.stdout, r)
-	}
-	printRebuild(o.stdout, r)
-	return nil
+	return o.render(r, func(w io.Writer) { printRebuild(w, r) })
 }
 
 func printRebuild(w io.Writer, r *rebuild.Report) {
-	printTransform(w, &Result{Report: r.Transform, Plan: r.Plan, Leftovers: r.Leftovers})
+	printTransform(w, &migrate.Result{Report: r.Transform, Plan: r.Plan, Leftovers: r.Leftovers})
 	fmt.Fprintln(w)
 	for _, p := range r.PKI {
 		printCerts(w, p)
@@ -104,7 +101,11 @@ func printRebuild(w io.Writer, r *rebuild.Report) {
 
 func rebuildCommand() *cli.Command {
 	o := &rebuildOptions{}
-	return &cli.Command{
+	return newCommand(o, []cli.Flag{
+		&cli.StringFlag{Name: "config", Required: true, Destination: &o.config, Usage: "the RebuildConfiguration file"},
+		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing"},
+		o.outputFlag(), o.quietFlag(),
+	}, cli.Command{
 		Name:  "rebuild",
 		Usage: "run the whole chain from one config file into a bundle: transform, verify, restore, certs, manifests, runbook",
 		Description: "Reads a RebuildConfiguration (snapshift.io/v1alpha1) naming the snapshot, the new networks, the etcd\n" +
@@ -113,11 +114,5 @@ func rebuildCommand() *cli.Command {
 			"RUNBOOK.md of the remaining steps for this cluster. The bundle appears only when every phase has\n" +
 			"succeeded. --dry-run builds and checks it in a temporary directory and removes it.\n\n" +
 			"Example:\n   snapshift rebuild --config testdata/rebuild.yaml",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Required: true, Destination: &o.config, Usage: "the RebuildConfiguration file"},
-			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing"},
-			o.outputFlag(), o.quietFlag(),
-		},
-		Action: action(o),
-	}
+	})
 }

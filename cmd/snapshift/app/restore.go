@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
-	"github.com/snapshift/snapshift/transform"
 )
 
 // restoreOptions are restore's options, named as etcdutl's.
@@ -35,8 +36,8 @@ func (o *restoreOptions) flags() []cli.Flag {
 			Usage: "raise the revision by this much (0 with --mark-compacted=false to disable)"},
 		&cli.BoolFlag{Name: "mark-compacted", Value: true, Destination: &o.cfg.MarkCompacted, Usage: "mark the bumped revision compacted (goes with --bump-revision)"},
 		&cli.BoolFlag{Name: "keep-alarms", Destination: &o.cfg.KeepAlarms, Usage: "keep the snapshot's active etcd alarms (NOSPACE, CORRUPT); by default the member starts without them"},
-		&cli.StringFlag{Name: "route", Value: transform.RouteRewrite, Destination: &o.route,
-			Usage: "with rule flags: rewrite (write the live state anew into the member, as transform writes a snapshot: the snapshot's old revisions never reach the member's disk) or copy (copy the snapshot's database and append the changes; etcd compacts its old revisions at first boot)"},
+		&cli.StringFlag{Name: "route", Value: migrate.RouteRewrite, Destination: &o.route,
+			Usage: "with rule flags: rewrite, the only route (the live state is written anew into the member, as transform writes a snapshot; the copy route was removed)"},
 		o.tmpDirFlag(), o.skipHashFlag(), o.outputFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.quietFlag(),
 	}
 }
@@ -74,12 +75,12 @@ func (o *restoreOptions) Validate() error {
 
 func (o *restoreOptions) Run(ctx context.Context) error {
 	ropts := o.rules.options()
-	rs, plan, err := rules.Build(ropts)
+	on, err := rules.Selected(ropts)
 	if err != nil {
 		return err
 	}
-	if len(rs) > 0 {
-		return o.runFused(ctx, ropts, rs, plan)
+	if len(on) > 0 {
+		return o.runFused(ctx, ropts)
 	}
 	cfg := o.cfg
 	rep, err := snapshot.RestoreWithReport(ctx, cfg)
@@ -107,23 +108,25 @@ func (o *restoreOptions) printRestored() {
 // runFused applies the rules while restoring: no snapshot file is written
 // in between, and the member's database is checked as transform checks its
 // output before the data dir is renamed into place.
-func (o *restoreOptions) runFused(ctx context.Context, ropts rules.Options, rs []transform.Rule, plan *rules.Plan) error {
-	cfg := transform.Config{Input: o.cfg.SnapshotPath, Restore: []snapshot.RestoreConfig{o.cfg}, KeepAlarms: o.cfg.KeepAlarms, Route: o.route}
-	res, err := runRules(ctx, &o.common, cfg, ropts, rs, plan)
+func (o *restoreOptions) runFused(ctx context.Context, ropts rules.Options) error {
+	cfg, err := o.migrateConfig(o.cfg.SnapshotPath, ropts)
 	if err != nil {
 		return err
 	}
-	if o.json() {
-		return writeJSON(o.stdout, res)
+	cfg.Restore, cfg.KeepAlarms, cfg.Route = []snapshot.RestoreConfig{o.cfg}, o.cfg.KeepAlarms, o.route
+	res, err := migrate.Run(ctx, cfg)
+	if err != nil {
+		return err
 	}
-	printTransform(o.stdout, res)
-	o.printRestored()
-	return nil
+	return o.render(res, func(w io.Writer) {
+		printTransform(w, res)
+		o.printRestored()
+	})
 }
 
 func restoreCommand() *cli.Command {
 	o := &restoreOptions{}
-	return &cli.Command{
+	return newCommand(o, o.allFlags(), cli.Command{
 		Name:      "restore",
 		Usage:     "restore a snapshot into a new etcd member data dir (etcdutl's restore, with safe defaults)",
 		ArgsUsage: "SNAPSHOT",
@@ -133,13 +136,11 @@ func restoreCommand() *cli.Command {
 			"resourceVersion relists. The data dir is built under a temporary name and renamed into place;\n" +
 			"it must not exist or be empty. Run once per member with the same --initial-cluster and token.\n\n" +
 			"With rule flags (those of transform, e.g. --service-cidr, or --rules FILE) the rules are applied on\n" +
-			"the way, in one pass: the snapshot's database is copied into the member at disk speed and the changed\n" +
-			"objects are written into the copy, checked as transform checks its output, before the data dir is\n" +
-			"renamed into place; no new snapshot file is written. etcd compacts the old revisions at first boot.\n\n" +
+			"the way, in one pass: the live state is written anew into the member's database, as transform writes\n" +
+			"a snapshot (the snapshot's old revisions never reach the member's disk), and checked as transform\n" +
+			"checks its output before the data dir is renamed into place; no new snapshot file is written.\n\n" +
 			"Example:\n   snapshift restore new.db --name cp1 --data-dir /var/lib/etcd-new \\\n" +
 			"     --initial-cluster cp1=https://10.0.0.11:2380 --initial-advertise-peer-urls https://10.0.0.11:2380\n" +
 			"   snapshift restore etcd.db --name cp1 --data-dir /var/lib/etcd-new --service-cidr 172.24.0.0/16 ...",
-		Flags:  o.allFlags(),
-		Action: action(o),
-	}
+	})
 }

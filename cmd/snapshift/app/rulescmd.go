@@ -84,13 +84,11 @@ func (o *rulesOptions) Run(context.Context) error {
 
 func rulesCommand() *cli.Command {
 	o := &rulesOptions{}
-	return &cli.Command{
+	return newCommand(o, []cli.Flag{o.outputFlag()}, cli.Command{
 		Name:  "rules",
 		Usage: "list the rules: what each changes, its flags and its rebuild-file keys",
 		Description: "Lists every registered rule in the order they run, what it touches, and its options as\n" +
 			"plan/transform flags and as RebuildConfiguration keys.\n\n" +
 			"Example:\n   snapshift rules\n   snapshift rules -o json | jq '.[].options[].flag'",
-		Flags:  []cli.Flag{o.outputFlag()},
-		Action: action(o),
-	}
+	})
 }

@@ -10,25 +10,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/leftovers"
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
-	"github.com/snapshift/snapshift/state"
-	"github.com/snapshift/snapshift/transform"
-	"github.com/snapshift/snapshift/verify"
+	"github.com/snapshift/snapshift/wellknown"
 )
-
-// Result is what plan and transform print: the engine's report, the
-// network plan the rules made, and the leftover scan.
-type Result struct {
-	*transform.Report
-	Plan      *rules.Plan           `json:"plan,omitempty"`
-	Leftovers *rules.LeftoverReport `json:"leftovers,omitempty"`
-	// Compressed is the zip written (a compressed k3s/RKE2 snapshot), and
-	// Sidecar the .metadata file copied beside it.
-	Compressed string `json:"compressed,omitempty"`
-	Sidecar    string `json:"metadataSidecar,omitempty"`
-}
 
 // transformOptions are plan's and transform's options: plan is a transform
 // that writes nothing.
@@ -79,12 +66,11 @@ func (o *transformOptions) Validate() error {
 }
 
 func (o *transformOptions) Run(ctx context.Context) error {
-	ropts := o.rules.options()
-	rs, plan, err := rules.Build(ropts)
+	cfg, err := o.migrateConfig(o.input, o.rules.options())
 	if err != nil {
 		return err
 	}
-	cfg := transform.Config{Input: o.input, Output: o.out, Force: o.force, DryRun: o.dryRun, KeepAlarms: o.keepAlarms}
+	cfg.Output, cfg.Force, cfg.DryRun, cfg.KeepAlarms = o.out, o.force, o.dryRun, o.keepAlarms
 	zipped := !o.dryRun && o.wantZip()
 	switch {
 	case o.dryRun:
@@ -95,7 +81,7 @@ func (o *transformOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	res, err := runRules(ctx, &o.common, cfg, ropts, rs, plan)
+	res, err := migrate.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -111,55 +97,24 @@ func (o *transformOptions) Run(ctx context.Context) error {
 	if o.in.unzipped != nil {
 		res.Report.Input.Path = o.in.original
 	}
-	if o.json() {
-		return writeJSON(o.stdout, res)
-	}
-	printTransform(o.stdout, res)
-	return nil
+	return o.render(res, func(w io.Writer) { printTransform(w, res) })
 }
 
-// runRules runs the rules over cfg's input as plan, transform and the
-// fused restore do: the leftover scan, the check of the output, and the
-// common options (hash check, encryption, prefix, progress).
-func runRules(ctx context.Context, o *common, cfg transform.Config, ropts rules.Options, rs []transform.Rule, plan *rules.Plan) (*Result, error) {
+// migrateConfig is the migration of the input with the rules' options and
+// the common options (hash check, encryption, prefix, progress), as plan,
+// transform and the fused restore run it.
+func (o *common) migrateConfig(input string, ropts rules.Options) (migrate.Config, error) {
 	enc, err := o.encryption()
 	if err != nil {
-		return nil, err
+		return migrate.Config{}, err
 	}
-	scan := rules.NewLeftoverScan(plan)
-	scan.Encryption = enc
-	cfg.SkipHashCheck, cfg.Progress, cfg.EtcdPrefix = o.skipHash, o.progress(), o.etcdPrefix
-	cfg.Rules, cfg.Observers, cfg.Encryption, cfg.VerifyOutput = rs, []transform.Observer{scan}, enc, verifyOutput(ropts, enc)
-	r, err := transform.Run(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Report: r}
-	if plan.Service != nil || plan.Pod != nil {
-		res.Plan, res.Leftovers = plan, scan.Report()
-	}
-	return res, nil
-}
-
-// verifyOutput is transform's check of its own output before publishing it.
-func verifyOutput(ropts rules.Options, enc *encryption.Config) func(ctx context.Context, path, prefix string) error {
-	return func(ctx context.Context, path, prefix string) error {
-		cfg := verifyConfig(ropts)
-		cfg.Path, cfg.Encryption, cfg.JustWritten, cfg.SkipHashCheck, cfg.EtcdPrefix = path, enc, true, true, prefix
-		r, err := verify.Run(ctx, cfg)
-		if err != nil {
-			return fmt.Errorf("checking the new snapshot: %w", err)
-		}
-		if err := r.Err(); err != nil {
-			return fmt.Errorf("the new snapshot was not published: %w", err)
-		}
-		return nil
-	}
+	return migrate.Config{Input: input, Rules: ropts, SkipHashCheck: o.skipHash, Progress: o.progress(),
+		EtcdPrefix: o.etcdPrefix, Encryption: enc}, nil
 }
 
 func planCommand() *cli.Command {
 	o := &transformOptions{plan: true}
-	return &cli.Command{
+	return newCommand(o, o.flags(), cli.Command{
 		Name:      "plan",
 		Usage:     "show what transform would change, writing nothing",
 		ArgsUsage: "SNAPSHOT",
@@ -168,14 +123,12 @@ func planCommand() *cli.Command {
 			"that no rule moves (pod IPs, endpoints, annotations, other ConfigMaps, custom resources).\n" +
 			"`snapshift rules` lists the rules and their flags.\n\n" +
 			"Example:\n   snapshift plan etcd.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
-		Flags:  o.flags(),
-		Action: action(o),
-	}
+	})
 }
 
 func transformCommand() *cli.Command {
 	o := &transformOptions{}
-	return &cli.Command{
+	return newCommand(o, o.flags(), cli.Command{
 		Name:      "transform",
 		Usage:     "write a new snapshot with the chosen rules applied",
 		ArgsUsage: "SNAPSHOT",
@@ -184,23 +137,21 @@ func transformCommand() *cli.Command {
 			"it is an identity transform: the same live keys and values, old revisions dropped, marked\n" +
 			"compacted. With --dry-run nothing is written and the report says what would change.\n\n" +
 			"Example:\n   snapshift transform /backup/etcd.db --out /backup/etcd-new.db",
-		Flags:  o.flags(),
-		Action: action(o),
-	}
+	})
 }
 
 // maxChangesPerRule bounds the changed objects the text report lists per
 // rule (or combination of rules).
 const maxChangesPerRule = 50
 
-func printTransform(out io.Writer, res *Result) {
+func printTransform(out io.Writer, res *migrate.Result) {
 	r := res.Report
 	verb := "wrote"
 	if r.DryRun {
 		verb = "would write"
 	}
 	fmt.Fprintf(out, "Input:  %s (revision %d, %d live keys, %d revisions)\n", r.Input.Path, r.Input.CurrentRevision, r.Input.LiveKeys, r.Input.Entries)
-	if r.Input.EtcdPrefix != state.DefaultPrefix {
+	if r.Input.EtcdPrefix != wellknown.DefaultPrefix {
 		fmt.Fprintf(out, "Prefix: the cluster keeps its objects under %s (kube-apiserver --etcd-prefix); the rules read and write there\n", r.Input.EtcdPrefix)
 	}
 	if r.Output != nil {
@@ -269,12 +220,9 @@ func printTransform(out io.Writer, res *Result) {
 }
 
 // printKeys prints the key counts and the revisions.
-func printKeys(out io.Writer, r *transform.Report, verb string) {
+func printKeys(out io.Writer, r *migrate.Report, verb string) {
 	dropped, compacted := "dropped", fmt.Sprintf("compacted at %d", r.CompactRevision)
-	switch r.Route {
-	case transform.RouteCopy: // a copy of the input, edited: etcd compacts at boot
-		dropped, compacted = "left for etcd to compact at first boot", "everything older is compacted"
-	case transform.RouteRewrite:
+	if r.Route == migrate.RouteRewrite {
 		compacted = "everything older is compacted"
 	}
 	fmt.Fprintf(out, "Keys:   %s %d unchanged, %d replaced, %d created; %d deleted; %d old revisions and tombstones %s\n",
@@ -287,7 +235,7 @@ func printKeys(out io.Writer, r *transform.Report, verb string) {
 }
 
 // namespaceCounts is "kube-system 3, demo 2".
-func namespaceCounts(ns []rules.NamespaceCount) string {
+func namespaceCounts(ns []leftovers.NamespaceCount) string {
 	s := make([]string, len(ns))
 	for i, n := range ns {
 		s[i] = fmt.Sprintf("%s %d", n.Namespace, n.Keys)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/verify"
 )
 
@@ -29,7 +29,7 @@ func (o *verifyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := verifyConfig(o.rules.options())
+	cfg := migrate.VerifyConfig(o.rules.options())
 	cfg.Path, cfg.SkipHashCheck, cfg.Structure, cfg.Progress, cfg.Encryption = o.path, o.skipHash, true, o.progress(), enc
 	cfg.EtcdPrefix = o.etcdPrefix
 	r, err := verify.Run(ctx, cfg)
@@ -46,16 +46,9 @@ func (o *verifyOptions) Run(ctx context.Context) error {
 	return r.Err()
 }
 
-// verifyConfig is the verify configuration that checks what the rules
-// with these options promise.
-func verifyConfig(ro rules.Options) verify.Config {
-	return verify.Config{ServiceCIDR: ro.ServiceCIDR, PodNetworkCIDR: ro.PodNetworkCIDR,
-		KeepServiceIPs: ro.KeepServiceIPs, DNSService: ro.DNSService, Rules: ro.Rules, ServiceCIDRMap: ro.ServiceCIDRMap}
-}
-
 func verifyCommand() *cli.Command {
 	o := &verifyOptions{}
-	return &cli.Command{
+	return newCommand(o, append(o.rules.flags(verifyRuleOptions), o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()), cli.Command{
 		Name:      "verify",
 		Usage:     "check a snapshot: file, etcd revisions, Kubernetes values, and the new networks' invariants",
 		ArgsUsage: "SNAPSHOT",
@@ -66,9 +59,7 @@ func verifyCommand() *cli.Command {
 			"IPAddress objects equal to what the Services imply, the default ServiceCIDR, node CIDRs inside the\n" +
 			"cluster CIDR and disjoint, and the ConfigMaps in agreement. Exit code 5 when a check fails.\n\n" +
 			"Example:\n   snapshift verify etcd-new.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
-		Flags:  append(o.rules.flags(verifyRuleOptions), o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag()),
-		Action: action(o),
-	}
+	})
 }
 
 func printVerify(w io.Writer, r *verify.Report) {

@@ -128,7 +128,7 @@ func repackNodes(w podWish, waiting []waitingCIDR, outs [][]string, placed *[]pl
 	})
 	var problems []string
 	for _, c := range waiting {
-		_, n, _ := pairOf(w.Old, w.New, c.p.Addr())
+		_, n, _ := cidr.PairOf(w.Old, w.New, c.p.Addr())
 		block, ok := freeBlock(n, c.p.Bits(), *placed)
 		if !ok {
 			problems = append(problems, fmt.Sprintf("node %s: no free /%d left in the new cluster CIDR %s for %s", c.name, c.p.Bits(), n, c.p))
@@ -213,7 +213,7 @@ func mapNodeCIDR(old, new []netip.Prefix, c string) (netip.Prefix, error) {
 		return p, fmt.Errorf("podCIDR %q is not a CIDR", c)
 	}
 	p = p.Masked()
-	o, n, ok := pairOf(old, new, p.Addr())
+	o, n, ok := cidr.PairOf(old, new, p.Addr())
 	switch {
 	case !ok:
 		return p, nil
@@ -234,7 +234,7 @@ func mapNodeCIDR(old, new []netip.Prefix, c string) (netip.Prefix, error) {
 func checkPlacement(old, new []netip.Prefix, placed []placedCIDR) []string {
 	var problems []string
 	for i, a := range placed {
-		if _, n, ok := pairOf(old, new, a.p.Addr()); ok && !(n.Contains(a.p.Addr()) && a.p.Bits() >= n.Bits()) {
+		if _, n, ok := cidr.PairOf(old, new, a.p.Addr()); ok && !(n.Contains(a.p.Addr()) && a.p.Bits() >= n.Bits()) {
 			problems = append(problems, fmt.Sprintf("node %s: %s would be outside the new cluster CIDR %s", a.node, a.p, n))
 		}
 		for _, b := range placed[i+1:] {

@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // KeptServiceCIDRName names the ServiceCIDR that keeps the addresses of
@@ -66,25 +68,25 @@ func (r *ServiceCIDR) planKeptRange(v *state.View) error {
 		return nil
 	}
 	r.sp.KeptRanges = kept
-	def, ok, err := v.Get(state.KeyDefaultServiceCIDR)
+	def, ok, err := v.Get(wellknown.KeyDefaultServiceCIDR)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		r.notef("the kept Services stay in %s, which no ServiceCIDR can cover on this cluster (no ServiceCIDR objects: the bitmap allocator): kube-apiserver's repair loop records a ClusterIPOutOfRange warning for each every few minutes until it is recreated in the new range",
-			joinPrefixes(kept))
+			cidr.Join(kept))
 		return nil
 	}
-	key := state.PrefixServiceCIDRs + KeptServiceCIDRName
+	key := wellknown.PrefixServiceCIDRs + KeptServiceCIDRName
 	if earlier, ok, err := v.Get(key); err != nil {
 		return err
 	} else if ok {
 		// An earlier migration's (a second run on its output, or a migration
 		// before the kept Services were recreated): kept if it covers them.
 		have, _ := state.ServiceCIDRSpec(earlier.Value.Obj)
-		if !isKeptServiceCIDR(earlier) || strings.Join(have, ",") != joinPrefixes(kept) {
+		if !isKeptServiceCIDR(earlier) || strings.Join(have, ",") != cidr.Join(kept) {
 			return fmt.Errorf("%w: the kept Services need ServiceCIDR %s over %s, but the snapshot already holds one by that name over %s; recreate the Services it keeps (kube-controller-manager then deletes it) and take a new snapshot",
-				transform.ErrRefused, KeptServiceCIDRName, joinPrefixes(kept), strings.Join(have, ","))
+				transform.ErrRefused, KeptServiceCIDRName, cidr.Join(kept), strings.Join(have, ","))
 		}
 		r.sp.KeptServiceCIDR = KeptServiceCIDRName
 		return nil
@@ -92,7 +94,7 @@ func (r *ServiceCIDR) planKeptRange(v *state.View) error {
 	r.keptCIDR = &keptCIDR{gvk: def.Value.GVK, cidrs: kept}
 	r.sp.KeptServiceCIDR = KeptServiceCIDRName
 	r.notef("created ServiceCIDR %s (%s), already terminating: it keeps the kept Services' addresses legal, hands out none, and kube-controller-manager deletes it once they are recreated in the new range",
-		KeptServiceCIDRName, joinPrefixes(kept))
+		KeptServiceCIDRName, cidr.Join(kept))
 	return nil
 }
 
@@ -108,28 +110,20 @@ type keptCIDR struct {
 	cidrs []netip.Prefix
 }
 
-func joinPrefixes(ps []netip.Prefix) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
-}
-
 // newKeptServiceCIDR is the terminating ServiceCIDR, stored in the default
 // one's version.
 func (r *ServiceCIDR) newKeptServiceCIDR() (transform.NewObject, error) {
-	key := state.PrefixServiceCIDRs + KeptServiceCIDRName
+	key := wellknown.PrefixServiceCIDRs + KeptServiceCIDRName
 	now := metav1.NewTime(r.opts.Now().UTC().Truncate(1e9))
 	zero := int64(0)
-	meta := metav1.ObjectMeta{Name: KeptServiceCIDRName, UID: newUID(key, joinPrefixes(r.keptCIDR.cidrs)), Generation: 1,
+	meta := metav1.ObjectMeta{Name: KeptServiceCIDRName, UID: newUID(key, cidr.Join(r.keptCIDR.cidrs)), Generation: 1,
 		CreationTimestamp: now, DeletionTimestamp: &now, DeletionGracePeriodSeconds: &zero,
 		Finalizers:  []string{serviceCIDRFinalizer},
 		Labels:      map[string]string{"app.kubernetes.io/managed-by": "snapshift"},
 		Annotations: map[string]string{"snapshift.io/reason": "the old service range, kept for Services exempt from the move until they are recreated in the new range"}}
 	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "Terminating", LastTransitionTime: now,
 		Message: "There are still IPAddresses referencing the ServiceCIDR, please remove them or create a new ServiceCIDR"}
-	cidrs := strings.Split(joinPrefixes(r.keptCIDR.cidrs), ",")
+	cidrs := strings.Split(cidr.Join(r.keptCIDR.cidrs), ",")
 	var obj runtime.Object
 	switch r.keptCIDR.gvk.Version {
 	case "v1":
@@ -142,5 +136,5 @@ func (r *ServiceCIDR) newKeptServiceCIDR() (transform.NewObject, error) {
 		return transform.NewObject{}, fmt.Errorf("ServiceCIDR objects are stored as %s, which this build cannot write", r.keptCIDR.gvk)
 	}
 	return transform.NewObject{Key: key, Value: &codec.Object{Encoding: codec.Protobuf, GVK: r.keptCIDR.gvk, Obj: obj},
-		Changes: []transform.Change{{Field: "spec.cidrs", New: joinPrefixes(r.keptCIDR.cidrs)}, {Field: "status", New: "terminating (kept Services only)"}}}, nil
+		Changes: []transform.Change{{Field: "spec.cidrs", New: cidr.Join(r.keptCIDR.cidrs)}, {Field: "status", New: "terminating (kept Services only)"}}}, nil
 }

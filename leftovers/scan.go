@@ -1,4 +1,4 @@
-package rules
+package leftovers
 
 import (
 	"bytes"
@@ -8,9 +8,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // LeftoverScan finds addresses of the old ranges that remain in the output
@@ -20,7 +23,7 @@ import (
 // and groups what it finds by resource. It is a report, not a rule: an
 // operator rehearsing on a copy sees what the rules did not cover.
 type LeftoverScan struct {
-	plan *Plan
+	plan *rules.Plan
 	// MaxExamples bounds the keys listed per resource. Default 10.
 	MaxExamples int
 	// Encryption, when set, decrypts values encrypted at rest so they are
@@ -98,7 +101,7 @@ func RecreateOrder(perNS map[string]int) []NamespaceCount {
 // namespaceOf is the namespace in a namespaced key under resource res
 // (/registry/<res path>/<ns>/<name>), or "".
 func namespaceOf(key, res string) string {
-	parts := strings.Split(strings.TrimPrefix(key, state.DefaultPrefix), "/")
+	parts := strings.Split(strings.TrimPrefix(key, wellknown.DefaultPrefix), "/")
 	skip := len(strings.Split(res, "/"))
 	if res == "endpoints" {
 		skip = 2 // services/endpoints
@@ -124,7 +127,7 @@ type LeftoverReport struct {
 }
 
 // NewLeftoverScan scans for the old ranges of plan (filled in by Prepare).
-func NewLeftoverScan(plan *Plan) *LeftoverScan {
+func NewLeftoverScan(plan *rules.Plan) *LeftoverScan {
 	return &LeftoverScan{plan: plan, MaxExamples: 10, groups: map[string]*LeftoverGroup{}}
 }
 
@@ -162,13 +165,13 @@ func (s *LeftoverScan) prepare() {
 			s.movedTo[n] = true
 		}
 		if n := s.plan.Service.KeptServiceCIDR; n != "" {
-			s.kept[state.PrefixServiceCIDRs+n] = true
+			s.kept[wellknown.PrefixServiceCIDRs+n] = true
 		}
 		for _, mv := range s.plan.Service.Services {
 			if mv.Kept {
 				s.kept[mv.Key] = true
 				for _, ip := range mv.Old { // its own IPAddress objects
-					s.kept[state.PrefixIPAddresses+ip] = true
+					s.kept[wellknown.PrefixIPAddresses+ip] = true
 					if a, err := netip.ParseAddr(ip); err == nil {
 						s.keptAddrs[a] = true
 					}
@@ -236,7 +239,7 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		found = s.coveringCIDRs(value, found)
 	}
 	var note string
-	if bytes.HasPrefix(k, []byte("/registry/secrets/")) {
+	if bytes.HasPrefix(k, []byte(wellknown.PrefixSecrets)) {
 		if n, ok := s.helmLeftovers(value); ok {
 			note = n
 		}
@@ -245,7 +248,7 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		return
 	}
 	key := string(k)
-	res := state.Resource(key)
+	res := wellknown.Resource(key)
 	intended := s.kept[key] || s.onlyKept(seen)
 	gk := res
 	if intended {
@@ -270,7 +273,7 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		switch {
 		case note != "":
 			l = Leftover{Key: key, Note: note}
-		case strings.HasPrefix(key, "/registry/secrets/"):
+		case strings.HasPrefix(key, wellknown.PrefixSecrets):
 			l = Leftover{Key: key, Note: "old-range addresses inside Secret data (not shown)"}
 		}
 		g.Examples = append(g.Examples, l)
@@ -362,7 +365,7 @@ func (s *LeftoverScan) inRanges(a netip.Addr) bool {
 // address itself. Such an address is no leftover.
 func (s *LeftoverScan) stays(a netip.Addr) bool {
 	if sp := s.plan.Service; sp != nil {
-		if o, n, ok := pairOf(sp.Old, sp.New, a); ok && o.Contains(a) && n.Contains(a) {
+		if o, n, ok := cidr.PairOf(sp.Old, sp.New, a); ok && o.Contains(a) && n.Contains(a) {
 			if _, moved := sp.IPs[a]; moved {
 				return false
 			}
@@ -370,7 +373,7 @@ func (s *LeftoverScan) stays(a netip.Addr) bool {
 		}
 	}
 	if pp := s.plan.Pod; pp != nil {
-		if o, n, ok := pairOf(pp.Old, pp.New, a); ok && o.Contains(a) && n.Contains(a) {
+		if o, n, ok := cidr.PairOf(pp.Old, pp.New, a); ok && o.Contains(a) && n.Contains(a) {
 			return o.Masked().Addr() == n.Masked().Addr()
 		}
 	}

@@ -1,4 +1,4 @@
-package rebuild
+package leftovers
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // AddressLeftover is one resource whose output values still hold a moved
@@ -17,19 +17,19 @@ type AddressLeftover struct {
 	Example  string `json:"example"`
 }
 
-// oldAddressScan is a transform.Observer that counts, per resource, the
+// AddressScan is a transform.Observer that counts, per resource, the
 // output values still holding an old control-plane address as text (the
 // rules move the copies they know; a Node's own InternalIP, Pods' host IP,
 // or an add-on's configuration are reported here). Encrypted values are
 // not read.
-type oldAddressScan struct {
+type AddressScan struct {
 	olds [][]byte
 	mu   sync.Mutex
 	by   map[string]*AddressLeftover
 }
 
-func newOldAddressScan(moved map[netip.Addr]netip.Addr) *oldAddressScan {
-	s := &oldAddressScan{by: map[string]*AddressLeftover{}}
+func NewAddressScan(moved map[netip.Addr]netip.Addr) *AddressScan {
+	s := &AddressScan{by: map[string]*AddressLeftover{}}
 	for old := range moved {
 		s.olds = append(s.olds, []byte(old.String()))
 	}
@@ -37,11 +37,11 @@ func newOldAddressScan(moved map[netip.Addr]netip.Addr) *oldAddressScan {
 }
 
 // Observe implements transform.Observer.
-func (s *oldAddressScan) Observe(key, value []byte, _ bool) {
+func (s *AddressScan) Observe(key, value []byte, _ bool) {
 	if bytes.HasPrefix(value, []byte("k8s:enc:")) || !s.holds(value) {
 		return
 	}
-	res := state.Resource(string(key))
+	res := wellknown.Resource(string(key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.by[res]
@@ -54,7 +54,7 @@ func (s *oldAddressScan) Observe(key, value []byte, _ bool) {
 
 // holds reports whether value holds an old address as a whole token (not
 // 10.0.0.1 inside 10.0.0.10).
-func (s *oldAddressScan) holds(value []byte) bool {
+func (s *AddressScan) holds(value []byte) bool {
 	for _, old := range s.olds {
 		for i := 0; ; {
 			j := bytes.Index(value[i:], old)
@@ -75,8 +75,8 @@ func (s *oldAddressScan) holds(value []byte) bool {
 // does not).
 func addrByte(b byte) bool { return b == '.' || (b >= '0' && b <= '9') }
 
-// report lists the resources, sorted.
-func (s *oldAddressScan) report() []AddressLeftover {
+// Report lists the resources, sorted.
+func (s *AddressScan) Report() []AddressLeftover {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]AddressLeftover, 0, len(s.by))

@@ -10,8 +10,8 @@ import (
 
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
-	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // serviceWish is what the service-IP planner starts from: the Services'
@@ -143,7 +143,7 @@ func (p *servicePlanner) mapOffsets() error {
 	if len(misfits) > 0 {
 		sort.Strings(misfits)
 		return option.Errorf("ServiceCIDR", "%w: the new service range %s is too small to keep these Services at their offsets: %s; choose a larger range or pass {Repack}",
-			transform.ErrRefused, prefixesString(p.w.New), strings.Join(misfits, ", "))
+			transform.ErrRefused, cidr.Join(p.w.New), strings.Join(misfits, ", "))
 	}
 	return nil
 }
@@ -215,7 +215,7 @@ func (p *servicePlanner) planBridge() error {
 	if len(dns) == 0 {
 		return option.Errorf("DNSBridge", "{}: the DNS Service %s has no cluster IP in the snapshot", svcName(p.w.DNS))
 	}
-	o, n, ok := pairOf(p.w.Old, p.w.New, dns[0])
+	o, n, ok := cidr.PairOf(p.w.Old, p.w.New, dns[0])
 	if !ok || !o.Contains(dns[0]) {
 		return option.Errorf("DNSBridge", "{}: %s (%s) is not in the old service range", svcName(p.w.DNS), dns[0])
 	}
@@ -316,7 +316,7 @@ func (p *servicePlanner) pairOf(a netip.Addr) (o, n netip.Prefix, ok bool) {
 			return m.Old, m.New, true
 		}
 	}
-	return pairOf(p.w.Old, p.w.New, a)
+	return cidr.PairOf(p.w.Old, p.w.New, a)
 }
 
 func (p *servicePlanner) notef(format string, args ...any) {
@@ -362,4 +362,4 @@ func rangeOffset(n netip.Prefix) int {
 }
 
 // svcName is a Service's "namespace/name" from its key.
-func svcName(key string) string { return strings.TrimPrefix(key, state.PrefixServices) }
+func svcName(key string) string { return strings.TrimPrefix(key, wellknown.PrefixServices) }

@@ -1,4 +1,4 @@
-package rules
+package leftovers
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/rules"
 )
 
 // helmSecret stores a release as Helm 3 does: JSON, gzip, base64, in a
@@ -42,7 +43,7 @@ func helmSecret(t *testing.T, name string, version int, manifest string) []byte 
 // clusterIP is reported by release and resource, without the address
 // (Secret data); a release without one is not reported.
 func TestLeftoverScanHelmReleases(t *testing.T) {
-	plan := &Plan{Service: &ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}}}
+	plan := &rules.Plan{Service: &rules.ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}}}
 	s := NewLeftoverScan(plan)
 	pinned := "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  a: b\n" +
 		"---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: demo\nspec:\n  clusterIP: 192.168.44.4\n  ports:\n  - port: 80\n"

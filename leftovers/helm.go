@@ -1,4 +1,4 @@
-package rules
+package leftovers
 
 import (
 	"bytes"

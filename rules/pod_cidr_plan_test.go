@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // node builds a Node's pod CIDRs as kube-controller-manager writes them:
 // podCIDR the first of podCIDRs.
 func node(name string, cidrs ...string) nodePods {
-	n := nodePods{Key: state.PrefixNodes + name, Name: name, PodCIDRs: cidrs}
+	n := nodePods{Key: wellknown.PrefixNodes + name, Name: name, PodCIDRs: cidrs}
 	if len(cidrs) > 0 {
 		n.PodCIDR = cidrs[0]
 	}
@@ -24,7 +24,7 @@ func nodeLines(t *testing.T, lay *podLayout) []string {
 	t.Helper()
 	var out []string
 	for _, mv := range lay.Nodes {
-		if got := lay.Moves[state.PrefixNodes+mv.Node]; !slices.Equal(got, mv.New) {
+		if got := lay.Moves[wellknown.PrefixNodes+mv.Node]; !slices.Equal(got, mv.New) {
 			t.Errorf("Moves[%s] = %v, want %v", mv.Node, got, mv.New)
 		}
 		out = append(out, mv.Node+" "+strings.Join(mv.Old, ",")+" -> "+strings.Join(mv.New, ","))
@@ -53,7 +53,7 @@ func TestPlanPods(t *testing.T) {
 			wish:  podWish{Old: pfxs("10.244.0.0/16"), New: pfxs("10.32.0.0/12"), Nodes: []nodePods{node("a", "10.244.3.0/24")}},
 			moves: []string{"a 10.244.3.0/24 -> 10.32.3.0/24"}},
 		{name: "only podCIDR set",
-			wish:  podWish{Old: pfxs("10.244.0.0/16"), New: pfxs("10.55.0.0/16"), Nodes: []nodePods{{Key: state.PrefixNodes + "a", Name: "a", PodCIDR: "10.244.5.0/24"}}},
+			wish:  podWish{Old: pfxs("10.244.0.0/16"), New: pfxs("10.55.0.0/16"), Nodes: []nodePods{{Key: wellknown.PrefixNodes + "a", Name: "a", PodCIDR: "10.244.5.0/24"}}},
 			moves: []string{"a 10.244.5.0/24 -> 10.55.5.0/24"}},
 		{name: "dual stack, only IPv6 remapped",
 			wish:  podWish{Old: pfxs("fd00:10:244::/56"), New: pfxs("fd00:55::/56"), Nodes: []nodePods{node("a", "10.244.1.0/24", "fd00:10:244:1::/64")}},
@@ -91,7 +91,7 @@ func TestPlanPods(t *testing.T) {
 			err:  refusal + "nodes a (10.55.1.0/24) and b (10.55.1.0/24) overlap"},
 		{name: "podCIDR and podCIDRs disagree",
 			wish: podWish{Old: pfxs("10.244.0.0/16"), New: pfxs("10.55.0.0/16"), Nodes: []nodePods{
-				{Key: state.PrefixNodes + "a", Name: "a", PodCIDR: "10.244.1.0/24", PodCIDRs: []string{"10.244.2.0/24"}}}},
+				{Key: wellknown.PrefixNodes + "a", Name: "a", PodCIDR: "10.244.1.0/24", PodCIDRs: []string{"10.244.2.0/24"}}}},
 			err: refusal + "node a: podCIDR 10.244.1.0/24 differs from podCIDRs[0] 10.244.2.0/24"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

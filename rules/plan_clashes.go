@@ -12,9 +12,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // inUse is an address the cluster uses that no rule moves: a new service
@@ -26,14 +28,7 @@ type inUse struct {
 }
 
 // clashListed are the prefixes the clash check lists.
-var clashListed = []string{state.PrefixNodes, state.PrefixServices, prefixAPIServerPods}
-
-const (
-	keyKubernetesEndpoints     = "/registry/services/endpoints/default/kubernetes"
-	keyKubernetesEndpointSlice = "/registry/endpointslices/default/kubernetes"
-	prefixAPIServerPods        = "/registry/pods/kube-system/kube-apiserver-"
-	annotationAdvertise        = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
-)
+var clashListed = []string{wellknown.PrefixNodes, wellknown.PrefixServices, wellknown.PrefixAPIServerPods}
 
 // addressesInUse reads, once per run, every address a new range must stay
 // clear of: the Nodes' addresses, the default/kubernetes Endpoints and
@@ -89,7 +84,7 @@ func refuseClashes(field, kind string, oldP, newP []netip.Prefix, used []inUse) 
 	}
 	return fmt.Errorf("%w: %w", transform.ErrRefused, option.Errorf(field,
 		"the new %s CIDR %s ({}) covers addresses the cluster uses outside it: %s; choose a range that is free in every network the nodes reach",
-		kind, prefixesString(newP), strings.Join(hits, "; ")))
+		kind, cidr.Join(newP), strings.Join(hits, "; ")))
 }
 
 func addIP(out []inUse, s, what string) []inUse {
@@ -101,7 +96,7 @@ func addIP(out []inUse, s, what string) []inUse {
 
 func nodeAddresses(v *state.View) ([]inUse, error) {
 	var out []inUse
-	err := v.Each(state.PrefixNodes, func(o *state.Object) error {
+	err := v.Each(wellknown.PrefixNodes, func(o *state.Object) error {
 		node, ok := o.Value.Obj.(*corev1.Node)
 		if !ok {
 			return nil
@@ -119,7 +114,7 @@ func nodeAddresses(v *state.View) ([]inUse, error) {
 // apiEndpoints reads the addresses behind default/kubernetes.
 func apiEndpoints(v *state.View) ([]inUse, error) {
 	var out []inUse
-	if o, ok, err := v.Get(keyKubernetesEndpoints); err != nil {
+	if o, ok, err := v.Get(wellknown.KeyKubernetesEndpoints); err != nil {
 		return nil, err
 	} else if ok {
 		if ep, ok := o.Value.Obj.(*corev1.Endpoints); ok {
@@ -130,7 +125,7 @@ func apiEndpoints(v *state.View) ([]inUse, error) {
 			}
 		}
 	}
-	if o, ok, err := v.Get(keyKubernetesEndpointSlice); err != nil {
+	if o, ok, err := v.Get(wellknown.KeyKubernetesEndpointSlice); err != nil {
 		return nil, err
 	} else if ok {
 		if es, ok := o.Value.Obj.(*discoveryv1.EndpointSlice); ok {
@@ -148,7 +143,7 @@ func apiEndpoints(v *state.View) ([]inUse, error) {
 // address) and the advertise addresses its mirror pods record.
 func kubeadmEndpoints(v *state.View) ([]inUse, error) {
 	var out []inUse
-	if o, ok, err := v.Get(state.KeyKubeadmConfig); err != nil {
+	if o, ok, err := v.Get(wellknown.KeyKubeadmConfig); err != nil {
 		return nil, err
 	} else if ok {
 		if cm, ok := o.Value.Obj.(*corev1.ConfigMap); ok {
@@ -160,13 +155,13 @@ func kubeadmEndpoints(v *state.View) ([]inUse, error) {
 			}
 		}
 	}
-	pods, err := v.List(prefixAPIServerPods)
+	pods, err := v.List(wellknown.PrefixAPIServerPods)
 	if err != nil {
 		return nil, err
 	}
 	for _, o := range pods {
 		if pod, ok := o.Value.Obj.(*corev1.Pod); ok {
-			if ep := pod.Annotations[annotationAdvertise]; ep != "" {
+			if ep := pod.Annotations[wellknown.AnnotationAPIServerEndpoint]; ep != "" {
 				out = addIP(out, hostOf(ep), "kube-apiserver advertise address ("+pod.Name+")")
 			}
 		}
@@ -184,7 +179,7 @@ func hostOf(s string) string {
 
 func serviceExternalIPs(v *state.View) ([]inUse, error) {
 	var out []inUse
-	err := v.Each(state.PrefixServices, func(o *state.Object) error {
+	err := v.Each(wellknown.PrefixServices, func(o *state.Object) error {
 		if svc, ok := o.Value.Obj.(*corev1.Service); ok {
 			out = append(out, externalIPs(svc)...)
 		}

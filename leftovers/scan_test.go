@@ -1,4 +1,4 @@
-package rules
+package leftovers
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/rules"
 )
 
 func TestTextPrefixes(t *testing.T) {
@@ -39,8 +40,8 @@ func TestTextPrefixes(t *testing.T) {
 // the old ranges, each once, and nothing for look-alikes (longer numbers).
 func TestLeftoverScanFindsExactlyTheOldAddresses(t *testing.T) {
 	old := []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("192.168.0.0/16")}
-	plan := &Plan{Service: &ServicePlan{Old: old[:1], New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}},
-		Pod: &PodPlan{Old: old[1:], New: []netip.Prefix{netip.MustParsePrefix("10.55.0.0/16")}}}
+	plan := &rules.Plan{Service: &rules.ServicePlan{Old: old[:1], New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}},
+		Pod: &rules.PodPlan{Old: old[1:], New: []netip.Prefix{netip.MustParsePrefix("10.55.0.0/16")}}}
 	r := rand.New(rand.NewSource(3))
 	for i := 0; i < 300; i++ {
 		s := NewLeftoverScan(plan)
@@ -101,7 +102,7 @@ func TestTextPrefix6(t *testing.T) {
 // skipped): canonical addresses in text, with ports and brackets, and CIDRs;
 // not look-alikes outside the range or inside longer tokens.
 func TestLeftoverScanIPv6(t *testing.T) {
-	plan := &Plan{Service: &ServicePlan{
+	plan := &rules.Plan{Service: &rules.ServicePlan{
 		Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("fd00:10:96::/108")},
 		New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16"), netip.MustParsePrefix("fd00:24::/108")}}}
 	s := NewLeftoverScan(plan)
@@ -126,10 +127,10 @@ func TestLeftoverScanIPv6(t *testing.T) {
 // 10.244.0.0/17), what the plan moved or left in place on purpose is no
 // leftover; a moved-away address, or one outside the new range, is.
 func TestLeftoverScanOverlappingRanges(t *testing.T) {
-	plan := &Plan{
-		Service: &ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/17")},
+	plan := &rules.Plan{
+		Service: &rules.ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/17")},
 			IPs: map[netip.Addr]netip.Addr{netip.MustParseAddr("192.168.200.14"): netip.MustParseAddr("192.168.1.1")}},
-		Pod: &PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/17")}},
+		Pod: &rules.PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/17")}},
 	}
 	s := NewLeftoverScan(plan)
 	value := "svc 192.168.3.7 moved-to 192.168.1.1 moved-away 192.168.200.14 beyond 192.168.130.1 pod 10.244.1.5 pod 10.244.200.5"
@@ -152,7 +153,7 @@ func TestLeftoverScanOverlappingRanges(t *testing.T) {
 // covers; one inside is reported by the address scan as before; other
 // resources are not searched for covering CIDRs.
 func TestLeftoverScanCoveringCIDRs(t *testing.T) {
-	plan := &Plan{Pod: &PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("10.55.0.0/16")}}}
+	plan := &rules.Plan{Pod: &rules.PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("10.55.0.0/16")}}}
 	s := NewLeftoverScan(plan)
 	policy := `{"spec":{"ingress":[{"from":[{"ipBlock":{"cidr":"10.0.0.0/8","except":["10.244.0.0/15","10.244.3.0/24","192.168.0.0/16"]}}]}]}}`
 	s.Observe([]byte("/registry/networkpolicies/demo/allow"), []byte(policy), false)
@@ -187,7 +188,7 @@ func TestLeftoverScanEncrypted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := &Plan{Service: &ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}}}
+	plan := &rules.Plan{Service: &rules.ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}}}
 	without := NewLeftoverScan(plan)
 	without.Observe([]byte(key), ct, false)
 	if r := without.Report(); r.Encrypted != 1 || len(r.Groups) != 0 {
@@ -219,7 +220,7 @@ func TestLeftoverScanEncryptedCustomPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := &Plan{Service: &ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}}}
+	plan := &rules.Plan{Service: &rules.ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}}}
 	for _, told := range []bool{false, true} {
 		s := NewLeftoverScan(plan)
 		s.Encryption = enc
@@ -238,7 +239,7 @@ func TestLeftoverScanEncryptedCustomPrefix(t *testing.T) {
 // the CNI's namespace, kube-system, then the rest by name; other resources
 // get no such list.
 func TestLeftoverScanNamespaces(t *testing.T) {
-	plan := &Plan{Pod: &PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("10.55.0.0/16")}}}
+	plan := &rules.Plan{Pod: &rules.PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("10.55.0.0/16")}}}
 	s := NewLeftoverScan(plan)
 	for _, k := range []string{"/registry/pods/demo/a", "/registry/pods/kube-system/b", "/registry/pods/demo/c", "/registry/pods/kube-flannel/d",
 		"/registry/services/endpoints/demo/web", "/registry/endpointslices/kube-system/dns-x", "/registry/configmaps/demo/c"} {

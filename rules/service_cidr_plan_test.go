@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // svcAddrs builds the planner's input: "ns/name" -> its cluster IPs.
@@ -17,7 +17,7 @@ func svcAddrs(m map[string][]string) map[string][]netip.Addr {
 		for _, ip := range ips {
 			as = append(as, netip.MustParseAddr(ip))
 		}
-		out[state.PrefixServices+name] = as
+		out[wellknown.PrefixServices+name] = as
 	}
 	return out
 }
@@ -25,7 +25,7 @@ func svcAddrs(m map[string][]string) map[string][]netip.Addr {
 func svcKeys(names ...string) []string {
 	var out []string
 	for _, n := range names {
-		out = append(out, state.PrefixServices+n)
+		out = append(out, wellknown.PrefixServices+n)
 	}
 	return out
 }
@@ -100,7 +100,7 @@ func TestPlanServices(t *testing.T) {
 			moves: []string{"demo/api 192.168.0.20,fd00:10:96::20 -> 192.168.0.20,fd00:20::20"}},
 		{name: "kept Services keep their addresses",
 			wish: serviceWish{IPs: svcAddrs(sample), Old: v4Old, New: v4New,
-				Keep: svcKeys("kube-system/kube-dns", "demo/web"), DNS: state.PrefixServices + "kube-system/kube-dns"},
+				Keep: svcKeys("kube-system/kube-dns", "demo/web"), DNS: wellknown.PrefixServices + "kube-system/kube-dns"},
 			moves: []string{
 				"default/kubernetes 192.168.0.1 -> 172.24.0.1",
 				"demo/api 192.168.200.14 -> 172.24.200.14",
@@ -152,7 +152,7 @@ func TestPlanServices(t *testing.T) {
 			moves: []string{"demo/old 192.168.0.10 -> 172.24.1.1 packed"}},
 		{name: "DNS bridge at the DNS Service's mapped address",
 			wish: serviceWish{IPs: svcAddrs(sample), Old: v4Old, New: v4New, Keep: svcKeys("kube-system/kube-dns"),
-				DNS: state.PrefixServices + "kube-system/kube-dns", Bridge: state.PrefixServices + "kube-system/kube-dns-bridge"},
+				DNS: wellknown.PrefixServices + "kube-system/kube-dns", Bridge: wellknown.PrefixServices + "kube-system/kube-dns-bridge"},
 			moves: []string{
 				"default/kubernetes 192.168.0.1 -> 172.24.0.1",
 				"demo/api 192.168.200.14 -> 172.24.200.14",
@@ -228,7 +228,7 @@ func checkLayout(t *testing.T, w serviceWish, lay *serviceLayout) {
 }
 
 func TestPlanServicesBridge(t *testing.T) {
-	dns, bridge := state.PrefixServices+"kube-system/kube-dns", state.PrefixServices+"kube-system/kube-dns-bridge"
+	dns, bridge := wellknown.PrefixServices+"kube-system/kube-dns", wellknown.PrefixServices+"kube-system/kube-dns-bridge"
 	w := serviceWish{IPs: svcAddrs(sample), Old: pfxs("192.168.0.0/16"), New: pfxs("172.24.0.0/16"),
 		Keep: []string{dns}, DNS: dns, Bridge: bridge}
 	lay, err := planServices(w)
@@ -251,9 +251,9 @@ func TestPlanServicesBridge(t *testing.T) {
 
 	// The bridge's address taken by a Service already in the new range.
 	delete(w.IPs, bridge)
-	w.IPs[state.PrefixServices+"demo/squatter"] = []netip.Addr{netip.MustParseAddr("172.24.0.10")}
+	w.IPs[wellknown.PrefixServices+"demo/squatter"] = []netip.Addr{netip.MustParseAddr("172.24.0.10")}
 	_, err = planServices(w)
-	checkRefusal(t, err, "DNSBridge", true, "refused: DNSBridge: 172.24.0.10 is taken by "+state.PrefixServices+"demo/squatter")
+	checkRefusal(t, err, "DNSBridge", true, "refused: DNSBridge: 172.24.0.10 is taken by "+wellknown.PrefixServices+"demo/squatter")
 
 	// A headless DNS Service has nothing to bridge.
 	w = serviceWish{IPs: svcAddrs(map[string][]string{"kube-system/kube-dns": nil}), Old: w.Old, New: w.New, DNS: dns, Bridge: bridge}

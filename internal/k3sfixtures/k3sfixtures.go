@@ -1,5 +1,5 @@
-// Package k3s holds fixtures read from k3s's own sources, for the k3s and RKE2 corpora and tests.
-package k3s
+// Package k3sfixtures holds fixtures read from k3s's own sources, for the k3s and RKE2 corpora and tests.
+package k3sfixtures
 
 import (
 	_ "embed"
