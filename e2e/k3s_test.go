@@ -25,8 +25,8 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/internal/etcdtest"
-	"github.com/snapshift/snapshift/internal/sample"
 	k3sfixtures "github.com/snapshift/snapshift/internal/k3sfixtures"
+	"github.com/snapshift/snapshift/internal/sample"
 )
 
 const (

@@ -34,8 +34,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/snapshift/snapshift/wellknown"
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // Distribution names.

@@ -18,9 +18,9 @@ import (
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/etcdtest"
+	k3sfixtures "github.com/snapshift/snapshift/internal/k3sfixtures"
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/snapshot"
-	k3sfixtures "github.com/snapshift/snapshift/internal/k3sfixtures"
 )
 
 // k3sCorpus writes the k3s (or RKE2) corpus to a real embedded etcd, saves it as etcdctl (and k3s's
