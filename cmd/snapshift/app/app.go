@@ -66,7 +66,11 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand:      true,
 		EnableBashCompletion: false,
 		ExitErrHandler:       func(*cli.Context, error) {}, // Main decides exit codes
+		Flags: []cli.Flag{&cli.BoolFlag{Name: versionFlag, Aliases: []string{"v"}, Usage: "print the version (the version command, as text)"}},
 		Action: func(c *cli.Context) error {
+			if c.Bool(versionFlag) {
+				return showVersion(c)
+			}
 			if c.NArg() > 0 {
 				return usagef("unknown command %q (see snapshift --help)", c.Args().First())
 			}
@@ -87,6 +91,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			manifestsCommand(),
 			rebuildCommand(),
 			rulesCommand(),
+			versionCommand(),
 		},
 	}
 	for _, c := range app.Commands {

@@ -45,11 +45,17 @@ type common struct {
 	etcdPrefix       string
 	format           string
 	formats          []string // what --output accepts; the first is the default
+	// yamlOfJSON: -o yaml is the JSON report as YAML (every command with
+	// -o json but get, which prints objects as YAML itself).
+	yamlOfJSON bool
 	quiet            bool
 }
 
 func (o *common) streams(c *cli.Context) {
 	o.stdout, o.stderr = c.App.Writer, c.App.ErrWriter
+	if o.yamlOfJSON && o.format == "yaml" {
+		o.stdout = yamlWriter{o.stdout}
+	}
 }
 
 func (o *common) skipHashFlag() cli.Flag {
@@ -71,11 +77,11 @@ func (o *common) etcdPrefixFlag() cli.Flag {
 // being the default (text and json unless given).
 func (o *common) outputFlag(formats ...string) cli.Flag {
 	if len(formats) == 0 {
-		formats = []string{"text", "json"}
+		formats, o.yamlOfJSON = []string{"text", "json", "yaml"}, true
 	}
 	o.formats = formats
 	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: formats[0], Destination: &o.format,
-		Usage: "report format: " + strings.Join(formats, " or ")}
+		Usage: "report format: " + orList(formats)}
 }
 
 func (o *common) quietFlag() cli.Flag {
@@ -92,10 +98,20 @@ func (o *common) validateFormat() error {
 			return nil
 		}
 	}
-	return usagef("--output must be %s, not %q", strings.Join(o.formats, " or "), o.format)
+	return usagef("--output must be %s, not %q", orList(o.formats), o.format)
 }
 
-func (o *common) json() bool { return o.format == "json" }
+// orList writes "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// json reports whether the report is machine output (-o json, or -o yaml
+// of the same document).
+func (o *common) json() bool { return o.format == "json" || (o.yamlOfJSON && o.format == "yaml") }
 
 // encryption reads --encryption-config, if given.
 func (o *common) encryption() (*encryption.Config, error) {
