@@ -66,7 +66,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand:      true,
 		EnableBashCompletion: false,
 		ExitErrHandler:       func(*cli.Context, error) {}, // Main decides exit codes
-		Flags: []cli.Flag{&cli.BoolFlag{Name: versionFlag, Aliases: []string{"v"}, Usage: "print the version (the version command, as text)"}},
+		Flags:                []cli.Flag{&cli.BoolFlag{Name: versionFlag, Aliases: []string{"v"}, Usage: "print the version (the version command, as text)"}},
 		Action: func(c *cli.Context) error {
 			if c.Bool(versionFlag) {
 				return showVersion(c)

@@ -48,7 +48,7 @@ type common struct {
 	// yamlOfJSON: -o yaml is the JSON report as YAML (every command with
 	// -o json but get, which prints objects as YAML itself).
 	yamlOfJSON bool
-	quiet            bool
+	quiet      bool
 }
 
 func (o *common) streams(c *cli.Context) {
