@@ -132,11 +132,23 @@ func pairByFamily(kind string, old, new []netip.Prefix) ([]netip.Prefix, []netip
 			for _, o := range old {
 				olds = append(olds, cidr.Family(o)+" "+o.String())
 			}
-			return nil, nil, fmt.Errorf("the new %s %s is %s, but the old one (%s) has no %s range: a mapping must stay within one family",
+			return nil, nil, option.Errorf(kindField(kind), "the new %s %s ({}) is %s, but the old one (%s) has no %s range: a mapping must stay within one family",
 				kind, n, cidr.Family(n), strings.Join(olds, ", "), cidr.Family(n))
 		}
 	}
 	return o2, n2, nil
+}
+
+// maxListed is how many names a one-line message lists before "… and N
+// more", as verify caps its problems.
+const maxListed = 10
+
+// capList joins the first max items with ", " and says how many more there are.
+func capList(items []string, max int) string {
+	if len(items) <= max {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s, … and %d more", strings.Join(items[:max], ", "), len(items)-max)
 }
 
 // prefixesString joins prefixes with commas.

@@ -125,7 +125,7 @@ func TestPlanServices(t *testing.T) {
 		{name: "smaller range refused, misfits listed",
 			wish:  serviceWish{IPs: svcAddrs(sample), Old: v4Old, New: pfxs("172.24.0.0/20")},
 			field: "ServiceCIDR", refused: true,
-			err: "refused: the new service range 172.24.0.0/20 is too small to keep these Services at their offsets: " +
+			err: "refused: the new service range 172.24.0.0/20 is too small to keep these 2 Services at their offsets: " +
 				"demo/api (192.168.200.14, offset 51214), kube-system/metrics-server (192.168.255.254, offset 65534); choose a larger range or pass Repack"},
 		{name: "smaller range with Repack",
 			wish: serviceWish{IPs: svcAddrs(sample), Old: v4Old, New: pfxs("172.24.0.0/20"), Repack: true},

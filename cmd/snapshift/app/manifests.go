@@ -73,7 +73,7 @@ func (o *manifestsOptions) build() (*manifests.Set, []manifests.Change, error) {
 		}
 		set, err := manifests.Generate(g)
 		if err != nil {
-			return nil, nil, usagef("%v", err)
+			return nil, nil, usagef("%w", err)
 		}
 		return set, nil, nil
 	}

@@ -120,7 +120,7 @@ func (o *common) encryption() (*encryption.Config, error) {
 	}
 	cfg, err := encryption.Load(o.encryptionConfig)
 	if err != nil {
-		return nil, usagef("--encryption-config: %v", err)
+		return nil, usagef("--encryption-config: %w", err)
 	}
 	return cfg, nil
 }
