@@ -130,7 +130,8 @@ func join(path, key string) string {
 }
 
 // suggest names the key that was probably meant: the same letters in
-// another case, or one within two edits; else the valid keys.
+// another case, a key it begins or ends, or one within two edits; else
+// the valid keys.
 func suggest(key string, fields map[string]reflect.Type) string {
 	var names []string
 	for n := range fields {
@@ -142,9 +143,12 @@ func suggest(key string, fields map[string]reflect.Type) string {
 			return ", did you mean " + n + "? (keys are case-sensitive)"
 		}
 	}
-	best, bestD := "", 3
+	best, bestD := "", -1
 	for _, n := range names {
-		if d := distance(strings.ToLower(key), strings.ToLower(n)); d < bestD {
+		lk, ln := strings.ToLower(key), strings.ToLower(n)
+		d := distance(lk, ln)
+		near := d <= 2 || (len(key) > 2 && (strings.HasPrefix(ln, lk) || strings.HasPrefix(lk, ln)))
+		if near && (bestD < 0 || d < bestD) {
 			best, bestD = n, d
 		}
 	}

@@ -66,8 +66,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Reader:               stdin,
 		Writer:               stdout,
 		ErrWriter:            stderr,
-		HideHelpCommand:      true,
-		EnableBashCompletion: false,
+		EnableBashCompletion: true,                         // --generate-bash-completion, for `snapshift completion`
 		ExitErrHandler:       func(*cli.Context, error) {}, // Main decides exit codes
 		Flags:                []cli.Flag{&cli.BoolFlag{Name: versionFlag, Aliases: []string{"v"}, Usage: "print the version (the version command, as text)"}},
 		Action: func(c *cli.Context) error {
@@ -95,6 +94,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			rebuildCommand(),
 			rulesCommand(),
 			versionCommand(),
+			completionCommand(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -116,7 +116,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := New(stdin, stdout, stderr)
 	args, err := dryRunSpelling(args)
 	if err == nil {
-		err = app.RunContext(ctx, interspersed(app, args))
+		err = app.RunContext(ctx, completionArgs(app, args))
 	}
 	if err == nil {
 		return ExitOK
@@ -143,8 +143,8 @@ func ExitCode(ctx context.Context, err error) int {
 		return ExitOK
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue):
-		return ExitUsage
+	case errors.As(err, &ue), errors.As(err, new(cli.ExitCoder)):
+		return ExitUsage // cli.Exit comes only from `help` with an unknown topic
 	case errors.Is(err, snapshot.ErrInvalidInput):
 		return ExitBadInput
 	case errors.Is(err, verify.ErrFailed):

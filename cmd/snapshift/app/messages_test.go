@@ -1,0 +1,314 @@
+package app
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// ---------------------------------------------------------------------------------------------
+// More rows for TestBadInputTable: the user mistakes that used to end in exit 1 or in a message
+// naming Go identifiers (issue 24), by the documented codes: 2 a bad command line or file, 3 a
+// bad input snapshot, 4 a refusal.
+
+// rebuildFile returns the args and prepare of a rebuild run on a config file written into work:
+// a valid one-member file on the sample, edited by edit.
+func rebuildFile(name string, edit func(cfg, work string) string) (func(in, work string) []string, func(t *testing.T, work string)) {
+	args := func(_, work string) []string {
+		return []string{"rebuild", "--config", filepath.Join(work, name), "--dry-run"}
+	}
+	prepare := func(t *testing.T, work string) {
+		sample, err := filepath.Abs(samplePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := "apiVersion: snapshift.io/v1alpha1\nkind: RebuildConfiguration\nsnapshot: " + sample + "\noutput: " + filepath.Join(work, "bundle") +
+			"\nnetworking:\n  serviceSubnet: 172.24.0.0/16\netcd:\n  members:\n  - name: cp1\n    peerURL: https://10.0.0.10:2380\n    clientURL: https://10.0.0.10:2379" +
+			"\nmanifests:\n  kubernetesVersion: v1.36.3\n"
+		if edit != nil {
+			cfg = edit(cfg, work)
+		}
+		writeFile(t, filepath.Join(work, name), cfg)
+	}
+	return args, prepare
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replace returns an edit of a rebuild file.
+func replace(old, new string) func(cfg, work string) string {
+	return func(cfg, _ string) string { return strings.Replace(cfg, old, new, 1) }
+}
+
+// rebuildRow is a row for a rebuild file edited by edit.
+func rebuildRow(name string, edit func(cfg, work string) string, code int, want string) badRow {
+	args, prepare := rebuildFile("rebuild.yaml", edit)
+	return badRow{name: name, args: args, prepare: prepare, code: code, want: want}
+}
+
+// rulesFileRow is a row for plan with a rules file holding body.
+func rulesFileRow(name, body string, want string) badRow {
+	return badRow{name: name, code: ExitUsage, want: want,
+		args: func(in, work string) []string {
+			return []string{"plan", in, "--rules", filepath.Join(work, "rules.yaml")}
+		},
+		prepare: func(t *testing.T, work string) { writeFile(t, filepath.Join(work, "rules.yaml"), body) }}
+}
+
+func restoreWith(extra ...string) func(in, work string) []string {
+	return func(in, work string) []string {
+		return append([]string{"restore", in, "--name", "m1", "--data-dir", filepath.Join(work, "m1.etcd")}, extra...)
+	}
+}
+
+func cmdline(args ...string) func(in, work string) []string {
+	return func(in, work string) []string {
+		out := make([]string, len(args))
+		for i, a := range args {
+			out[i] = strings.NewReplacer("IN", in, "WORK", work).Replace(a)
+		}
+		return out
+	}
+}
+
+func messageRows() []badRow {
+	const svc = "172.24.0.0/16"
+	ruleSet := "apiVersion: snapshift.io/v1alpha1\nkind: RuleSet\nrules:\n- name: x\n  match: {resource: configmaps}\n  delete: true\n"
+	return []badRow{
+		// Options wrong for this snapshot: exit 2, naming the flag.
+		{name: "new service range over the unmoved pod range", args: transformTo("--service-cidr", "10.244.0.0/16"), code: ExitUsage,
+			want: "the new service CIDR 10.244.0.0/16 (--service-cidr) overlaps the pod CIDR 10.244.0.0/16, which is not moving"},
+		{name: "IPv6 service range for an IPv4 cluster", args: transformTo("--service-cidr", "fd00::/108"), code: ExitUsage,
+			want: "the new service CIDR fd00::/108 (--service-cidr) is IPv6"},
+		{name: "dual-stack service range added to an IPv4 cluster", args: transformTo("--service-cidr", svc+",fd00::/108"), code: ExitUsage,
+			want: "(--service-cidr) is IPv6, but the old one (IPv4 192.168.0.0/16) has no IPv6 range"},
+		{name: "IPv6 pod range for an IPv4 cluster", args: transformTo("--pod-network-cidr", "fd00:55::/56"), code: ExitUsage,
+			want: "the new pod network CIDR fd00:55::/56 (--pod-network-cidr) is IPv6"},
+		{name: "new pod range over the unmoved service range", args: transformTo("--pod-network-cidr", "192.168.0.0/16"), code: ExitUsage,
+			want: "(--pod-network-cidr) overlaps the service CIDR 192.168.0.0/16, which is not moving"},
+		{name: "transform --out a directory with --force fails before the work", code: ExitUsage, want: "--out ",
+			args: func(in, work string) []string {
+				return []string{"transform", in, "--out", filepath.Join(work, "out.db"), "--force", "--service-cidr", svc}
+			},
+			prepare: func(t *testing.T, work string) {
+				if err := os.Mkdir(filepath.Join(work, "out.db"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}},
+
+		// restore's etcd options.
+		{name: "peer URL without a scheme", args: restoreWith("--initial-cluster", "m1=10.0.0.11:2380", "--initial-advertise-peer-urls", "10.0.0.11:2380"),
+			code: ExitUsage, want: `--initial-advertise-peer-urls "10.0.0.11:2380" is not a peer URL like https://10.0.0.11:2380`},
+		{name: "initial cluster URL without a scheme", args: restoreWith("--initial-cluster", "m1=10.0.0.11:2380", "--initial-advertise-peer-urls", "http://10.0.0.11:2380"),
+			code: ExitUsage, want: `--initial-cluster: member "m1"'s peer URL "10.0.0.11:2380" is not a peer URL`},
+		{name: "initial cluster without this member", args: restoreWith("--initial-cluster", "m9=http://127.0.0.1:2380", "--initial-advertise-peer-urls", "http://127.0.0.1:2380"),
+			code: ExitUsage, want: `--initial-cluster "m9=http://127.0.0.1:2380" does not name this member "m1"`},
+		{name: "revision bump without mark compacted", args: restoreWith("--mark-compacted=false"),
+			code: ExitUsage, want: "--bump-revision and --mark-compacted go together"},
+		{name: "fused restore with a peer URL without a scheme", code: ExitUsage, want: "--initial-advertise-peer-urls",
+			args: restoreWith("--initial-advertise-peer-urls", "10.0.0.11:2380", "--service-cidr", svc)},
+
+		// The rebuild file.
+		{name: "rebuild without --config", args: cmdline("rebuild"), code: ExitUsage, want: "rebuild needs --config FILE"},
+		rebuildRow("rebuild output that is a file", func(cfg, work string) string {
+			return strings.Replace(cfg, "output: "+filepath.Join(work, "bundle"), "output: rebuild.yaml", 1)
+		}, ExitUsage, "rebuild.yaml is a file: give a directory"),
+		rebuildRow("rebuild kubernetesVersion without v", replace("v1.36.3", "1.36"), ExitUsage, `manifests.kubernetesVersion "1.36" is not a version like v1.36.3`),
+		rebuildRow("rebuild key in the wrong case", replace("peerURL", "peerUrl"), ExitUsage,
+			"etcd.members[0].peerUrl (line 10): unknown key, did you mean peerURL? (keys are case-sensitive)"),
+		rebuildRow("rebuild key all in lower case", replace("serviceSubnet", "servicesubnet"), ExitUsage,
+			"networking.servicesubnet (line 6): unknown key, did you mean serviceSubnet?"),
+		rebuildRow("rebuild misspelt key", replace("kubernetesVersion", "kubernetesVerison"), ExitUsage,
+			"manifests.kubernetesVerison (line 13): unknown key, did you mean kubernetesVersion?"),
+		rebuildRow("rebuild unknown top-level key", replace("networking:", "network:"), ExitUsage, "network (line 5): unknown key, did you mean networking?"),
+		rebuildRow("rebuild peer URL without a scheme", replace("peerURL: https://10.0.0.10:2380", "peerURL: 10.0.0.10:2380"), ExitUsage,
+			`etcd.members[0].peerURL "10.0.0.10:2380" is not an http(s) URL`),
+		rebuildRow("rebuild relative snapshot path resolves beside the file", func(cfg, _ string) string {
+			return regexp.MustCompile(`snapshot: .*`).ReplaceAllString(cfg, "snapshot: in.db")
+		}, ExitBadInput, "does not exist"),
+		rebuildRow("a rules file given to rebuild --config", func(string, string) string { return ruleSet }, ExitUsage,
+			"is a RuleSet (a rules file): list it under rules: in a RebuildConfiguration"),
+		rebuildRow("rebuild service range over the unmoved pod range", replace("172.24.0.0/16", "10.244.0.0/16"), ExitUsage,
+			"the new service CIDR 10.244.0.0/16 (networking.serviceSubnet) overlaps the pod CIDR"),
+		rebuildRow("rebuild new service range too small", replace("172.24.0.0/16", "172.24.0.0/28"), ExitRefused,
+			"too small to keep these 6 Services at their offsets"),
+		{name: "dry-run with a server", code: ExitUsage, want: "--dry-run is a plain switch",
+			args: func(_, work string) []string {
+				return []string{"rebuild", "--config", filepath.Join(work, "rebuild.yaml"), "--dry-run=server"}
+			}},
+
+		// The rules file.
+		rulesFileRow("a rebuild file given as --rules", "apiVersion: snapshift.io/v1alpha1\nkind: RebuildConfiguration\nsnapshot: x\n",
+			"is a RebuildConfiguration: give it to snapshift rebuild --config"),
+		rulesFileRow("rules file unknown match key", strings.Replace(ruleSet, "resource: configmaps", "resource: configmaps, namespace: [a]", 1),
+			"rules[0].match.namespace (line 5): unknown key, did you mean namespaces?"),
+		rulesFileRow("rules file key in the wrong case", strings.Replace(ruleSet, "delete: true", "Delete: true", 1),
+			"rules[0].Delete (line 6): unknown key, did you mean delete? (keys are case-sensitive)"),
+
+		// certs and manifests.
+		{name: "certs --renew without a CA", code: ExitUsage, want: "this operation reuses the CA in --cert-dir; --all makes a new PKI",
+			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", svc, "--old-service-cidr", "192.168.0.0/16")},
+		{name: "certs --renew apiserver without the old range", code: ExitUsage, want: "renew-apiserver: --old-service-cidr is required",
+			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", svc)},
+		{name: "certs with a bad advertise address", code: ExitUsage, want: "--apiserver-advertise-address",
+			args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--apiserver-advertise-address", "10.0.0.300")},
+		{name: "certs with a bad extra SAN", code: ExitUsage, want: `--apiserver-cert-extra-sans: "bad_name!" is neither an IP address nor a DNS name`,
+			args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--apiserver-cert-extra-sans", "bad_name!")},
+		{name: "certs with an etcd member without a scheme", code: ExitUsage, want: `--etcd-member: member "m1"`,
+			args: cmdline("certs", "--renew", "etcd", "--cert-dir", "WORK", "--etcd-member", "m1=10.0.0.1:2380")},
+		{name: "manifests --generate without a version", code: ExitUsage, want: "generating manifests: --kubernetes-version is required",
+			args: cmdline("manifests", "--generate", "--out-dir", "WORK/m")},
+		{name: "manifests --generate with a version without v", code: ExitUsage, want: `--kubernetes-version "1.36" is not a version like v1.36.3`,
+			args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "1.36")},
+		{name: "manifests --generate without an address", code: ExitUsage, want: `--apiserver-advertise-address "" is not an IP address`,
+			args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "v1.36.3")},
+
+		// The command line itself.
+		{name: "unknown output format", args: cmdline("inspect", "IN", "-o", "xml"), code: ExitUsage, want: `--output must be text, json or yaml, not "xml"`},
+		{name: "version with an argument", args: cmdline("version", "now"), code: ExitUsage, want: "version takes no arguments"},
+		{name: "unknown command", args: cmdline("frobnicate"), code: ExitUsage, want: `unknown command "frobnicate"`},
+		{name: "help for an unknown command", args: cmdline("help", "frobnicate"), code: ExitUsage, want: `frobnicate`},
+		{name: "encryption config that does not exist", args: transformTo("--encryption-config", "/nonexistent/enc.yaml"), code: ExitUsage,
+			want: "--encryption-config"},
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// No Go identifiers in messages.
+
+var (
+	goNamesOnce sync.Once
+	goNames     []string // exported type and field names of the option and config structs
+)
+
+// optionStructNames collects, from the module's non-test sources, the names of the struct types
+// that hold options (named *Config, *Options, *Changes, or the rebuild and rules files' types)
+// and of their exported fields: what a library names in an option.Error, never to be shown.
+func optionStructNames(t *testing.T) []string {
+	goNamesOnce.Do(func() {
+		set := map[string]bool{}
+		root := "../../.."
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && p != root) {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return nil
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			collectOptionNames(f, filepath.ToSlash(p), set)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("reading the module's sources: %v", err)
+		}
+		for n := range set {
+			goNames = append(goNames, n)
+		}
+		sort.Strings(goNames)
+	})
+	return goNames
+}
+
+// fileTypes are the types of the configuration files (whatever their names).
+var fileTypes = map[string]bool{"rebuild/config.go": true, "ruleset/file.go": true}
+
+func collectOptionNames(f *ast.File, path string, set map[string]bool) {
+	inFile := false
+	for k := range fileTypes {
+		inFile = inFile || strings.HasSuffix(path, k)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		ts, ok := n.(*ast.TypeSpec)
+		if !ok || !ts.Name.IsExported() {
+			return true
+		}
+		st, ok := ts.Type.(*ast.StructType)
+		name := ts.Name.Name
+		if !ok || !(inFile || strings.HasSuffix(name, "Config") || strings.HasSuffix(name, "Options") || strings.HasSuffix(name, "Changes")) {
+			return true
+		}
+		set[name] = true
+		for _, fld := range st.Fields.List {
+			for _, id := range fld.Names {
+				if id.IsExported() {
+					set[id.Name] = true
+				}
+			}
+		}
+		return true
+	})
+}
+
+// goIdentifierIn returns the first option field or type name in msg, or "". A name of two
+// or more words (ServiceCIDR, RevisionBump, GenerateConfig) counts wherever it stands as a
+// word; an acronym (PKI) never; a one-word name (Encryption, Force) only inside a sentence, after a lower-case word,
+// where English would not capitalise it.
+func goIdentifierIn(names []string, msg string) string {
+	for _, n := range names {
+		if strings.ToUpper(n) == n {
+			continue // an acronym (PKI): a word of the trade, not a Go name
+		}
+		camel := regexp.MustCompile(`[a-z0-9][A-Z]|[A-Z][A-Z][a-z]`).MatchString(n)
+		var re *regexp.Regexp
+		if camel {
+			re = regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(n) + `($|[^A-Za-z0-9_])`)
+		} else {
+			re = regexp.MustCompile(`[a-z,] ` + regexp.QuoteMeta(n) + `($|[^A-Za-z0-9_/.-])`)
+		}
+		if loc := re.FindStringIndex(msg); loc != nil {
+			// Quoted text comes from the user or the snapshot, not from the code.
+			if !insideQuotes(msg, loc[0]+strings.Index(msg[loc[0]:loc[1]], n)) {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// insideQuotes reports whether position i of s is inside a "double-quoted" string.
+func insideQuotes(s string, i int) bool {
+	return strings.Count(s[:i], `"`)%2 == 1
+}
+
+// TestGoIdentifierCheckBites: the check finds the leaks issue 24 lists, and the names it
+// checks include the ones those leaks used.
+func TestGoIdentifierCheckBites(t *testing.T) {
+	names := optionStructNames(t)
+	if len(names) < 100 {
+		t.Fatalf("only %d option names collected: %v", len(names), names)
+	}
+	for _, leak := range []string{
+		"snapshift: /registry/secrets/a/b is encrypted (aescbc key \"k\"): give the apiserver's EncryptionConfiguration with Encryption",
+		"snapshift: CA \"/x/ca\": no such file (this operation reuses the CA in CertDir)",
+		"snapshift: InitialCluster \"m9=http://127.0.0.1:2380\" does not name this member \"m1\"",
+		"snapshift: RevisionBump and MarkCompacted go together: give both (the default) or neither",
+		"snapshift: generating manifests: kubernetes version is required; see KubernetesVersion",
+	} {
+		if goIdentifierIn(names, leak) == "" {
+			t.Errorf("no Go identifier found in %q", leak)
+		}
+	}
+	if n := goIdentifierIn(names, `snapshift: --keep-service-ip "ServiceCIDR": want NAMESPACE/NAME`); n != "" {
+		t.Errorf("a quoted user value counted as a Go identifier: %s", n)
+	}
+}
