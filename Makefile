@@ -4,7 +4,7 @@ BIN     := bin/snapshift
 DEMO    := out/demo
 PKGS    := ./...
 
-.PHONY: all build test e2e demo bench bench-xlarge lint fmt tidy clean sample
+.PHONY: all build test e2e demo bench bench-xlarge lint fmt tidy clean sample docs release release-check
 
 all: build
 
@@ -55,6 +55,11 @@ bench-xlarge:
 # Recreate testdata/sample.db with a real etcd.
 sample:
 	$(GO) run ./cmd/snapgen sample --out testdata/sample.db
+
+# docs/CLI.md and the man page docs/snapshift.1, from the command tree
+# (a test fails when they are not current).
+docs:
+	$(GO) test ./cmd/snapshift/app -run '^TestCLIDocsCurrent$$' -count=1 -update-docs
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
