@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
-	"syscall"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
 	bolt "go.etcd.io/bbolt"
@@ -187,7 +186,7 @@ func (f *FusedRestore) copyAndOpen(ctx context.Context) (err error) {
 	}
 	db, err := bolt.Open(f.members[0].dbNew(), 0o600, &bolt.Options{
 		NoSync: true, NoGrowSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
-		InitialMmapSize: int(f.src.DBSize + f.src.DBSize/8), MmapFlags: syscall.MAP_POPULATE,
+		InitialMmapSize: int(f.src.DBSize + f.src.DBSize/8), MmapFlags: mmapPopulate,
 	})
 	if err != nil {
 		return fmt.Errorf("restore: opening the copy: %w", err)
