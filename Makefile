@@ -56,6 +56,16 @@ bench-xlarge:
 sample:
 	$(GO) run ./cmd/snapgen sample --out testdata/sample.db
 
+# Reproducible release archives for linux and darwin, amd64 and arm64, with a
+# CycloneDX SBOM each and SHA256SUMS, in dist/ (hack/release.sh). PLATFORMS=linux/amd64 for one.
+release:
+	bash hack/release.sh build
+
+# Two release builds compared byte for byte (RELEASE_CHECK_COLD=1: the second with an empty
+# build cache).
+release-check:
+	bash hack/release.sh check
+
 # docs/CLI.md and the man page docs/snapshift.1, from the command tree
 # (a test fails when they are not current).
 docs:
@@ -68,4 +78,4 @@ tidy:
 	$(GO) mod tidy
 
 clean:
-	rm -rf bin out
+	rm -rf bin out dist
