@@ -66,7 +66,7 @@ release:
 release-check:
 	bash hack/release.sh check
 
-# docs/CLI.md and the man page docs/snapshift.1, from the command tree
+# docs/CLI.md and the man page docs/snapshift.8, from the command tree
 # (a test fails when they are not current).
 docs:
 	$(GO) test ./cmd/snapshift/app -run '^TestCLIDocsCurrent$$' -count=1 -update-docs

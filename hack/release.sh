@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make release: reproducible release archives of snapshift.
 #
-#   dist/snapshift_<version>_<os>_<arch>.tar.gz   the binary, README.md, docs/CLI.md, docs/snapshift.1
+#   dist/snapshift_<version>_<os>_<arch>.tar.gz   the binary, README.md, docs/CLI.md, docs/snapshift.8
 #   dist/snapshift_<version>_<os>_<arch>.cdx.json a CycloneDX SBOM of the module graph for that target
 #   dist/SHA256SUMS                                for `sha256sum -c SHA256SUMS`
 #
@@ -45,9 +45,9 @@ build() {
     echo "[release] $name"
     CGO_ENABLED=0 GOOS=$os GOARCH=$arch GOFLAGS= $GO build -trimpath -buildvcs=false -ldflags "$LDFLAGS" \
       -o "$stage/$name/snapshift" ./cmd/snapshift
-    cp README.md docs/CLI.md docs/snapshift.1 "$stage/$name/"
+    cp README.md docs/CLI.md docs/snapshift.8 "$stage/$name/"
     chmod 0755 "$stage/$name" "$stage/$name/snapshift"
-    chmod 0644 "$stage/$name/README.md" "$stage/$name/CLI.md" "$stage/$name/snapshift.1"
+    chmod 0644 "$stage/$name/README.md" "$stage/$name/CLI.md" "$stage/$name/snapshift.8"
     tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner --format=gnu \
       -C "$stage" -cf - "$name" | gzip -n -9 >"$out/$name.tar.gz"
     # The SBOM of exactly what this binary links (its embedded module list, as `go version -m`

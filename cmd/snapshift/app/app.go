@@ -40,7 +40,7 @@ const (
 const exitCodeHelp = `EXIT CODES:
    0    success
    1    unexpected failure (I/O error, bug)
-   2    bad command line
+   2    bad command line or configuration file (a flag, a rebuild or rules file key, a value this snapshot cannot take)
    3    the input is not a usable etcd snapshot (corrupt, truncated, wrong hash, not bbolt)
    4    refused: an existing output without --force, a non-empty data dir, or a change that is unsafe
    5    verification failed (verify, or transform's check of its own output: nothing was published)

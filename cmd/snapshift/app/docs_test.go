@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-var updateDocs = flag.Bool("update-docs", false, "rewrite docs/CLI.md and docs/snapshift.1 from the command tree (make docs)")
+var updateDocs = flag.Bool("update-docs", false, "rewrite docs/CLI.md and docs/snapshift.8 from the command tree (make docs)")
 
-// TestCLIDocsCurrent: docs/CLI.md and the man page docs/snapshift.1 are
+// TestCLIDocsCurrent: docs/CLI.md and the man page docs/snapshift.8 are
 // generated from the command tree by urfave/cli; a change to a command,
 // flag or usage text that is not regenerated with `make docs` fails here.
 func TestCLIDocsCurrent(t *testing.T) {
@@ -21,7 +21,7 @@ func TestCLIDocsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]string{"../../../docs/CLI.md": md, "../../../docs/snapshift.1": man} {
+	for path, want := range map[string]string{"../../../docs/CLI.md": md, "../../../docs/snapshift.8": man} {
 		if *updateDocs {
 			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 				t.Fatal(err)
