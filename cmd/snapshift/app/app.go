@@ -223,6 +223,7 @@ var libraryFlags = map[string]string{
 	"KubernetesVersion":    "--kubernetes-version",
 	"PodCIDR":              "--pod-network-cidr",
 	"EtcdDataDir":          "--etcd-data-dir",
+	"EtcdMember":           "--etcd-member",
 	"GenerateAll":          "--all",
 }
 

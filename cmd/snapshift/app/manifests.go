@@ -2,12 +2,15 @@ package app
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/manifests"
+	"github.com/snapshift/snapshift/option"
 )
 
 // manifestsOptions are the manifests command's options.
@@ -78,14 +81,28 @@ func (o *manifestsOptions) build() (*manifests.Set, []manifests.Change, error) {
 		return set, nil, nil
 	}
 	src, err := manifests.Read(o.manifestDir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, manifests.ErrNoManifests) {
+		return nil, nil, usagef("--manifest-dir: %w", err) // the flag names the wrong directory
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	set, changes, err := manifests.Update(src, o.changes)
+	if msg, ok := option.Render(err, manifestsFlag); ok {
+		return nil, nil, usageError{renderedError{msg: msg, err: err}} // a flag's value
+	}
 	if err != nil {
-		return nil, nil, refusedf("%v", err)
+		return nil, nil, refusedf("%w", err)
 	}
 	return set, changes, nil
+}
+
+// manifestsFlag names a manifests.Changes field as this command's flag.
+func manifestsFlag(field string) string {
+	if field == "DataDir" {
+		return "--etcd-data-dir"
+	}
+	return flagName(field)
 }
 
 func (o *manifestsOptions) Run(context.Context) error {

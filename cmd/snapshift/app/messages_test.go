@@ -41,6 +41,26 @@ func rebuildFile(name string, edit func(cfg, work string) string) (func(in, work
 	return args, prepare
 }
 
+// kubeadmManifests copies kubeadm's manifests (manifests/testdata) into work/m.
+func kubeadmManifests(t *testing.T, work string) {
+	t.Helper()
+	src := "../../../manifests/testdata/kubeadm-v1.36.3/ipv4"
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(work, "m"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(work, "m", e.Name()), string(b))
+	}
+}
+
 func writeFile(t *testing.T, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
@@ -175,6 +195,16 @@ func messageRows() []badRow {
 			args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "1.36")},
 		{name: "manifests --generate without an address", code: ExitUsage, want: `--apiserver-advertise-address "" is not an IP address`,
 			args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "v1.36.3")},
+
+		{name: "manifests from a directory without manifests", code: ExitUsage, want: "--manifest-dir: no kubeadm static Pod manifest in",
+			args: cmdline("manifests", "--manifest-dir", "WORK", "--service-cidr", svc)},
+		{name: "manifests with a malformed service CIDR", code: ExitUsage, want: `--service-cidr: "bad" is not a CIDR`, prepare: kubeadmManifests,
+			args: cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--service-cidr", "bad")},
+		{name: "manifests with a relative etcd data dir", code: ExitUsage, want: `--etcd-data-dir: "rel/dir" is not a clean absolute path`, prepare: kubeadmManifests,
+			args: cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--etcd-data-dir", "rel/dir")},
+		{name: "manifests whose initial cluster leaves the member out", code: ExitRefused, want: `--initial-cluster "zz=http://10.0.0.9:2380" must list member "a"`,
+			prepare: kubeadmManifests,
+			args: cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--etcd-member", "a=http://10.0.0.1:2380", "--initial-cluster", "zz=http://10.0.0.9:2380")},
 
 		// The command line itself.
 		{name: "unknown output format", args: cmdline("inspect", "IN", "-o", "xml"), code: ExitUsage, want: `--output must be text, json or yaml, not "xml"`},
