@@ -204,7 +204,7 @@ func messageRows() []badRow {
 			args: cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--etcd-data-dir", "rel/dir")},
 		{name: "manifests whose initial cluster leaves the member out", code: ExitRefused, want: `--initial-cluster "zz=http://10.0.0.9:2380" must list member "a"`,
 			prepare: kubeadmManifests,
-			args: cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--etcd-member", "a=http://10.0.0.1:2380", "--initial-cluster", "zz=http://10.0.0.9:2380")},
+			args:    cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--etcd-member", "a=http://10.0.0.1:2380", "--initial-cluster", "zz=http://10.0.0.9:2380")},
 
 		// The command line itself.
 		{name: "unknown output format", args: cmdline("inspect", "IN", "-o", "xml"), code: ExitUsage, want: `--output must be text, json or yaml, not "xml"`},
