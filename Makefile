@@ -4,7 +4,7 @@ BIN     := bin/snapshift
 DEMO    := out/demo
 PKGS    := ./...
 
-.PHONY: all build test e2e demo bench bench-xlarge lint fmt tidy clean sample docs release release-check
+.PHONY: all build test e2e demo bench bench-xlarge lint fmt tidy clean sample docs release release-check install-check
 
 all: build
 
@@ -65,6 +65,11 @@ release:
 # build cache).
 release-check:
 	bash hack/release.sh check
+
+# go install ...@version from a clean module cache, served the committed tree by a local module
+# proxy; checks snapshift version -o json. Several minutes (a full compile): not in CI.
+install-check:
+	bash hack/install-check.sh
 
 # docs/CLI.md and the man page docs/snapshift.8, from the command tree
 # (a test fails when they are not current).

@@ -104,16 +104,28 @@ func cmdline(args ...string) func(in, work string) []string {
 	}
 }
 
+// messageRows are the rows of issue 24, by group.
 func messageRows() []badRow {
-	const svc = "172.24.0.0/16"
-	ruleSet := "apiVersion: snapshift.io/v1alpha1\nkind: RuleSet\nrules:\n- name: x\n  match: {resource: configmaps}\n  delete: true\n"
+	var rows []badRow
+	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows()} {
+		rows = append(rows, group...)
+	}
+	return rows
+}
+
+// ruleSet is a valid rules file.
+const ruleSet = "apiVersion: snapshift.io/v1alpha1\nkind: RuleSet\nrules:\n- name: x\n  match: {resource: configmaps}\n  delete: true\n"
+
+const newSvc = "172.24.0.0/16"
+
+func optionRows() []badRow {
 	return []badRow{
 		// Options wrong for this snapshot: exit 2, naming the flag.
 		{name: "new service range over the unmoved pod range", args: transformTo("--service-cidr", "10.244.0.0/16"), code: ExitUsage,
 			want: "the new service CIDR 10.244.0.0/16 (--service-cidr) overlaps the pod CIDR 10.244.0.0/16, which is not moving"},
 		{name: "IPv6 service range for an IPv4 cluster", args: transformTo("--service-cidr", "fd00::/108"), code: ExitUsage,
 			want: "the new service CIDR fd00::/108 (--service-cidr) is IPv6"},
-		{name: "dual-stack service range added to an IPv4 cluster", args: transformTo("--service-cidr", svc+",fd00::/108"), code: ExitUsage,
+		{name: "dual-stack service range added to an IPv4 cluster", args: transformTo("--service-cidr", newSvc+",fd00::/108"), code: ExitUsage,
 			want: "(--service-cidr) is IPv6, but the old one (IPv4 192.168.0.0/16) has no IPv6 range"},
 		{name: "IPv6 pod range for an IPv4 cluster", args: transformTo("--pod-network-cidr", "fd00:55::/56"), code: ExitUsage,
 			want: "the new pod network CIDR fd00:55::/56 (--pod-network-cidr) is IPv6"},
@@ -121,14 +133,18 @@ func messageRows() []badRow {
 			want: "(--pod-network-cidr) overlaps the service CIDR 192.168.0.0/16, which is not moving"},
 		{name: "transform --out a directory with --force fails before the work", code: ExitUsage, want: "--out ",
 			args: func(in, work string) []string {
-				return []string{"transform", in, "--out", filepath.Join(work, "out.db"), "--force", "--service-cidr", svc}
+				return []string{"transform", in, "--out", filepath.Join(work, "out.db"), "--force", "--service-cidr", newSvc}
 			},
 			prepare: func(t *testing.T, work string) {
 				if err := os.Mkdir(filepath.Join(work, "out.db"), 0o700); err != nil {
 					t.Fatal(err)
 				}
 			}},
+	}
+}
 
+func restoreRows() []badRow {
+	return []badRow{
 		// restore's etcd options.
 		{name: "peer URL without a scheme", args: restoreWith("--initial-cluster", "m1=10.0.0.11:2380", "--initial-advertise-peer-urls", "10.0.0.11:2380"),
 			code: ExitUsage, want: `--initial-advertise-peer-urls "10.0.0.11:2380" is not a peer URL like https://10.0.0.11:2380`},
@@ -139,8 +155,12 @@ func messageRows() []badRow {
 		{name: "revision bump without mark compacted", args: restoreWith("--mark-compacted=false"),
 			code: ExitUsage, want: "--bump-revision and --mark-compacted go together"},
 		{name: "fused restore with a peer URL without a scheme", code: ExitUsage, want: "--initial-advertise-peer-urls",
-			args: restoreWith("--initial-advertise-peer-urls", "10.0.0.11:2380", "--service-cidr", svc)},
+			args: restoreWith("--initial-advertise-peer-urls", "10.0.0.11:2380", "--service-cidr", newSvc)},
+	}
+}
 
+func rebuildRows() []badRow {
+	return []badRow{
 		// The rebuild file.
 		{name: "rebuild without --config", args: cmdline("rebuild"), code: ExitUsage, want: "rebuild needs --config FILE"},
 		rebuildRow("rebuild output that is a file", func(cfg, work string) string {
@@ -169,7 +189,11 @@ func messageRows() []badRow {
 			args: func(_, work string) []string {
 				return []string{"rebuild", "--config", filepath.Join(work, "rebuild.yaml"), "--dry-run=server"}
 			}},
+	}
+}
 
+func rulesFileRows() []badRow {
+	return []badRow{
 		// The rules file.
 		rulesFileRow("a rebuild file given as --rules", "apiVersion: snapshift.io/v1alpha1\nkind: RebuildConfiguration\nsnapshot: x\n",
 			"is a RebuildConfiguration: give it to snapshift rebuild --config"),
@@ -177,12 +201,16 @@ func messageRows() []badRow {
 			"rules[0].match.namespace (line 5): unknown key, did you mean namespaces?"),
 		rulesFileRow("rules file key in the wrong case", strings.Replace(ruleSet, "delete: true", "Delete: true", 1),
 			"rules[0].Delete (line 6): unknown key, did you mean delete? (keys are case-sensitive)"),
+	}
+}
 
+func certsManifestsRows() []badRow {
+	return []badRow{
 		// certs and manifests.
 		{name: "certs --renew without a CA", code: ExitUsage, want: "this operation reuses the CA in --cert-dir; --all makes a new PKI",
-			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", svc, "--old-service-cidr", "192.168.0.0/16")},
+			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", newSvc, "--old-service-cidr", "192.168.0.0/16")},
 		{name: "certs --renew apiserver without the old range", code: ExitUsage, want: "renew-apiserver: --old-service-cidr is required",
-			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", svc)},
+			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", newSvc)},
 		{name: "certs with a bad advertise address", code: ExitUsage, want: "--apiserver-advertise-address",
 			args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--apiserver-advertise-address", "10.0.0.300")},
 		{name: "certs with a bad extra SAN", code: ExitUsage, want: `--apiserver-cert-extra-sans: "bad_name!" is neither an IP address nor a DNS name`,
@@ -197,7 +225,7 @@ func messageRows() []badRow {
 			args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "v1.36.3")},
 
 		{name: "manifests from a directory without manifests", code: ExitUsage, want: "--manifest-dir: no kubeadm static Pod manifest in",
-			args: cmdline("manifests", "--manifest-dir", "WORK", "--service-cidr", svc)},
+			args: cmdline("manifests", "--manifest-dir", "WORK", "--service-cidr", newSvc)},
 		{name: "manifests with a malformed service CIDR", code: ExitUsage, want: `--service-cidr: "bad" is not a CIDR`, prepare: kubeadmManifests,
 			args: cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--service-cidr", "bad")},
 		{name: "manifests with a relative etcd data dir", code: ExitUsage, want: `--etcd-data-dir: "rel/dir" is not a clean absolute path`, prepare: kubeadmManifests,
@@ -205,7 +233,11 @@ func messageRows() []badRow {
 		{name: "manifests whose initial cluster leaves the member out", code: ExitRefused, want: `--initial-cluster "zz=http://10.0.0.9:2380" must list member "a"`,
 			prepare: kubeadmManifests,
 			args:    cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--etcd-member", "a=http://10.0.0.1:2380", "--initial-cluster", "zz=http://10.0.0.9:2380")},
+	}
+}
 
+func commandLineRows() []badRow {
+	return []badRow{
 		// The command line itself.
 		{name: "unknown output format", args: cmdline("inspect", "IN", "-o", "xml"), code: ExitUsage, want: `--output must be text, json or yaml, not "xml"`},
 		{name: "version with an argument", args: cmdline("version", "now"), code: ExitUsage, want: "version takes no arguments"},
