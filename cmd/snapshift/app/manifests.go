@@ -88,13 +88,13 @@ func (o *manifestsOptions) build() (*manifests.Set, []manifests.Change, error) {
 		return nil, nil, err
 	}
 	set, changes, err := manifests.Update(src, o.changes)
+	if err == nil {
+		return set, changes, nil
+	}
 	if msg, ok := option.Render(err, manifestsFlag); ok {
 		return nil, nil, usageError{renderedError{msg: msg, err: err}} // a flag's value
 	}
-	if err != nil {
-		return nil, nil, refusedf("%w", err)
-	}
-	return set, changes, nil
+	return nil, nil, refusedf("%w", err)
 }
 
 // manifestsFlag names a manifests.Changes field as this command's flag.

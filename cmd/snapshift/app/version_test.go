@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,5 +99,32 @@ func TestVerifyJSONNamesItsMaker(t *testing.T) {
 	r = run(t, "verify", samplePath, "-o", "yaml", "--quiet")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "\nsnapshift:\n") || !strings.Contains(r.stdout, "checks:") {
 		t.Errorf("verify -o yaml: exit %d:\n%s", r.code, r.stdout)
+	}
+}
+
+// TestYAMLWhereverJSON: every command whose --output takes json takes yaml
+// too, and -o yaml is the same document as -o json.
+func TestYAMLWhereverJSON(t *testing.T) {
+	for _, c := range New(nil, nil, nil).Commands {
+		for _, f := range c.Flags {
+			if !slices.Contains(f.Names(), "output") {
+				continue
+			}
+			usage := f.(interface{ GetUsage() string }).GetUsage()
+			if strings.Contains(usage, "json") && !strings.Contains(usage, "yaml") {
+				t.Errorf("%s --output: %q has json but not yaml", c.Name, usage)
+			}
+		}
+	}
+	j, y := run(t, "rules", "-o", "json"), run(t, "rules", "-o", "yaml")
+	var fromJSON, fromYAML any
+	if err := json.Unmarshal([]byte(j.stdout), &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(y.stdout), &fromYAML); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fromJSON, fromYAML) {
+		t.Errorf("rules -o yaml is not rules -o json as YAML:\n%s", y.stdout)
 	}
 }
