@@ -120,7 +120,7 @@ func rebuildCommand() *cli.Command {
 			"Example:\n   snapshift rebuild --config testdata/rebuild.yaml",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Destination: &o.config, Usage: "the RebuildConfiguration file"},
-			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing"},
+			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing (a switch: --dry-run=client says the same)"},
 			o.outputFlag(), o.quietFlag(),
 		},
 		Action: action(o),
