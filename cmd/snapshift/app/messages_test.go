@@ -374,3 +374,20 @@ func TestGoIdentifierCheckBites(t *testing.T) {
 		t.Errorf("a quoted user value counted as a Go identifier: %s", n)
 	}
 }
+
+// TestDryRunClientSpelling: kubectl's --dry-run=client is the switch --dry-run (snapshift is
+// always client-side), in any position; other values are a usage error saying it is a switch.
+func TestDryRunClientSpelling(t *testing.T) {
+	in := copySample(t)
+	plain := run(t, "transform", in, "--dry-run", "--service-cidr", newSvc, "--quiet", "-o", "json")
+	client := run(t, "transform", in, "--dry-run=client", "--service-cidr", newSvc, "--quiet", "-o", "json")
+	if plain.code != ExitOK || client.code != ExitOK || client.stdout != plain.stdout || client.stdout == "" {
+		t.Errorf("--dry-run=client: exit %d (stderr %q); --dry-run: exit %d; same report: %v", client.code, client.stderr, plain.code, client.stdout == plain.stdout)
+	}
+	if r := run(t, "transform", in, "--service-cidr", newSvc, "--dry-run=false", "--quiet"); r.code != ExitUsage || !strings.Contains(r.stderr, "needs --out") {
+		t.Errorf("--dry-run=false is a boolean as before: exit %d, %q", r.code, r.stderr)
+	}
+	if r := run(t, "transform", in, "--dry-run=none", "--quiet"); r.code != ExitUsage || !strings.Contains(r.stderr, "--dry-run is a plain switch") {
+		t.Errorf("--dry-run=none: exit %d, %q", r.code, r.stderr)
+	}
+}
