@@ -391,3 +391,21 @@ func TestDryRunClientSpelling(t *testing.T) {
 		t.Errorf("--dry-run=none: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// TestCompletionAndHelp: the completion scripts and help for a command.
+func TestCompletionAndHelp(t *testing.T) {
+	for shell, want := range map[string]string{"bash": "complete -o bashdefault", "zsh": "compdef _snapshift_zsh_autocomplete snapshift",
+		"fish": "complete -c snapshift"} {
+		if r := run(t, "completion", shell); r.code != ExitOK || !strings.Contains(r.stdout, want) {
+			t.Errorf("completion %s: exit %d, want a script with %q:\n%.300s", shell, r.code, want, r.stdout)
+		}
+	}
+	if r := run(t, "completion", "tcsh"); r.code != ExitUsage || !strings.Contains(r.stderr, `"tcsh" is not bash, zsh or fish`) {
+		t.Errorf("completion tcsh: exit %d, %q", r.code, r.stderr)
+	}
+	// (The candidates the scripts ask for: TestVersionOfABuiltBinary, since urfave/cli reads
+	// them from os.Args.)
+	if r := run(t, "help", "rebuild"); r.code != ExitOK || !strings.Contains(r.stdout, "snapshift rebuild") || !strings.Contains(r.stdout, "--config") {
+		t.Errorf("help rebuild: exit %d:\n%s", r.code, r.stdout)
+	}
+}

@@ -18,7 +18,8 @@ import (
 // TestVersionOfABuiltBinary builds the real binary as `make release` does
 // (-ldflags -X for version, commit and date) and checks that `snapshift
 // version -o json` reports those values, and the etcd, bbolt and
-// Kubernetes library versions go.mod selects.
+// Kubernetes library versions go.mod selects; and, since it has a real
+// binary, the shell completion candidates.
 func TestVersionOfABuiltBinary(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "snapshift")
 	pkg := "github.com/snapshift/snapshift/internal/buildinfo."
@@ -54,6 +55,17 @@ func TestVersionOfABuiltBinary(t *testing.T) {
 	}
 	if short, err := exec.Command(bin, "-v").Output(); err != nil || string(short) != string(text) {
 		t.Errorf("snapshift -v: %v\n%s", err, short)
+	}
+	// The candidates the completion scripts ask for (urfave/cli reads os.Args: a real process).
+	cands, err := exec.Command(bin, "--generate-bash-completion").Output()
+	for _, c := range []string{"transform", "rebuild", "version", "completion", "help"} {
+		if !slices.Contains(strings.Fields(string(cands)), c) {
+			t.Errorf("snapshift --generate-bash-completion: %v, candidates %q lack %s", err, cands, c)
+		}
+	}
+	flags, err := exec.Command(bin, "transform", "--serv", "--generate-bash-completion").Output()
+	if !slices.Contains(strings.Fields(string(flags)), "--service-cidr") {
+		t.Errorf("snapshift transform --serv<TAB>: %v, candidates %q lack --service-cidr", err, flags)
 	}
 	y, err := exec.Command(bin, "version", "-o", "yaml").Output()
 	var fromYAML buildinfo.Info
