@@ -232,6 +232,7 @@ func (c *Config) Validate() error {
 	if st, err := os.Stat(c.Output); err == nil && !st.IsDir() {
 		add("output %s is a file: give a directory that does not exist or is empty", c.Output)
 	}
+	c.validateSources(add)
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
@@ -311,6 +312,24 @@ func (c *Config) validateMembers(add func(string, ...any)) {
 	for _, m := range c.Etcd.Members {
 		if m.NodeName == c.PKI.NodeName {
 			c.PKI.AdvertiseAddress = m.AdvertiseAddress
+		}
+	}
+}
+
+// validateSources checks, before any work, that pki.source holds a CA to
+// reuse and that manifests.source is a directory.
+func (c *Config) validateSources(add func(string, ...any)) {
+	if s := c.PKI.Source; s != "" {
+		for _, f := range []string{"ca.crt", "ca.key"} {
+			if _, err := os.Stat(filepath.Join(s, f)); err != nil {
+				add("pki.source %s has no %s: give kubeadm's certificate directory (/etc/kubernetes/pki), or no pki.source for a new PKI", s, f)
+				break
+			}
+		}
+	}
+	if s := c.Manifests.Source; s != "" {
+		if st, err := os.Stat(s); err != nil || !st.IsDir() {
+			add("manifests.source %s is not a directory: give kubeadm's manifests directory (/etc/kubernetes/manifests), or no manifests.source to generate them", s)
 		}
 	}
 }

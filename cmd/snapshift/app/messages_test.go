@@ -185,6 +185,17 @@ func rebuildRows() []badRow {
 			"the new service CIDR 10.244.0.0/16 (networking.serviceSubnet) overlaps the pod CIDR"),
 		rebuildRow("rebuild new service range too small", replace("172.24.0.0/16", "172.24.0.0/28"), ExitRefused,
 			"too small to keep these 6 Services at their offsets"),
+		rebuildRow("rebuild certificate SAN that is no name", replace("manifests:", "pki:\n  certSANs: [\"bad_name!\"]\nmanifests:"), ExitUsage,
+			`pki.certSANs: "bad_name!" is neither an IP address nor a DNS name`),
+		rebuildRow("rebuild DNS domain that is no name", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: 172.24.0.0/16\n  dnsDomain: \"bad domain\""), ExitUsage,
+			`networking.dnsDomain: "bad domain" is not a valid DNS name`),
+		rebuildRow("rebuild pki.source without a CA", func(cfg, work string) string {
+			return strings.Replace(cfg, "manifests:", "pki:\n  source: "+work+"\nmanifests:", 1)
+		}, ExitUsage, "has no ca.crt: give kubeadm's certificate directory"),
+		rebuildRow("rebuild manifests.source that is not a directory", replace("manifests:\n", "manifests:\n  source: nowhere\n"), ExitUsage,
+			"/nowhere is not a directory: give kubeadm's manifests directory"),
+		rebuildRow("rebuild CNI the rules do not know", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: 172.24.0.0/16\n  leaveCNIState: [weave]"), ExitUsage,
+			`networking.leaveCNIState takes calico or cilium, not "weave"`),
 		{name: "dry-run with a server", code: ExitUsage, want: "--dry-run is a plain switch",
 			args: func(_, work string) []string {
 				return []string{"rebuild", "--config", filepath.Join(work, "rebuild.yaml"), "--dry-run=server"}
