@@ -95,6 +95,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			rulesCommand(),
 			versionCommand(),
 			completionCommand(),
+			helpCommand(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -143,8 +144,8 @@ func ExitCode(ctx context.Context, err error) int {
 		return ExitOK
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.As(err, new(cli.ExitCoder)):
-		return ExitUsage // cli.Exit comes only from `help` with an unknown topic
+	case errors.As(err, &ue):
+		return ExitUsage
 	case errors.Is(err, snapshot.ErrInvalidInput):
 		return ExitBadInput
 	case errors.Is(err, verify.ErrFailed):

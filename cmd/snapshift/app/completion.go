@@ -113,3 +113,30 @@ func completionCommand() *cli.Command {
 		Action: action(o),
 	}
 }
+
+// helpCommand is `snapshift help [command]`. urfave/cli would add its own,
+// but that one is a package-global *Command that its setup makes its own
+// subcommand when it runs, so that a second app in one process (the tests)
+// recurses forever generating the fish completion: every app gets a fresh
+// one here.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:            "help",
+		Aliases:         []string{"h"},
+		Usage:           "show the commands, or one command's usage and flags",
+		ArgsUsage:       "[command]",
+		HideHelpCommand: true,
+		Action: func(c *cli.Context) error {
+			switch c.NArg() {
+			case 0:
+				return cli.ShowAppHelp(c)
+			case 1:
+				if c.App.Command(c.Args().First()) == nil {
+					return usagef("help: no command %q (see snapshift help)", c.Args().First())
+				}
+				return cli.ShowCommandHelp(c, c.Args().First())
+			}
+			return usagef("help takes one command (got %d arguments)", c.NArg())
+		},
+	}
+}

@@ -253,7 +253,7 @@ func commandLineRows() []badRow {
 		{name: "unknown output format", args: cmdline("inspect", "IN", "-o", "xml"), code: ExitUsage, want: `--output must be text, json or yaml, not "xml"`},
 		{name: "version with an argument", args: cmdline("version", "now"), code: ExitUsage, want: "version takes no arguments"},
 		{name: "unknown command", args: cmdline("frobnicate"), code: ExitUsage, want: `unknown command "frobnicate"`},
-		{name: "help for an unknown command", args: cmdline("help", "frobnicate"), code: ExitUsage, want: `frobnicate`},
+		{name: "help for an unknown command", args: cmdline("help", "frobnicate"), code: ExitUsage, want: `help: no command "frobnicate" (see snapshift help)`},
 		{name: "encryption config that does not exist", args: transformTo("--encryption-config", "/nonexistent/enc.yaml"), code: ExitUsage,
 			want: "--encryption-config"},
 	}
