@@ -21,6 +21,9 @@ type Error struct {
 	Message string
 	// Err is the cause, if any (errors.Unwrap reaches it).
 	Err error
+	// Details is the whole list of what Message lists only in part
+	// ("… and 179 more"), for machine output.
+	Details []string
 }
 
 // Errorf returns an *Error for field. format is a fmt format whose text

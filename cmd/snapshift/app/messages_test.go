@@ -1,6 +1,8 @@
 package app
 
 import (
+	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -12,6 +14,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapshift/snapshift/internal/sample"
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -418,5 +427,42 @@ func TestCompletionAndHelp(t *testing.T) {
 	// them from os.Args.)
 	if r := run(t, "help", "rebuild"); r.code != ExitOK || !strings.Contains(r.stdout, "snapshift rebuild") || !strings.Contains(r.stdout, "--config") {
 		t.Errorf("help rebuild: exit %d:\n%s", r.code, r.stdout)
+	}
+}
+
+// TestLongListCappedFullInJSON: a refusal that lists Services says ten of them and "… and N
+// more" on its one line; with -o json the whole list is on stdout.
+func TestLongListCappedFullInJSON(t *testing.T) {
+	var extra []sample.Entry
+	for i := 0; i < 25; i++ {
+		ip := fmt.Sprintf("192.168.50.%d", 100+i)
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%02d", i), Namespace: "demo", UID: types.UID(fmt.Sprintf("u-%d", i))},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: []string{ip}, Type: corev1.ServiceTypeClusterIP}}
+		raw, err := svc.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Service"}, Raw: raw}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, sample.Entry{Key: "/registry/services/specs/demo/" + svc.Name, Value: append([]byte("k8s\x00"), b...)})
+	}
+	in := writeFixture(t, filepath.Join(t.TempDir(), "in.db"), fixture{keys: sampleKVs(t, extra...)})
+	text := run(t, "plan", in, "--service-cidr", "172.24.0.0/28", "--quiet")
+	lines := text.stderrLines()
+	if text.code != ExitRefused || len(lines) != 1 || !strings.Contains(lines[0], "these 31 Services") || !strings.Contains(lines[0], ", … and 21 more; choose a larger range or pass --repack") {
+		t.Fatalf("plan: exit %d, stderr %q; want exit 4 and one line with 10 of 31 Services", text.code, text.stderr)
+	}
+	machine := run(t, "plan", in, "--service-cidr", "172.24.0.0/28", "--quiet", "-o", "json")
+	var doc struct {
+		Error   string   `json:"error"`
+		Details []string `json:"details"`
+	}
+	if err := json.Unmarshal([]byte(machine.stdout), &doc); err != nil || machine.code != ExitRefused {
+		t.Fatalf("plan -o json: exit %d, stdout %q: %v", machine.code, machine.stdout, err)
+	}
+	if len(doc.Details) != 31 || !strings.Contains(strings.Join(doc.Details, "\n"), "demo/s24 (192.168.50.124, offset") || doc.Error != strings.TrimPrefix(lines[0], "snapshift: ") {
+		t.Errorf("plan -o json: %d details (want all 31), error %q", len(doc.Details), doc.Error)
 	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/progress"
 )
 
@@ -32,8 +34,52 @@ func action(cmd command) cli.ActionFunc {
 		if err := cmd.Validate(); err != nil {
 			return err
 		}
-		return cmd.Run(c.Context)
+		err := cmd.Run(c.Context)
+		if m, ok := cmd.(machineOutput); ok && err != nil && m.json() {
+			if werr := writeErrorDetails(m.reportWriter(), err); werr != nil {
+				return werr
+			}
+		}
+		return err
 	}
+}
+
+// machineOutput is a command with -o json (common's methods).
+type machineOutput interface {
+	json() bool
+	reportWriter() io.Writer
+}
+
+func (o *common) reportWriter() io.Writer { return o.stdout }
+
+// Every command with -o is a machineOutput: a field of the same name as a
+// method of common would hide it (transformOptions has a field out).
+var (
+	_ machineOutput = (*certsOptions)(nil)
+	_ machineOutput = (*getOptions)(nil)
+	_ machineOutput = (*inspectOptions)(nil)
+	_ machineOutput = (*lsOptions)(nil)
+	_ machineOutput = (*manifestsOptions)(nil)
+	_ machineOutput = (*rebuildOptions)(nil)
+	_ machineOutput = (*restoreOptions)(nil)
+	_ machineOutput = (*rulesOptions)(nil)
+	_ machineOutput = (*transformOptions)(nil)
+	_ machineOutput = (*verifyOptions)(nil)
+	_ machineOutput = (*versionOptions)(nil)
+)
+
+// writeErrorDetails prints, for -o json or yaml, the whole list that an
+// error's one line on stderr lists only in part ("… and 179 more").
+func writeErrorDetails(w io.Writer, err error) error {
+	var oe *option.Error
+	if !errors.As(err, &oe) || len(oe.Details) == 0 {
+		return nil
+	}
+	msg, _ := option.Render(err, flagName)
+	return writeJSON(w, struct {
+		Error   string   `json:"error"`
+		Details []string `json:"details"`
+	}{msg, oe.Details})
 }
 
 // common holds the options most commands share, and where they print.
