@@ -4,7 +4,7 @@ BIN     := bin/snapshift
 DEMO    := out/demo
 PKGS    := ./...
 
-.PHONY: all build test e2e demo bench bench-xlarge lint fmt tidy clean sample
+.PHONY: all build test e2e demo bench bench-xlarge lint fmt tidy clean sample docs release release-check install-check
 
 all: build
 
@@ -60,6 +60,26 @@ bench-xlarge:
 sample:
 	$(GO) run ./cmd/snapgen sample --out testdata/sample.db
 
+# Reproducible release archives for linux and darwin, amd64 and arm64, with a
+# CycloneDX SBOM each and SHA256SUMS, in dist/ (hack/release.sh). PLATFORMS=linux/amd64 for one.
+release:
+	bash hack/release.sh build
+
+# Two release builds compared byte for byte (RELEASE_CHECK_COLD=1: the second with an empty
+# build cache).
+release-check:
+	bash hack/release.sh check
+
+# go install ...@version from a clean module cache, served the committed tree by a local module
+# proxy; checks snapshift version -o json. Several minutes (a full compile): not in CI.
+install-check:
+	bash hack/install-check.sh
+
+# docs/CLI.md and the man page docs/snapshift.8, from the command tree
+# (a test fails when they are not current).
+docs:
+	$(GO) test ./cmd/snapshift/app -run '^TestCLIDocsCurrent$$' -count=1 -update-docs
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
@@ -67,4 +87,4 @@ tidy:
 	$(GO) mod tidy
 
 clean:
-	rm -rf bin out
+	rm -rf bin out dist

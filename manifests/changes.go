@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/option"
 )
 
 // Annotations kubeadm puts on the static Pods and reads back (kubeadm join
@@ -90,43 +90,46 @@ func (c Changes) Validate() error {
 	var errs []error
 	add := func(field string, err error) {
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", field, err))
+			errs = append(errs, option.Errorf(field, "{}: %w", err))
 		}
 	}
 	if c.ServiceCIDR != "" {
 		_, err := cidr.ParseList(c.ServiceCIDR)
-		add("service CIDR", err)
+		add("ServiceCIDR", err)
 	}
 	if c.PodCIDR != "" {
 		_, err := cidr.ParseList(c.PodCIDR)
-		add("pod CIDR", err)
+		add("PodCIDR", err)
 	}
 	if c.EtcdMember.Name != "" && strings.ContainsAny(c.EtcdMember.Name, "=, \t\n") {
-		add("etcd member name", fmt.Errorf("%q cannot hold '=', ',' or spaces", c.EtcdMember.Name))
+		add("EtcdMember", fmt.Errorf("%q cannot hold '=', ',' or spaces", c.EtcdMember.Name))
 	}
 	if c.EtcdMember.PeerURL != "" {
-		add("etcd member peer URL", checkURL(c.EtcdMember.PeerURL))
+		add("EtcdMember", checkURL(c.EtcdMember.PeerURL))
 	}
 	if c.EtcdMember.ClientURL != "" {
-		add("etcd member client URL", checkURL(c.EtcdMember.ClientURL))
+		add("EtcdMember", checkURL(c.EtcdMember.ClientURL))
 	}
 	if c.InitialCluster != "" {
 		_, err := parseInitialCluster(c.InitialCluster)
-		add("initial cluster", err)
+		add("InitialCluster", err)
 	}
 	for _, s := range c.EtcdServers {
-		add("etcd servers", checkURL(s))
+		add("EtcdServers", checkURL(s))
 	}
 	if c.DataDir != "" && (!filepath.IsAbs(c.DataDir) || filepath.Clean(c.DataDir) != c.DataDir) {
-		add("data dir", fmt.Errorf("%q is not a clean absolute path", c.DataDir))
+		add("DataDir", fmt.Errorf("%q is not a clean absolute path", c.DataDir))
 	}
 	if c.AdvertiseAddress != "" {
 		a, err := netip.ParseAddr(c.AdvertiseAddress)
 		if err != nil || a.Zone() != "" || a.IsUnspecified() || a.Is4In6() {
-			add("advertise address", fmt.Errorf("%q is not a usable IP address", c.AdvertiseAddress))
+			add("AdvertiseAddress", fmt.Errorf("%q is not a usable IP address", c.AdvertiseAddress))
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errs[0] // one sentence, naming its option (a Changes field)
+	}
+	return nil
 }
 
 // checkURL accepts an etcd URL: http or https, a host and a port.

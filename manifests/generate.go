@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/option"
 )
 
 // kubeadm v1.36's defaults (cmd/kubeadm/app/constants and
@@ -195,28 +195,28 @@ func (c GenerateConfig) Validate() error {
 		}
 	}
 	if c.KubernetesVersion == "" {
-		add(errors.New("kubernetes version is required"))
+		add(option.Errorf("KubernetesVersion", "{} is required"))
 	} else if _, err := version.ParseSemantic(strings.TrimPrefix(c.KubernetesVersion, "v")); err != nil || !strings.HasPrefix(c.KubernetesVersion, "v") {
-		add(fmt.Errorf("kubernetes version %q is not like v1.36.3", c.KubernetesVersion))
+		add(option.Errorf("KubernetesVersion", "{} %q is not a version like v1.36.3", c.KubernetesVersion))
 	}
 	if a, err := netip.ParseAddr(c.AdvertiseAddress); err != nil || a.Zone() != "" || a.Is4In6() {
-		add(fmt.Errorf("advertise address %q is not an IP address", c.AdvertiseAddress))
+		add(option.Errorf("AdvertiseAddress", "{} %q is not an IP address", c.AdvertiseAddress))
 	}
 	if c.BindPort < 1 || c.BindPort > 65535 {
-		add(fmt.Errorf("bind port %d is not in 1-65535", c.BindPort))
+		add(option.Errorf("BindPort", "{} %d is not in 1-65535", c.BindPort))
 	}
 	if _, err := cidr.ParseList(c.ServiceCIDR); err != nil {
-		add(fmt.Errorf("service CIDR: %w", err))
+		add(option.Errorf("ServiceCIDR", "{}: %w", err))
 	}
 	if c.PodCIDR != "" {
 		ps, err := cidr.ParseList(c.PodCIDR)
 		if err != nil {
-			add(fmt.Errorf("pod CIDR: %w", err))
+			add(option.Errorf("PodCIDR", "{}: %w", err))
 		} else if c.NodeCIDRMaskSize != 0 {
 			if len(ps) > 1 {
-				add(errors.New("node CIDR mask size applies to a single-stack pod CIDR; give --node-cidr-mask-size-ipv4/-ipv6 as controller-manager extra args"))
+				add(option.Errorf("NodeCIDRMaskSize", "{} applies to a single-stack {PodCIDR}; give --node-cidr-mask-size-ipv4/-ipv6 as controller-manager extra args"))
 			} else if m := c.NodeCIDRMaskSize; m < ps[0].Bits() || m-ps[0].Bits() > 16 || m > ps[0].Addr().BitLen() {
-				add(fmt.Errorf("node CIDR mask size /%d does not fit the pod CIDR %s (between /%d and /%d)", m, ps[0], ps[0].Bits(), ps[0].Bits()+16))
+				add(option.Errorf("NodeCIDRMaskSize", "{} /%d does not fit the pod CIDR %s (between /%d and /%d)", m, ps[0], ps[0].Bits(), ps[0].Bits()+16))
 			}
 		}
 	}
@@ -225,26 +225,26 @@ func (c GenerateConfig) Validate() error {
 	for i, m := range c.EtcdMembers {
 		switch {
 		case m.Name == "":
-			add(fmt.Errorf("etcd member %d has no name", i))
+			add(option.Errorf("EtcdMembers", "{}: member %d has no name", i))
 		case seen[m.Name]:
-			add(fmt.Errorf("etcd member %q is listed twice", m.Name))
+			add(option.Errorf("EtcdMembers", "{}: member %q is listed twice", m.Name))
 		case m.PeerURL == "":
-			add(fmt.Errorf("etcd member %q has no peer URL", m.Name))
+			add(option.Errorf("EtcdMembers", "{}: member %q has no peer URL", m.Name))
 		}
 		seen[m.Name] = true
 		if m.PeerURL != "" {
 			if err := checkURL(m.PeerURL); err != nil {
-				add(fmt.Errorf("etcd member %q: %w", m.Name, err))
+				add(option.Errorf("EtcdMembers", "{}: member %q: %w", m.Name, err))
 			}
 		}
 		if m.ClientURL != "" {
 			if err := checkURL(m.ClientURL); err != nil {
-				add(fmt.Errorf("etcd member %q: %w", m.Name, err))
+				add(option.Errorf("EtcdMembers", "{}: member %q: %w", m.Name, err))
 			}
 		}
 	}
 	if len(c.EtcdMembers) == 0 && c.NodeName == "" && slices.Contains(c.Components, Etcd) {
-		add(errors.New("node name is required (it names the etcd member)"))
+		add(option.Errorf("NodeName", "{} is required (it names the etcd member)"))
 	}
 	if len(c.EtcdMembers) > 0 && slices.Contains(c.Components, Etcd) {
 		if _, err := c.localMember(); err != nil {
@@ -253,32 +253,35 @@ func (c GenerateConfig) Validate() error {
 	}
 	for _, s := range c.EtcdServers {
 		if err := checkURL(s); err != nil {
-			add(fmt.Errorf("etcd servers: %w", err))
+			add(option.Errorf("EtcdServers", "{}: %w", err))
 		}
 	}
 	for _, comp := range c.Components {
 		add(checkComponent(comp))
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errs[0] // one sentence, naming its option
+	}
+	return nil
 }
 
 // pathErrors checks that every host path is absolute.
 func (c GenerateConfig) pathErrors() []error {
 	var errs []error
-	for _, d := range []struct{ name, path string }{{"cert dir", c.CertDir}, {"kubeconfig dir", c.KubeconfigDir}, {"etcd data dir", c.EtcdDataDir}} {
+	for _, d := range []struct{ name, path string }{{"CertDir", c.CertDir}, {"KubeconfigDir", c.KubeconfigDir}, {"EtcdDataDir", c.EtcdDataDir}} {
 		if !filepath.IsAbs(d.path) {
-			errs = append(errs, fmt.Errorf("%s %q is not an absolute path", d.name, d.path))
+			errs = append(errs, option.Errorf(d.name, "{} %q is not an absolute path", d.path))
 		}
 	}
 	for _, p := range c.CACertPaths {
 		if !filepath.IsAbs(p) {
-			errs = append(errs, fmt.Errorf("CA cert path %q is not an absolute path", p))
+			errs = append(errs, option.Errorf("CACertPaths", "{} %q is not an absolute path", p))
 		}
 	}
 	for _, vs := range [][]HostPathMount{c.APIServerExtraVolumes, c.ControllerManagerExtraVolumes, c.SchedulerExtraVolumes} {
 		for _, v := range vs {
 			if v.Name == "" || !filepath.IsAbs(v.HostPath) || !filepath.IsAbs(v.MountPath) {
-				errs = append(errs, fmt.Errorf("extra volume %q needs a name and absolute hostPath and mountPath (got %q, %q)", v.Name, v.HostPath, v.MountPath))
+				errs = append(errs, option.Errorf("ExtraVolumes", "{} %q needs a name and absolute hostPath and mountPath (got %q, %q)", v.Name, v.HostPath, v.MountPath))
 			}
 		}
 	}
@@ -302,7 +305,7 @@ func (c GenerateConfig) localMember() (EtcdMember, error) {
 	}
 	if !found {
 		if len(c.EtcdMembers) != 1 {
-			return EtcdMember{}, fmt.Errorf("no etcd member is named after node %q (members: %s)", c.NodeName, strings.Join(names, ", "))
+			return EtcdMember{}, option.Errorf("NodeName", "no etcd member is named after {} %q (members: %s)", c.NodeName, strings.Join(names, ", "))
 		}
 		m = c.EtcdMembers[0]
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/snapshift/snapshift/option"
 )
 
 // The CA directories that existed on the host the kubeadm fixtures were made on.
@@ -290,7 +292,7 @@ func TestGenerateErrors(t *testing.T) {
 		want string
 	}{
 		{"no version", func(c *GenerateConfig) { c.KubernetesVersion = "" }, "kubernetes version is required"},
-		{"bad version", func(c *GenerateConfig) { c.KubernetesVersion = "1.36" }, `"1.36" is not like v1.36.3`},
+		{"bad version", func(c *GenerateConfig) { c.KubernetesVersion = "1.36" }, `"1.36" is not a version like v1.36.3`},
 		{"no address", func(c *GenerateConfig) { c.AdvertiseAddress = "" }, "advertise address"},
 		{"bad service CIDR", func(c *GenerateConfig) { c.ServiceCIDR = "10.96.0.0" }, "service CIDR"},
 		{"mask too small", func(c *GenerateConfig) { c.NodeCIDRMaskSize = 8 }, "node CIDR mask size /8 does not fit"},
@@ -298,13 +300,19 @@ func TestGenerateErrors(t *testing.T) {
 		{"unknown component", func(c *GenerateConfig) { c.Components = []string{"kube-proxy"} }, `unknown control-plane component "kube-proxy"`},
 		{"member not found", func(c *GenerateConfig) {
 			c.EtcdMembers = []EtcdMember{{Name: "a", PeerURL: "https://10.0.0.1:2380"}, {Name: "b", PeerURL: "https://10.0.0.2:2380"}}
-		}, `no etcd member is named after node "cp1" (members: a, b)`},
+		}, `no etcd member is named after node name "cp1" (members: a, b)`},
 		{"relative cert dir", func(c *GenerateConfig) { c.CertDir = "pki" }, `cert dir "pki" is not an absolute path`},
 	} {
 		cfg := ipv4Config()
 		tc.edit(&cfg)
-		if _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		_, err := Generate(cfg)
+		if err == nil {
+			t.Errorf("%s: no error, want %q", tc.name, tc.want)
+			continue
+		}
+		// Options are option.Errors, here said in words.
+		if msg, _ := option.Render(err, option.Words); !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, msg, tc.want)
 		}
 	}
 }

@@ -42,6 +42,10 @@ var ErrUnknownComponent = errors.New("unknown control-plane component")
 // ErrMissing is wrapped when a manifest a step needs is not in the set.
 var ErrMissing = errors.New("manifest not found")
 
+// ErrNoManifests is returned by Read for a directory with none of the
+// manifests.
+var ErrNoManifests = errors.New("no kubeadm static Pod manifest")
+
 func checkComponent(component string) error {
 	if slices.Contains(Components(), component) {
 		return nil
@@ -174,7 +178,7 @@ func Read(dir string) (*Set, error) {
 		for _, c := range Components() {
 			files = append(files, FileName(c))
 		}
-		return nil, fmt.Errorf("no kubeadm static Pod manifest in %s (looked for %s)", dir, strings.Join(files, ", "))
+		return nil, fmt.Errorf("%w in %s (looked for %s)", ErrNoManifests, dir, strings.Join(files, ", "))
 	}
 	// kubelet loads every regular file not starting with a dot (pkg/kubelet/config/file.go).
 	entries, err := os.ReadDir(dir)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Error is an invalid option. Message is one sentence in which every option
@@ -20,6 +21,9 @@ type Error struct {
 	Message string
 	// Err is the cause, if any (errors.Unwrap reaches it).
 	Err error
+	// Details is the whole list of what Message lists only in part
+	// ("… and 179 more"), for machine output.
+	Details []string
 }
 
 // Errorf returns an *Error for field. format is a fmt format whose text
@@ -58,3 +62,29 @@ func Render(err error, name func(field string) string) (msg string, ok bool) {
 	}
 	return strings.Replace(err.Error(), oe.Error(), oe.Render(name), 1), true
 }
+
+// Words names a field in plain words ("APIServerBindPort" → "API server
+// bind port"), for a front-end that has no flag or key for it: a message
+// never shows a Go identifier.
+func Words(field string) string {
+	var words []string
+	rs := []rune(field)
+	start := 0
+	for i := 1; i <= len(rs); i++ {
+		boundary := i == len(rs) ||
+			(unicode.IsUpper(rs[i]) && (unicode.IsLower(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]))))
+		if !boundary {
+			continue
+		}
+		w := string(rs[start:i])
+		if !isUpperWord(w) {
+			w = strings.ToLower(w)
+		}
+		words = append(words, w)
+		start = i
+	}
+	return strings.Join(words, " ")
+}
+
+// isUpperWord reports an acronym such as "CIDR" or "API".
+func isUpperWord(w string) bool { return len(w) > 1 && strings.ToUpper(w) == w }

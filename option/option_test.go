@@ -36,3 +36,18 @@ func TestRenderWrapped(t *testing.T) {
 		t.Errorf("Render(plain) = %q, %v", got, ok)
 	}
 }
+
+func TestWords(t *testing.T) {
+	for field, want := range map[string]string{
+		"APIServerBindPort": "API server bind port",
+		"ServiceCIDR":       "service CIDR",
+		"KeyAlgorithm":      "key algorithm",
+		"CACertPaths":       "CA cert paths",
+		"Force":             "force",
+		"EtcdDataDir":       "etcd data dir",
+	} {
+		if got := Words(field); got != want {
+			t.Errorf("Words(%q) = %q, want %q", field, got, want)
+		}
+	}
+}

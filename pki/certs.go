@@ -20,6 +20,8 @@ import (
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+
+	"github.com/snapshift/snapshift/option"
 )
 
 // CA is a certificate authority: its certificate and private key.
@@ -217,7 +219,7 @@ func LoadCA(dir, base string) (*CA, error) {
 
 func caErr(dir, base string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("CA %q: %w (this operation reuses the existing CA; use GenerateAll for a new PKI)", filepath.Join(dir, base), err)
+		return option.Errorf("CertDir", "CA %q: %w (this operation reuses the CA in {}; {GenerateAll} makes a new PKI)", filepath.Join(dir, base), err)
 	}
 	return fmt.Errorf("CA %q: %w", filepath.Join(dir, base), err)
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/option"
 )
 
 // Defaults, as kubeadm's (cmd/kubeadm/app/constants, apis/kubeadm/v1beta4/defaults.go).
@@ -249,56 +250,60 @@ func (c Config) Validate() error {
 		}
 	}
 	if strings.TrimSpace(c.CertDir) == "" {
-		add(errors.New("cert dir is required"))
+		add(option.Errorf("CertDir", "{} is required"))
 	}
 	if c.ServiceCIDR != "" {
 		_, err := ServiceCIDRs(c.ServiceCIDR)
-		add(wrapField("service CIDR", err))
+		add(wrapField("ServiceCIDR", err))
 	}
 	if c.OldServiceCIDR != "" {
 		_, err := ServiceCIDRs(c.OldServiceCIDR)
-		add(wrapField("old service CIDR", err))
+		add(wrapField("OldServiceCIDR", err))
 	}
-	add(wrapField("DNS domain", dnsName(c.DNSDomain, false)))
+	add(wrapField("DNSDomain", dnsName(c.DNSDomain, false)))
 	if c.NodeName != "" {
-		add(wrapField("node name", dnsName(c.NodeName, false)))
+		add(wrapField("NodeName", dnsName(c.NodeName, false)))
 	}
 	if c.AdvertiseAddress != "" {
 		_, err := parseIP(c.AdvertiseAddress)
-		add(wrapField("advertise address", err))
+		add(wrapField("AdvertiseAddress", err))
 	}
 	if c.APIServerBindPort < 1 || c.APIServerBindPort > 65535 {
-		add(fmt.Errorf("API server bind port %d is not in 1-65535", c.APIServerBindPort))
+		add(option.Errorf("APIServerBindPort", "{} %d is not in 1-65535", c.APIServerBindPort))
 	}
 	if c.ControlPlaneEndpoint != "" {
 		_, _, err := splitEndpoint(c.ControlPlaneEndpoint)
-		add(wrapField("control-plane endpoint", err))
+		add(wrapField("ControlPlaneEndpoint", err))
 	}
-	add(validateSANs("apiserver cert extra SANs", c.APIServerCertSANs))
-	add(validateSANs("etcd server cert SANs", c.EtcdServerCertSANs))
-	add(validateSANs("etcd peer cert SANs", c.EtcdPeerCertSANs))
+	add(validateSANs("APIServerCertSANs", c.APIServerCertSANs))
+	add(validateSANs("EtcdServerCertSANs", c.EtcdServerCertSANs))
+	add(validateSANs("EtcdPeerCertSANs", c.EtcdPeerCertSANs))
 	seen := map[string]bool{}
 	for i, m := range c.EtcdMembers {
 		if m.Name == "" {
-			add(fmt.Errorf("etcd member %d has no name", i))
+			add(option.Errorf("EtcdMembers", "{}: member %d has no name", i))
 		} else if seen[m.Name] {
-			add(fmt.Errorf("etcd member %q is listed twice", m.Name))
+			add(option.Errorf("EtcdMembers", "{}: member %q is listed twice", m.Name))
 		}
 		seen[m.Name] = true
 		for _, u := range []string{m.PeerURL, m.ClientURL} {
 			if u != "" {
-				_, err := urlHost(u)
-				add(wrapField(fmt.Sprintf("etcd member %q", m.Name), err))
+				if _, err := urlHost(u); err != nil {
+					add(option.Errorf("EtcdMembers", "{}: member %q: %w", m.Name, err))
+				}
 			}
 		}
 	}
 	if c.CertValidity < 0 || c.CAValidity < 0 {
-		add(errors.New("certificate validity must be positive"))
+		add(option.Errorf("CertValidity", "{} must be positive"))
 	}
 	if _, ok := map[KeyAlgorithm]bool{RSA2048: true, RSA3072: true, RSA4096: true, ECDSAP256: true, ECDSAP384: true}[c.KeyAlgorithm]; !ok {
-		add(fmt.Errorf("unknown key algorithm %q (valid: %s)", c.KeyAlgorithm, joinAlgs()))
+		add(option.Errorf("KeyAlgorithm", "unknown {} %q (valid: %s)", c.KeyAlgorithm, joinAlgs()))
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errs[0] // one sentence, naming its option
+	}
+	return nil
 }
 
 // require fails naming the first empty field a mode needs.
@@ -318,17 +323,18 @@ func (c Config) require(mode string, fields ...string) error {
 			panic("pki: require: unknown field " + f)
 		}
 		if empty {
-			return fmt.Errorf("%s: %s is required", mode, f)
+			return option.Errorf(f, "%s: {} is required", mode)
 		}
 	}
 	return nil
 }
 
+// wrapField names the option (a Config field) that err is about.
 func wrapField(field string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%s: %w", field, err)
+	return option.Errorf(field, "{}: %w", err)
 }
 
 // FirstServiceIPs returns the first address (network+1) of each range of a
@@ -381,7 +387,7 @@ func validateSANs(what string, sans []string) error {
 			continue
 		}
 		if err := dnsName(s, true); err != nil {
-			return fmt.Errorf("%s: %q is neither an IP address nor a DNS name", what, s)
+			return option.Errorf(what, "{}: %q is neither an IP address nor a DNS name", s)
 		}
 	}
 	return nil

@@ -718,7 +718,7 @@ func TestRenewAPIServerErrors(t *testing.T) {
 				c.ServiceCIDR = "172.24.0.0/16"
 				c.OldServiceCIDR = "192.168.0.0/16"
 			},
-			"reuses the existing CA",
+			"reuses the CA in CertDir",
 		},
 	} {
 		c := cfg

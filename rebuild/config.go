@@ -20,8 +20,11 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/internal/strictyaml"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 )
@@ -187,10 +190,19 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rebuild configuration: %w", err)
 	}
+	if k := strictyaml.Kind(b); k == "RuleSet" {
+		return nil, fmt.Errorf("%s is a RuleSet (a rules file): list it under rules: in a RebuildConfiguration, or give it to plan or transform --rules", path)
+	}
 	var c Config
+	// Keys first, with yaml.v3's lines: sigs.k8s.io/yaml (which the json
+	// tags need) matches keys case-insensitively and names no line.
+	if err := strictyaml.Check(b, &c, "json"); err != nil {
+		return nil, fmt.Errorf("rebuild configuration %s: %w", path, err)
+	}
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
 		return nil, fmt.Errorf("rebuild configuration %s: %w", path, err)
 	}
+	c.resolvePaths(filepath.Dir(path))
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("rebuild configuration %s: %w", path, err)
 	}
@@ -198,6 +210,20 @@ func Load(path string) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// resolvePaths makes the file's relative paths relative to its directory,
+// as kubeconfig files do, not to the working directory.
+func (c *Config) resolvePaths(dir string) {
+	paths := []*string{&c.Snapshot, &c.Output, &c.EncryptionConfig, &c.PKI.Source, &c.Manifests.Source}
+	for i := range c.Rules {
+		paths = append(paths, &c.Rules[i])
+	}
+	for _, p := range paths {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
 }
 
 // NewPKI reports whether a whole new PKI is generated.
@@ -249,6 +275,15 @@ func (c *Config) Validate() error {
 	if c.NewPKI() && c.Manifests.Source == "" && c.Manifests.KubernetesVersion == "" {
 		add("manifests.kubernetesVersion is required to generate manifests")
 	}
+	if v := c.Manifests.KubernetesVersion; v != "" {
+		if _, err := version.ParseSemantic(strings.TrimPrefix(v, "v")); err != nil || !strings.HasPrefix(v, "v") {
+			add("manifests.kubernetesVersion %q is not a version like v1.36.3", v)
+		}
+	}
+	if st, err := os.Stat(c.Output); err == nil && !st.IsDir() {
+		add("output %s is a file: give a directory that does not exist or is empty", c.Output)
+	}
+	c.validateSources(add)
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
@@ -333,6 +368,24 @@ func (c *Config) validateMembers(add func(string, ...any)) {
 	}
 }
 
+// validateSources checks, before any work, that pki.source holds a CA to
+// reuse and that manifests.source is a directory.
+func (c *Config) validateSources(add func(string, ...any)) {
+	if s := c.PKI.Source; s != "" {
+		for _, f := range []string{"ca.crt", "ca.key"} {
+			if _, err := os.Stat(filepath.Join(s, f)); err != nil {
+				add("pki.source %s has no %s: give kubeadm's certificate directory (/etc/kubernetes/pki), or no pki.source for a new PKI", s, f)
+				break
+			}
+		}
+	}
+	if s := c.Manifests.Source; s != "" {
+		if st, err := os.Stat(s); err != nil || !st.IsDir() {
+			add("manifests.source %s is not a directory: give kubeadm's manifests directory (/etc/kubernetes/manifests), or no manifests.source to generate them", s)
+		}
+	}
+}
+
 // validateEndpoint checks the control-plane endpoint, given in either place.
 func (c *Config) validateEndpoint(add func(string, ...any)) {
 	n, p := c.Networking.ControlPlaneEndpoint, c.PKI.ControlPlaneEndpoint
@@ -401,8 +454,35 @@ func ConfigPath(field string) string {
 		return "encryptionConfig"
 	case "RevisionBump":
 		return "etcd.revisionBump"
-	case "InitialCluster":
+	case "InitialCluster", "EtcdMembers":
 		return "etcd.members"
+	case "PeerURLs":
+		return "etcd.members[].peerURL"
+	case "CertDir":
+		return "pki.source"
+	case "GenerateAll":
+		return "an empty pki.source"
+	case "NodeName":
+		return "etcd.members[].nodeName"
+	case "AdvertiseAddress":
+		return "etcd.members[].advertiseAddress"
+	case "ControlPlaneEndpoint":
+		return "networking.controlPlaneEndpoint"
+	case "APIServerCertSANs":
+		return "pki.certSANs"
+	case "DNSDomain":
+		return "networking.dnsDomain"
+	case "KubernetesVersion":
+		return "manifests.kubernetesVersion"
+	case "ImageRepository":
+		return "manifests.imageRepository"
+	case "PodCIDR":
+		return "networking.podSubnet"
+	case "EtcdDataDir":
+		return "etcd.dataDir"
 	}
-	return rules.ConfigPath(field)
+	if p := rules.ConfigPath(field); p != field {
+		return p
+	}
+	return option.Words(field)
 }

@@ -28,9 +28,15 @@ rules:
 	out := filepath.Join(dir, "bundle")
 	// The file as a user writes it: rules: is a top-level key.
 	cfgPath := filepath.Join(dir, "rebuild.yaml")
+	// The snapshot given relative to the file's directory, as the file
+	// resolves it (not the working directory).
+	rel, err := filepath.Rel(dir, abs(t, samplePath))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfgYAML := `apiVersion: snapshift.io/v1alpha1
 kind: RebuildConfiguration
-snapshot: ` + samplePath + `
+snapshot: ` + rel + `
 output: ` + out + `
 rules: [` + rulesPath + `]
 networking: {serviceSubnet: 172.24.0.0/16, podSubnet: 10.55.0.0/16}
@@ -65,4 +71,13 @@ manifests: {kubernetesVersion: v1.36.3}
 	if err := json.Unmarshal(resp.Kvs[0].Value, &pool); err != nil || pool.Spec.CIDR != "10.55.0.0/16" {
 		t.Errorf("pool cidr %q (%v), want 10.55.0.0/16", pool.Spec.CIDR, err)
 	}
+}
+
+func abs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

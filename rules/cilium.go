@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/wellknown"
@@ -93,7 +94,7 @@ func (r *Cilium) Prepare(ctx context.Context, v *state.View) error {
 	}
 	if !ok {
 		if n := len(v.Keys(wellknown.PrefixCiliumNodes)); n > 0 {
-			return fmt.Errorf("%w: the snapshot holds %d CiliumNodes but no kube-system/cilium-config to say Cilium's IPAM mode and pool (is Cilium configured elsewhere?): give --leave-cni-state cilium to move its state by hand",
+			return option.Errorf("LeaveCNIState", "%w: the snapshot holds %d CiliumNodes but no kube-system/cilium-config to say Cilium's IPAM mode and pool (is Cilium configured elsewhere?): give {} cilium to move its state by hand",
 				transform.ErrRefused, n)
 		}
 		return nil
@@ -151,7 +152,7 @@ func (r *Cilium) planPool(data map[string]string) error {
 			case !fam || p.Masked() == n:
 				continue
 			case p.Masked() != o && strings.HasPrefix(k, "cluster-pool"):
-				return fmt.Errorf("%w: cilium-config %s is %s, not the old pod CIDR %s: Cilium hands out pod addresses from its own pool, so give that pool as --old-pod-network-cidr, or --leave-cni-state cilium to move it by hand",
+				return option.Errorf("LeaveCNIState", "%w: cilium-config %s is %s, not the old pod CIDR %s: Cilium hands out pod addresses from its own pool, so give that pool as {OldPodNetworkCIDR}, or {} cilium to move it by hand",
 					transform.ErrRefused, k, p, o)
 			case p.Masked() != o:
 				continue // a native-routing CIDR wider than the pod range: not a copy of it

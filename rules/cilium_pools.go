@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/wellknown"
@@ -53,7 +54,7 @@ func (r *Cilium) planPodIPPools(v *state.View, data map[string]string) error {
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
-		return fmt.Errorf("%w: these Cilium pools cannot move with the pod CIDR: %s; give --leave-cni-state cilium to move them by hand", transform.ErrRefused, strings.Join(problems, "; "))
+		return option.Errorf("LeaveCNIState", "%w: these Cilium pools cannot move with the pod CIDR: %s; give {} cilium to move them by hand", transform.ErrRefused, strings.Join(problems, "; "))
 	}
 	const autoCreate = "auto-create-cilium-pod-ip-pools"
 	if s, ok := data[autoCreate]; ok {

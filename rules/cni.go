@@ -94,7 +94,7 @@ func (r *CNI) Prepare(ctx context.Context, v *state.View) error {
 			continue
 		}
 		if !slices.Contains(r.opts.LeaveCNIState, c.Name) {
-			return fmt.Errorf("%w: %s IPAM (%s) keeps pod addresses in %s, which no enabled rule moves, so its pods would keep getting old-range addresses: give --leave-cni-state %s to move them by hand",
+			return option.Errorf("LeaveCNIState", "%w: %s IPAM (%s) keeps pod addresses in %s, which no enabled rule moves, so its pods would keep getting old-range addresses: give {} %s to move them by hand",
 				transform.ErrRefused, c.Name, c.IPAM, c.StateString(), c.Name)
 		}
 		r.notes = append(r.notes, r.byHand(c))

@@ -228,13 +228,22 @@ func recordedPrefixes(srcs []state.Source) ([]netip.Prefix, error) {
 	return p, nil
 }
 
+// kindField is the option that sets the new range of a network kind
+// ("service", "pod network CIDR", ...).
+func kindField(kind string) string {
+	if strings.HasPrefix(kind, "pod") {
+		return "PodNetworkCIDR"
+	}
+	return "ServiceCIDR"
+}
+
 // disjoint refuses a new range that overlaps the other network, which is
 // not moving.
 func disjoint(kind string, newP []netip.Prefix, otherKind string, other []netip.Prefix) error {
 	for _, n := range newP {
 		for _, o := range other {
 			if n.Overlaps(o) {
-				return fmt.Errorf("the new %s CIDR %s overlaps the %s CIDR %s, which is not moving: they must be disjoint", kind, n, otherKind, o)
+				return option.Errorf(kindField(kind), "the new %s CIDR %s ({}) overlaps the %s CIDR %s, which is not moving: they must be disjoint", kind, n, otherKind, o)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/verify"
@@ -149,7 +150,7 @@ func runGoldenCase(t *testing.T, dir string) {
 	got := goldenResult{Description: flags.Description}
 	rep, plan, _, err := runRules(t, in, out, flags.options())
 	if err != nil {
-		got.Error = err.Error()
+		got.Error, _ = option.Render(err, rules.FlagName) // options named as the CLI names them
 		if _, statErr := os.Stat(out); !os.IsNotExist(statErr) {
 			t.Errorf("a refused run left %s behind (stat: %v)", out, statErr)
 		}

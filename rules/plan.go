@@ -168,12 +168,16 @@ func pairByFamily(kind string, old, new []netip.Prefix) ([]netip.Prefix, []netip
 			for _, o := range old {
 				olds = append(olds, cidr.Family(o)+" "+o.String())
 			}
-			return nil, nil, fmt.Errorf("the new %s %s is %s, but the old one (%s) has no %s range: a mapping must stay within one family",
+			return nil, nil, option.Errorf(kindField(kind), "the new %s %s ({}) is %s, but the old one (%s) has no %s range: a mapping must stay within one family",
 				kind, n, cidr.Family(n), strings.Join(olds, ", "), cidr.Family(n))
 		}
 	}
 	return o2, n2, nil
 }
+
+// maxListed is how many names a one-line message lists before "… and N
+// more", as verify caps its problems.
+const maxListed = 10
 
 // agree checks detected sources agree with each other (as sets per
 // family) and returns the agreed prefixes and their sources. A

@@ -142,8 +142,10 @@ func (p *servicePlanner) mapOffsets() error {
 	}
 	if len(misfits) > 0 {
 		sort.Strings(misfits)
-		return option.Errorf("ServiceCIDR", "%w: the new service range %s is too small to keep these Services at their offsets: %s; choose a larger range or pass {Repack}",
-			transform.ErrRefused, cidr.Join(p.w.New), strings.Join(misfits, ", "))
+		err := option.Errorf("ServiceCIDR", "%w: the new service range %s is too small to keep these %d Services at their offsets: %s; choose a larger range or pass {Repack}",
+			transform.ErrRefused, cidr.Join(p.w.New), len(misfits), capList(misfits, maxListed, ", "))
+		err.Details = misfits // all of them, for -o json
+		return err
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -125,7 +126,7 @@ func TestPlanServices(t *testing.T) {
 		{name: "smaller range refused, misfits listed",
 			wish:  serviceWish{IPs: svcAddrs(sample), Old: v4Old, New: pfxs("172.24.0.0/20")},
 			field: "ServiceCIDR", refused: true,
-			err: "refused: the new service range 172.24.0.0/20 is too small to keep these Services at their offsets: " +
+			err: "refused: the new service range 172.24.0.0/20 is too small to keep these 2 Services at their offsets: " +
 				"demo/api (192.168.200.14, offset 51214), kube-system/metrics-server (192.168.255.254, offset 65534); choose a larger range or pass Repack"},
 		{name: "smaller range with Repack",
 			wish: serviceWish{IPs: svcAddrs(sample), Old: v4Old, New: pfxs("172.24.0.0/20"), Repack: true},
@@ -302,5 +303,24 @@ func TestFreeAddressBands(t *testing.T) {
 	}
 	if a, err := freeAddress(n, used); err != nil || a.String() != "172.24.0.1" {
 		t.Errorf("freeAddress with the upper band full = %s, %v; want 172.24.0.1", a, err)
+	}
+}
+
+// TestPlanServicesMisfitsCapped: a refusal for a range too small lists ten
+// Services and says how many more there are, instead of one line with
+// every Service of the cluster (a 15 KB line for 199 Services).
+func TestPlanServicesMisfitsCapped(t *testing.T) {
+	m := map[string][]string{}
+	for i := 0; i < 25; i++ {
+		m[fmt.Sprintf("demo/s%02d", i)] = []string{fmt.Sprintf("192.168.%d.%d", 100+i, 10+i)}
+	}
+	_, err := planServices(serviceWish{IPs: svcAddrs(m), Old: pfxs("192.168.0.0/16"), New: pfxs("172.24.0.0/24")})
+	if err == nil {
+		t.Fatal("no refusal for a range too small")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "these 25 Services") || !strings.Contains(msg, "demo/s09 (") || strings.Contains(msg, "demo/s10 (") ||
+		!strings.Contains(msg, ", … and 15 more; choose a larger range") {
+		t.Errorf("refusal %q: want the first 10 of 25 Services and \"… and 15 more\"", msg)
 	}
 }

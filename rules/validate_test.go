@@ -74,9 +74,9 @@ func TestValidationErrors(t *testing.T) {
 
 		// These need the snapshot.
 		{name: "mixed-family service mapping", snapshot: true, opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "fd00:20:96::/108"}},
-			want: []string{"rule service-cidr: ", "the new service CIDR fd00:20:96::/108 is IPv6, but the old one (IPv4 192.168.0.0/16) has no IPv6 range: a mapping must stay within one family"}},
+			want: []string{"rule service-cidr: ", "the new service CIDR fd00:20:96::/108 (--service-cidr) is IPv6, but the old one (IPv4 192.168.0.0/16) has no IPv6 range: a mapping must stay within one family"}},
 		{name: "mixed-family pod mapping", snapshot: true, opts: rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "fd00:55::/56"}},
-			want: []string{"rule pod-cidr: ", "the new pod network CIDR fd00:55::/56 is IPv6, but the old one (IPv4 10.244.0.0/16) has no IPv6 range"}},
+			want: []string{"rule pod-cidr: ", "the new pod network CIDR fd00:55::/56 (--pod-network-cidr) is IPv6, but the old one (IPv4 10.244.0.0/16) has no IPv6 range"}},
 		{name: "old service CIDR not in the snapshot", snapshot: true, opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", OldServiceCIDR: "10.96.0.0/12"}},
 			want: []string{"--old-service-cidr 10.96.0.0/12 does not match what the snapshot holds", "kubeadm-config networking.serviceSubnet says 192.168.0.0/16"}},
 		{name: "old pod CIDR not in the snapshot", snapshot: true, opts: rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16", OldPodNetworkCIDR: "10.32.0.0/12"}},

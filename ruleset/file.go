@@ -16,6 +16,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/internal/strictyaml"
 )
 
 // APIVersion and Kind of a rules file.
@@ -121,7 +122,13 @@ func Parse(name string, b []byte) (*File, error) {
 	if err := yaml.Unmarshal(b, &node); err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, name, tidy(err))
 	}
+	if k := strictyaml.Kind(b); k == "RebuildConfiguration" {
+		return nil, fmt.Errorf("%w: %s is a RebuildConfiguration: give it to snapshift rebuild --config", ErrInvalid, name)
+	}
 	f := &File{Path: name}
+	if err := strictyaml.Check(b, f, "yaml"); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(f); err != nil {

@@ -14,8 +14,8 @@ const head = "apiVersion: snapshift.io/v1alpha1\nkind: RuleSet\n"
 // Every mistake is one sentence naming where it is.
 func TestParseRefusesWithLine(t *testing.T) {
 	cases := []struct{ name, body, want string }{
-		{"unknown key", "rules:\n- name: a\n  match: {resource: configmaps}\n  mapAdresses: [/data/x]\n", "line 6: field mapAdresses not found"},
-		{"unknown match key", "rules:\n- name: a\n  match: {resource: configmaps, namespace: [x]}\n  delete: true\n", "line 5: field namespace not found"},
+		{"unknown key", "rules:\n- name: a\n  match: {resource: configmaps}\n  mapAdresses: [/data/x]\n", "rules[0].mapAdresses (line 6): unknown key, did you mean mapAddresses?"},
+		{"unknown match key", "rules:\n- name: a\n  match: {resource: configmaps, namespace: [x]}\n  delete: true\n", "rules[0].match.namespace (line 5): unknown key, did you mean namespaces?"},
 		{"bad pointer", "rules:\n- name: a\n  match: {resource: configmaps}\n  mapAddresses: [data/x]\n", `x.yaml:4: rule "a": mapAddresses: JSON pointer "data/x" must start with /`},
 		{"bad escape", "rules:\n- name: a\n  match: {resource: configmaps}\n  mapAddresses: [/data/a~2]\n", "~ must be followed by 0 or 1"},
 		{"bad selector", "rules:\n- name: a\n  match: {resource: configmaps, labelSelector: \"app in (\"}\n  delete: true\n", `x.yaml:4: rule "a": match.labelSelector "app in ("`},

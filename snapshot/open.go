@@ -12,7 +12,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -145,7 +144,7 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 	// costs less than a page fault per page (about a fifth of a walk of the
 	// key bucket, measured on a 1.8 GiB snapshot). The pages are the page
 	// cache's, not this process's memory.
-	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: time.Second, MmapFlags: syscall.MAP_POPULATE})
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: time.Second, MmapFlags: mmapPopulate})
 	if err != nil {
 		if herr := s.WaitHash(); herr != nil {
 			return nil, herr // a corrupt file: the hash says it best

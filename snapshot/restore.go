@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,11 +89,19 @@ func (c *RestoreConfig) Validate() error {
 	if (c.RevisionBump == 0) != !c.MarkCompacted {
 		return option.Errorf("RevisionBump", "{} and {MarkCompacted} go together: give both (the default) or neither")
 	}
+	for _, u := range c.PeerURLs {
+		if err := checkPeerURL(u); err != nil {
+			return option.Errorf("PeerURLs", "{} %q %s", u, err)
+		}
+	}
 	found := false
 	for _, m := range strings.Split(c.InitialCluster, ",") {
-		name, _, _ := strings.Cut(m, "=")
+		name, u, _ := strings.Cut(m, "=")
 		if strings.TrimSpace(name) == c.Name {
 			found = true
+		}
+		if err := checkPeerURL(strings.TrimSpace(u)); err != nil {
+			return option.Errorf("InitialCluster", "{}: member %q's peer URL %q %s", strings.TrimSpace(name), u, err)
 		}
 	}
 	if !found {
@@ -119,6 +128,16 @@ func (c *RestoreConfig) Validate() error {
 		}
 	}
 	c.validated = true
+	return nil
+}
+
+// checkPeerURL says what is wrong with a peer URL, as etcd would refuse it:
+// it needs a scheme (http or https) and a host.
+func checkPeerURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return errors.New("is not a peer URL like https://10.0.0.11:2380 (http or https, a host and a port)")
+	}
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/wellknown"
+	"github.com/snapshift/snapshift/option"
 )
 
 // SourceKind says which kind of record a Source is. Compare kinds, not the
@@ -66,9 +67,15 @@ type Networks struct {
 	Nodes            []NodeCIDR `json:"nodes,omitempty"`
 	// KubernetesVersion is kubeadm's kubernetesVersion, when recorded.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
-	// Unread lists the sources DetectReadable could not decrypt, and why.
-	Unread []string `json:"unread,omitempty"`
+	// Unread lists the sources DetectReadable could not decrypt, and why
+	// (options said in words; UnreadErrors has the errors, for a front-end
+	// to name its own flags).
+	Unread     []string `json:"unread,omitempty"`
+	unreadErrs []error
 }
+
+// UnreadErrors are the errors behind Unread, in its order.
+func (n *Networks) UnreadErrors() []error { return n.unreadErrs }
 
 // Service returns the first recorded service CIDR set, with its source.
 func (n *Networks) Service() (Source, bool) { return first(n.ServiceCIDR) }
@@ -130,7 +137,9 @@ func DetectReadable(ctx context.Context, v *View) (*Networks, error) {
 	n := &Networks{}
 	for _, d := range detectors {
 		if err := d(v, n); errors.Is(err, ErrEncrypted) {
-			n.Unread = append(n.Unread, strings.TrimPrefix(err.Error(), ErrEncrypted.Error()+": "))
+			msg, _ := option.Render(err, option.Words)
+			n.Unread = append(n.Unread, strings.TrimPrefix(msg, ErrEncrypted.Error()+": "))
+			n.unreadErrs = append(n.unreadErrs, err)
 		} else if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -415,6 +416,10 @@ func (e *engine) stream(ctx context.Context, p progress.Reporter) error {
 func checkOutput(out string, force bool, in string) error {
 	if out == in {
 		return fmt.Errorf("%w: output %s is the input: write the new snapshot to another file", ErrRefused, out)
+	}
+	// Before the work: a directory there fails only at the final rename.
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		return option.Errorf("Output", "{} %s is a directory: give the new snapshot's file name", out)
 	}
 	return fsutil.CheckNew(out, force)
 }

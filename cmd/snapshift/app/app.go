@@ -40,15 +40,18 @@ const (
 const exitCodeHelp = `EXIT CODES:
    0    success
    1    unexpected failure (I/O error, bug)
-   2    bad command line
+   2    bad command line or configuration file (a flag, a rebuild or rules file key, a value this snapshot cannot take)
    3    the input is not a usable etcd snapshot (corrupt, truncated, wrong hash, not bbolt)
    4    refused: an existing output without --force, a non-empty data dir, or a change that is unsafe
    5    verification failed (verify, or transform's check of its own output: nothing was published)
    130  interrupted (SIGINT/SIGTERM); temporary files were removed
 `
 
-// usageError marks errors in the command line.
+// usageError marks errors in the command line. The cause stays reachable,
+// so that an *option.Error inside is rendered with the flag's name.
 type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
@@ -63,10 +66,13 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Reader:               stdin,
 		Writer:               stdout,
 		ErrWriter:            stderr,
-		HideHelpCommand:      true,
-		EnableBashCompletion: false,
+		EnableBashCompletion: true,                         // --generate-bash-completion, for `snapshift completion`
 		ExitErrHandler:       func(*cli.Context, error) {}, // Main decides exit codes
+		Flags:                []cli.Flag{&cli.BoolFlag{Name: versionFlag, Aliases: []string{"v"}, Usage: "print the version (the version command, as text)"}},
 		Action: func(c *cli.Context) error {
+			if c.Bool(versionFlag) {
+				return showVersion(c)
+			}
 			if c.NArg() > 0 {
 				return usagef("unknown command %q (see snapshift --help)", c.Args().First())
 			}
@@ -88,6 +94,9 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			rebuildCommand(),
 			rulesCommand(),
 			nodeCommand(),
+			versionCommand(),
+			completionCommand(),
+			helpCommand(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -107,7 +116,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stop() // the first signal cancels cleanly; a second one kills at once
 	}()
 	app := New(stdin, stdout, stderr)
-	err := app.RunContext(ctx, interspersed(app, args))
+	args, err := dryRunSpelling(args)
+	if err == nil {
+		err = app.RunContext(ctx, completionArgs(app, args))
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -139,7 +151,7 @@ func ExitCode(ctx context.Context, err error) int {
 		return ExitBadInput
 	case errors.Is(err, verify.ErrFailed):
 		return ExitVerify
-	case errors.Is(err, fsutil.ErrExists), errors.Is(err, migrate.ErrRefused), errors.Is(err, errRefused), errors.Is(err, state.ErrEncrypted):
+	case refusal(err):
 		return ExitRefused
 	case errors.As(err, new(*option.Error)):
 		return ExitUsage // an option that is wrong on its own or for this snapshot
@@ -148,6 +160,22 @@ func ExitCode(ctx context.Context, err error) int {
 }
 
 var errRefused = errors.New("refused")
+
+// refusal reports whether err is a refusal (exit 4).
+func refusal(err error) bool {
+	return errors.Is(err, fsutil.ErrExists) || errors.Is(err, migrate.ErrRefused) || errors.Is(err, errRefused) ||
+		errors.Is(err, state.ErrEncrypted)
+}
+
+// renderedError is an error whose message was rendered for the user (its
+// options named as flags or file keys), with its cause kept for ExitCode.
+type renderedError struct {
+	msg string
+	err error
+}
+
+func (e renderedError) Error() string { return e.msg }
+func (e renderedError) Unwrap() error { return e.err }
 
 // refusedf is a refusal from the command line layer (exit 4).
 func refusedf(format string, args ...any) error {
@@ -186,12 +214,30 @@ var libraryFlags = map[string]string{
 	"MarkCompacted":  "--mark-compacted",
 	"InitialCluster": "--initial-cluster",
 	"Route":          "--route",
+	"PeerURLs":       "--initial-advertise-peer-urls",
+	// pki.Config and manifests.GenerateConfig (certs, manifests).
+	"CertDir":              "--cert-dir",
+	"NodeName":             "--node-name",
+	"AdvertiseAddress":     "--apiserver-advertise-address",
+	"ControlPlaneEndpoint": "--control-plane-endpoint",
+	"APIServerCertSANs":    "--apiserver-cert-extra-sans",
+	"EtcdMembers":          "--etcd-member",
+	"DNSDomain":            "--service-dns-domain",
+	"KubernetesVersion":    "--kubernetes-version",
+	"PodCIDR":              "--pod-network-cidr",
+	"EtcdDataDir":          "--etcd-data-dir",
+	"EtcdMember":           "--etcd-member",
+	"GenerateAll":          "--all",
 }
 
-// flagName renders an option field as the flag that sets it.
+// flagName renders an option field as the flag that sets it; a field no
+// flag sets is said in words, never as its Go name.
 func flagName(field string) string {
 	if f, ok := libraryFlags[field]; ok {
 		return f
 	}
-	return rules.FlagName(field)
+	if f := rules.FlagName(field); f != field {
+		return f
+	}
+	return option.Words(field)
 }

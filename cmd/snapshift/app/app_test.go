@@ -503,7 +503,7 @@ func TestUsageErrors(t *testing.T) {
 		{"transform", in, "--out", out, "--bogus"},
 		{"transform", "--nope", in, "--out", out},
 		{"--bogus", "inspect", in},
-		{"inspect", in, "-o", "yaml"},
+		{"inspect", in, "-o", "toml"},
 		{"get", in, "/registry/services/specs/default/kubernetes", "-o", "text"},
 	}
 	for _, args := range cases {

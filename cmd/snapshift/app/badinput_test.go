@@ -635,8 +635,12 @@ func takesQuiet(cmd string) bool {
 // output, no temporary file, no data dir) nor beside the input, with what was there before
 // unchanged.
 func TestBadInputTable(t *testing.T) {
-	rows := append(badRows(), zipRows()...)
+	rows := append(append(badRows(), zipRows()...), messageRows()...)
 	t.Logf("%d rows", len(rows))
+	if len(rows) < 60 {
+		t.Errorf("%d rows, want at least 60", len(rows))
+	}
+	names := optionStructNames(t)
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			inDir, work := t.TempDir(), t.TempDir()
@@ -684,6 +688,11 @@ func TestBadInputTable(t *testing.T) {
 				t.Errorf("%s: stderr has %d lines, want one:\n%s", cmdline, len(lines), r.stderr)
 			case !strings.HasPrefix(lines[0], "snapshift: ") || !strings.Contains(lines[0], row.want):
 				t.Errorf("%s: stderr %q, want one line \"snapshift: ...%s...\"", cmdline, lines[0], row.want)
+			}
+			if len(lines) > 0 {
+				if n := goIdentifierIn(names, lines[0]); n != "" {
+					t.Errorf("%s: the message names the Go identifier %s instead of a flag or key: %q", cmdline, n, lines[0])
+				}
 			}
 			if strings.Contains(r.stderr, "goroutine ") || strings.Contains(r.stderr, "panic") {
 				t.Errorf("%s: stderr shows a panic:\n%s", cmdline, r.stderr)

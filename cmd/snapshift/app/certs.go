@@ -88,7 +88,7 @@ func (o *certsOptions) Validate() error {
 	}
 	o.cfg.SetDefaults()
 	if err := o.cfg.Validate(); err != nil {
-		return usagef("%v", err)
+		return usagef("%w", err)
 	}
 	return nil
 }

@@ -69,6 +69,14 @@ func TestPlanEncrypted(t *testing.T) {
 		!strings.Contains(r.stdout, "secretbox") || !strings.Contains(r.stdout, "192.168.0.0/16") {
 		t.Errorf("inspect without the configuration: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if !strings.Contains(l, "not read") {
+			continue
+		}
+		if n := goIdentifierIn(optionStructNames(t), l); n != "" || !strings.HasSuffix(l, "with --encryption-config") {
+			t.Errorf("inspect's \"not read\" line should name --encryption-config, not the Go field %q: %s", n, l)
+		}
+	}
 	if r = run(t, "inspect", in, "--encryption-config", cfgPath, "--quiet"); r.code != ExitOK || strings.Contains(r.stdout, "not read") ||
 		!strings.Contains(r.stdout, "10.244.0.0/16") {
 		t.Errorf("inspect with the configuration: exit %d:\n%s%s", r.code, r.stdout, r.stderr)

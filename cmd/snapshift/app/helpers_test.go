@@ -41,6 +41,12 @@ func run(t *testing.T, args ...string) result {
 	var stdout, stderr bytes.Buffer
 	code := Main(append([]string{"snapshift"}, args...), strings.NewReader(""), &stdout, &stderr)
 	r := result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	// Every error any test provokes names flags and keys, never Go identifiers.
+	if lines := r.stderrLines(); code != ExitOK && len(lines) > 0 {
+		if n := goIdentifierIn(optionStructNames(t), lines[len(lines)-1]); n != "" {
+			t.Errorf("snapshift %s: the error names the Go identifier %s: %q", strings.Join(args, " "), n, lines[len(lines)-1])
+		}
+	}
 	if !slices.Contains(args, "--show-secrets") {
 		if leak := findSecret(r.stdout + r.stderr); leak != "" {
 			t.Errorf("snapshift %s: output contains secret material %q", strings.Join(args, " "), leak)

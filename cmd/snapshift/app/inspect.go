@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/inspect"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/wellknown"
 )
@@ -130,8 +131,9 @@ func printNetworks(out io.Writer, n *state.Networks) {
 		}
 		fmt.Fprintf(w, "  cluster DNS\t%s\t(%s)\n", strings.Join(n.ClusterDNS, ","), src)
 	}
-	for _, u := range n.Unread {
-		fmt.Fprintf(w, "  not read\t%s\n", u)
+	for _, err := range n.UnreadErrors() {
+		msg, _ := option.Render(err, flagName)
+		fmt.Fprintf(w, "  not read\t%s\n", strings.TrimPrefix(msg, state.ErrEncrypted.Error()+": "))
 	}
 	w.Flush()
 }

@@ -2,12 +2,15 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/manifests"
+	"github.com/snapshift/snapshift/option"
 )
 
 // manifestsOptions are the manifests command's options.
@@ -76,19 +79,33 @@ func (o *manifestsOptions) build() (*manifests.Set, []manifests.Change, error) {
 		}
 		set, err := manifests.Generate(g)
 		if err != nil {
-			return nil, nil, usagef("%v", err)
+			return nil, nil, usagef("%w", err)
 		}
 		return set, nil, nil
 	}
 	src, err := manifests.Read(o.manifestDir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, manifests.ErrNoManifests) {
+		return nil, nil, usagef("--manifest-dir: %w", err) // the flag names the wrong directory
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	set, changes, err := manifests.Update(src, o.changes)
-	if err != nil {
-		return nil, nil, refusedf("%v", err)
+	if err == nil {
+		return set, changes, nil
 	}
-	return set, changes, nil
+	if msg, ok := option.Render(err, manifestsFlag); ok {
+		return nil, nil, usageError{renderedError{msg: msg, err: err}} // a flag's value
+	}
+	return nil, nil, refusedf("%w", err)
+}
+
+// manifestsFlag names a manifests.Changes field as this command's flag.
+func manifestsFlag(field string) string {
+	if field == "DataDir" {
+		return "--etcd-data-dir"
+	}
+	return flagName(field)
 }
 
 func (o *manifestsOptions) Run(context.Context) error {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/progress"
 )
 
@@ -51,8 +53,52 @@ func action(cmd command) cli.ActionFunc {
 		if err := cmd.Validate(); err != nil {
 			return err
 		}
-		return cmd.Run(c.Context)
+		err := cmd.Run(c.Context)
+		if m, ok := cmd.(machineOutput); ok && err != nil && m.json() {
+			if werr := writeErrorDetails(m.reportWriter(), err); werr != nil {
+				return werr
+			}
+		}
+		return err
 	}
+}
+
+// machineOutput is a command with -o json (common's methods).
+type machineOutput interface {
+	json() bool
+	reportWriter() io.Writer
+}
+
+func (o *common) reportWriter() io.Writer { return o.stdout }
+
+// Every command with -o is a machineOutput: a field of the same name as a
+// method of common would hide it (transformOptions has a field out).
+var (
+	_ machineOutput = (*certsOptions)(nil)
+	_ machineOutput = (*getOptions)(nil)
+	_ machineOutput = (*inspectOptions)(nil)
+	_ machineOutput = (*lsOptions)(nil)
+	_ machineOutput = (*manifestsOptions)(nil)
+	_ machineOutput = (*rebuildOptions)(nil)
+	_ machineOutput = (*restoreOptions)(nil)
+	_ machineOutput = (*rulesOptions)(nil)
+	_ machineOutput = (*transformOptions)(nil)
+	_ machineOutput = (*verifyOptions)(nil)
+	_ machineOutput = (*versionOptions)(nil)
+)
+
+// writeErrorDetails prints, for -o json or yaml, the whole list that an
+// error's one line on stderr lists only in part ("… and 179 more").
+func writeErrorDetails(w io.Writer, err error) error {
+	var oe *option.Error
+	if !errors.As(err, &oe) || len(oe.Details) == 0 {
+		return nil
+	}
+	msg, _ := option.Render(err, flagName)
+	return writeJSON(w, struct {
+		Error   string   `json:"error"`
+		Details []string `json:"details"`
+	}{msg, oe.Details})
 }
 
 // common holds the options most commands share, and where they print.
@@ -64,12 +110,18 @@ type common struct {
 	etcdPrefix       string
 	format           string
 	formats          []string // what --output accepts; the first is the default
-	quiet            bool
-	in               compressedInput // a compressed snapshot argument (compressed.go)
+	// yamlOfJSON: -o yaml is the JSON report as YAML (every command with
+	// -o json but get, which prints objects as YAML itself).
+	yamlOfJSON bool
+	quiet      bool
+	in         compressedInput // a compressed snapshot argument (compressed.go)
 }
 
 func (o *common) streams(c *cli.Context) {
 	o.stdout, o.stderr = c.App.Writer, c.App.ErrWriter
+	if o.yamlOfJSON && o.format == "yaml" {
+		o.stdout = yamlWriter{o.stdout}
+	}
 }
 
 func (o *common) skipHashFlag() cli.Flag {
@@ -91,11 +143,11 @@ func (o *common) etcdPrefixFlag() cli.Flag {
 // being the default (text and json unless given).
 func (o *common) outputFlag(formats ...string) cli.Flag {
 	if len(formats) == 0 {
-		formats = []string{"text", "json"}
+		formats, o.yamlOfJSON = []string{"text", "json", "yaml"}, true
 	}
 	o.formats = formats
 	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: formats[0], Destination: &o.format,
-		Usage: "report format: " + strings.Join(formats, " or ")}
+		Usage: "report format: " + orList(formats)}
 }
 
 func (o *common) quietFlag() cli.Flag {
@@ -112,10 +164,20 @@ func (o *common) validateFormat() error {
 			return nil
 		}
 	}
-	return usagef("--output must be %s, not %q", strings.Join(o.formats, " or "), o.format)
+	return usagef("--output must be %s, not %q", orList(o.formats), o.format)
 }
 
-func (o *common) json() bool { return o.format == "json" }
+// orList writes "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// json reports whether the report is machine output (-o json, or -o yaml
+// of the same document).
+func (o *common) json() bool { return o.format == "json" || (o.yamlOfJSON && o.format == "yaml") }
 
 // encryption reads --encryption-config, if given.
 func (o *common) encryption() (*encryption.Config, error) {
@@ -124,7 +186,7 @@ func (o *common) encryption() (*encryption.Config, error) {
 	}
 	cfg, err := encryption.Load(o.encryptionConfig)
 	if err != nil {
-		return nil, usagef("--encryption-config: %v", err)
+		return nil, usagef("--encryption-config: %w", err)
 	}
 	return cfg, nil
 }

@@ -7,13 +7,29 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
+// writeJSON prints a report as JSON, or as YAML when w is the yamlWriter
+// that -o yaml puts in place of stdout.
 func writeJSON(w io.Writer, v any) error {
+	if y, ok := w.(yamlWriter); ok {
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = y.Write(b)
+		return err
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// yamlWriter is stdout under -o yaml: text passes through, and writeJSON
+// writes its document as YAML (the same keys as -o json).
+type yamlWriter struct{ io.Writer }
 
 // humanBytes formats a size.
 func humanBytes(n int64) string {

@@ -27,6 +27,9 @@ func (o *rebuildOptions) setup(c *cli.Context) error {
 	if c.NArg() != 0 {
 		return usagef("rebuild takes no arguments (give --config)")
 	}
+	if o.config == "" {
+		return usagef("rebuild needs --config FILE, a RebuildConfiguration (see snapshift rebuild --help)")
+	}
 	return nil
 }
 
@@ -46,10 +49,12 @@ func (o *rebuildOptions) Validate() error {
 // (networking.oldServiceSubnet), as a usage error (exit 2): the file is the
 // command line here.
 func configError(err error) error {
-	if msg, ok := option.Render(err, rebuild.ConfigPath); ok {
-		return usagef("%s", msg)
+	msg, _ := option.Render(err, rebuild.ConfigPath)
+	r := renderedError{msg: msg, err: err}
+	if refusal(err) {
+		return r // a refusal stays one (exit 4), in the file's terms
 	}
-	return usagef("%v", err)
+	return usageError{r}
 }
 
 func (o *rebuildOptions) Run(ctx context.Context) error {
@@ -102,8 +107,8 @@ func printRebuild(w io.Writer, r *rebuild.Report) {
 func rebuildCommand() *cli.Command {
 	o := &rebuildOptions{}
 	return newCommand(o, []cli.Flag{
-		&cli.StringFlag{Name: "config", Required: true, Destination: &o.config, Usage: "the RebuildConfiguration file"},
-		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing"},
+		&cli.StringFlag{Name: "config", Destination: &o.config, Usage: "the RebuildConfiguration file"},
+		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing (a switch: --dry-run=client says the same)"},
 		o.outputFlag(), o.quietFlag(),
 	}, cli.Command{
 		Name:  "rebuild",

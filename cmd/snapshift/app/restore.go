@@ -68,7 +68,7 @@ func (o *restoreOptions) Validate() error {
 		if errors.Is(err, fsutil.ErrExists) {
 			return err // exit 4
 		}
-		return usagef("%v", err)
+		return usagef("%w", err)
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func (o *transformOptions) flags() []cli.Flag {
 		fs = append(fs,
 			&cli.StringFlag{Name: "out", Destination: &o.out, Usage: "the new snapshot file (required unless --dry-run)"},
 			&cli.BoolFlag{Name: "force", Destination: &o.force, Usage: "replace an existing --out"},
-			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "write nothing; report what would change (as plan does)"},
+			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "write nothing; report what would change (as plan does; a switch: --dry-run=client says the same)"},
 			&cli.BoolFlag{Name: "keep-alarms", Destination: &o.keepAlarms, Usage: "copy the snapshot's active etcd alarms (NOSPACE, CORRUPT) into the output; by default it holds none"})
 	}
 	if !o.plan {

@@ -123,7 +123,7 @@ func TestUserRulesBadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := run(t, "plan", in, "--rules", p)
-	if r.code != ExitUsage || !strings.Contains(r.stderr, "--rules") || !strings.Contains(r.stderr, "line 5: field namespace not found") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "--rules") || !strings.Contains(r.stderr, "rules[0].match.namespace (line 5): unknown key, did you mean namespaces?") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
 		t.Errorf("plan with a bad rules file: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

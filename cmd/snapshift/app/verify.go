@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/internal/buildinfo"
 	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/verify"
 )
@@ -37,13 +38,20 @@ func (o *verifyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.json() {
-		if err := writeJSON(o.stdout, r); err != nil {
+		if err := writeJSON(o.stdout, verifyJSON{Report: r, Snapshift: buildinfo.Get()}); err != nil {
 			return err
 		}
 	} else {
 		printVerify(o.stdout, r)
 	}
 	return r.Err()
+}
+
+// verifyJSON is verify's machine report: the library's report and the
+// identity of the snapshift that checked.
+type verifyJSON struct {
+	*verify.Report
+	Snapshift buildinfo.Info `json:"snapshift"`
 }
 
 func verifyCommand() *cli.Command {

@@ -1,0 +1,468 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapshift/snapshift/internal/sample"
+)
+
+// ---------------------------------------------------------------------------------------------
+// More rows for TestBadInputTable: the user mistakes that used to end in exit 1 or in a message
+// naming Go identifiers (issue 24), by the documented codes: 2 a bad command line or file, 3 a
+// bad input snapshot, 4 a refusal.
+
+// rebuildFile returns the args and prepare of a rebuild run on a config file written into work:
+// a valid one-member file on the sample, edited by edit.
+func rebuildFile(name string, edit func(cfg, work string) string) (func(in, work string) []string, func(t *testing.T, work string)) {
+	args := func(_, work string) []string {
+		return []string{"rebuild", "--config", filepath.Join(work, name), "--dry-run"}
+	}
+	prepare := func(t *testing.T, work string) {
+		sample, err := filepath.Abs(samplePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := "apiVersion: snapshift.io/v1alpha1\nkind: RebuildConfiguration\nsnapshot: " + sample + "\noutput: " + filepath.Join(work, "bundle") +
+			"\nnetworking:\n  serviceSubnet: 172.24.0.0/16\netcd:\n  members:\n  - name: cp1\n    peerURL: https://10.0.0.10:2380\n    clientURL: https://10.0.0.10:2379" +
+			"\nmanifests:\n  kubernetesVersion: v1.36.3\n"
+		if edit != nil {
+			cfg = edit(cfg, work)
+		}
+		writeFile(t, filepath.Join(work, name), cfg)
+	}
+	return args, prepare
+}
+
+// kubeadmManifests copies kubeadm's manifests (manifests/testdata) into work/m.
+func kubeadmManifests(t *testing.T, work string) {
+	t.Helper()
+	src := "../../../manifests/testdata/kubeadm-v1.36.3/ipv4"
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(work, "m"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(work, "m", e.Name()), string(b))
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replace returns an edit of a rebuild file.
+func replace(old, new string) func(cfg, work string) string {
+	return func(cfg, _ string) string { return strings.Replace(cfg, old, new, 1) }
+}
+
+// rebuildRow is a row for a rebuild file edited by edit.
+func rebuildRow(name string, edit func(cfg, work string) string, code int, want string) badRow {
+	args, prepare := rebuildFile("rebuild.yaml", edit)
+	return badRow{name: name, args: args, prepare: prepare, code: code, want: want}
+}
+
+// rulesFileRow is a row for plan with a rules file holding body.
+func rulesFileRow(name, body string, want string) badRow {
+	return badRow{name: name, code: ExitUsage, want: want,
+		args: func(in, work string) []string {
+			return []string{"plan", in, "--rules", filepath.Join(work, "rules.yaml")}
+		},
+		prepare: func(t *testing.T, work string) { writeFile(t, filepath.Join(work, "rules.yaml"), body) }}
+}
+
+func restoreWith(extra ...string) func(in, work string) []string {
+	return func(in, work string) []string {
+		return append([]string{"restore", in, "--name", "m1", "--data-dir", filepath.Join(work, "m1.etcd")}, extra...)
+	}
+}
+
+func cmdline(args ...string) func(in, work string) []string {
+	return func(in, work string) []string {
+		out := make([]string, len(args))
+		for i, a := range args {
+			out[i] = strings.NewReplacer("IN", in, "WORK", work).Replace(a)
+		}
+		return out
+	}
+}
+
+// messageRows are the rows of issue 24, by group.
+func messageRows() []badRow {
+	var rows []badRow
+	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows()} {
+		rows = append(rows, group...)
+	}
+	return rows
+}
+
+// ruleSet is a valid rules file.
+const ruleSet = "apiVersion: snapshift.io/v1alpha1\nkind: RuleSet\nrules:\n- name: x\n  match: {resource: configmaps}\n  delete: true\n"
+
+const newSvc = "172.24.0.0/16"
+
+func optionRows() []badRow {
+	return []badRow{
+		// Options wrong for this snapshot: exit 2, naming the flag.
+		{name: "new service range over the unmoved pod range", args: transformTo("--service-cidr", "10.244.0.0/16"), code: ExitUsage,
+			want: "the new service CIDR 10.244.0.0/16 (--service-cidr) overlaps the pod CIDR 10.244.0.0/16, which is not moving"},
+		{name: "IPv6 service range for an IPv4 cluster", args: transformTo("--service-cidr", "fd00::/108"), code: ExitUsage,
+			want: "the new service CIDR fd00::/108 (--service-cidr) is IPv6"},
+		{name: "dual-stack service range added to an IPv4 cluster", args: transformTo("--service-cidr", newSvc+",fd00::/108"), code: ExitUsage,
+			want: "(--service-cidr) is IPv6, but the old one (IPv4 192.168.0.0/16) has no IPv6 range"},
+		{name: "IPv6 pod range for an IPv4 cluster", args: transformTo("--pod-network-cidr", "fd00:55::/56"), code: ExitUsage,
+			want: "the new pod network CIDR fd00:55::/56 (--pod-network-cidr) is IPv6"},
+		{name: "new pod range over the unmoved service range", args: transformTo("--pod-network-cidr", "192.168.0.0/16"), code: ExitUsage,
+			want: "(--pod-network-cidr) overlaps the service CIDR 192.168.0.0/16, which is not moving"},
+		{name: "transform --out a directory with --force fails before the work", code: ExitUsage, want: "--out ",
+			args: func(in, work string) []string {
+				return []string{"transform", in, "--out", filepath.Join(work, "out.db"), "--force", "--service-cidr", newSvc}
+			},
+			prepare: func(t *testing.T, work string) {
+				if err := os.Mkdir(filepath.Join(work, "out.db"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	}
+}
+
+func restoreRows() []badRow {
+	return []badRow{
+		// restore's etcd options.
+		{name: "peer URL without a scheme", args: restoreWith("--initial-cluster", "m1=10.0.0.11:2380", "--initial-advertise-peer-urls", "10.0.0.11:2380"),
+			code: ExitUsage, want: `--initial-advertise-peer-urls "10.0.0.11:2380" is not a peer URL like https://10.0.0.11:2380`},
+		{name: "initial cluster URL without a scheme", args: restoreWith("--initial-cluster", "m1=10.0.0.11:2380", "--initial-advertise-peer-urls", "http://10.0.0.11:2380"),
+			code: ExitUsage, want: `--initial-cluster: member "m1"'s peer URL "10.0.0.11:2380" is not a peer URL`},
+		{name: "initial cluster without this member", args: restoreWith("--initial-cluster", "m9=http://127.0.0.1:2380", "--initial-advertise-peer-urls", "http://127.0.0.1:2380"),
+			code: ExitUsage, want: `--initial-cluster "m9=http://127.0.0.1:2380" does not name this member "m1"`},
+		{name: "revision bump without mark compacted", args: restoreWith("--mark-compacted=false"),
+			code: ExitUsage, want: "--bump-revision and --mark-compacted go together"},
+		{name: "fused restore with a peer URL without a scheme", code: ExitUsage, want: "--initial-advertise-peer-urls",
+			args: restoreWith("--initial-advertise-peer-urls", "10.0.0.11:2380", "--service-cidr", newSvc)},
+	}
+}
+
+func rebuildRows() []badRow {
+	return []badRow{
+		// The rebuild file.
+		{name: "rebuild without --config", args: cmdline("rebuild"), code: ExitUsage, want: "rebuild needs --config FILE"},
+		rebuildRow("rebuild output that is a file", func(cfg, work string) string {
+			return strings.Replace(cfg, "output: "+filepath.Join(work, "bundle"), "output: rebuild.yaml", 1)
+		}, ExitUsage, "rebuild.yaml is a file: give a directory"),
+		rebuildRow("rebuild kubernetesVersion without v", replace("v1.36.3", "1.36"), ExitUsage, `manifests.kubernetesVersion "1.36" is not a version like v1.36.3`),
+		rebuildRow("rebuild key in the wrong case", replace("peerURL", "peerUrl"), ExitUsage,
+			"etcd.members[0].peerUrl (line 10): unknown key, did you mean peerURL? (keys are case-sensitive)"),
+		rebuildRow("rebuild key all in lower case", replace("serviceSubnet", "servicesubnet"), ExitUsage,
+			"networking.servicesubnet (line 6): unknown key, did you mean serviceSubnet?"),
+		rebuildRow("rebuild misspelt key", replace("kubernetesVersion", "kubernetesVerison"), ExitUsage,
+			"manifests.kubernetesVerison (line 13): unknown key, did you mean kubernetesVersion?"),
+		rebuildRow("rebuild unknown top-level key", replace("networking:", "network:"), ExitUsage, "network (line 5): unknown key, did you mean networking?"),
+		rebuildRow("rebuild peer URL without a scheme", replace("peerURL: https://10.0.0.10:2380", "peerURL: 10.0.0.10:2380"), ExitUsage,
+			`etcd.members[0].peerURL "10.0.0.10:2380" is not an http(s) URL`),
+		rebuildRow("rebuild relative snapshot path resolves beside the file", func(cfg, _ string) string {
+			return regexp.MustCompile(`snapshot: .*`).ReplaceAllString(cfg, "snapshot: in.db")
+		}, ExitBadInput, "does not exist"),
+		rebuildRow("a rules file given to rebuild --config", func(string, string) string { return ruleSet }, ExitUsage,
+			"is a RuleSet (a rules file): list it under rules: in a RebuildConfiguration"),
+		rebuildRow("rebuild service range over the unmoved pod range", replace("172.24.0.0/16", "10.244.0.0/16"), ExitUsage,
+			"the new service CIDR 10.244.0.0/16 (networking.serviceSubnet) overlaps the pod CIDR"),
+		rebuildRow("rebuild new service range too small", replace("172.24.0.0/16", "172.24.0.0/28"), ExitRefused,
+			"too small to keep these 6 Services at their offsets"),
+		rebuildRow("rebuild certificate SAN that is no name", replace("manifests:", "pki:\n  certSANs: [\"bad_name!\"]\nmanifests:"), ExitUsage,
+			`pki.certSANs: "bad_name!" is neither an IP address nor a DNS name`),
+		rebuildRow("rebuild DNS domain that is no name", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: 172.24.0.0/16\n  dnsDomain: \"bad domain\""), ExitUsage,
+			`networking.dnsDomain: "bad domain" is not a valid DNS name`),
+		rebuildRow("rebuild pki.source without a CA", func(cfg, work string) string {
+			return strings.Replace(cfg, "manifests:", "pki:\n  source: "+work+"\nmanifests:", 1)
+		}, ExitUsage, "has no ca.crt: give kubeadm's certificate directory"),
+		rebuildRow("rebuild manifests.source that is not a directory", replace("manifests:\n", "manifests:\n  source: nowhere\n"), ExitUsage,
+			"/nowhere is not a directory: give kubeadm's manifests directory"),
+		rebuildRow("rebuild CNI the rules do not know", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: 172.24.0.0/16\n  leaveCNIState: [weave]"), ExitUsage,
+			`networking.leaveCNIState takes calico or cilium, not "weave"`),
+		{name: "dry-run with a server", code: ExitUsage, want: "--dry-run is a plain switch",
+			args: func(_, work string) []string {
+				return []string{"rebuild", "--config", filepath.Join(work, "rebuild.yaml"), "--dry-run=server"}
+			}},
+	}
+}
+
+func rulesFileRows() []badRow {
+	return []badRow{
+		// The rules file.
+		rulesFileRow("a rebuild file given as --rules", "apiVersion: snapshift.io/v1alpha1\nkind: RebuildConfiguration\nsnapshot: x\n",
+			"is a RebuildConfiguration: give it to snapshift rebuild --config"),
+		rulesFileRow("rules file unknown match key", strings.Replace(ruleSet, "resource: configmaps", "resource: configmaps, namespace: [a]", 1),
+			"rules[0].match.namespace (line 5): unknown key, did you mean namespaces?"),
+		rulesFileRow("rules file key in the wrong case", strings.Replace(ruleSet, "delete: true", "Delete: true", 1),
+			"rules[0].Delete (line 6): unknown key, did you mean delete? (keys are case-sensitive)"),
+	}
+}
+
+func certsManifestsRows() []badRow {
+	return []badRow{
+		// certs and manifests.
+		{name: "certs --renew without a CA", code: ExitUsage, want: "this operation reuses the CA in --cert-dir; --all makes a new PKI",
+			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", newSvc, "--old-service-cidr", "192.168.0.0/16")},
+		{name: "certs --renew apiserver without the old range", code: ExitUsage, want: "renew-apiserver: --old-service-cidr is required",
+			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", newSvc)},
+		{name: "certs with a bad advertise address", code: ExitUsage, want: "--apiserver-advertise-address",
+			args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--apiserver-advertise-address", "10.0.0.300")},
+		{name: "certs with a bad extra SAN", code: ExitUsage, want: `--apiserver-cert-extra-sans: "bad_name!" is neither an IP address nor a DNS name`,
+			args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--apiserver-cert-extra-sans", "bad_name!")},
+		{name: "certs with an etcd member without a scheme", code: ExitUsage, want: `--etcd-member: member "m1"`,
+			args: cmdline("certs", "--renew", "etcd", "--cert-dir", "WORK", "--etcd-member", "m1=10.0.0.1:2380")},
+		{name: "manifests --generate without a version", code: ExitUsage, want: "generating manifests: --kubernetes-version is required",
+			args: cmdline("manifests", "--generate", "--out-dir", "WORK/m")},
+		{name: "manifests --generate with a version without v", code: ExitUsage, want: `--kubernetes-version "1.36" is not a version like v1.36.3`,
+			args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "1.36")},
+		{name: "manifests --generate without an address", code: ExitUsage, want: `--apiserver-advertise-address "" is not an IP address`,
+			args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "v1.36.3")},
+
+		{name: "manifests from a directory without manifests", code: ExitUsage, want: "--manifest-dir: no kubeadm static Pod manifest in",
+			args: cmdline("manifests", "--manifest-dir", "WORK", "--service-cidr", newSvc)},
+		{name: "manifests with a malformed service CIDR", code: ExitUsage, want: `--service-cidr: "bad" is not a CIDR`, prepare: kubeadmManifests,
+			args: cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--service-cidr", "bad")},
+		{name: "manifests with a relative etcd data dir", code: ExitUsage, want: `--etcd-data-dir: "rel/dir" is not a clean absolute path`, prepare: kubeadmManifests,
+			args: cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--etcd-data-dir", "rel/dir")},
+		{name: "manifests whose initial cluster leaves the member out", code: ExitRefused, want: `--initial-cluster "zz=http://10.0.0.9:2380" must list member "a"`,
+			prepare: kubeadmManifests,
+			args:    cmdline("manifests", "--manifest-dir", "WORK/m", "--out-dir", "WORK/new", "--etcd-member", "a=http://10.0.0.1:2380", "--initial-cluster", "zz=http://10.0.0.9:2380")},
+	}
+}
+
+func commandLineRows() []badRow {
+	return []badRow{
+		// The command line itself.
+		{name: "unknown output format", args: cmdline("inspect", "IN", "-o", "xml"), code: ExitUsage, want: `--output must be text, json or yaml, not "xml"`},
+		{name: "version with an argument", args: cmdline("version", "now"), code: ExitUsage, want: "version takes no arguments"},
+		{name: "unknown command", args: cmdline("frobnicate"), code: ExitUsage, want: `unknown command "frobnicate"`},
+		{name: "help for an unknown command", args: cmdline("help", "frobnicate"), code: ExitUsage, want: `help: no command "frobnicate" (see snapshift help)`},
+		{name: "encryption config that does not exist", args: transformTo("--encryption-config", "/nonexistent/enc.yaml"), code: ExitUsage,
+			want: "--encryption-config"},
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// No Go identifiers in messages.
+
+var (
+	goNamesOnce sync.Once
+	goNames     []string // exported type and field names of the option and config structs
+)
+
+// optionStructNames collects, from the module's non-test sources, the names of the struct types
+// that hold options (named *Config, *Options, *Changes, or the rebuild and rules files' types)
+// and of their exported fields: what a library names in an option.Error, never to be shown.
+func optionStructNames(t *testing.T) []string {
+	goNamesOnce.Do(func() {
+		set := map[string]bool{}
+		root := "../../.."
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && p != root) {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return nil
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			collectOptionNames(f, filepath.ToSlash(p), set)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("reading the module's sources: %v", err)
+		}
+		for n := range set {
+			goNames = append(goNames, n)
+		}
+		sort.Strings(goNames)
+	})
+	return goNames
+}
+
+// fileTypes are the types of the configuration files (whatever their names).
+var fileTypes = map[string]bool{"rebuild/config.go": true, "ruleset/file.go": true}
+
+func collectOptionNames(f *ast.File, path string, set map[string]bool) {
+	inFile := false
+	for k := range fileTypes {
+		inFile = inFile || strings.HasSuffix(path, k)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		ts, ok := n.(*ast.TypeSpec)
+		if !ok || !ts.Name.IsExported() {
+			return true
+		}
+		st, ok := ts.Type.(*ast.StructType)
+		name := ts.Name.Name
+		if !ok || !(inFile || strings.HasSuffix(name, "Config") || strings.HasSuffix(name, "Options") || strings.HasSuffix(name, "Changes")) {
+			return true
+		}
+		set[name] = true
+		for _, fld := range st.Fields.List {
+			for _, id := range fld.Names {
+				if id.IsExported() {
+					set[id.Name] = true
+				}
+			}
+		}
+		return true
+	})
+}
+
+// goIdentifierIn returns the first option field or type name in msg, or "". A name of two
+// or more words (ServiceCIDR, RevisionBump, GenerateConfig) counts wherever it stands as a
+// word; an acronym (PKI) never; a one-word name (Encryption, Force) only inside a sentence, after a lower-case word,
+// where English would not capitalise it.
+func goIdentifierIn(names []string, msg string) string {
+	for _, n := range names {
+		if strings.ToUpper(n) == n {
+			continue // an acronym (PKI): a word of the trade, not a Go name
+		}
+		camel := regexp.MustCompile(`[a-z0-9][A-Z]|[A-Z][A-Z][a-z]`).MatchString(n)
+		var re *regexp.Regexp
+		if camel {
+			re = regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(n) + `($|[^A-Za-z0-9_])`)
+		} else {
+			re = regexp.MustCompile(`[a-z,] ` + regexp.QuoteMeta(n) + `($|[^A-Za-z0-9_/.-])`)
+		}
+		if loc := re.FindStringIndex(msg); loc != nil {
+			// Quoted text comes from the user or the snapshot, not from the code.
+			if !insideQuotes(msg, loc[0]+strings.Index(msg[loc[0]:loc[1]], n)) {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// insideQuotes reports whether position i of s is inside a "double-quoted" string.
+func insideQuotes(s string, i int) bool {
+	return strings.Count(s[:i], `"`)%2 == 1
+}
+
+// TestGoIdentifierCheckBites: the check finds the leaks issue 24 lists, and the names it
+// checks include the ones those leaks used.
+func TestGoIdentifierCheckBites(t *testing.T) {
+	names := optionStructNames(t)
+	if len(names) < 100 {
+		t.Fatalf("only %d option names collected: %v", len(names), names)
+	}
+	for _, leak := range []string{
+		"snapshift: /registry/secrets/a/b is encrypted (aescbc key \"k\"): give the apiserver's EncryptionConfiguration with Encryption",
+		"snapshift: CA \"/x/ca\": no such file (this operation reuses the CA in CertDir)",
+		"snapshift: InitialCluster \"m9=http://127.0.0.1:2380\" does not name this member \"m1\"",
+		"snapshift: RevisionBump and MarkCompacted go together: give both (the default) or neither",
+		"snapshift: generating manifests: kubernetes version is required; see KubernetesVersion",
+	} {
+		if goIdentifierIn(names, leak) == "" {
+			t.Errorf("no Go identifier found in %q", leak)
+		}
+	}
+	if n := goIdentifierIn(names, `snapshift: --keep-service-ip "ServiceCIDR": want NAMESPACE/NAME`); n != "" {
+		t.Errorf("a quoted user value counted as a Go identifier: %s", n)
+	}
+}
+
+// TestDryRunClientSpelling: kubectl's --dry-run=client is the switch --dry-run (snapshift is
+// always client-side), in any position; other values are a usage error saying it is a switch.
+func TestDryRunClientSpelling(t *testing.T) {
+	in := copySample(t)
+	plain := run(t, "transform", in, "--dry-run", "--service-cidr", newSvc, "--quiet", "-o", "json")
+	client := run(t, "transform", in, "--dry-run=client", "--service-cidr", newSvc, "--quiet", "-o", "json")
+	if plain.code != ExitOK || client.code != ExitOK || client.stdout != plain.stdout || client.stdout == "" {
+		t.Errorf("--dry-run=client: exit %d (stderr %q); --dry-run: exit %d; same report: %v", client.code, client.stderr, plain.code, client.stdout == plain.stdout)
+	}
+	if r := run(t, "transform", in, "--service-cidr", newSvc, "--dry-run=false", "--quiet"); r.code != ExitUsage || !strings.Contains(r.stderr, "needs --out") {
+		t.Errorf("--dry-run=false is a boolean as before: exit %d, %q", r.code, r.stderr)
+	}
+	if r := run(t, "transform", in, "--dry-run=none", "--quiet"); r.code != ExitUsage || !strings.Contains(r.stderr, "--dry-run is a plain switch") {
+		t.Errorf("--dry-run=none: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// TestCompletionAndHelp: the completion scripts and help for a command.
+func TestCompletionAndHelp(t *testing.T) {
+	for shell, want := range map[string]string{"bash": "complete -o bashdefault", "zsh": "compdef _snapshift_zsh_autocomplete snapshift",
+		"fish": "complete -c snapshift"} {
+		if r := run(t, "completion", shell); r.code != ExitOK || !strings.Contains(r.stdout, want) {
+			t.Errorf("completion %s: exit %d, want a script with %q:\n%.300s", shell, r.code, want, r.stdout)
+		}
+	}
+	if r := run(t, "completion", "tcsh"); r.code != ExitUsage || !strings.Contains(r.stderr, `"tcsh" is not bash, zsh or fish`) {
+		t.Errorf("completion tcsh: exit %d, %q", r.code, r.stderr)
+	}
+	// (The candidates the scripts ask for: TestVersionOfABuiltBinary, since urfave/cli reads
+	// them from os.Args.)
+	if r := run(t, "help", "rebuild"); r.code != ExitOK || !strings.Contains(r.stdout, "snapshift rebuild") || !strings.Contains(r.stdout, "--config") {
+		t.Errorf("help rebuild: exit %d:\n%s", r.code, r.stdout)
+	}
+}
+
+// TestLongListCappedFullInJSON: a refusal that lists Services says ten of them and "… and N
+// more" on its one line; with -o json the whole list is on stdout.
+func TestLongListCappedFullInJSON(t *testing.T) {
+	var extra []sample.Entry
+	for i := 0; i < 25; i++ {
+		ip := fmt.Sprintf("192.168.50.%d", 100+i)
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%02d", i), Namespace: "demo", UID: types.UID(fmt.Sprintf("u-%d", i))},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: []string{ip}, Type: corev1.ServiceTypeClusterIP}}
+		raw, err := svc.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Service"}, Raw: raw}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, sample.Entry{Key: "/registry/services/specs/demo/" + svc.Name, Value: append([]byte("k8s\x00"), b...)})
+	}
+	in := writeFixture(t, filepath.Join(t.TempDir(), "in.db"), fixture{keys: sampleKVs(t, extra...)})
+	text := run(t, "plan", in, "--service-cidr", "172.24.0.0/28", "--quiet")
+	lines := text.stderrLines()
+	if text.code != ExitRefused || len(lines) != 1 || !strings.Contains(lines[0], "these 31 Services") || !strings.Contains(lines[0], ", … and 21 more; choose a larger range or pass --repack") {
+		t.Fatalf("plan: exit %d, stderr %q; want exit 4 and one line with 10 of 31 Services", text.code, text.stderr)
+	}
+	machine := run(t, "plan", in, "--service-cidr", "172.24.0.0/28", "--quiet", "-o", "json")
+	var doc struct {
+		Error   string   `json:"error"`
+		Details []string `json:"details"`
+	}
+	if err := json.Unmarshal([]byte(machine.stdout), &doc); err != nil || machine.code != ExitRefused {
+		t.Fatalf("plan -o json: exit %d, stdout %q: %v", machine.code, machine.stdout, err)
+	}
+	if len(doc.Details) != 31 || !strings.Contains(strings.Join(doc.Details, "\n"), "demo/s24 (192.168.50.124, offset") || doc.Error != strings.TrimPrefix(lines[0], "snapshift: ") {
+		t.Errorf("plan -o json: %d details (want all 31), error %q", len(doc.Details), doc.Error)
+	}
+}

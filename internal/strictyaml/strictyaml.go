@@ -1,0 +1,180 @@
+// Package strictyaml checks a YAML document's keys against the Go type it
+// decodes into, before it is decoded: keys match case-sensitively, and an
+// unknown key is reported with its YAML path and line and the key that
+// was probably meant ("etcd.members[0].peerUrl (line 12): unknown key, did
+// you mean peerURL?").
+//
+// It exists because neither decoder says this on its own: sigs.k8s.io/yaml
+// (which the rebuild file's json-tagged types need) matches keys
+// case-insensitively and reports an unknown field with neither path nor
+// line; go.yaml.in/yaml/v3 with KnownFields names the Go type
+// ("field namespace not found in type ruleset.Match"). The yaml.v3 node
+// API has every key's line, so the check walks the nodes beside the type.
+package strictyaml
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is an unknown or misspelt key.
+type Error struct {
+	Path string // YAML path: "etcd.members[0].peerUrl"
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (line %d): %s", e.Path, e.Line, e.Msg) }
+
+// Check walks the document in b against the type of v (a pointer to a
+// struct), reading field names from struct tag tag ("json" or "yaml"), and
+// returns the first unknown key. Syntax errors are left to the decoder.
+func Check(b []byte, v any, tag string) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	return walk(doc.Content[0], reflect.TypeOf(v), "", tag)
+}
+
+// Kind returns the document's top-level kind: value ("" if none).
+func Kind(b []byte) string {
+	var head struct {
+		Kind string `yaml:"kind"`
+	}
+	_ = yaml.Unmarshal(b, &head)
+	return head.Kind
+}
+
+func walk(n *yaml.Node, t reflect.Type, path, tag string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	switch {
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		return walkStruct(n, t, path, tag)
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := walk(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), tag); err != nil {
+				return err
+			}
+		}
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yaml.SequenceNode:
+		for i, item := range n.Content {
+			if err := walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), tag); err != nil {
+				return err
+			}
+		}
+	}
+	return nil // scalars, any, and type mismatches (the decoder reports those)
+}
+
+func walkStruct(n *yaml.Node, t reflect.Type, path, tag string) error {
+	fields := map[string]reflect.Type{}
+	collect(t, tag, fields)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		ft, ok := fields[k.Value]
+		p := join(path, k.Value)
+		if !ok {
+			return &Error{Path: p, Line: k.Line, Msg: "unknown key" + suggest(k.Value, fields)}
+		}
+		if err := walk(n.Content[i+1], ft, p, tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collect adds t's keys: the tag's name, or the field's name without one;
+// embedded structs without a name (json) or with ",inline" (yaml) are
+// inlined, as the decoders do.
+func collect(t reflect.Type, tag string, out map[string]reflect.Type) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get(tag), ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		inline := strings.Contains(opts, "inline") || (tag == "json" && f.Anonymous && name == "")
+		if inline && ft.Kind() == reflect.Struct {
+			collect(ft, tag, out)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+			if tag == "yaml" {
+				name = strings.ToLower(name)
+			}
+		}
+		out[name] = f.Type
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// suggest names the key that was probably meant: the same letters in
+// another case, a key it begins or ends, or one within two edits; else
+// the valid keys.
+func suggest(key string, fields map[string]reflect.Type) string {
+	var names []string
+	for n := range fields {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if strings.EqualFold(n, key) {
+			return ", did you mean " + n + "? (keys are case-sensitive)"
+		}
+	}
+	best, bestD := "", -1
+	for _, n := range names {
+		lk, ln := strings.ToLower(key), strings.ToLower(n)
+		d := distance(lk, ln)
+		near := d <= 2 || (len(key) > 2 && (strings.HasPrefix(ln, lk) || strings.HasPrefix(lk, ln)))
+		if near && (bestD < 0 || d < bestD) {
+			best, bestD = n, d
+		}
+	}
+	if best != "" {
+		return ", did you mean " + best + "?"
+	}
+	return " (valid: " + strings.Join(names, ", ") + ")"
+}
+
+// distance is the Levenshtein distance between a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
