@@ -89,6 +89,16 @@ func (n *Networking) fields() map[string]any {
 	return out
 }
 
+// Keys are the section's keys and their types, for the strict check of
+// the rebuild file (strictyaml.Keyer).
+func (n *Networking) Keys() map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for k, v := range n.fields() {
+		out[k] = reflect.TypeOf(v).Elem()
+	}
+	return out
+}
+
 // UnmarshalJSON reads the section's keys into the rules' options; an
 // unknown key is an error.
 func (n *Networking) UnmarshalJSON(b []byte) error {

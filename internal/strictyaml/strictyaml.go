@@ -76,9 +76,21 @@ func walk(n *yaml.Node, t reflect.Type, path, tag string) error {
 	return nil // scalars, any, and type mismatches (the decoder reports those)
 }
 
+// Keyer is a type that decodes itself, whose keys are not its fields: it
+// names them, with the type each one's value decodes into.
+type Keyer interface {
+	Keys() map[string]reflect.Type
+}
+
+var keyerType = reflect.TypeOf((*Keyer)(nil)).Elem()
+
 func walkStruct(n *yaml.Node, t reflect.Type, path, tag string) error {
 	fields := map[string]reflect.Type{}
-	collect(t, tag, fields)
+	if reflect.PointerTo(t).Implements(keyerType) {
+		fields = reflect.New(t).Interface().(Keyer).Keys()
+	} else {
+		collect(t, tag, fields)
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		ft, ok := fields[k.Value]
