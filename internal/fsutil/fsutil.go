@@ -37,48 +37,6 @@ func CheckNew(path string, force bool) error {
 	return nil
 }
 
-// CreateTemp creates a hidden temporary file beside path (same directory, so
-// the final rename is atomic) with mode perm.
-func CreateTemp(path string, perm os.FileMode) (*os.File, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".snapshift-*.tmp")
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	return f, nil
-}
-
-// Publish renames the fully written and fsynced tmp to path and fsyncs the
-// directory. Without force it refuses to replace an existing path.
-func Publish(tmp, path string, force bool) error {
-	if !force {
-		if _, err := os.Lstat(path); err == nil {
-			return fmt.Errorf("%s %w (use --force to replace it)", path, ErrExists)
-		}
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return SyncDir(filepath.Dir(path))
-}
-
-// SyncDir fsyncs a directory so that a rename in it is durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
-}
-
 // WriteFile writes data to path atomically (temp, fsync, rename) with perm.
 func WriteFile(path string, data []byte, perm os.FileMode, force bool) error {
 	if err := CheckNew(path, force); err != nil {
