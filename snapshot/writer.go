@@ -131,6 +131,7 @@ func (w *Writer) flushIfFull() error {
 		w.tx = nil
 		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
+	failpointTxCommitted()
 	return w.begin()
 }
 
@@ -252,15 +253,18 @@ func (w *Writer) Commit() (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := fsutil.Publish(w.tmp, w.cfg.Path, w.cfg.Force); err != nil {
-		return nil, err
+	// A failed fsync after the rename (ErrNotDurable) leaves the output in
+	// place: it is returned with the result, and nothing is removed.
+	perr := fsutil.Publish(w.tmp, w.cfg.Path, w.cfg.Force)
+	if perr != nil && !errors.Is(perr, fsutil.ErrNotDurable) {
+		return nil, perr
 	}
 	ok = true
 	w.done = true
 	if w.cfg.Raw {
-		return &Result{Path: w.cfg.Path, Size: size}, nil
+		return &Result{Path: w.cfg.Path, Size: size}, perr
 	}
-	return &Result{Path: w.cfg.Path, Size: size + sha256.Size, SHA256: hex.EncodeToString(sum)}, nil
+	return &Result{Path: w.cfg.Path, Size: size + sha256.Size, SHA256: hex.EncodeToString(sum)}, perr
 }
 
 // finish trims the file to its high-water mark and appends the sha256

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -269,7 +268,7 @@ func (e *engine) commit(ctx context.Context) error {
 
 // tempBeside creates an empty private file beside path (hidden, unique).
 func tempBeside(path string) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".snapshift-copy-*")
+	f, err := fsutil.CreateTemp(path, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("restore: %w", err)
 	}
