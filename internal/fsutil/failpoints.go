@@ -41,3 +41,9 @@ func failpointAfterParentSync() {
 func FailpointBetweenRenames() {
 	// gofail: var fsutilBetweenRenames struct{}
 }
+
+// FailpointBetweenMembers runs between the publishing of two members of a
+// multi-member restore (rebuild's data dirs).
+func FailpointBetweenMembers() {
+	// gofail: var fsutilBetweenMembers struct{}
+}

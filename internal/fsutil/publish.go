@@ -66,9 +66,14 @@ func PublishDir(tmp, path string) error {
 
 // syncParent fsyncs path's directory after a rename into it.
 func syncParent(path string) error {
+	return syncPublished(filepath.Dir(filepath.Clean(path)), path)
+}
+
+// syncPublished fsyncs dir after what was renamed into it.
+func syncPublished(dir, what string) error {
 	failpointBeforeParentSync()
-	if err := dirSyncer(filepath.Dir(filepath.Clean(path))); err != nil {
-		return &NotDurableError{Path: path, Err: err}
+	if err := dirSyncer(dir); err != nil {
+		return &NotDurableError{Path: what, Err: err}
 	}
 	failpointAfterParentSync()
 	return nil

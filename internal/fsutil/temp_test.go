@@ -206,3 +206,34 @@ func TestPublishDir(t *testing.T) {
 		t.Errorf("bundle content %q", b)
 	}
 }
+
+// A set is written whole before anything is replaced: a file of the set
+// that cannot be written leaves every file of the set as it was (writing
+// them one after the other replaced the key and then failed on the
+// certificate), and no temporary behind.
+func TestWriteSetIsStagedWhole(t *testing.T) {
+	dir := t.TempDir()
+	key, crt := filepath.Join(dir, "apiserver.key"), filepath.Join(dir, "missing", "apiserver.crt")
+	os.WriteFile(key, []byte("old key"), 0o600)
+	n, err := WriteSet([]SetFile{{Path: key, Data: []byte("new key"), Perm: 0o600}, {Path: crt, Data: []byte("new crt"), Perm: 0o644}})
+	if err == nil || n != 0 {
+		t.Fatalf("WriteSet into a missing directory = %d, %v", n, err)
+	}
+	if b, _ := os.ReadFile(key); string(b) != "old key" {
+		t.Errorf("the key was replaced before its certificate was written: %q", b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left %d entries, want the key alone", len(entries))
+	}
+	os.Mkdir(filepath.Dir(crt), 0o700)
+	set := []SetFile{{Path: key, Data: []byte("new key"), Perm: 0o600}, {Path: crt, Data: []byte("new crt"), Perm: 0o644}}
+	if n, err := WriteSet(set); err != nil || n != 2 || set[0].Backup != key+".bak" || set[1].Backup != "" {
+		t.Fatalf("WriteSet = %d, %v, %+v", n, err, set)
+	}
+	if b, _ := os.ReadFile(key + ".bak"); string(b) != "old key" {
+		t.Errorf("backup %q", b)
+	}
+	if st, _ := os.Stat(crt); st.Mode().Perm() != 0o644 {
+		t.Errorf("crt mode %v", st.Mode())
+	}
+}
