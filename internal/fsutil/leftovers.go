@@ -38,8 +38,8 @@ const pendingBase = "pending"
 // listed too (as their directory).
 func FindLeftovers(dir, target string) ([]Leftover, error) {
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil // nothing can be there; the command says why
 	}
 	if err != nil {
 		return nil, err
@@ -47,7 +47,11 @@ func FindLeftovers(dir, target string) ([]Leftover, error) {
 	var out []Leftover
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		if o, ok := parseTemp(e.Name()); ok && (target == "" || o.target == target) && ours(p) {
+		o, ok := parseTemp(e.Name())
+		if ok && o.target == pendingBase {
+			continue // a pair's marker: listed from the directory above
+		}
+		if ok && (target == "" || o.target == target) && ours(p) {
 			l := Leftover{Path: p, Target: filepath.Join(dir, o.target), PID: o.pid, Live: o.live(), Dir: e.IsDir()}
 			l.Bytes = sizeOf(p)
 			out = append(out, l)
@@ -227,4 +231,31 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// FindLeftoversUnder lists the leftovers in root and every directory
+// under it (not inside the leftovers themselves), as FindLeftovers.
+func FindLeftoversUnder(root string) ([]Leftover, error) {
+	var out []Leftover
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p != root && errors.Is(err, fs.ErrPermission) {
+				return fs.SkipDir // not ours to clean
+			}
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if _, ok := parseTemp(d.Name()); ok && p != root {
+			return fs.SkipDir
+		}
+		ls, err := FindLeftovers(p, "")
+		if err != nil {
+			return err
+		}
+		out = append(out, ls...)
+		return nil
+	})
+	return out, err
 }
