@@ -691,10 +691,12 @@ func syncFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	fsutil.FailpointBeforeFsync()
 	if err := fh.Sync(); err != nil {
 		fh.Close()
 		return fmt.Errorf("restore: %w", err)
 	}
+	fsutil.FailpointAfterFsync()
 	return fh.Close()
 }
 

@@ -286,9 +286,11 @@ func (w *Writer) finish(size int64) ([]byte, error) {
 				return nil, err
 			}
 		}
+		fsutil.FailpointBeforeFsync()
 		if err := f.Sync(); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 		}
+		fsutil.FailpointAfterFsync()
 		return nil, f.Close()
 	}
 	type hashed struct {
@@ -315,9 +317,11 @@ func (w *Writer) finish(size int64) ([]byte, error) {
 	if _, err := f.WriteAt(hs.sum, size); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
+	fsutil.FailpointBeforeFsync()
 	if err := f.Sync(); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
+	fsutil.FailpointAfterFsync()
 	return hs.sum, f.Close()
 }
 
@@ -341,3 +345,13 @@ func (w *Writer) Abort() {
 
 // TempPath is the temporary file being written (for tests and messages).
 func (w *Writer) TempPath() string { return w.tmp }
+
+// failpointTxCommitted runs after each bounded write transaction of the
+// snapshot writer and of a fused restore's edits (etcd's gofail; compiled
+// in only by `make failpoints`). Trigger the N-th with
+// GOFAIL_FAILPOINTS='snapshotTxCommitted=N*off->return("kill")' (see
+// fsutil.Crash).
+func failpointTxCommitted() {
+	// gofail: var snapshotTxCommitted string
+	// fsutil.Crash("snapshotTxCommitted", snapshotTxCommitted)
+}

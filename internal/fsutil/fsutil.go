@@ -57,9 +57,11 @@ func WriteFile(path string, data []byte, perm os.FileMode, force bool) error {
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
+	FailpointBeforeFsync()
 	if err := f.Sync(); err != nil {
 		return err
 	}
+	FailpointAfterFsync()
 	if err := f.Close(); err != nil {
 		return err
 	}

@@ -116,7 +116,7 @@ func SyncFile(path string) error {
 	if err != nil {
 		return err
 	}
-	failpointBeforeFsync()
+	FailpointBeforeFsync()
 	err = f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -124,7 +124,7 @@ func SyncFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("fsync %s: %w", path, err)
 	}
-	failpointAfterFsync()
+	FailpointAfterFsync()
 	return nil
 }
 
@@ -149,11 +149,11 @@ func SyncTree(root string) error {
 		return err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		failpointBeforeFsync()
+		FailpointBeforeFsync()
 		if err := SyncDir(dirs[i]); err != nil {
 			return fmt.Errorf("fsync %s: %w", dirs[i], err)
 		}
-		failpointAfterFsync()
+		FailpointAfterFsync()
 	}
 	return nil
 }

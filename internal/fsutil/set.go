@@ -82,7 +82,7 @@ func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		failpointBeforeFsync()
+		FailpointBeforeFsync()
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -92,6 +92,6 @@ func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
 		os.Remove(f.Name())
 		return "", err
 	}
-	failpointAfterFsync()
+	FailpointAfterFsync()
 	return f.Name(), nil
 }
