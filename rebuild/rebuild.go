@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
 		return nil, err
 	}
 	if line := fsutil.Summary(left); line != "" && opts.Log != nil {
-		fmt.Fprintf(opts.Log, "[rebuild] %s\n", line)
+		fmt.Fprintf(opts.Log, "[clean] %s\n", line)
 	}
 	empty, err := fsutil.IsEmptyOrMissingDir(cfg.Output)
 	if err != nil {

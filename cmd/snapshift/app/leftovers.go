@@ -55,7 +55,7 @@ func cleanLeftovers(w io.Writer, cmd command) error {
 		return err
 	}
 	if line := fsutil.Summary(all); line != "" {
-		fmt.Fprintf(w, "snapshift: %s\n", line)
+		fmt.Fprintf(w, "[clean] %s\n", line)
 	}
 	return nil
 }
