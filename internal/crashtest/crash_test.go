@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 func printTable() {
 	type agg struct {
 		runs, reached, intact, failed, leftovers, clean, ok, refused int
-		states                                                      map[string]int
+		states                                                       map[string]int
 	}
 	by := map[string]*agg{}
 	for _, r := range rows {
