@@ -1,6 +1,11 @@
 // Package fsutil holds the small file-system disciplines every snapshift
-// output follows: write to a temporary name in the target directory, fsync,
-// then rename; never replace an existing output unless told to.
+// output follows (DESIGN decision 23, the crash model): write to a
+// temporary name in the target directory that says which process wrote it
+// (temp.go), fsync everything, then rename (never over an existing output
+// unless told to: RENAME_NOREPLACE) and fsync the parent (publish.go);
+// write a set of files whole before renaming them back to back (set.go);
+// find and remove what dead runs left (leftovers.go). The failpoints of
+// the crash suite are in failpoints.go.
 package fsutil
 
 import (
