@@ -32,7 +32,8 @@ type scenario struct {
 	args     []string
 	inputs   []string // relative; never modified
 	outputs  []output
-	few      bool // a long command: crash at the first and last hit of each failpoint only
+	few      bool // crash at the first and last hit of each failpoint only
+	killOnly bool // SIGKILL only (no panic)
 	template string
 	inputSHA []string
 	before   []string      // per output: its state before the run
