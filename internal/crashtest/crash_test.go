@@ -315,8 +315,10 @@ func TestDiskFull(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			s.prepare(t)
-			for range 4 {
-				size := int64(1<<12) << rng.IntN(14) // 4 KiB .. 32 MiB
+			for i := range 4 {
+				// One size in each of 512 B-4 KiB (a key, a manifest),
+				// 8-64 KiB, 128 KiB-1 MiB and 2-16 MiB (a WAL, a database).
+				size := int64(512) << (4*i + rng.IntN(4))
 				size += rng.Int64N(size)
 				t.Run(fmt.Sprintf("fsize-%d", size), func(t *testing.T) {
 					s.crashOnce(t, "disk full", runOpts{fsize: size}, false)
