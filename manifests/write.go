@@ -79,13 +79,6 @@ func WriteWith(set *Set, opts WriteOptions) (*WriteResult, error) {
 		return nil, errors.New("manifest directory is required")
 	}
 	res := &WriteResult{Dir: opts.Dir}
-	type job struct {
-		m         *Manifest
-		path      string
-		r         Rendering
-		exist     bool
-		unchanged bool
-	}
 	var jobs []job
 	for _, m := range set.Manifests {
 		r, err := m.Render()
@@ -118,6 +111,20 @@ func WriteWith(set *Set, opts WriteOptions) (*WriteResult, error) {
 			}
 		}
 	}
+	return writeSet(res, jobs, opts)
+}
+
+// job is one manifest WriteWith writes, or leaves as it is.
+type job struct {
+	m         *Manifest
+	path      string
+	r         Rendering
+	exist     bool
+	unchanged bool
+}
+
+// writeSet writes the manifests of jobs that change as one staged set.
+func writeSet(res *WriteResult, jobs []job, opts WriteOptions) (*WriteResult, error) {
 	// One staged set: every manifest written whole under a temporary name,
 	// then renamed back to back, kube-apiserver's last (its new flags are
 	// what the others' follow; until it is renamed the old apiserver runs
