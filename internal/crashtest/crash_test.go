@@ -3,6 +3,7 @@
 package crashtest
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/internal/gen"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -280,16 +282,17 @@ func TestCrashAtFailpoints(t *testing.T) {
 }
 
 // TestRandomKills SIGKILLs transform and both restore routes at random
-// moments on a larger generated snapshot.
+// moments on a larger generated snapshot (churned history).
 func TestRandomKills(t *testing.T) {
 	needBinaries(t)
-	dir := t.TempDir()
-	big := input{name: "big", path: filepath.Join(dir, "big.db")}
-	in := inputs(t, dir, 60000)[1] // the churned one
-	big.path = in.path
-	rng := rand.New(rand.NewPCG(23, uint64(time.Now().UnixNano())))
+	big := input{name: "big", path: filepath.Join(t.TempDir(), "big.db")}
+	if _, err := gen.Generate(context.Background(), gen.Config{Path: big.path, Keys: 40000, Seed: 23, Profile: gen.ProfileChurn}); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range snapshotScenarios(t, big) {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(23, uint64(time.Now().UnixNano())))
 			s.prepare(t)
 			ref := t.TempDir()
 			copyTree(t, s.template, ref)
@@ -316,9 +319,9 @@ func TestDiskFull(t *testing.T) {
 			t.Parallel()
 			s.prepare(t)
 			for i := range 4 {
-				// One size in each of 512 B-4 KiB (a key, a manifest),
-				// 8-64 KiB, 128 KiB-1 MiB and 2-16 MiB (a WAL, a database).
-				size := int64(512) << (4*i + rng.IntN(4))
+				// One size in each of 64 B-512 B (a key, a manifest),
+				// 2-16 KiB, 64-512 KiB and 2-16 MiB (a WAL, a database).
+				size := int64(64) << (5*i + rng.IntN(3))
 				size += rng.Int64N(size)
 				t.Run(fmt.Sprintf("fsize-%d", size), func(t *testing.T) {
 					s.crashOnce(t, "disk full", runOpts{fsize: size}, false)
