@@ -4,7 +4,7 @@ BIN     := bin/snapshift
 DEMO    := out/demo
 PKGS    := ./...
 
-.PHONY: all build test e2e demo bench bench-xlarge lint fmt tidy clean sample docs release release-check install-check
+.PHONY: all build test e2e demo bench bench-xlarge lint fmt tidy clean sample docs release release-check install-check failpoints crash
 
 all: build
 
@@ -15,6 +15,30 @@ build:
 # seed corpora. Well under 15 minutes on 2 cores.
 test:
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+# The binary with etcd's gofail failpoints compiled in (bin/snapshift-failpoints,
+# for the crash suite): `gofail enable` runs on a copy of the tree, so the
+# sources here never hold generated code; the copy is removed after the build.
+FAILPOINT_PKGS := internal/fsutil snapshot
+failpoints:
+	@mkdir -p bin
+	@src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && \
+	  git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parents {} "$$src" 2>/dev/null; \
+	  cd "$$src" && $(GO) tool gofail enable $(FAILPOINT_PKGS) && \
+	  $(GO) build -o $(CURDIR)/bin/snapshift-failpoints ./cmd/snapshift && \
+	  $(GO) tool gofail disable $(FAILPOINT_PKGS)
+	@echo "built bin/snapshift-failpoints (failpoints: $$(grep -ho 'gofail: var [A-Za-z]*' $(addsuffix /*.go,$(FAILPOINT_PKGS)) | cut -d' ' -f3 | tr '\n' ' '))"
+
+# Crash consistency (issue 23): the failpoint binary killed at every
+# failpoint (panic and SIGKILL) in every writing command, at random times, and
+# on a full disk; then the input, the outputs and the next run are checked.
+crash: failpoints build
+	@mkdir -p out
+	@SNAPSHIFT_FAILPOINTS_BIN=$(CURDIR)/bin/snapshift-failpoints SNAPSHIFT_BIN=$(CURDIR)/$(BIN) \
+	  $(GO) test -count=1 -timeout 20m -tags crash ./internal/crashtest -v > out/crash.log 2>&1; status=$$?; \
+	  grep -E '^crash:|^(ok|FAIL)\s' out/crash.log; \
+	  if [ $$status -ne 0 ]; then grep -E '^\s+(--- FAIL|[a-z_]+_test\.go:)' out/crash.log | head -50; fi; \
+	  echo "make crash: the whole log is out/crash.log"; exit $$status
 
 # Against the real thing: kube-apiserver and kube-controller-manager built from
 # k8s.io/kubernetes (newest, and 1.30 with the bitmap allocator), cached in

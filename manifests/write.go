@@ -79,13 +79,6 @@ func WriteWith(set *Set, opts WriteOptions) (*WriteResult, error) {
 		return nil, errors.New("manifest directory is required")
 	}
 	res := &WriteResult{Dir: opts.Dir}
-	type job struct {
-		m         *Manifest
-		path      string
-		r         Rendering
-		exist     bool
-		unchanged bool
-	}
 	var jobs []job
 	for _, m := range set.Manifests {
 		r, err := m.Render()
@@ -118,23 +111,55 @@ func WriteWith(set *Set, opts WriteOptions) (*WriteResult, error) {
 			}
 		}
 	}
+	return writeSet(res, jobs, opts)
+}
+
+// job is one manifest WriteWith writes, or leaves as it is.
+type job struct {
+	m         *Manifest
+	path      string
+	r         Rendering
+	exist     bool
+	unchanged bool
+}
+
+// writeSet writes the manifests of jobs that change as one staged set.
+func writeSet(res *WriteResult, jobs []job, opts WriteOptions) (*WriteResult, error) {
+	// One staged set: every manifest written whole under a temporary name,
+	// then renamed back to back, kube-apiserver's last (its new flags are
+	// what the others' follow; until it is renamed the old apiserver runs
+	// with the old set's ranges). res lists the files in the set's order.
+	var files []fsutil.SetFile
+	var at []int // res.Files index of each file
 	for _, j := range jobs {
-		if j.unchanged {
-			res.Files = append(res.Files, WrittenFile{Component: j.m.Component, Path: j.path, Unchanged: true, Method: j.r.Method, Reason: j.r.Reason})
-			continue
-		}
-		f := WrittenFile{Component: j.m.Component, Path: j.path, Mode: fmt.Sprintf("%04o", ManifestPerm), Method: j.r.Method, Reason: j.r.Reason}
-		if j.exist {
-			bak, err := fsutil.Backup(j.path, opts.BackupDir)
-			if err != nil {
-				return res, fmt.Errorf("backing up %s: %w", j.path, err)
-			}
-			f.Backup = bak
-		}
-		if err := fsutil.WriteFile(j.path, j.r.Data, ManifestPerm, true); err != nil {
-			return res, fmt.Errorf("writing %s: %w", j.path, err)
+		f := WrittenFile{Component: j.m.Component, Path: j.path, Unchanged: j.unchanged, Method: j.r.Method, Reason: j.r.Reason}
+		if !j.unchanged {
+			f.Mode = fmt.Sprintf("%04o", ManifestPerm)
+			files = append(files, fsutil.SetFile{Path: j.path, Data: j.r.Data, Perm: ManifestPerm, BackupDir: opts.BackupDir})
+			at = append(at, len(res.Files))
 		}
 		res.Files = append(res.Files, f)
+	}
+	if last := slices.IndexFunc(files, func(f fsutil.SetFile) bool { return filepath.Base(f.Path) == FileName(KubeAPIServer) }); last >= 0 {
+		files = append(slices.Delete(slices.Clone(files), last, last+1), files[last])
+		at = append(slices.Delete(slices.Clone(at), last, last+1), at[last])
+	}
+	n, err := fsutil.WriteSet(files)
+	renamed := map[int]bool{}
+	for i := range files[:n] {
+		res.Files[at[i]].Backup = files[i].Backup
+		renamed[at[i]] = true
+	}
+	if err != nil {
+		// The result lists what is in place: the unchanged and renamed files.
+		kept := res.Files[:0]
+		for i, f := range res.Files {
+			if f.Unchanged || renamed[i] {
+				kept = append(kept, f)
+			}
+		}
+		res.Files = kept
+		return res, fmt.Errorf("writing %s: %w", opts.Dir, err)
 	}
 	return res, nil
 }

@@ -60,30 +60,29 @@ func preflight(dir string, outs []output) error {
 	return nil
 }
 
-// commit writes outs under dir in order: each existing file is first kept
-// as a backup, then replaced atomically. It records every file in res; on
-// error res lists what was written before it.
+// commit writes outs under dir as one staged set (fsutil.WriteSet): every
+// file complete under a temporary name first, each existing file kept as
+// a backup, then the renames back to back in order (a key and its
+// certificate are never left a run apart). It records every file in res;
+// on error res lists what was renamed into place before it.
 func commit(dir string, outs []output, res *Result) error {
 	if err := preflight(dir, outs); err != nil {
 		return err
 	}
-	for _, o := range outs {
-		path := filepath.Join(dir, o.rel)
-		if err := mkdirs(filepath.Dir(path)); err != nil {
+	set := make([]fsutil.SetFile, len(outs))
+	for i, o := range outs {
+		set[i] = fsutil.SetFile{Path: filepath.Join(dir, o.rel), Data: o.data, Perm: o.perm}
+		if err := mkdirs(filepath.Dir(set[i].Path)); err != nil {
 			return err
 		}
-		bak, err := fsutil.Backup(path, "")
-		if err != nil {
-			return fmt.Errorf("backing up %s: %w", path, err)
-		}
-		if err := fsutil.WriteFile(path, o.data, o.perm, true); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
+	}
+	n, err := fsutil.WriteSet(set)
+	for i, o := range outs[:n] {
 		f := o.info
-		f.Path, f.Backup, f.Mode = path, bak, fmt.Sprintf("%04o", o.perm)
+		f.Path, f.Backup, f.Mode = set[i].Path, set[i].Backup, fmt.Sprintf("%04o", o.perm)
 		res.Files = append(res.Files, f)
 	}
-	return nil
+	return err
 }
 
 // mkdirs creates dir and missing parents with DirPerm; existing

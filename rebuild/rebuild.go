@@ -115,6 +115,15 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	// A killed run's temporary bundle (every key of the cluster) goes
+	// first; a running one's is left alone.
+	left, err := fsutil.CleanFor(filepath.Clean(cfg.Output))
+	if err != nil {
+		return nil, err
+	}
+	if line := fsutil.Summary(left); line != "" && opts.Log != nil {
+		fmt.Fprintf(opts.Log, "[clean] %s\n", line)
+	}
 	empty, err := fsutil.IsEmptyOrMissingDir(cfg.Output)
 	if err != nil {
 		return nil, err
@@ -126,7 +135,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(cfg.Output)+".snapshift-*")
+	tmp, err := fsutil.MkdirTemp(filepath.Join(parent, filepath.Base(filepath.Clean(cfg.Output))), "")
 	if err != nil {
 		return nil, err
 	}
@@ -168,17 +177,10 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
 }
 
 // publish renames the finished bundle into place (output is missing or
-// empty, as checked) and syncs its parent.
+// empty, as checked): every file and directory in it fsynced first (its
+// files are written with plain writes), the parent after.
 func publish(tmp, output string) error {
-	if _, err := os.Lstat(output); err == nil {
-		if err := os.Remove(output); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmp, output); err != nil {
-		return err
-	}
-	return fsutil.SyncDir(filepath.Dir(filepath.Clean(output)))
+	return fsutil.PublishDir(tmp, filepath.Clean(output))
 }
 
 func (r *run) path(parts ...string) string {

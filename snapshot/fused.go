@@ -117,7 +117,7 @@ func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ 
 // writeTiny writes every bucket of the input but key into a small snapshot
 // file in a private temporary directory beside the first data dir.
 func (f *FusedRestore) writeTiny() error {
-	dir, err := os.MkdirTemp(filepath.Dir(f.members[0].cfg.DataDir), ".snapshift-restore-*")
+	dir, err := fsutil.MkdirTemp(f.members[0].cfg.DataDir, ".restore")
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -248,9 +248,19 @@ func (f *FusedRestore) Commit(ctx context.Context) error {
 			return err
 		}
 	}
+	// A member in place but not durable (ErrNotDurable) stays: the others
+	// are published too, and that error returned.
+	var notDurable error
 	for i := range f.members {
 		m := &f.members[i]
-		if err := publish(m.cfg, m.tmpData, m.tmpWAL); err != nil {
+		if i > 0 {
+			fsutil.FailpointBetweenMembers()
+		}
+		err := publish(m.cfg, m.tmpData, m.tmpWAL)
+		if errors.Is(err, fsutil.ErrNotDurable) {
+			notDurable, err = err, nil
+		}
+		if err != nil {
 			return err
 		}
 		m.published = true
@@ -258,7 +268,7 @@ func (f *FusedRestore) Commit(ctx context.Context) error {
 	ok = true
 	f.done = true
 	f.cleanup()
-	return nil
+	return notDurable
 }
 
 // finishFirst finishes, checks and fsyncs the first member's database.
@@ -354,7 +364,8 @@ func (f *FusedRestore) copyMember(first, m *memberDirs) error {
 	return renameSynced(m.dbNew(), m.db())
 }
 
-// renameSynced renames a file over another and syncs their directory.
+// renameSynced renames a file over another (inside a temporary data
+// dir, fsynced whole before it is published) and syncs their directory.
 func renameSynced(from, to string) error {
 	if err := os.Rename(from, to); err != nil {
 		return fmt.Errorf("restore: %w", err)
@@ -415,10 +426,12 @@ func syncFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	fsutil.FailpointBeforeFsync()
 	if err := fh.Sync(); err != nil {
 		fh.Close()
 		return fmt.Errorf("restore: %w", err)
 	}
+	fsutil.FailpointAfterFsync()
 	return fh.Close()
 }
 

@@ -245,9 +245,10 @@ func precheck(ctx context.Context, cfg RestoreConfig) (trailer bool, err error) 
 }
 
 // tempDirs names the temporary data and WAL directories beside the final
-// ones. Neither exists on return: etcd wants to create them itself.
+// ones (fsutil's temporary names: a dead run's are recognised). Neither
+// exists on return: etcd wants to create them itself.
 func tempDirs(cfg RestoreConfig) (tmpData, tmpWAL string, err error) {
-	tmpData, err = os.MkdirTemp(filepath.Dir(cfg.DataDir), "."+filepath.Base(cfg.DataDir)+".snapshift-*")
+	tmpData, err = fsutil.MkdirTemp(cfg.DataDir, "")
 	if err != nil {
 		return "", "", fmt.Errorf("restore: %w", err)
 	}
@@ -255,7 +256,7 @@ func tempDirs(cfg RestoreConfig) (tmpData, tmpWAL string, err error) {
 		return "", "", fmt.Errorf("restore: %w", err)
 	}
 	if cfg.WALDir != "" {
-		tmpWAL = filepath.Join(filepath.Dir(cfg.WALDir), "."+filepath.Base(cfg.WALDir)+".snapshift-"+filepath.Base(tmpData))
+		tmpWAL = fsutil.TempName(cfg.WALDir, "")
 	}
 	return tmpData, tmpWAL, nil
 }
@@ -311,32 +312,41 @@ func recheckTrailer(path string) error {
 	return s.verifyTrailer(f, progress.Nop{})
 }
 
-// publish renames the restored directories into place and syncs their
-// parent. An empty DataDir is replaced; Validate checked it is empty. On
-// failure the WAL dir already renamed is removed again.
+// publish renames the restored directories into place, each fsynced
+// whole before its rename and its parent after (an empty DataDir is
+// replaced; Validate checked it is empty). A separate WAL dir goes first,
+// holding a marker that names the data dir until the data dir follows: a
+// run killed between the two renames leaves a WAL dir the next run (or
+// `snapshift clean`) recognises as half published and removes. On failure
+// the WAL dir already renamed is removed again. A parent that could not be
+// fsynced after its rename is an fsutil.ErrNotDurable with both in place.
 func publish(cfg RestoreConfig, tmpData, tmpWAL string) error {
-	if tmpWAL != "" {
-		if err := os.Rename(tmpWAL, cfg.WALDir); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
+	if tmpWAL == "" {
+		return wrapRestore(fsutil.PublishDir(tmpData, cfg.DataDir))
 	}
-	err := replaceDir(tmpData, cfg.DataDir)
+	marker, err := fsutil.MarkPending(tmpWAL, cfg.DataDir)
 	if err != nil {
-		if tmpWAL != "" {
-			os.RemoveAll(cfg.WALDir)
-		}
 		return fmt.Errorf("restore: %w", err)
 	}
-	return fsutil.SyncDir(filepath.Dir(cfg.DataDir))
+	walErr := fsutil.PublishDir(tmpWAL, cfg.WALDir)
+	if walErr != nil && !errors.Is(walErr, fsutil.ErrNotDurable) {
+		return fmt.Errorf("restore: %w", walErr)
+	}
+	fsutil.FailpointBetweenRenames()
+	dataErr := fsutil.PublishDir(tmpData, cfg.DataDir)
+	if dataErr != nil && !errors.Is(dataErr, fsutil.ErrNotDurable) {
+		os.RemoveAll(cfg.WALDir)
+		return fmt.Errorf("restore: %w", dataErr)
+	}
+	if err := fsutil.ClearPending(filepath.Join(cfg.WALDir, filepath.Base(marker))); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	return wrapRestore(errors.Join(walErr, dataErr))
 }
 
-// replaceDir renames src to dst, removing dst first if it is an empty
-// directory.
-func replaceDir(src, dst string) error {
-	if _, err := os.Lstat(dst); err == nil {
-		if err := os.Remove(dst); err != nil {
-			return err
-		}
+func wrapRestore(err error) error {
+	if err == nil {
+		return nil
 	}
-	return os.Rename(src, dst)
+	return fmt.Errorf("restore: %w", err)
 }

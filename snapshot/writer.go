@@ -131,6 +131,7 @@ func (w *Writer) flushIfFull() error {
 		w.tx = nil
 		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
+	failpointTxCommitted()
 	return w.begin()
 }
 
@@ -252,15 +253,18 @@ func (w *Writer) Commit() (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := fsutil.Publish(w.tmp, w.cfg.Path, w.cfg.Force); err != nil {
-		return nil, err
+	// A failed fsync after the rename (ErrNotDurable) leaves the output in
+	// place: it is returned with the result, and nothing is removed.
+	perr := fsutil.Publish(w.tmp, w.cfg.Path, w.cfg.Force)
+	if perr != nil && !errors.Is(perr, fsutil.ErrNotDurable) {
+		return nil, perr
 	}
 	ok = true
 	w.done = true
 	if w.cfg.Raw {
-		return &Result{Path: w.cfg.Path, Size: size}, nil
+		return &Result{Path: w.cfg.Path, Size: size}, perr
 	}
-	return &Result{Path: w.cfg.Path, Size: size + sha256.Size, SHA256: hex.EncodeToString(sum)}, nil
+	return &Result{Path: w.cfg.Path, Size: size + sha256.Size, SHA256: hex.EncodeToString(sum)}, perr
 }
 
 // finish trims the file to its high-water mark and appends the sha256
@@ -282,9 +286,11 @@ func (w *Writer) finish(size int64) ([]byte, error) {
 				return nil, err
 			}
 		}
+		fsutil.FailpointBeforeFsync()
 		if err := f.Sync(); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 		}
+		fsutil.FailpointAfterFsync()
 		return nil, f.Close()
 	}
 	type hashed struct {
@@ -311,9 +317,11 @@ func (w *Writer) finish(size int64) ([]byte, error) {
 	if _, err := f.WriteAt(hs.sum, size); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
+	fsutil.FailpointBeforeFsync()
 	if err := f.Sync(); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
+	fsutil.FailpointAfterFsync()
 	return hs.sum, f.Close()
 }
 
@@ -337,3 +345,13 @@ func (w *Writer) Abort() {
 
 // TempPath is the temporary file being written (for tests and messages).
 func (w *Writer) TempPath() string { return w.tmp }
+
+// failpointTxCommitted runs after each bounded write transaction of the
+// snapshot writer and of a fused restore's edits (etcd's gofail; compiled
+// in only by `make failpoints`). Trigger the N-th with
+// GOFAIL_FAILPOINTS='snapshotTxCommitted=N*off->return("kill")' (see
+// fsutil.Crash).
+func failpointTxCommitted() {
+	// gofail: var snapshotTxCommitted string
+	// fsutil.Crash("snapshotTxCommitted", snapshotTxCommitted)
+}

@@ -133,6 +133,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	ix, err := snap.IndexWith(ctx, cfg.Progress, opts)
 	if err != nil {
+		// An interrupted read is not a failed check: the caller was
+		// stopped, and says so (not "verification failed").
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Path, cerr)
+		}
 		// Index stops at the first malformed revision or KeyValue.
 		c.add("key bucket", []string{err.Error()}, "")
 		return c.r, nil
@@ -148,6 +153,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	addMarkerCheck(c, snap.Meta, ix, cfg.JustWritten)
 	if err := checkContent(ctx, c, snap, ix, cfg, known, files); err != nil {
 		return nil, err
+	}
+	if cerr := ctx.Err(); cerr != nil && !c.r.OK {
+		return nil, fmt.Errorf("%s: %w", cfg.Path, cerr)
 	}
 	return c.r, nil
 }

@@ -3,6 +3,7 @@ package verify_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -285,5 +286,23 @@ func TestCNIStateChecks(t *testing.T) {
 				t.Errorf("%s: %+v, want %q failing with %q", c.name, failed(r), check, c.want)
 			}
 		})
+	}
+}
+
+// An interrupted check is an interruption, not a failed check: a caller
+// (transform's check of its own output) must not report "verification
+// failed" (exit 5) for a run that was stopped (issue 23, item 2).
+func TestInterruptedCheckIsNotAFailure(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cfg := seed
+	cfg.Path = copySample(t)
+	cfg.JustWritten = true
+	r, err := verify.Run(ctx, cfg)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run with a cancelled context = %+v, %v; want context.Canceled", r, err)
+	}
+	if errors.Is(err, verify.ErrFailed) {
+		t.Errorf("a cancelled check reported as a failed one: %v", err)
 	}
 }

@@ -1,6 +1,11 @@
 // Package fsutil holds the small file-system disciplines every snapshift
-// output follows: write to a temporary name in the target directory, fsync,
-// then rename; never replace an existing output unless told to.
+// output follows (DESIGN decision 23, the crash model): write to a
+// temporary name in the target directory that says which process wrote it
+// (temp.go), fsync everything, then rename (never over an existing output
+// unless told to: RENAME_NOREPLACE) and fsync the parent (publish.go);
+// write a set of files whole before renaming them back to back (set.go);
+// find and remove what dead runs left (leftovers.go). The failpoints of
+// the crash suite are in failpoints.go.
 package fsutil
 
 import (
@@ -37,48 +42,6 @@ func CheckNew(path string, force bool) error {
 	return nil
 }
 
-// CreateTemp creates a hidden temporary file beside path (same directory, so
-// the final rename is atomic) with mode perm.
-func CreateTemp(path string, perm os.FileMode) (*os.File, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".snapshift-*.tmp")
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	return f, nil
-}
-
-// Publish renames the fully written and fsynced tmp to path and fsyncs the
-// directory. Without force it refuses to replace an existing path.
-func Publish(tmp, path string, force bool) error {
-	if !force {
-		if _, err := os.Lstat(path); err == nil {
-			return fmt.Errorf("%s %w (use --force to replace it)", path, ErrExists)
-		}
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return SyncDir(filepath.Dir(path))
-}
-
-// SyncDir fsyncs a directory so that a rename in it is durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
-}
-
 // WriteFile writes data to path atomically (temp, fsync, rename) with perm.
 func WriteFile(path string, data []byte, perm os.FileMode, force bool) error {
 	if err := CheckNew(path, force); err != nil {
@@ -99,9 +62,11 @@ func WriteFile(path string, data []byte, perm os.FileMode, force bool) error {
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
+	FailpointBeforeFsync()
 	if err := f.Sync(); err != nil {
 		return err
 	}
+	FailpointAfterFsync()
 	if err := f.Close(); err != nil {
 		return err
 	}

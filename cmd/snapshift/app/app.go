@@ -92,6 +92,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			certsCommand(),
 			manifestsCommand(),
 			rebuildCommand(),
+			cleanCommand(),
 			rulesCommand(),
 			nodeCommand(),
 			versionCommand(),

@@ -94,6 +94,9 @@ func (o *certsOptions) Validate() error {
 }
 
 func (o *certsOptions) Run(context.Context) error {
+	if !o.quiet {
+		fmt.Fprintln(o.stderr, "[certs] every file is written whole under a temporary name, then all are renamed into place back to back: if this run is killed, run the same command again to finish (replaced files are kept as .bak)")
+	}
 	results, err := o.write()
 	if err != nil {
 		return err

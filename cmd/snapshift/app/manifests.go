@@ -113,6 +113,9 @@ func (o *manifestsOptions) Run(context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !o.quiet {
+		fmt.Fprintln(o.stderr, "[manifests] the manifests are written whole under temporary names, then renamed into place back to back, kube-apiserver.yaml last: if this run is killed, run the same command again (with --force if it refuses) to finish; replaced files are kept as backups")
+	}
 	res, err := manifests.WriteWith(set, manifests.WriteOptions{Dir: o.outDir, Force: o.force || o.generate, BackupDir: o.backupDir})
 	if err != nil {
 		return err

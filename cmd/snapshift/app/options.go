@@ -50,6 +50,9 @@ func action(cmd command) cli.ActionFunc {
 		if err := cmd.setup(c); err != nil {
 			return err
 		}
+		if err := cleanLeftovers(c.App.ErrWriter, cmd); err != nil {
+			return err
+		}
 		if err := cmd.Validate(); err != nil {
 			return err
 		}
