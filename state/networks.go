@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/cidr"
-	"github.com/snapshift/snapshift/wellknown"
 	"github.com/snapshift/snapshift/option"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // SourceKind says which kind of record a Source is. Compare kinds, not the
