@@ -43,7 +43,7 @@ func (o *certsOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "kubeconfig-user", Destination: &o.kubeUser, Usage: "write one kubeconfig for this user (a client certificate CN signed by --cert-dir's ca.crt/ca.key), e.g. system:kube-proxy"},
 		&cli.StringSliceFlag{Name: "kubeconfig-group", Destination: &o.kubeGroups, Usage: "--kubeconfig-user: a group (the certificate's O), repeatable"},
 		&cli.StringFlag{Name: "kubeconfig-out", Destination: &o.kubeOut, Usage: "--kubeconfig-user: the file to write (0600; a replaced file is kept as .bak)"},
-		o.outputFlag(),
+		o.outputFlag(), o.quietFlag(),
 	}
 }
 

@@ -39,7 +39,7 @@ func (o *manifestsOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "kubernetes-version", Destination: &o.gen.KubernetesVersion, Usage: "--generate: e.g. v1.36.3"},
 		&cli.StringFlag{Name: "node-name", Destination: &o.gen.NodeName, Usage: "--generate: this node's name"},
 		&cli.BoolFlag{Name: "force", Destination: &o.force, Usage: "replace files that changed since they were read, or that were not read"},
-		o.outputFlag(),
+		o.outputFlag(), o.quietFlag(),
 	}
 }
 
