@@ -1,6 +1,10 @@
 package cidr
 
-import "net/netip"
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
 
 // Complete fills in the families a move does not name. named holds the new
 // range of each family that moves (at most one per family); recorded is a
@@ -45,4 +49,22 @@ func Missing(named, recorded []netip.Prefix) []netip.Prefix {
 		}
 	}
 	return out
+}
+
+// ParsePair parses "OLD=NEW": two CIDRs of one family.
+func ParsePair(s string) (old, new netip.Prefix, err error) {
+	o, n, ok := strings.Cut(s, "=")
+	if !ok {
+		return old, new, fmt.Errorf("%q: want OLD=NEW, e.g. 10.100.0.0/16=172.25.0.0/16", s)
+	}
+	if old, err = Parse(strings.TrimSpace(o)); err != nil {
+		return old, new, fmt.Errorf("%q: %w", s, err)
+	}
+	if new, err = Parse(strings.TrimSpace(n)); err != nil {
+		return old, new, fmt.Errorf("%q: %w", s, err)
+	}
+	if !SameFamily(old, new) {
+		return old, new, fmt.Errorf("%q: %s is %s and %s is %s: a mapping stays within one family", s, old, Family(old), new, Family(new))
+	}
+	return old, new, nil
 }

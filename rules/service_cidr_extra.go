@@ -30,20 +30,9 @@ type RangeMove struct {
 func ParseServiceCIDRMap(entries []string) ([]RangeMove, error) {
 	var out []RangeMove
 	for _, e := range entries {
-		o, n, ok := strings.Cut(e, "=")
-		if !ok {
-			return nil, option.Errorf("ServiceCIDRMap", "{} %q: want OLD=NEW, e.g. 10.100.0.0/16=172.25.0.0/16", e)
-		}
-		op, err := cidr.Parse(strings.TrimSpace(o))
+		op, np, err := cidr.ParsePair(e)
 		if err != nil {
-			return nil, option.Errorf("ServiceCIDRMap", "{} %q: %w", e, err)
-		}
-		np, err := cidr.Parse(strings.TrimSpace(n))
-		if err != nil {
-			return nil, option.Errorf("ServiceCIDRMap", "{} %q: %w", e, err)
-		}
-		if !cidr.SameFamily(op, np) {
-			return nil, option.Errorf("ServiceCIDRMap", "{} %q: %s is %s and %s is %s: a mapping stays within one family", e, op, cidr.Family(op), np, cidr.Family(np))
+			return nil, option.Errorf("ServiceCIDRMap", "{} %w", err)
 		}
 		for _, m := range out {
 			if m.Old.Overlaps(op) || m.New.Overlaps(np) {

@@ -58,14 +58,9 @@ type serviceState struct {
 func parseServiceCIDRMap(entries []string) (map[netip.Prefix]netip.Prefix, error) {
 	out := map[netip.Prefix]netip.Prefix{}
 	for _, e := range entries {
-		o, n, _ := strings.Cut(e, "=")
-		op, err := cidr.Parse(strings.TrimSpace(o))
+		op, np, err := cidr.ParsePair(e)
 		if err != nil {
-			return nil, option.Errorf("ServiceCIDRMap", "{} %q: %w", e, err)
-		}
-		np, err := cidr.Parse(strings.TrimSpace(n))
-		if err != nil {
-			return nil, option.Errorf("ServiceCIDRMap", "{} %q: %w", e, err)
+			return nil, option.Errorf("ServiceCIDRMap", "{} %w", err)
 		}
 		out[op] = np
 	}
