@@ -154,7 +154,11 @@ func sampleScenarios(t *testing.T) []*scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf = []byte(strings.NewReplacer("snapshot: testdata/sample.db", "snapshot: in.db", "output: out/demo/bundle", "output: bundle").Replace(string(conf)))
+	// The file's paths are relative to it: the copy beside in.db names in.db and bundle.
+	conf = []byte(strings.NewReplacer("snapshot: sample.db", "snapshot: in.db", "output: ../out/demo/bundle", "output: bundle").Replace(string(conf)))
+	if !strings.Contains(string(conf), "snapshot: in.db\n") || !strings.Contains(string(conf), "output: bundle\n") {
+		t.Fatalf("testdata/rebuild.yaml no longer names sample.db and ../out/demo/bundle as this scenario expects:\n%s", conf)
+	}
 	if err := os.WriteFile(filepath.Join(rb.template, "rebuild.yaml"), conf, 0o600); err != nil {
 		t.Fatal(err)
 	}
