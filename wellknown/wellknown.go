@@ -27,6 +27,8 @@ const (
 	// named after it (kubelet renews its Lease every 10 s by default,
 	// pkg/kubelet/nodelease).
 	PrefixNodeLeases = "/registry/leases/kube-node-lease/"
+	// PrefixCRDs holds the CustomResourceDefinitions, named plural.group.
+	PrefixCRDs = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
 )
 
 // Where kubeadm's control plane and the objects read alongside it are kept.
