@@ -137,8 +137,8 @@ func TestApiserverWriteRules(t *testing.T) {
 		t.Errorf("stringData fold = %s, want %s", got, want)
 	}
 	for body, want := range map[string]string{
-		"mergePatch: {metadata: {resourceVersion: \"5\"}}":        "/metadata/resourceVersion is set by kube-apiserver",
-		"mergePatch: {metadata: {managedFields: null}}":           "/metadata/managedFields is set by kube-apiserver",
+		"mergePatch: {metadata: {resourceVersion: \"5\"}}":         "/metadata/resourceVersion is set by kube-apiserver",
+		"mergePatch: {metadata: {managedFields: null}}":            "/metadata/managedFields is set by kube-apiserver",
 		"patch: [{op: replace, path: /status/phase, value: Gone}]": "editStatus: true",
 	} {
 		r := mustRule(t, "- name: a\n  match: {resource: pods}\n  "+body+"\n")
