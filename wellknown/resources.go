@@ -2,6 +2,7 @@ package wellknown
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -117,8 +118,16 @@ func LookupResource(name string) (APIResource, bool) {
 	return APIResource{}, false
 }
 
+// otherGroups are kube-apiserver's groups with no resource in
+// BuiltinResources (retired, alpha, or not stored).
+var otherGroups = []string{"extensions", "authentication.k8s.io", "authorization.k8s.io", "resource.k8s.io",
+	"storagemigration.k8s.io", "internal.apiserver.k8s.io", "apiserverinternal.k8s.io"}
+
 // BuiltinGroup reports whether group is one of kube-apiserver's own.
 func BuiltinGroup(group string) bool {
+	if slices.Contains(otherGroups, group) {
+		return true
+	}
 	for _, r := range BuiltinResources {
 		if _, g, _ := strings.Cut(r.Name, "."); g == group {
 			return true
@@ -186,4 +195,35 @@ func distance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// ResolveResource finds the resource a user names: a built-in one by any
+// name kubectl accepts (LookupResource), or a custom or aggregated one as
+// plural.group (returned with KeyGroup set). A name that is neither — no
+// group and unknown, or unknown in a built-in group — is an error with the
+// nearest known name.
+func ResolveResource(name string) (APIResource, error) {
+	if r, ok := LookupResource(name); ok {
+		return r, nil
+	}
+	if _, group, dotted := strings.Cut(name, "."); dotted && !BuiltinGroup(group) {
+		return APIResource{Name: name, KeyGroup: true}, nil
+	}
+	return APIResource{}, fmt.Errorf("%q is no resource kube-apiserver serves%s: name resources as kubectl api-resources prints them (plural, .group for non-core)", name, DidYouMean(name))
+}
+
+// KeyOf turns what a user typed for a key or a key prefix into one: a
+// string starting with / is taken as it is; else RESOURCE[/REST], the
+// resource by any name ResolveResource takes and REST the namespace and
+// name ("deploy/shop/web", "ns/default", "svc") under DefaultPrefix.
+func KeyOf(arg string) (string, error) {
+	if strings.HasPrefix(arg, "/") {
+		return arg, nil
+	}
+	res, rest, _ := strings.Cut(arg, "/")
+	r, err := ResolveResource(res)
+	if err != nil {
+		return "", err
+	}
+	return Prefix(r.Stored()) + rest, nil
 }

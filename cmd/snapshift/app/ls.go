@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/inspect"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 type lsOptions struct {
@@ -23,7 +24,9 @@ func (o *lsOptions) setup(c *cli.Context) error {
 	}
 	o.path = a[0]
 	if len(a) == 2 {
-		o.prefix = a[1]
+		if o.prefix, err = wellknown.KeyOf(a[1]); err != nil {
+			return usagef("PREFIX: %v", err)
+		}
 	}
 	return o.unpack(&o.path)
 }
@@ -58,8 +61,10 @@ func lsCommand() *cli.Command {
 	return newCommand(o, []cli.Flag{o.tmpDirFlag(), o.skipHashFlag(), o.outputFlag()}, cli.Command{
 		Name:      "ls",
 		Usage:     "list live keys with their revision and type",
-		ArgsUsage: "SNAPSHOT [PREFIX]",
-		Description: "Lists the live keys (newest revision of each, deleted keys left out), sorted by key.\n\n" +
-			"Example:\n   snapshift ls snapshot.db /registry/services/specs/",
+		ArgsUsage: "SNAPSHOT [PREFIX|RESOURCE[/NAMESPACE/]]",
+		Description: "Lists the live keys (newest revision of each, deleted keys left out), sorted by key: all, those\n" +
+			"under a key prefix (starting with /), or those of a resource as kubectl names it (svc, deploy,\n" +
+			"ingresses.networking.k8s.io), optionally in one namespace (deploy/kube-system/).\n\n" +
+			"Example:\n   snapshift ls snapshot.db svc",
 	})
 }
