@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
 	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/wellknown"
 )
@@ -114,5 +117,30 @@ func TestResourceNames(t *testing.T) {
 	f, _ := ruleset.Parse("x.yaml", []byte(head+"rules:\n- name: a\n  match: {resource: ing}\n  delete: true\n"))
 	if got := fmt.Sprint(f.Rules[0].Prefixes()); got != "[/registry/ingress/]" {
 		t.Errorf("ing prefixes %s", got)
+	}
+}
+
+// The resource table agrees with client-go's scheme: each built-in
+// resource's kind is registered in its group, and its plural is the one
+// the RESTMapper would guess from the kind.
+func TestBuiltinResourcesMatchTheScheme(t *testing.T) {
+	for _, r := range wellknown.BuiltinResources {
+		plural, group, _ := strings.Cut(r.Name, ".")
+		if r.KeyGroup {
+			continue // apiextensions-apiserver's and kube-aggregator's, not in client-go's scheme
+		}
+		found := false
+		for gvk := range clientgoscheme.Scheme.AllKnownTypes() {
+			if gvk.Group == group && gvk.Kind == r.Kind {
+				found = true
+				if res, _ := meta.UnsafeGuessKindToResource(gvk); res.Resource != plural && r.Kind != "Endpoints" {
+					t.Errorf("%s: the kind %s guesses plural %s", r.Name, r.Kind, res.Resource)
+				}
+				break
+			}
+		}
+		if !found {
+			t.Errorf("%s: kind %s is not registered in group %q", r.Name, r.Kind, group)
+		}
 	}
 }

@@ -51,15 +51,14 @@ func (m *Match) resolve() error {
 		}
 		return nil
 	}
-	if r, ok := wellknown.LookupResource(m.Resource); ok {
-		m.names, m.stored = []string{r.Name}, []string{r.Stored()}
-		return nil
+	r, err := wellknown.ResolveResource(m.Resource)
+	if _, group, _ := strings.Cut(m.Resource, "."); err == nil && r.Kind == "" && clientgoscheme.Scheme.IsGroupRegistered(group) {
+		err = fmt.Errorf("%q is no resource kube-apiserver serves%s", m.Resource, wellknown.DidYouMean(m.Resource))
 	}
-	_, group, dotted := strings.Cut(m.Resource, ".")
-	if !dotted || wellknown.BuiltinGroup(group) || clientgoscheme.Scheme.IsGroupRegistered(group) {
-		return fmt.Errorf("match.resource %q is no resource kube-apiserver serves%s: write a resource as kubectl api-resources prints it (plural, .group for non-core: deployments.apps, ipaddresspools.metallb.io), or workloads", m.Resource, wellknown.DidYouMean(m.Resource, Workloads))
+	if err != nil {
+		return fmt.Errorf("match.resource %w; or workloads for every resource with a pod spec", err)
 	}
-	m.names, m.stored = []string{m.Resource}, []string{m.Resource}
+	m.names, m.stored = []string{r.Name}, []string{r.Stored()}
 	return nil
 }
 
