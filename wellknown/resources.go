@@ -57,6 +57,8 @@ var BuiltinResources = []APIResource{
 	{Name: "certificatesigningrequests.certificates.k8s.io", Singular: "certificatesigningrequest", Short: []string{"csr"}, Kind: "CertificateSigningRequest"},
 	{Name: "leases.coordination.k8s.io", Singular: "lease", Kind: "Lease"},
 	{Name: "endpointslices.discovery.k8s.io", Singular: "endpointslice", Kind: "EndpointSlice"},
+	// events.k8s.io's Events are core Events under another API: one store.
+	{Name: "events.events.k8s.io", Singular: "event", Short: []string{"ev"}, Kind: "Event"},
 	{Name: "flowschemas.flowcontrol.apiserver.k8s.io", Singular: "flowschema", Kind: "FlowSchema"},
 	{Name: "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io", Singular: "prioritylevelconfiguration", Kind: "PriorityLevelConfiguration"},
 	{Name: "ingressclasses.networking.k8s.io", Singular: "ingressclass", Kind: "IngressClass"},
