@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -17,6 +18,7 @@ import (
 type getOptions struct {
 	common
 	path, key   string
+	keyErr      error // KEY is no RESOURCE/… either: an error unless it is a raw key
 	showSecrets bool
 	showEntry   bool
 }
@@ -28,8 +30,8 @@ func (o *getOptions) setup(c *cli.Context) error {
 		return err
 	}
 	o.path = a[0]
-	if o.key, err = wellknown.KeyOf(a[1]); err != nil {
-		return usagef("KEY: %v", err)
+	if o.key, o.keyErr = wellknown.KeyOf(a[1]); o.keyErr != nil {
+		o.key = a[1] // a key outside /registry (compact_rev_key), if the snapshot has it
 	}
 	return o.unpack(&o.path)
 }
@@ -42,6 +44,9 @@ func (o *getOptions) Run(ctx context.Context) error {
 		return err
 	}
 	r, err := inspect.Get(ctx, inspect.GetConfig{Path: o.path, Key: o.key, SkipHashCheck: o.skipHash, ShowSecrets: o.showSecrets, Encryption: enc})
+	if o.keyErr != nil && errors.Is(err, inspect.ErrNotFound) {
+		return usagef("KEY: %v", o.keyErr)
+	}
 	if err != nil {
 		return err
 	}

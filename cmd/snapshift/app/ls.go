@@ -14,6 +14,7 @@ import (
 type lsOptions struct {
 	common
 	path, prefix string
+	prefixErr    error // PREFIX is no RESOURCE either: an error unless keys start with it
 }
 
 func (o *lsOptions) setup(c *cli.Context) error {
@@ -24,8 +25,8 @@ func (o *lsOptions) setup(c *cli.Context) error {
 	}
 	o.path = a[0]
 	if len(a) == 2 {
-		if o.prefix, err = wellknown.KeyOf(a[1]); err != nil {
-			return usagef("PREFIX: %v", err)
+		if o.prefix, o.prefixErr = wellknown.KeyOf(a[1]); o.prefixErr != nil {
+			o.prefix = a[1] // a raw prefix outside /registry, if keys start with it
 		}
 	}
 	return o.unpack(&o.path)
@@ -37,6 +38,9 @@ func (o *lsOptions) Run(ctx context.Context) error {
 	entries, err := inspect.List(ctx, inspect.ListConfig{Path: o.path, Prefix: o.prefix, SkipHashCheck: o.skipHash})
 	if err != nil {
 		return err
+	}
+	if o.prefixErr != nil && len(entries) == 0 {
+		return usagef("PREFIX: %v", o.prefixErr)
 	}
 	if o.json() {
 		if entries == nil {
