@@ -302,3 +302,27 @@ func TestUserRulesExpectAndWriteRules(t *testing.T) {
 		t.Errorf("stringData changes:\n%s", got)
 	}
 }
+
+// A replace inside a long text is reported by the part that changed.
+func TestUserRulesTextEditInReport(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(p, []byte(`apiVersion: snapshift.io/v1alpha1
+kind: RuleSet
+rules:
+- name: db-host
+  match: {resource: cm, names: [legacy-endpoints]}
+  replace: [{path: /data/database.ini, from: "host = 192.168.10.22", to: "host = db-replica.new.example"}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := goldenInput(t, "../testdata/golden/user-rules/cookbook-configmap-old-ips")
+	rep, _, _, err := runRules(t, in, "", rules.Options{UserRulesOptions: rules.UserRulesOptions{Rules: []string{p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(changesOf(rep, "/registry/configmaps/shop/legacy-endpoints"), "\n")
+	if want := "db-host: /data/database.ini (in the text): …host = 192.168.10.22… -> …host = db-replica.new.example…"; got != want {
+		t.Errorf("changes:\n%s\nwant\n%s", got, want)
+	}
+}
