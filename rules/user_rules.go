@@ -347,6 +347,9 @@ func (r *UserRules) applyAll(obj *state.Object, rs []*ruleset.Rule, cur any) (an
 		if len(diffs) > 0 {
 			r.stats[rule].changed++
 		}
+		if n > 0 && len(diffs) > 0 {
+			changes = append(changes, transform.Change{Field: rule.Name + ": (text replacements in this object)", New: fmt.Sprint(n)})
+		}
 		r.stats[rule].replaced += n
 		doc = next
 	}

@@ -253,12 +253,15 @@ func TestUserRulesRegistryMovePointers(t *testing.T) {
 		"/registry/deployments/shop/web": {
 			"registry-move: /spec/template/spec/containers/0/image: registry.old.example/shop/web:1.4 -> registry.new.example/shop/web:1.4",
 			"registry-move: /spec/template/spec/initContainers/0/image: registry.old.example/shop/migrate:1.4 -> registry.new.example/shop/migrate:1.4",
+			"registry-move: (text replacements in this object): 2",
 		},
 		"/registry/cronjobs/shop/backup": {
 			"registry-move: /spec/jobTemplate/spec/template/spec/containers/0/image: registry.old.example/shop/backup:3 -> registry.new.example/shop/backup:3",
+			"registry-move: (text replacements in this object): 1",
 		},
 		"/registry/pods/shop/debug": {
 			"registry-move: /spec/ephemeralContainers/0/image: registry.old.example/tools/netshoot:0.13 -> registry.new.example/tools/netshoot:0.13",
+			"registry-move: (text replacements in this object): 1",
 		},
 	} {
 		if got := changesOf(rep, key); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -322,7 +325,7 @@ rules:
 		t.Fatal(err)
 	}
 	got := strings.Join(changesOf(rep, "/registry/configmaps/shop/legacy-endpoints"), "\n")
-	if want := "db-host: /data/database.ini (in the text): …host = 192.168.10.22… -> …host = db-replica.new.example…"; got != want {
+	if want := "db-host: /data/database.ini (in the text): …host = 192.168.10.22… -> …host = db-replica.new.example…\ndb-host: (text replacements in this object): 1"; got != want {
 		t.Errorf("changes:\n%s\nwant\n%s", got, want)
 	}
 }
