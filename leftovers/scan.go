@@ -69,7 +69,7 @@ type NamespaceCount struct {
 
 // podLevel are the resources whose old addresses the workloads' own
 // controllers replace once the pods are recreated on the new ranges.
-var podLevel = map[string]bool{"pods": true, "endpoints": true, "endpointslices": true, "cilium.io/ciliumendpoints": true}
+var podLevel = map[string]bool{"pods": true, "endpoints": true, "endpointslices.discovery.k8s.io": true, "ciliumendpoints.cilium.io": true}
 
 // recreateFirst are the namespaces whose pods go first (the CNI, then
 // kube-system: kube-proxy, DNS), before webhooks and the rest, in the

@@ -253,7 +253,7 @@ func TestLeftoverScanNamespaces(t *testing.T) {
 		}
 		got[g.Resource] = strings.Join(parts, " ")
 	}
-	want := map[string]string{"pods": "kube-flannel=1 kube-system=1 demo=2", "endpoints": "demo=1", "endpointslices": "kube-system=1", "configmaps": ""}
+	want := map[string]string{"pods": "kube-flannel=1 kube-system=1 demo=2", "endpoints": "demo=1", "endpointslices.discovery.k8s.io": "kube-system=1", "configmaps": ""}
 	if !maps.Equal(got, want) {
 		t.Errorf("per-namespace counts %v, want %v", got, want)
 	}

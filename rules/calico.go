@@ -57,10 +57,10 @@ type calicoRename struct {
 var calicoEntry = Entry{
 	Name:    NameCalico,
 	Summary: "move Calico's IPAM state with the pod range: pools, blocks and affinities (renamed), handles, tunnel addresses, offsets kept",
-	Touches: []string{"crd.projectcalico.org ippools (spec.cidr), ipamblocks and blockaffinities (renamed, spec.cidr), ipamhandles (spec.block)",
-		"operator.tigera.io installations (spec/status calicoNetwork.ipPools[].cidr)",
+	Touches: []string{"ippools.crd.projectcalico.org (spec.cidr), ipamblocks.crd.projectcalico.org and blockaffinities.crd.projectcalico.org (renamed, spec.cidr), ipamhandles.crd.projectcalico.org (spec.block)",
+		"installations.operator.tigera.io (spec/status calicoNetwork.ipPools[].cidr)",
 		"nodes (projectcalico.org tunnel and WireGuard address annotations)",
-		"daemonsets kube-system|calico-system/calico-node (CALICO_IPV4POOL_CIDR, CALICO_IPV6POOL_CIDR)", "configmaps kube-system/calico-config"},
+		"daemonsets.apps kube-system|calico-system/calico-node (CALICO_IPV4POOL_CIDR, CALICO_IPV6POOL_CIDR)", "configmaps kube-system/calico-config"},
 	After: []string{NamePodCIDR}, // it reads the pod plan
 	// --leave-cni-state calico: the operator moves Calico's state by hand.
 	Enabled: func(o *Options) bool {

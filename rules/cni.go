@@ -44,7 +44,7 @@ type CNI struct {
 var cniEntry = Entry{
 	Name:    NameCNI,
 	Summary: "name the CNI in the plan, move Weave's IPALLOC_RANGE, and refuse to leave CNI IPAM state (Calico, Cilium) at the old pod range unless acknowledged",
-	Touches: []string{"daemonsets kube-system/weave-net (env IPALLOC_RANGE)"},
+	Touches: []string{"daemonsets.apps kube-system/weave-net (env IPALLOC_RANGE)"},
 	// It must know what the CNI rules planned (and refused) first.
 	After:    []string{NamePodCIDR, NameCilium, NameCalico},
 	Enabled:  func(o *Options) bool { return o.PodNetworkCIDR != "" },

@@ -452,7 +452,7 @@ func TestEndToEndSample(t *testing.T) {
 	sort.Strings(res)
 	// The Calico IPPool and IPAM objects moved with the pod range (the
 	// calico rule): only what controllers recreate after the restart is left.
-	want := []string{"endpoints", "endpointslices", "pods"}
+	want := []string{"endpoints", "endpointslices.discovery.k8s.io", "pods"}
 	if !slices.Equal(res, want) {
 		t.Errorf("leftover scan reports %v, want %v", res, want)
 	}
@@ -504,8 +504,8 @@ func TestEndToEndSampleDNSBridge(t *testing.T) {
 	groups := m.leftoverResources()
 	for r, g := range groups {
 		switch {
-		case r == "pods" || r == "endpoints" || r == "endpointslices":
-		case r == "ipaddresses (kept on purpose)":
+		case r == "pods" || r == "endpoints" || r == "endpointslices.discovery.k8s.io":
+		case r == "ipaddresses.networking.k8s.io (kept on purpose)":
 			// The exempt Service's own IPAddress.
 			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != wellknown.PrefixIPAddresses+sample.DNSServiceIP {
 				t.Errorf("leftover %s: %+v", r, g)
@@ -514,12 +514,12 @@ func TestEndToEndSampleDNSBridge(t *testing.T) {
 			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != "/registry/services/specs/kube-system/kube-dns" {
 				t.Errorf("leftover %s: %+v", r, g)
 			}
-		case r == "servicecidrs (kept on purpose)":
+		case r == "servicecidrs.networking.k8s.io (kept on purpose)":
 			// The terminating ServiceCIDR that keeps kube-dns's address legal.
 			if !g.Intended || g.Keys != 1 || g.Examples[0].Key != wellknown.PrefixServiceCIDRs+rules.KeptServiceCIDRName {
 				t.Errorf("leftover %s: %+v", r, g)
 			}
-		case r == "configmaps (kept on purpose)" || r == "daemonsets (kept on purpose)":
+		case r == "configmaps (kept on purpose)" || r == "daemonsets.apps (kept on purpose)":
 			// NodeLocal DNSCache still binds and names the kept kube-dns address.
 			if !g.Intended || g.Keys != 1 || !strings.HasSuffix(g.Examples[0].Key, "/kube-system/node-local-dns") ||
 				strings.Join(g.Examples[0].Addresses, ",") != sample.DNSServiceIP {

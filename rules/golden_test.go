@@ -18,6 +18,7 @@ import (
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
+	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/verify"
 	"github.com/snapshift/snapshift/wellknown"
@@ -157,7 +158,7 @@ func runGoldenCase(t *testing.T, dir string) {
 	} else {
 		outState := readState(t, out)
 		checkRevisionMetadata(t, inState, outState, rep)
-		checkConfigMapsEditedInPlace(t, c, inState, outState, plan)
+		checkConfigMapsEditedInPlace(t, c, inState, outState, plan, userAddressMapBack(t, flags.options().Rules))
 		checkOutputVerifies(t, out, flags.options())
 		got.Rules, got.Deleted, got.Objects = renderOutput(t, c, inState, outState, rep)
 	}
@@ -220,7 +221,7 @@ func renderOutput(t *testing.T, c *codec.Codec, in, out *liveState, rep *transfo
 // cluster-config rule claims: with the new CIDRs and addresses substituted
 // back by the old ones, each data document is byte-identical to the input
 // (only the CIDR scalars moved), and no old CIDR is left in it.
-func checkConfigMapsEditedInPlace(t *testing.T, c *codec.Codec, in, out *liveState, plan *rules.Plan) {
+func checkConfigMapsEditedInPlace(t *testing.T, c *codec.Codec, in, out *liveState, plan *rules.Plan, userBack *ruleset.Mapping) {
 	t.Helper()
 	back := reverseMapping(plan)
 	// The cluster-config rule's prefixes do not depend on the options.
@@ -250,6 +251,9 @@ func checkConfigMapsEditedInPlace(t *testing.T, c *codec.Codec, in, out *liveSta
 		}
 		for dk, doc := range inCM.Data {
 			got := substituteTokens(outCM.Data[dk], back)
+			if g, _, err := userBack.MapText(got); err == nil {
+				got = g // the rules files' addressMap, backwards
+			}
 			if got != doc {
 				t.Errorf("%s data[%s]: beyond the CIDR scalars the document changed:\n%s", k, dk, lineDiff(doc, got))
 			}
@@ -274,6 +278,24 @@ func checkConfigMapsEditedInPlace(t *testing.T, c *codec.Codec, in, out *liveSta
 			}
 		}
 	}
+}
+
+// userAddressMapBack maps the rules files' addressMap new ranges back to
+// the old ones.
+func userAddressMapBack(t *testing.T, files []string) *ruleset.Mapping {
+	t.Helper()
+	m := &ruleset.Mapping{}
+	if len(files) == 0 {
+		return m
+	}
+	fs, err := ruleset.Load(files)
+	if err != nil {
+		return m // the case's expected error says why
+	}
+	for _, r := range ruleset.Ranges(fs) {
+		m.Ranges = append(m.Ranges, ruleset.Range{Old: r.New, New: r.Old, Source: "back: " + r.Source})
+	}
+	return m
 }
 
 // isNetworkConfigMap reports the ConfigMaps that must name no old range

@@ -52,7 +52,7 @@ var nodeLocalDNSEntry = Entry{
 	Name:    NameNodeLocalDNS,
 	Summary: "move the Service addresses NodeLocal DNSCache holds as text (Corefile forward targets, DaemonSet args and env)",
 	Touches: []string{"configmaps kube-system/node-local-dns, nodelocaldns (every data value)",
-		"daemonsets kube-system/node-local-dns, nodelocaldns, nodelocaldns-second (container args, command, env)"},
+		"daemonsets.apps kube-system/node-local-dns, nodelocaldns, nodelocaldns-second (container args, command, env)"},
 	After:   []string{NameServiceCIDR}, // it reads the service plan
 	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" },
 	New:     func(_ Options, p *Plan) transform.Rule { return &NodeLocalDNS{plan: p} },

@@ -592,7 +592,7 @@ var serviceCIDREntry = Entry{
 	Name:    NameServiceCIDR,
 	Summary: "move every Service cluster IP to the new service range, offsets kept, with the allocator state",
 	Touches: []string{"services (spec.clusterIP, spec.clusterIPs, last-applied copies)", "ranges/serviceips, ranges/secondaryserviceips",
-		"ipaddresses (renamed)", "servicecidrs (kubernetes; added ones with --service-cidr-map)"},
+		"ipaddresses.networking.k8s.io (renamed)", "servicecidrs.networking.k8s.io (kubernetes; added ones with --service-cidr-map)"},
 	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" },
 	New:     func(o Options, p *Plan) transform.Rule { return &ServiceCIDR{opts: o, plan: p} },
 	Example: func() Options {

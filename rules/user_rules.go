@@ -12,6 +12,7 @@ import (
 	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameUserRules is the rule that runs the user's rules files.
@@ -73,7 +74,11 @@ type UserRules struct {
 	unreadable int // values no rule selects that could not be decrypted
 }
 
-type userRuleStats struct{ matched, changed, deleted, skipped int }
+type userRuleStats struct {
+	matched, changed, deleted, skipped int
+	replaced                           int // text replacements (replace)
+	acts                               int // objects the rule changes or deletes in Prepare
+}
 
 func (r *UserRules) Name() string { return NameUserRules }
 
@@ -81,8 +86,10 @@ func (r *UserRules) Name() string { return NameUserRules }
 func (r *UserRules) Prefixes() []string {
 	var out []string
 	for _, rule := range r.rules() {
-		if p := rule.Prefix(); !slices.Contains(out, p) {
-			out = append(out, p)
+		for _, p := range rule.Prefixes() {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
 		}
 	}
 	return out
@@ -125,6 +132,9 @@ func (r *UserRules) Notes() []string {
 			continue
 		}
 		line := fmt.Sprintf("%s: %d matched, %d changed, %d deleted", rule, s.matched, s.changed, s.deleted)
+		if len(rule.Replace) > 0 {
+			line += fmt.Sprintf(", %d text replacements", s.replaced)
+		}
 		if s.skipped > 0 {
 			line += fmt.Sprintf(", %d skipped (optional, did not apply)", s.skipped)
 		}
@@ -152,11 +162,29 @@ func (r *UserRules) Prepare(ctx context.Context, v *state.View) error {
 		if err := r.match(v, rule); err != nil {
 			return err
 		}
-		if r.stats[rule].matched == 0 {
-			r.notes = append(r.notes, fmt.Sprintf("warning: %s matched no object under %s: check its resource, namespaces, names, labelSelector and where", rule, rule.Prefix()))
+		if err := r.expect(v, rule); err != nil {
+			return err
 		}
 	}
 	return r.checkDeletes()
+}
+
+// expect refuses a custom resource the snapshot has no object of (a typo
+// the resource table cannot catch) unless the rule is optional, and a
+// rule that acts on fewer objects than its expect.min; a rule that
+// matches nothing is otherwise a warning.
+func (r *UserRules) expect(v *state.View, rule *ruleset.Rule) error {
+	st := r.stats[rule]
+	if res := rule.Match.Resource; rule.Custom() && !rule.Optional && !customKnown(v, res) {
+		return option.Errorf("Rules", "{}: %s: match.resource %q is neither a built-in resource nor one the snapshot holds (no object under %s, no CustomResourceDefinition %s)%s: write it as kubectl api-resources prints it (plural.group), or say optional: true", rule, res, rule.Prefixes()[0], res, wellknown.DidYouMean(res, customIn(v, res)...))
+	}
+	if rule.Expect != nil && st.acts < rule.Expect.Min {
+		return fmt.Errorf("%w: %s changes or deletes %d objects (%d matched), and its expect.min is %d: check its resource, namespaces, names, labelSelector, where and what it replaces", transform.ErrRefused, rule, st.acts, st.matched, rule.Expect.Min)
+	}
+	if st.matched == 0 {
+		r.notes = append(r.notes, fmt.Sprintf("warning: %s matched no object of %s: check its resource, namespaces, names, labelSelector and where", rule, strings.Join(rule.Resources(), ", ")))
+	}
+	return nil
 }
 
 // checkDeletes refuses an object one rule deletes and another edits: one
@@ -181,41 +209,84 @@ func (r *UserRules) checkDeletes() error {
 
 // match records the objects rule selects and tries the rule on each.
 func (r *UserRules) match(v *state.View, rule *ruleset.Rule) error {
-	st := &userRuleStats{}
-	r.stats[rule] = st
-	for _, kr := range v.Keys(rule.Prefix()) {
-		if !rule.MayMatchKey(kr.Key) {
-			continue
-		}
-		obj, ok, err := v.Get(kr.Key)
-		if err != nil || !ok {
-			return err
-		}
-		doc, err := ruleset.ObjectJSON(v.Codec(), obj.Value)
-		if err != nil {
-			return fmt.Errorf("%s: %w", kr.Key, err)
-		}
-		if !rule.Matches(ruleset.MetaOf(doc), doc) {
-			continue
-		}
-		st.matched++
-		r.matched[kr.Key] = append(r.matched[kr.Key], rule)
-		r.orig[kr.Key] = doc
-		if rule.Delete {
-			continue
-		}
-		next, err := rule.Apply(doc, r.mapping)
-		if err != nil {
-			if rule.Optional {
+	r.stats[rule] = &userRuleStats{}
+	for _, p := range rule.Prefixes() {
+		for _, kr := range v.Keys(p) {
+			if !rule.MayMatchKey(kr.Key) {
 				continue
 			}
-			return fmt.Errorf("%w: %s does not apply to %s: %v (say optional: true to skip such objects)", transform.ErrRefused, rule, kr.Key, err)
-		}
-		if err := checkResult(v.Codec(), obj.Value, doc, next); err != nil {
-			return fmt.Errorf("%w: %s would make %s invalid: %v", transform.ErrRefused, rule, kr.Key, err)
+			if err := r.try(v, rule, kr.Key); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// try matches rule on the object at key and, if it matches, tries it.
+func (r *UserRules) try(v *state.View, rule *ruleset.Rule, key string) error {
+	st := r.stats[rule]
+	obj, ok, err := v.Get(key)
+	if err != nil || !ok {
+		return err
+	}
+	doc, err := ruleset.ObjectJSON(v.Codec(), obj.Value)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	if !rule.Matches(ruleset.MetaOf(doc), doc) {
+		return nil
+	}
+	st.matched++
+	r.matched[key] = append(r.matched[key], rule)
+	r.orig[key] = doc
+	if rule.Delete {
+		st.acts++
+		return nil
+	}
+	next, _, err := rule.Apply(doc, r.mapping)
+	if err != nil {
+		if rule.Optional {
+			return nil
+		}
+		return fmt.Errorf("%w: %s does not apply to %s: %v%s", transform.ErrRefused, rule, key, err, optionalHint(err))
+	}
+	if len(ruleset.Compare(doc, next)) > 0 {
+		st.acts++
+	}
+	if err := checkResult(v.Codec(), obj.Value, doc, next); err != nil {
+		return fmt.Errorf("%w: %s would make %s invalid: %v", transform.ErrRefused, rule, key, err)
+	}
+	return nil
+}
+
+// customKnown reports whether the snapshot holds objects of a custom
+// resource or its CustomResourceDefinition.
+func customKnown(v *state.View, res string) bool {
+	return len(v.Keys(wellknown.Prefix(res))) > 0 || len(v.Keys(wellknown.PrefixCRDs+res)) > 0
+}
+
+// customIn are the resources the snapshot holds in res's group, as
+// plural.group, for a suggestion.
+func customIn(v *state.View, res string) []string {
+	_, group, _ := strings.Cut(res, ".")
+	var out []string
+	for _, kr := range v.Keys("/registry/" + group + "/") {
+		rest := strings.TrimPrefix(kr.Key, "/registry/"+group+"/")
+		if plural, _, ok := strings.Cut(rest, "/"); ok && !slices.Contains(out, plural+"."+group) {
+			out = append(out, plural+"."+group)
+		}
+	}
+	return out
+}
+
+// optionalHint is the advice for a rule that does not apply, unless the
+// object cannot take the edit at all (a server-owned field).
+func optionalHint(err error) string {
+	if strings.Contains(err.Error(), "kube-apiserver") || strings.Contains(err.Error(), "status subresource") {
+		return ""
+	}
+	return " (say optional: true to skip such objects)"
 }
 
 // Apply edits a matched object: each matching rule in file order, on top
@@ -254,7 +325,7 @@ func (r *UserRules) applyAll(obj *state.Object, rs []*ruleset.Rule, cur any) (an
 	doc := cur
 	var changes []transform.Change
 	for _, rule := range rs {
-		next, err := rule.Apply(doc, r.mapping)
+		next, n, err := rule.Apply(doc, r.mapping)
 		if err != nil {
 			if rule.Optional {
 				r.stats[rule].skipped++
@@ -276,6 +347,10 @@ func (r *UserRules) applyAll(obj *state.Object, rs []*ruleset.Rule, cur any) (an
 		if len(diffs) > 0 {
 			r.stats[rule].changed++
 		}
+		if n > 0 && len(diffs) > 0 {
+			changes = append(changes, transform.Change{Field: rule.Name + ": (text replacements in this object)", New: fmt.Sprint(n)})
+		}
+		r.stats[rule].replaced += n
 		doc = next
 	}
 	return doc, changes, nil

@@ -124,6 +124,11 @@ func userChange(rule *ruleset.Rule, d ruleset.Diff, secret bool, m *ruleset.Mapp
 			}
 		}
 	}
+	if o, n, ok := textEdit(d); ok {
+		ch.Field += " (in the text)"
+		ch.Old, ch.New = o, n
+		return ch
+	}
 	if !d.Added {
 		ch.Old = display(d.Old)
 	}
@@ -131,6 +136,50 @@ func userChange(rule *ruleset.Rule, d ruleset.Diff, secret bool, m *ruleset.Mapp
 		ch.New = display(d.New)
 	}
 	return ch
+}
+
+// textEdit shows a change inside a long text (a replace in a ConfigMap's
+// file) by the part that differs, with a little context on each side:
+// "…host = 192.168.10.21…" -> "…host = 10.20.10.21…", the context kept
+// to the changed line. ok is false when the text is short or the
+// differing part is long or spans lines.
+func textEdit(d ruleset.Diff) (old, new string, ok bool) {
+	o, okO := d.Old.(string)
+	n, okN := d.New.(string)
+	if !okO || !okN || d.Added || d.Removed || !isLong(o) {
+		return "", "", false
+	}
+	ro, rn := []rune(o), []rune(n)
+	pre := 0
+	for pre < len(ro) && pre < len(rn) && ro[pre] == rn[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(ro)-pre && suf < len(rn)-pre && ro[len(ro)-1-suf] == rn[len(rn)-1-suf] {
+		suf++
+	}
+	from := pre
+	for from > 0 && pre-from < 12 && ro[from-1] != '\n' {
+		from-- // context before, on the same line
+	}
+	toO, toN := len(ro)-suf, len(rn)-suf
+	for k := 0; k < 12 && toO < len(ro) && ro[toO] != '\n'; k++ {
+		toO, toN = toO+1, toN+1 // context after (the common suffix)
+	}
+	old, new = string(ro[from:toO]), string(rn[from:toN])
+	if isLong(old) || isLong(new) || strings.ContainsAny(old+new, "\n") {
+		return "", "", false
+	}
+	if from > 0 {
+		old, new = "…"+old, "…"+new
+	}
+	if toO < len(ro) {
+		old += "…"
+	}
+	if toN < len(rn) {
+		new += "…"
+	}
+	return old, new, true
 }
 
 func isLong(s string) bool { return len(s) > 60 || strings.Contains(s, "\n") }

@@ -239,3 +239,93 @@ rules:
 		t.Errorf("delete and edit of one object = %v", err)
 	}
 }
+
+// One rule over every workload kind: the report lists each concrete
+// pointer the pattern touched, with its old and new value, and nothing it
+// left alone.
+func TestUserRulesRegistryMovePointers(t *testing.T) {
+	dir := "../testdata/golden/user-rules/cookbook-registry-move"
+	rep, _, _, err := runRules(t, goldenInput(t, dir), "", rules.Options{UserRulesOptions: rules.UserRulesOptions{Rules: []string{filepath.Join(dir, "rules.yaml")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string][]string{
+		"/registry/deployments/shop/web": {
+			"registry-move: /spec/template/spec/containers/0/image: registry.old.example/shop/web:1.4 -> registry.new.example/shop/web:1.4",
+			"registry-move: /spec/template/spec/initContainers/0/image: registry.old.example/shop/migrate:1.4 -> registry.new.example/shop/migrate:1.4",
+			"registry-move: (text replacements in this object): 2",
+		},
+		"/registry/cronjobs/shop/backup": {
+			"registry-move: /spec/jobTemplate/spec/template/spec/containers/0/image: registry.old.example/shop/backup:3 -> registry.new.example/shop/backup:3",
+			"registry-move: (text replacements in this object): 1",
+		},
+		"/registry/pods/shop/debug": {
+			"registry-move: /spec/ephemeralContainers/0/image: registry.old.example/tools/netshoot:0.13 -> registry.new.example/tools/netshoot:0.13",
+			"registry-move: (text replacements in this object): 1",
+		},
+	} {
+		if got := changesOf(rep, key); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s changes:\n%s\nwant\n%s", key, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// expect.min refuses a rule that changes too little; a custom resource the
+// snapshot does not know is an option error (exit 2) with a suggestion; a
+// Secret's stringData lands in data, hidden in the report.
+func TestUserRulesExpectAndWriteRules(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) []string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("apiVersion: snapshift.io/v1alpha1\nkind: RuleSet\nrules:\n"+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return []string{p}
+	}
+	run := func(files []string) (*transform.Report, error) {
+		in := goldenInput(t, "../testdata/golden/user-rules/metallb")
+		rep, _, _, err := runRules(t, in, "", rules.Options{UserRulesOptions: rules.UserRulesOptions{Rules: files}})
+		return rep, err
+	}
+	_, err := run(write("min.yaml", "- name: nothing\n  match: {resource: workloads}\n  replace: [{path: \"@containers/*/image\", from: registry.old.example/, to: x/}]\n  expect: {min: 1}\n"))
+	if !errors.Is(err, transform.ErrRefused) || !strings.Contains(err.Error(), "expect.min is 1") {
+		t.Errorf("expect.min with nothing changed = %v", err)
+	}
+	_, err = run(write("typo.yaml", "- name: typo\n  match: {resource: ipadresspools.metallb.io}\n  delete: true\n"))
+	var oe *option.Error
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), `did you mean "ipaddresspools.metallb.io"?`) {
+		t.Errorf("custom resource typo = %v, want an option error with a suggestion", err)
+	}
+	rep, err := run(write("sd.yaml", "- name: sd\n  match: {resource: secret, names: [memberlist]}\n  mergePatch: {stringData: {secretkey: new-key, extra: x}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(changesOf(rep, "/registry/secrets/metallb-system/memberlist"), "\n")
+	if got != "sd: /data/extra: (hidden)\nsd: /data/secretkey: (hidden) -> (hidden)" {
+		t.Errorf("stringData changes:\n%s", got)
+	}
+}
+
+// A replace inside a long text is reported by the part that changed.
+func TestUserRulesTextEditInReport(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(p, []byte(`apiVersion: snapshift.io/v1alpha1
+kind: RuleSet
+rules:
+- name: db-host
+  match: {resource: cm, names: [legacy-endpoints]}
+  replace: [{path: /data/database.ini, from: "host = 192.168.10.22", to: "host = db-replica.new.example"}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := goldenInput(t, "../testdata/golden/user-rules/cookbook-configmap-old-ips")
+	rep, _, _, err := runRules(t, in, "", rules.Options{UserRulesOptions: rules.UserRulesOptions{Rules: []string{p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(changesOf(rep, "/registry/configmaps/shop/legacy-endpoints"), "\n")
+	if want := "db-host: /data/database.ini (in the text): …host = 192.168.10.22… -> …host = db-replica.new.example…\ndb-host: (text replacements in this object): 1"; got != want {
+		t.Errorf("changes:\n%s\nwant\n%s", got, want)
+	}
+}

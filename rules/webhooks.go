@@ -72,7 +72,7 @@ var webhooksEntry = Entry{
 	Name: NameWebhooks,
 	Summary: "list the admission webhooks that would block the restart (failurePolicy Fail, backed by an in-cluster Service or a moved address); " +
 		"with --webhooks ignore set them to Ignore (the runbook sets them back last)",
-	Touches: []string{"validatingwebhookconfigurations, mutatingwebhookconfigurations (webhooks[].failurePolicy)"},
+	Touches: []string{"validatingwebhookconfigurations.admissionregistration.k8s.io, mutatingwebhookconfigurations.admissionregistration.k8s.io (webhooks[].failurePolicy)"},
 	After:   []string{NameServiceCIDR, NamePodCIDR}, // a URL's address is moved by their plans
 	Enabled: func(o *Options) bool { return o.Webhooks != "" },
 	Validate: func(o *Options) error {

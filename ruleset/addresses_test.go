@@ -79,7 +79,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted once, refused twice: %v", err)
 		}
 		for _, r := range fl.Rules {
-			_ = r.Prefix()
+			_ = r.Prefixes()
 		}
 	})
 }
@@ -96,7 +96,7 @@ func TestApplyMapAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc, _ := ruleset.Decode([]byte(`{"data":{"a/b":"dns 10.96.0.10"},"spec":{"list":["10.0.100.1",{"x":"10.0.100.0/24"}],"n":3}}`))
-	got, err := f.Rules[0].Apply(doc, testMapping())
+	got, _, err := f.Rules[0].Apply(doc, testMapping())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestApplyMapAddresses(t *testing.T) {
 		t.Error("Apply modified its input")
 	}
 	missing, _ := ruleset.Decode([]byte(`{"data":{}}`))
-	if _, err := f.Rules[0].Apply(missing, testMapping()); err == nil || !strings.Contains(err.Error(), "/data/a~1b") {
+	if _, _, err := f.Rules[0].Apply(missing, testMapping()); err == nil || !strings.Contains(err.Error(), "/data/a~1b") {
 		t.Errorf("Apply on an object without the field = %v", err)
 	}
 }

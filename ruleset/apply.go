@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
@@ -20,46 +21,103 @@ func Decode(b []byte) (any, error) {
 }
 
 // Apply runs the rule's edits on a copy of doc, in order: mapAddresses,
-// then patch (RFC 6902), then mergePatch (RFC 7386). doc is not modified.
-// A pointer or patch that does not apply is an error naming it.
-func (r *Rule) Apply(doc any, m *Mapping) (any, error) {
+// replace, then patch (RFC 6902), then mergePatch (RFC 7386), and returns
+// the result and the number of text replacements. doc is not modified. A
+// pointer or patch that does not apply is an error naming it; a pattern
+// (wildcards, aliases) that names no place is not.
+func (r *Rule) Apply(doc any, m *Mapping) (any, int, error) {
 	out, err := deepCopy(doc)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	for _, p := range r.MapAddresses {
-		v, ok := get(out, p)
-		if !ok {
-			return nil, fmt.Errorf("mapAddresses: the object has nothing at %s", p)
-		}
-		nv, err := mapValue(v, m)
+	if err := r.mapAddresses(out, m); err != nil {
+		return nil, 0, err
+	}
+	replaced := 0
+	for i := range r.Replace {
+		n, err := r.Replace[i].apply(out)
 		if err != nil {
-			return nil, fmt.Errorf("mapAddresses %s: %w", p, err)
+			return nil, 0, err
 		}
-		set(out, p, nv)
+		replaced += n
 	}
 	if r.patchJSON == nil && r.mergeJSON == nil {
-		return out, nil
+		return out, replaced, r.serverWrites(doc, out)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if r.patchJSON != nil {
-		patch, err := jsonpatch.DecodePatch(r.patchJSON)
-		if err != nil {
-			return nil, fmt.Errorf("patch: %w", err)
-		}
-		if b, err = patch.Apply(b); err != nil {
-			return nil, fmt.Errorf("patch: %w", err)
+		if b, err = r.applyPatch(out, b); err != nil {
+			return nil, 0, fmt.Errorf("patch: %w", err)
 		}
 	}
 	if r.mergeJSON != nil {
 		if b, err = jsonpatch.MergePatch(b, r.mergeJSON); err != nil {
-			return nil, fmt.Errorf("mergePatch: %w", err)
+			return nil, 0, fmt.Errorf("mergePatch: %w", err)
 		}
 	}
-	return Decode(b)
+	res, err := Decode(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	return res, replaced, r.serverWrites(doc, res)
+}
+
+func (r *Rule) mapAddresses(out any, m *Mapping) error {
+	for _, pat := range r.MapAddresses {
+		for _, p := range Expand(out, pat) {
+			v, ok := get(out, p)
+			if !ok {
+				return fmt.Errorf("mapAddresses: the object has nothing at %s", p)
+			}
+			nv, err := mapValue(v, m)
+			if err != nil {
+				return fmt.Errorf("mapAddresses %s: %w", p, err)
+			}
+			set(out, p, nv)
+		}
+	}
+	return nil
+}
+
+// applyPatch applies the JSON Patch to b (doc's JSON form), its test and
+// replace ops with patterns expanded on doc first: one op per place.
+func (r *Rule) applyPatch(doc any, b []byte) ([]byte, error) {
+	pj := r.patchJSON
+	if r.patchPats {
+		var ops []any
+		for _, raw := range r.Patch {
+			op := raw.(map[string]any) // checked by compilePatches
+			p := op["path"].(string)
+			if !IsPattern(p) {
+				ops = append(ops, op)
+				continue
+			}
+			places := Expand(doc, p)
+			if len(places) == 0 && op["op"] == "test" {
+				return nil, fmt.Errorf("test op: %s names no place in the object", p)
+			}
+			for _, cp := range places {
+				c := maps.Clone(op)
+				c["path"] = cp
+				ops = append(ops, c)
+			}
+		}
+		if len(ops) == 0 {
+			return b, nil
+		}
+		var err error
+		if pj, err = json.Marshal(ops); err != nil {
+			return nil, err
+		}
+	}
+	patch, err := jsonpatch.DecodePatch(pj)
+	if err != nil {
+		return nil, err
+	}
+	return patch.Apply(b)
 }
 
 // mapValue maps the addresses in a string (as text), or in every string

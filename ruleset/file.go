@@ -13,7 +13,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/labels"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/internal/strictyaml"
@@ -57,6 +56,12 @@ type Rule struct {
 	MergePatch   any      `yaml:"mergePatch"`
 	Delete       bool     `yaml:"delete"`
 	Optional     bool     `yaml:"optional"`
+	// Replace are text replacements (replace.go), run after mapAddresses.
+	Replace []TextReplace `yaml:"replace"`
+	// Expect, when given, makes a rule that does too little an error.
+	Expect *Expect `yaml:"expect"`
+	// EditStatus lets the rule change a built-in object's status.
+	EditStatus bool `yaml:"editStatus"`
 
 	// File is the file the rule comes from; Line its line there.
 	File string `yaml:"-"`
@@ -64,18 +69,25 @@ type Rule struct {
 
 	selector  labels.Selector
 	patchJSON []byte // the RFC 6902 patch document
+	patchPats bool   // a test or replace op's path is a pattern
 	mergeJSON []byte // the RFC 7386 merge patch, nil if none
 }
 
 // Match selects objects; every condition given must hold.
 type Match struct {
-	// Resource is plural[.group] as in the etcd key: "configmaps",
-	// "deployments", "ipaddresspools.metallb.io".
+	// Resource is a resource as kubectl names it: plural[.group] as
+	// `kubectl api-resources` prints it ("configmaps", "deployments.apps",
+	// "ipaddresspools.metallb.io"), a built-in one also singular, without
+	// its group or by its short name ("deploy", "svc"), or "workloads":
+	// every resource whose objects hold a pod spec.
 	Resource      string      `yaml:"resource"`
 	Namespaces    []string    `yaml:"namespaces"`
 	Names         []string    `yaml:"names"`
 	LabelSelector string      `yaml:"labelSelector"`
 	Where         []Condition `yaml:"where"`
+
+	names  []string // Resource as api-resources names, one per resource
+	stored []string // the same as the etcd keys name them
 }
 
 // Condition holds when the value at Path equals Equals.
@@ -255,15 +267,24 @@ func (r *Rule) validate() error {
 		return err
 	}
 	for _, p := range r.MapAddresses {
-		if err := checkPointer(p); err != nil || p == "" {
+		if err := checkPattern(p); err != nil || p == "" {
 			return fmt.Errorf("mapAddresses: %s", pointerProblem(p, err))
 		}
 	}
-	if len(r.MapAddresses) == 0 && len(r.Patch) == 0 && r.MergePatch == nil && !r.Delete {
-		return errors.New("it does nothing: give mapAddresses, patch, mergePatch or delete")
+	for i := range r.Replace {
+		if err := r.Replace[i].compile(); err != nil {
+			return fmt.Errorf("replace[%d]: %w", i, err)
+		}
 	}
-	if r.Delete && (len(r.MapAddresses) > 0 || len(r.Patch) > 0 || r.MergePatch != nil) {
-		return errors.New("delete: true removes the object, so mapAddresses, patch and mergePatch make no sense with it")
+	if r.Expect != nil && r.Expect.Min < 0 {
+		return fmt.Errorf("expect.min must be 0 or more (got %d)", r.Expect.Min)
+	}
+	edits := len(r.MapAddresses) > 0 || len(r.Replace) > 0 || len(r.Patch) > 0 || r.MergePatch != nil
+	if !edits && !r.Delete {
+		return errors.New("it does nothing: give mapAddresses, replace, patch, mergePatch or delete")
+	}
+	if r.Delete && edits {
+		return errors.New("delete: true removes the object, so mapAddresses, replace, patch and mergePatch make no sense with it")
 	}
 	if sel, err := labels.Parse(r.Match.LabelSelector); err != nil {
 		return fmt.Errorf("match.labelSelector %q: %v", r.Match.LabelSelector, err)
@@ -298,8 +319,14 @@ func (r *Rule) compilePatches() error {
 			return fmt.Errorf("patch[%d]: op %q is not one of add, remove, replace, move, copy, test", i, op["op"])
 		}
 		p, ok := op["path"].(string)
-		if err := checkPointer(p); !ok || err != nil {
+		if err := checkPattern(p); !ok || err != nil {
 			return fmt.Errorf("patch[%d]: path: %s", i, pointerProblemOr(p, ok, err))
+		}
+		if IsPattern(p) {
+			if name != "test" && name != "replace" {
+				return fmt.Errorf("patch[%d]: path %q: wildcards and aliases work in test and replace ops only (the places an %s would touch must exist already)", i, p, name)
+			}
+			r.patchPats = true
 		}
 		if name == "move" || name == "copy" {
 			from, ok := op["from"].(string)
@@ -342,13 +369,13 @@ func pointerProblemOr(p string, ok bool, err error) string {
 
 func (m *Match) validate() error {
 	if m.Resource == "" {
-		return errors.New("match.resource is required (plural[.group] as in the etcd key, e.g. configmaps or ipaddresspools.metallb.io)")
+		return errors.New("match.resource is required (a resource as kubectl api-resources names it, e.g. configmaps, deployments.apps, ipaddresspools.metallb.io, or workloads)")
 	}
 	if !resourceName.MatchString(m.Resource) {
 		return fmt.Errorf("match.resource %q is not plural[.group] in lowercase", m.Resource)
 	}
-	if plural, group, ok := strings.Cut(m.Resource, "."); ok && clientgoscheme.Scheme.IsGroupRegistered(group) {
-		return fmt.Errorf("match.resource %q: built-in resources are stored without their group; write %q, as the etcd key names it", m.Resource, plural)
+	if err := m.resolve(); err != nil {
+		return err
 	}
 	for _, g := range append(append([]string(nil), m.Namespaces...), m.Names...) {
 		if _, err := path.Match(g, ""); err != nil {
@@ -356,7 +383,7 @@ func (m *Match) validate() error {
 		}
 	}
 	for i, c := range m.Where {
-		if err := checkPointer(c.Path); err != nil {
+		if err := checkPattern(c.Path); err != nil {
 			return fmt.Errorf("match.where[%d].path: %w", i, err)
 		}
 	}

@@ -2,17 +2,65 @@ package ruleset
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/snapshift/snapshift/wellknown"
 )
 
-// Prefix is where the rule's objects are kept.
-func (r *Rule) Prefix() string { return wellknown.Prefix(r.Match.Resource) }
+// Prefixes are where the rule's objects are kept, one per resource.
+func (r *Rule) Prefixes() []string {
+	var out []string
+	for _, s := range r.Match.stored {
+		out = append(out, wellknown.Prefix(s))
+	}
+	return out
+}
+
+// Resources are the resources the rule names, as kubectl api-resources
+// prints them.
+func (r *Rule) Resources() []string { return slices.Clone(r.Match.names) }
+
+// Custom reports whether the rule names a resource that is not built in
+// (whose existence only the snapshot can tell).
+func (r *Rule) Custom() bool {
+	_, ok := wellknown.LookupResource(r.Match.Resource)
+	return !ok && r.Match.Resource != Workloads
+}
+
+// Workloads is the match.resource that stands for every resource whose
+// objects hold a pod spec (wellknown.Workloads).
+const Workloads = "workloads"
+
+// resolve finds the resources Resource names: a built-in one by any name
+// kubectl accepts, workloads, or a custom resource as plural.group. A name
+// that is neither (a typo, a built-in group's unknown resource) is an
+// error with the nearest known name.
+func (m *Match) resolve() error {
+	if m.Resource == Workloads {
+		m.names, m.stored = nil, nil
+		for _, n := range wellknown.Workloads {
+			r, _ := wellknown.LookupResource(n)
+			m.names, m.stored = append(m.names, r.Name), append(m.stored, r.Stored())
+		}
+		return nil
+	}
+	r, err := wellknown.ResolveResource(m.Resource)
+	if _, group, _ := strings.Cut(m.Resource, "."); err == nil && r.Kind == "" && clientgoscheme.Scheme.IsGroupRegistered(group) {
+		err = fmt.Errorf("%q is no resource kube-apiserver serves%s", m.Resource, wellknown.DidYouMean(m.Resource))
+	}
+	if err != nil {
+		return fmt.Errorf("match.resource %w; or workloads for every resource with a pod spec", err)
+	}
+	m.names, m.stored = []string{r.Name}, []string{r.Stored()}
+	return nil
+}
 
 // Meta is what a rule matches on besides the object's content.
 type Meta struct {
@@ -33,12 +81,22 @@ func (r *Rule) Matches(m Meta, doc any) bool {
 		return false
 	}
 	for _, c := range r.Match.Where {
-		v, ok := get(doc, c.Path)
-		if !ok || !equalJSON(v, c.Equals) {
+		if !c.holds(doc) {
 			return false
 		}
 	}
 	return true
+}
+
+// holds reports whether the value at the condition's path equals its
+// value; for a pattern, whether one of the places it names does.
+func (c Condition) holds(doc any) bool {
+	for _, p := range Expand(doc, c.Path) {
+		if v, ok := get(doc, p); ok && equalJSON(v, c.Equals) {
+			return true
+		}
+	}
+	return false
 }
 
 func anyGlob(globs []string, s string) bool {
@@ -81,7 +139,13 @@ func (r *Rule) MatchesMeta(m Meta) bool {
 // can match at all, judged by the namespace and name in the key alone:
 // objects that cannot are never decoded (nor decrypted).
 func (r *Rule) MayMatchKey(key string) bool {
-	rest, ok := strings.CutPrefix(key, r.Prefix())
+	var rest string
+	ok := false
+	for _, p := range r.Prefixes() {
+		if rest, ok = strings.CutPrefix(key, p); ok {
+			break
+		}
+	}
 	if !ok {
 		return false
 	}

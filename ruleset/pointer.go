@@ -2,6 +2,7 @@ package ruleset
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -103,4 +104,127 @@ func escapeAll(ts []string) []string {
 		out[i] = escape(t)
 	}
 	return out
+}
+
+// Wildcards and aliases (docs/RULES.md "Wildcards and aliases"): a pointer
+// pattern is an RFC 6901 pointer in which a "*" token stands for any array
+// index or object key, or which starts with an alias for the pod spec of a
+// workload, resolved per object from its kind:
+//
+//	@podSpec      the pod spec: /spec (Pod), /spec/template/spec
+//	              (Deployment, DaemonSet, StatefulSet, ReplicaSet, Job,
+//	              ReplicationController), /template/spec (PodTemplate),
+//	              /spec/jobTemplate/spec/template/spec (CronJob)
+//	@containers   the pod spec's containers, initContainers and
+//	              ephemeralContainers lists
+const (
+	wildcard        = "*"
+	aliasPodSpec    = "@podSpec"
+	aliasContainers = "@containers"
+)
+
+// podSpecOf is where each workload kind keeps its pod spec.
+var podSpecOf = map[string]string{
+	"Pod":                   "/spec",
+	"PodTemplate":           "/template/spec",
+	"Deployment":            "/spec/template/spec",
+	"DaemonSet":             "/spec/template/spec",
+	"StatefulSet":           "/spec/template/spec",
+	"ReplicaSet":            "/spec/template/spec",
+	"ReplicationController": "/spec/template/spec",
+	"Job":                   "/spec/template/spec",
+	"CronJob":               "/spec/jobTemplate/spec/template/spec",
+}
+
+// containerLists are the pod spec's lists of containers.
+var containerLists = []string{"containers", "initContainers", "ephemeralContainers"}
+
+// checkPattern is checkPointer for a pointer that may hold wildcards or
+// start with an alias.
+func checkPattern(p string) error {
+	for _, a := range []string{aliasPodSpec, aliasContainers} {
+		if rest, ok := strings.CutPrefix(p, a); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
+			return checkPointer(rest)
+		}
+	}
+	if strings.HasPrefix(p, "@") {
+		return fmt.Errorf("JSON pointer %q: the aliases are %s and %s", p, aliasPodSpec, aliasContainers)
+	}
+	return checkPointer(p)
+}
+
+// IsPattern reports whether p holds a wildcard or an alias: it names every
+// place in an object that fits, none of them required to exist.
+func IsPattern(p string) bool {
+	return strings.HasPrefix(p, "@") || slices.Contains(tokens(p), wildcard)
+}
+
+// Expand returns the concrete pointers p names in doc, in document order
+// (object keys sorted): p itself when it is no pattern (whether or not doc
+// has something there), else every existing place that fits.
+func Expand(doc any, p string) []string {
+	if !IsPattern(p) {
+		return []string{p}
+	}
+	var bases []string
+	switch {
+	case strings.HasPrefix(p, aliasContainers):
+		spec, ok := podSpecOf[kindOf(doc)]
+		if !ok {
+			return nil
+		}
+		for _, l := range containerLists {
+			bases = append(bases, spec+"/"+l)
+		}
+		p = strings.TrimPrefix(p, aliasContainers)
+	case strings.HasPrefix(p, aliasPodSpec):
+		spec, ok := podSpecOf[kindOf(doc)]
+		if !ok {
+			return nil
+		}
+		bases = []string{spec}
+		p = strings.TrimPrefix(p, aliasPodSpec)
+	default:
+		bases = []string{""}
+	}
+	var out []string
+	for _, b := range bases {
+		v, ok := get(doc, b)
+		if ok {
+			expandAt(v, b, tokens(p), &out)
+		}
+	}
+	return out
+}
+
+func kindOf(doc any) string {
+	s, _ := at(doc, "/kind").(string)
+	return s
+}
+
+// expandAt appends the pointers under prefix (whose value is v) that fit ts.
+func expandAt(v any, prefix string, ts []string, out *[]string) {
+	if len(ts) == 0 {
+		*out = append(*out, prefix)
+		return
+	}
+	t, rest := ts[0], ts[1:]
+	switch c := v.(type) {
+	case map[string]any:
+		if t != wildcard {
+			if x, ok := c[t]; ok {
+				expandAt(x, prefix+"/"+escape(t), rest, out)
+			}
+			return
+		}
+		for _, k := range unionKeys(c, nil) {
+			expandAt(c[k], prefix+"/"+escape(k), rest, out)
+		}
+	case []any:
+		for i, x := range c {
+			if s := strconv.Itoa(i); t == wildcard || t == s {
+				expandAt(x, prefix+"/"+s, rest, out)
+			}
+		}
+	}
 }

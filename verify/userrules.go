@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/snapshift/snapshift/ruleset"
+	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/state"
 )
 
@@ -23,7 +24,7 @@ func rulePrefixes(files []*ruleset.File) []string {
 	var out []string
 	for _, f := range files {
 		for _, r := range f.Rules {
-			out = append(out, r.Prefix())
+			out = append(out, r.Prefixes()...)
 		}
 	}
 	return out
@@ -44,7 +45,7 @@ func checkUserRules(ctx context.Context, c *checker, v *state.View, files []*rul
 			if len(r.Match.Where) > 0 || r.Optional || (len(r.MapAddresses) == 0 && !r.Delete) {
 				continue
 			}
-			for _, kr := range v.Keys(r.Prefix()) {
+			for _, kr := range keysOf(v, r) {
 				if !r.MayMatchKey(kr.Key) {
 					continue // never decoded (nor decrypted), as in the transform
 				}
@@ -73,13 +74,24 @@ func checkUserRules(ctx context.Context, c *checker, v *state.View, files []*rul
 	return nil
 }
 
+// keysOf are the keys under the rule's resources.
+func keysOf(v *state.View, r *ruleset.Rule) []snapshot.KeyRev {
+	var out []snapshot.KeyRev
+	for _, p := range r.Prefixes() {
+		out = append(out, v.Keys(p)...)
+	}
+	return out
+}
+
 func oldAddresses(key string, r *ruleset.Rule, doc any, m *ruleset.Mapping) []string {
 	var out []string
-	for _, p := range r.MapAddresses {
-		lits, _ := ruleset.Literals(doc, p)
-		for _, l := range lits {
-			if rg, ok := m.OldRange(l.Addr()); ok && l.Bits() >= rg.Old.Bits() {
-				out = append(out, fmt.Sprintf("%s %s holds %s, inside %s (%s) [%s]", key, p, l, rg.Old, rg.Source, r.Name))
+	for _, pat := range r.MapAddresses {
+		for _, p := range ruleset.Expand(doc, pat) {
+			lits, _ := ruleset.Literals(doc, p)
+			for _, l := range lits {
+				if rg, ok := m.OldRange(l.Addr()); ok && l.Bits() >= rg.Old.Bits() {
+					out = append(out, fmt.Sprintf("%s %s holds %s, inside %s (%s) [%s]", key, p, l, rg.Old, rg.Source, r.Name))
+				}
 			}
 		}
 	}

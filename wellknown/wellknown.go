@@ -27,6 +27,8 @@ const (
 	// named after it (kubelet renews its Lease every 10 s by default,
 	// pkg/kubelet/nodelease).
 	PrefixNodeLeases = "/registry/leases/kube-node-lease/"
+	// PrefixCRDs holds the CustomResourceDefinitions, named plural.group.
+	PrefixCRDs = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
 )
 
 // Where kubeadm's control plane and the objects read alongside it are kept.
@@ -100,11 +102,14 @@ func Prefix(resource string) string {
 	return "/registry/" + resource + "/"
 }
 
-// Resource names the Kubernetes resource a key belongs to, from the
-// apiserver's key layout: /registry/<resource>/..., the built-in special
-// cases of keyOf (services/specs, services/endpoints, minions, controllers;
-// ingress keeps its key's name), ranges/*, and group/resource for custom
-// and aggregated resources.
+// Resource names the Kubernetes resource a key belongs to as `kubectl
+// api-resources` prints it (plural, .group for non-core: "services",
+// "deployments.apps", "ingresses.networking.k8s.io",
+// "ippools.crd.projectcalico.org"), from the apiserver's key layout:
+// /registry/<resource>/..., the built-in special cases of keyOf
+// (services/specs, services/endpoints, minions, controllers, ingress), and
+// /registry/<group>/<plural>/ for custom and aggregated resources. The
+// allocators' ranges/* keys, which no API serves, keep their key's name.
 func Resource(key string) string {
 	rest, ok := strings.CutPrefix(key, DefaultPrefix)
 	if !ok {
@@ -112,8 +117,8 @@ func Resource(key string) string {
 	}
 	for res, p := range keyOf {
 		seg := strings.TrimSuffix(strings.TrimPrefix(p, DefaultPrefix), "/")
-		if res != "ingresses" && (rest == seg || strings.HasPrefix(rest, seg+"/")) {
-			return res
+		if rest == seg || strings.HasPrefix(rest, seg+"/") {
+			return ResourceByStored(res)
 		}
 	}
 	parts := strings.SplitN(rest, "/", 3)
@@ -127,7 +132,7 @@ func Resource(key string) string {
 		}
 	}
 	if strings.Contains(first, ".") && len(parts) > 1 {
-		return first + "/" + parts[1]
+		return parts[1] + "." + first
 	}
-	return first
+	return ResourceByStored(first)
 }

@@ -1,12 +1,16 @@
 package wellknown
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestPrefixAndResource: one table serves both directions.
 func TestPrefixAndResource(t *testing.T) {
 	for res, want := range map[string]string{
 		"services": "services", "endpoints": "endpoints", "nodes": "nodes", "replicationcontrollers": "replicationcontrollers",
-		"ingresses": "ingress", "configmaps": "configmaps", "ciliumnodes.cilium.io": "cilium.io/ciliumnodes",
+		"ingresses": "ingresses.networking.k8s.io", "configmaps": "configmaps", "ciliumnodes.cilium.io": "ciliumnodes.cilium.io",
+		"deployments": "deployments.apps", "customresourcedefinitions.apiextensions.k8s.io": "customresourcedefinitions.apiextensions.k8s.io",
 	} {
 		if got := Resource(Prefix(res) + "ns/name"); got != want {
 			t.Errorf("Resource(Prefix(%s)+ns/name) = %s, want %s", res, got, want)
@@ -17,5 +21,30 @@ func TestPrefixAndResource(t *testing.T) {
 	}
 	if got := Resource("/other/x"); got != "(outside /registry)" {
 		t.Errorf("Resource(/other/x) = %s", got)
+	}
+}
+
+// Users name resources as kubectl does; a typo is an error with the
+// nearest name.
+func TestKeyOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"deploy/shop/web": "/registry/deployments/shop/web", "svc/default/kubernetes": "/registry/services/specs/default/kubernetes",
+		"ing/web/": "/registry/ingress/web/", "ns/default": "/registry/namespaces/default", "no": "/registry/minions/",
+		"ippools.crd.projectcalico.org/default": "/registry/crd.projectcalico.org/ippools/default",
+		"crd/x.example.com":                     "/registry/apiextensions.k8s.io/customresourcedefinitions/x.example.com",
+		"/registry/raw":                         "/registry/raw", "deployments.apps": "/registry/deployments/",
+	} {
+		if got, err := KeyOf(in); err != nil || got != want {
+			t.Errorf("KeyOf(%s) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"deploymnets":        `(did you mean "deployments.apps"?)`,
+		"ingress.extensions": `(did you mean "ingresses.networking.k8s.io"?)`,
+		"sevrice/default/x":  `(did you mean "services"?)`,
+	} {
+		if _, err := KeyOf(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("KeyOf(%s) = %v, want %s", in, err, want)
+		}
 	}
 }

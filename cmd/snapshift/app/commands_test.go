@@ -217,3 +217,30 @@ func TestRestoreCopyRouteRemoved(t *testing.T) {
 		t.Errorf("left behind: %v", ents)
 	}
 }
+
+// ls, get and inspect speak kubectl's resource names: short names and
+// plural.group as input, api-resources names in inspect's summary; a typo
+// is a usage error with the nearest name.
+func TestResourceNamesOnTheCommandLine(t *testing.T) {
+	in := copySample(t)
+	byKey := run(t, "get", in, "/registry/services/specs/kube-system/kube-dns", "-o", "json")
+	if r := run(t, "get", in, "svc/kube-system/kube-dns", "-o", "json"); r.code != ExitOK || r.stdout != byKey.stdout {
+		t.Errorf("get svc/kube-system/kube-dns: exit %d, %s%s", r.code, r.stdout, r.stderr)
+	}
+	r := run(t, "ls", in, "deploy", "-o", "json")
+	var entries []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &entries); r.code != ExitOK || err != nil || len(entries) == 0 {
+		t.Fatalf("ls deploy: exit %d, %v: %s%s", r.code, err, r.stdout, r.stderr)
+	}
+	for _, e := range entries {
+		if k, _ := e["key"].(string); !strings.HasPrefix(k, "/registry/deployments/") {
+			t.Errorf("ls deploy listed %s", k)
+		}
+	}
+	if r := run(t, "ls", in, "deploymnets"); r.code != ExitUsage || !strings.Contains(r.stderr, `did you mean "deployments.apps"?`) {
+		t.Errorf("ls deploymnets: exit %d, %s", r.code, r.stderr)
+	}
+	if r := run(t, "inspect", in, "--quiet"); r.code != ExitOK || !strings.Contains(r.stdout, "deployments.apps") || strings.Contains(r.stdout, "crd.projectcalico.org/ippools") {
+		t.Errorf("inspect: exit %d, want api-resources names:\n%s", r.code, r.stdout)
+	}
+}

@@ -2,12 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/inspect"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // getOptions are get's options. Like kubectl's, -o yaml|json prints the
@@ -16,6 +18,7 @@ import (
 type getOptions struct {
 	common
 	path, key   string
+	keyErr      error // KEY is no RESOURCE/… either: an error unless it is a raw key
 	showSecrets bool
 	showEntry   bool
 }
@@ -26,7 +29,10 @@ func (o *getOptions) setup(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	o.path, o.key = a[0], a[1]
+	o.path = a[0]
+	if o.key, o.keyErr = wellknown.KeyOf(a[1]); o.keyErr != nil {
+		o.key = a[1] // a key outside /registry (compact_rev_key), if the snapshot has it
+	}
 	return o.unpack(&o.path)
 }
 
@@ -38,6 +44,9 @@ func (o *getOptions) Run(ctx context.Context) error {
 		return err
 	}
 	r, err := inspect.Get(ctx, inspect.GetConfig{Path: o.path, Key: o.key, SkipHashCheck: o.skipHash, ShowSecrets: o.showSecrets, Encryption: enc})
+	if o.keyErr != nil && errors.Is(err, inspect.ErrNotFound) {
+		return usagef("KEY: %v", o.keyErr)
+	}
 	if err != nil {
 		return err
 	}
@@ -74,12 +83,14 @@ func getCommand() *cli.Command {
 	}, cli.Command{
 		Name:      "get",
 		Usage:     "print one live key's decoded object (Secret data redacted)",
-		ArgsUsage: "SNAPSHOT KEY",
+		ArgsUsage: "SNAPSHOT KEY|RESOURCE/[NAMESPACE/]NAME",
 		Description: "Decodes the stored value as kube-apiserver wrote it (protobuf or JSON) and prints the object,\n" +
 			"as kubectl get -o yaml|json would: it pipes into kubectl apply -f - or jq. --show-entry prints\n" +
 			"{entry, object} instead, with the etcd entry's revision, version, size and encoding (a value that\n" +
 			"is no object, e.g. one that cannot be decrypted, prints that wrapper in JSON, a comment in YAML).\n" +
-			"Secret data is replaced by its length unless --show-secrets is given.\n\n" +
-			"Example:\n   snapshift get snapshot.db /registry/services/specs/kube-system/kube-dns -o json | jq .spec.clusterIP",
+			"Secret data is replaced by its length unless --show-secrets is given. The object is an etcd key\n" +
+			"(starting with /) or RESOURCE/[NAMESPACE/]NAME, the resource as kubectl names it (svc, deploy,\n" +
+			"deployments.apps, ippools.crd.projectcalico.org).\n\n" +
+			"Example:\n   snapshift get snapshot.db svc/kube-system/kube-dns -o json | jq .spec.clusterIP",
 	})
 }

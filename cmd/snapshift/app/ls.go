@@ -8,11 +8,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/inspect"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 type lsOptions struct {
 	common
 	path, prefix string
+	prefixErr    error // PREFIX is no RESOURCE either: an error unless keys start with it
 }
 
 func (o *lsOptions) setup(c *cli.Context) error {
@@ -23,7 +25,9 @@ func (o *lsOptions) setup(c *cli.Context) error {
 	}
 	o.path = a[0]
 	if len(a) == 2 {
-		o.prefix = a[1]
+		if o.prefix, o.prefixErr = wellknown.KeyOf(a[1]); o.prefixErr != nil {
+			o.prefix = a[1] // a raw prefix outside /registry, if keys start with it
+		}
 	}
 	return o.unpack(&o.path)
 }
@@ -34,6 +38,9 @@ func (o *lsOptions) Run(ctx context.Context) error {
 	entries, err := inspect.List(ctx, inspect.ListConfig{Path: o.path, Prefix: o.prefix, SkipHashCheck: o.skipHash})
 	if err != nil {
 		return err
+	}
+	if o.prefixErr != nil && len(entries) == 0 {
+		return usagef("PREFIX: %v", o.prefixErr)
 	}
 	if o.json() {
 		if entries == nil {
@@ -58,8 +65,10 @@ func lsCommand() *cli.Command {
 	return newCommand(o, []cli.Flag{o.tmpDirFlag(), o.skipHashFlag(), o.outputFlag()}, cli.Command{
 		Name:      "ls",
 		Usage:     "list live keys with their revision and type",
-		ArgsUsage: "SNAPSHOT [PREFIX]",
-		Description: "Lists the live keys (newest revision of each, deleted keys left out), sorted by key.\n\n" +
-			"Example:\n   snapshift ls snapshot.db /registry/services/specs/",
+		ArgsUsage: "SNAPSHOT [PREFIX|RESOURCE[/NAMESPACE/]]",
+		Description: "Lists the live keys (newest revision of each, deleted keys left out), sorted by key: all, those\n" +
+			"under a key prefix (starting with /), or those of a resource as kubectl names it (svc, deploy,\n" +
+			"ingresses.networking.k8s.io), optionally in one namespace (deploy/kube-system/).\n\n" +
+			"Example:\n   snapshift ls snapshot.db svc",
 	})
 }

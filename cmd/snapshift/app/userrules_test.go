@@ -30,8 +30,8 @@ rules:
 - name: db-password
   match: {resource: secrets, namespaces: [demo], names: [db-credentials]}
   patch: [{op: replace, path: /data/password, value: bmV3LXBhc3N3b3Jk}]
-- name: typo
-  match: {resource: ipaddresspool.metallb.io}
+- name: nothing
+  match: {resource: cm, names: [no-such-configmap]}
   delete: true
 `
 
@@ -52,10 +52,19 @@ func TestTransformUserRules(t *testing.T) {
 		t.Fatalf("plan: exit %d, %s", r.code, r.stderr)
 	}
 	for _, want := range []string{`"field":"calico-pool: /spec/disabled"`,
-		`"field":"db-password: /data/password","old":"(hidden)","new":"(hidden)"`, `warning: rule \"typo\"`} {
+		`"field":"db-password: /data/password","old":"(hidden)","new":"(hidden)"`, `warning: rule \"nothing\"`} {
 		if !strings.Contains(squash(r.stdout), squash(want)) {
 			t.Errorf("plan --output json lacks %s", want)
 		}
+	}
+	// A misspelt custom resource is no warning but a usage error naming
+	// the resource the snapshot holds.
+	typo := filepath.Join(dir, "typo.yaml")
+	if err := os.WriteFile(typo, []byte("apiVersion: snapshift.io/v1alpha1\nkind: RuleSet\nrules:\n- name: typo\n  match: {resource: ipool.crd.projectcalico.org}\n  delete: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, "plan", in, "--rules", typo, "--quiet"); r.code != ExitUsage || !strings.Contains(r.stderr, `did you mean "ippools.crd.projectcalico.org"?`) {
+		t.Errorf("plan with a misspelt resource: exit %d, %s", r.code, r.stderr)
 	}
 	out := filepath.Join(dir, "out.db")
 	if r := run(t, append([]string{"transform", in, "--out", out, "-q"}, nets...)...); r.code != ExitOK {
