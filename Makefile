@@ -69,14 +69,17 @@ demo: build
 	@echo "demo output in $(DEMO): migrated.db, the restored member etcd-cp1/, and bundle/ with RUNBOOK.md"
 
 # The whole-file benchmark (hack/bench.sh: generated small, medium and large
-# snapshots; floor copy vs transform, plan, restore; medians, ratios, RSS),
-# then the Go micro-benchmarks of the hot paths. SIZES=small RUNS=1 for a smoke run.
+# snapshots of the basic, churn and services profiles; floor copy vs transform, plan,
+# restore; cases in a random order per round (ORDER_SEED), warm and, as root, cold
+# (COLD=false: warm only); medians, ratios, sys time, major faults, RSS; issue 28's
+# targets met / NOT met), then the Go micro-benchmarks of the hot paths.
+# SIZES=small RUNS=1 for a smoke run.
 bench:
 	bash hack/bench.sh
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./codec ./cidr ./snapshot
 
 # The 1M-key snapshot (over 3 GiB, beyond etcd's default 2 GiB quota, as clusters with a raised
-# quota have), both profiles.
+# quota have), every profile.
 bench-xlarge:
 	SIZES=xlarge bash hack/bench.sh
 

@@ -71,7 +71,7 @@ func validateCNIOptions(o *Options) error {
 
 func (r *CNI) Name() string       { return NameCNI }
 func (r *CNI) Prefixes() []string { return []string{wellknown.KeyWeaveDaemonSet} }
-func (r *CNI) Lists() []string    { return state.CNIListed }
+func (r *CNI) Lists() []string    { return slices.Concat(state.CNIListed, state.DistributionListed) }
 func (r *CNI) Notes() []string    { return r.notes }
 
 // Prepare detects the CNIs, refuses IPAM state no rule moves, and plans

@@ -59,7 +59,7 @@ func (r *K3sNodeArgs) Name() string       { return NameK3sNodeArgs }
 func (r *K3sNodeArgs) Prefixes() []string { return []string{wellknown.PrefixNodes} }
 func (r *K3sNodeArgs) Notes() []string    { return r.notes }
 func (r *K3sNodeArgs) Lists() []string {
-	return []string{wellknown.PrefixNodes, state.PrefixHelmCharts}
+	return append([]string{wellknown.PrefixNodes}, state.DistributionListed...)
 }
 
 // Prepare finds the distribution and checks the cluster DNS.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +30,7 @@ type PodCIDR struct {
 func (r *PodCIDR) Name() string       { return NamePodCIDR }
 func (r *PodCIDR) Prefixes() []string { return []string{wellknown.PrefixNodes} }
 func (r *PodCIDR) Lists() []string {
-	return append(clashListed[:len(clashListed):len(clashListed)], wellknown.PrefixNodeLeases)
+	return slices.Concat(clashListed, []string{wellknown.PrefixNodeLeases}, state.DistributionListed)
 }
 func (r *PodCIDR) Notes() []string { return r.notes }
 

@@ -77,9 +77,9 @@ func (r *ServiceCIDR) Prefixes() []string {
 func (r *ServiceCIDR) Notes() []string { return r.notes }
 
 // Lists names what Prepare lists (and what state.Detect reads): Services,
-// IPAddresses, Nodes.
+// IPAddresses, Nodes, and the distribution's records.
 func (r *ServiceCIDR) Lists() []string {
-	return append([]string{wellknown.PrefixIPAddresses, wellknown.PrefixServiceCIDRs, wellknown.PrefixNodeLeases}, clashListed...)
+	return slices.Concat([]string{wellknown.PrefixIPAddresses, wellknown.PrefixServiceCIDRs, wellknown.PrefixNodeLeases}, clashListed, state.DistributionListed)
 }
 
 func (r *ServiceCIDR) notef(format string, args ...any) {

@@ -44,6 +44,9 @@ type FusedRestore struct {
 	// BeforePublish, if set, checks the first member's finished database
 	// (a raw bbolt file, no trailer) before anything is renamed into place.
 	BeforePublish func(db string) error
+	// Timing, if set, receives the wall time of the writer's steps and of
+	// Commit's (StepMembers, StepPublish). Set it before Rewrite.
+	Timing Timing
 
 	tiny    string // the small snapshot of every bucket but key
 	tinyDir string
@@ -147,7 +150,7 @@ func (f *FusedRestore) Rewrite(sizeHint int64) (*Writer, error) {
 	if f.membership, err = readBuckets(first.db()); err != nil {
 		return nil, err
 	}
-	w, err := Create(WriterConfig{Path: first.dbNew(), Raw: true, SizeHint: sizeHint, BeforePublish: f.BeforePublish})
+	w, err := Create(WriterConfig{Path: first.dbNew(), Raw: true, SizeHint: sizeHint, BeforePublish: f.BeforePublish, Timing: f.Timing})
 	if err != nil {
 		return nil, err
 	}
@@ -237,19 +240,39 @@ func (f *FusedRestore) Commit(ctx context.Context) error {
 	if err := f.finishFirst(); err != nil {
 		return err
 	}
-	if err := renameSynced(first.dbNew(), first.db()); err != nil {
+	if err := f.Timing.step(StepPublish, func() error { return renameSynced(first.dbNew(), first.db()) }); err != nil {
 		return err
 	}
+	if err := f.Timing.step(StepMembers, func() error { return f.copyMembers(ctx) }); err != nil {
+		return err
+	}
+	perr := f.Timing.step(StepPublish, f.publishAll)
+	if perr != nil && !errors.Is(perr, fsutil.ErrNotDurable) {
+		return perr
+	}
+	ok = true
+	f.done = true
+	f.cleanup()
+	return perr
+}
+
+// copyMembers gives the second and later members their copies.
+func (f *FusedRestore) copyMembers(ctx context.Context) error {
 	for i := 1; i < len(f.members); i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := f.copyMember(first, &f.members[i]); err != nil {
+		if err := f.copyMember(&f.members[0], &f.members[i]); err != nil {
 			return err
 		}
 	}
-	// A member in place but not durable (ErrNotDurable) stays: the others
-	// are published too, and that error returned.
+	return nil
+}
+
+// publishAll renames every member's data dir into place. A member in
+// place but not durable (ErrNotDurable) stays: the others are published
+// too, and that error returned.
+func (f *FusedRestore) publishAll() error {
 	var notDurable error
 	for i := range f.members {
 		m := &f.members[i]
@@ -265,9 +288,6 @@ func (f *FusedRestore) Commit(ctx context.Context) error {
 		}
 		m.published = true
 	}
-	ok = true
-	f.done = true
-	f.cleanup()
 	return notDurable
 }
 

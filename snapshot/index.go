@@ -51,6 +51,10 @@ type Index struct {
 	// Markers counts empty-key entries (etcdutl's --bump-revision writes one);
 	// they carry a revision but no user key and are not live keys.
 	Markers int
+	// Walks counts the LiveKeysWithPrefix calls that walked the whole bucket
+	// (a prefix not named in IndexOptions.Named): each costs a pass over
+	// every entry, so a migration should make none.
+	Walks int
 }
 
 type latest struct {
@@ -399,6 +403,7 @@ func (ix *Index) LiveKeysWithPrefix(prefix string) []KeyRev {
 
 // walk lists the live keys under prefix by reading the whole bucket.
 func (ix *Index) walk(prefix string) []KeyRev {
+	ix.Walks++
 	var out []KeyRev
 	func() {
 		defer func() { recover() }() // the bucket was read whole by the index already

@@ -177,6 +177,12 @@ func DefaultClusterDNS(serviceCIDRs string) (string, error) {
 	return strings.Join(out, ","), nil
 }
 
+// DistributionListed are the prefixes DetectDistribution lists (for
+// snapshot.IndexOptions.Named and transform.Lister): a rule whose Prepare
+// detects the networks, the CNI or the distribution names them, or every
+// detection walks the whole bucket once per prefix.
+var DistributionListed = []string{PrefixBootstrap, "k3s/", "rke2/", PrefixHelmCharts, PrefixAddons}
+
 // DetectDistribution finds who wrote the snapshot: kubeadm (its
 // kubeadm-config), k3s or RKE2 (their node-args annotations, keys outside
 // /registry, Addons and injected HelmCharts), or unknown.

@@ -31,6 +31,8 @@ type Report struct {
 	// and Route how (RouteRewrite).
 	Restored []RestoredMember `json:"restored,omitempty"`
 	Route    string           `json:"route,omitempty"`
+	// Timing is where the run's wall time went, phase by phase.
+	Timing *Timing `json:"timing,omitempty"`
 }
 
 // RestoredMember is one data dir a fused restore wrote.

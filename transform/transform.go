@@ -134,27 +134,30 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.checkOutputs(); err != nil {
 		return nil, err
 	}
-	in, err := openInput(ctx, cfg, p)
+	timer := newPhaseTimer()
+	in, err := openInput(ctx, cfg, p, timer)
 	defer in.close()
 	if err != nil {
 		return nil, err
 	}
-	snap, ix, fused := in.snap, in.ix, in.fused
+	snap, ix := in.snap, in.ix
 	defer snap.Close()
+	defer snap.WaitHash() // the hash reads the mapping: it ends before the mapping goes
 	e := newEngine(ctx, cfg, snap, ix)
-	if e.report.Alarms, err = snap.Alarms(); err != nil {
-		return nil, err
-	}
-	e.report.AlarmsCleared = len(e.report.Alarms) > 0 && !cfg.KeepAlarms
+	e.timer = timer
 	defer e.abort() // no-op after a successful commit
-	if fused != nil {
-		if err := e.useFused(ctx, fused); err != nil {
-			return nil, err
-		}
+	// What only reads the input (and starts the member's database in its
+	// temporary dir) overlaps the rest of the input's hash on the other
+	// core; the hash is waited for before anything is written or decided,
+	// and a bad input explains any failure on the way.
+	err = e.beforeHash(ctx, in.fused)
+	if herr := in.confirm(); herr != nil {
+		return nil, herr
 	}
-	if err := e.prepare(ctx); err != nil {
+	if err != nil {
 		return nil, err
 	}
+	e.report.Input.SHA256 = snap.SHA256 // known once the hash is confirmed
 	if !cfg.DryRun && len(cfg.Restore) == 0 {
 		if err := e.startOutput(ctx); err != nil {
 			return nil, err
@@ -171,15 +174,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err // an interrupted plan is not a plan
 	}
 	if cfg.DryRun {
+		e.report.Timing = timer.timing()
 		return e.report, nil
 	}
 	// The input's index is no longer needed: let it go before the output
 	// is checked (which builds an index of its own).
 	e.index, ix = nil, nil
+	timer.enter(PhaseGC)
 	runtime.GC() // so the output's check reuses that memory instead of adding to it
+	// The commit's own steps (write, check, fsync, publish) are timed by
+	// the writer; what is left of it counts as writing.
+	timer.enter(PhaseWrite)
 	if err := e.commit(ctx); err != nil {
 		return nil, err
 	}
+	e.report.Timing = timer.timing()
 	return e.report, nil
 }
 
@@ -188,20 +197,41 @@ type input struct {
 	snap  *snapshot.Snapshot
 	ix    *snapshot.Index
 	fused *snapshot.FusedRestore
+	// confirm waits for the input's hash (which the index pass does not
+	// wait for) and then reports the index phase done.
+	confirm func() error
+}
+
+// beforeHash is the work that reads the input before its hash has been
+// confirmed: the alarms, the fused restore's member database started, the
+// rules' Prepare.
+func (e *engine) beforeHash(ctx context.Context, fused *snapshot.FusedRestore) error {
+	var err error
+	if e.report.Alarms, err = e.snap.Alarms(); err != nil {
+		return err
+	}
+	e.report.AlarmsCleared = len(e.report.Alarms) > 0 && !e.cfg.KeepAlarms
+	if fused != nil {
+		if err := e.useFused(ctx, fused); err != nil {
+			return err
+		}
+	}
+	return e.prepare(ctx)
 }
 
 // openInput opens and indexes the input, and starts the fused restore;
 // close removes what a failed run left.
-func openInput(ctx context.Context, cfg Config, p progress.Reporter) (*input, error) {
+func openInput(ctx context.Context, cfg Config, p progress.Reporter, timer *phaseTimer) (*input, error) {
 	in := &input{}
 	startFused := func(s *snapshot.Snapshot) (err error) {
 		if len(cfg.Restore) > 0 {
+			timer.enter(PhaseBootstrap)
 			in.fused, err = snapshot.StartFused(ctx, s, cfg.Restore)
 		}
 		return err
 	}
 	var err error
-	in.snap, in.ix, err = openIndexed(ctx, cfg, p, startFused)
+	in.snap, in.ix, in.confirm, err = openIndexed(ctx, cfg, p, timer, startFused)
 	return in, err
 }
 
@@ -283,6 +313,8 @@ func (e *engine) useFused(ctx context.Context, f *snapshot.FusedRestore) error {
 	if e.cfg.VerifyOutput != nil {
 		f.BeforePublish = func(db string) error { return e.cfg.VerifyOutput(ctx, db, e.prefix) }
 	}
+	e.timer.enter(PhaseBootstrap)
+	f.Timing = e.timer.add
 	e.fused, e.out = f, f
 	e.report.Route = RouteRewrite
 	w, err := f.Rewrite(e.snap.DBSize)
@@ -294,17 +326,18 @@ func (e *engine) useFused(ctx context.Context, f *snapshot.FusedRestore) error {
 }
 
 // openIndexed opens the input and indexes it. The trailer is checked on
-// the other core while the index is built; nothing is decided on the input
-// before the hash has matched.
-func openIndexed(ctx context.Context, cfg Config, p progress.Reporter, opened func(*snapshot.Snapshot) error) (*snapshot.Snapshot, *snapshot.Index, error) {
+// the other core while the index is built and after it: confirm waits for
+// it; nothing is decided on the input before the hash has matched.
+func openIndexed(ctx context.Context, cfg Config, p progress.Reporter, timer *phaseTimer, opened func(*snapshot.Snapshot) error) (*snapshot.Snapshot, *snapshot.Index, func() error, error) {
+	timer.enter(PhaseOpen)
 	snap, err := snapshot.Open(cfg.Input, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: snapshot.HashInBackground, Progress: p})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := opened(snap); err != nil {
 		snap.WaitHash()
 		snap.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var named []string
 	for _, r := range cfg.Rules {
@@ -316,17 +349,26 @@ func openIndexed(ctx context.Context, cfg Config, p progress.Reporter, opened fu
 		}
 	}
 	gate := &heldDone{Reporter: p}
+	timer.enter(PhaseIndex)
 	ix, err := snap.IndexWith(ctx, gate, snapshot.IndexOptions{Named: named})
-	if herr := snap.WaitHash(); herr != nil {
-		snap.Close()
-		return nil, nil, herr // the index phase is not reported done: the input is bad
-	}
 	if err != nil {
+		timer.enter(PhaseHashWait)
+		herr := snap.WaitHash()
 		snap.Close()
-		return nil, nil, err
+		if herr != nil {
+			return nil, nil, nil, herr // the input is bad: that explains the index's failure
+		}
+		return nil, nil, nil, err
 	}
-	gate.release()
-	return snap, ix, nil
+	confirm := func() error {
+		timer.enter(PhaseHashWait)
+		if err := snap.WaitHash(); err != nil {
+			return err // the index phase is not reported done: the input is bad
+		}
+		gate.release()
+		return nil
+	}
+	return snap, ix, confirm, nil
 }
 
 func newEngine(ctx context.Context, cfg Config, snap *snapshot.Snapshot, ix *snapshot.Index) *engine {
@@ -334,7 +376,7 @@ func newEngine(ctx context.Context, cfg Config, snap *snapshot.Snapshot, ix *sna
 	e := &engine{ctx: ctx, cfg: cfg, snap: snap, index: ix, prefix: prefix, router: newRouter(cfg.Rules, prefix)}
 	e.report = &Report{
 		DryRun: cfg.DryRun,
-		Input: InputSummary{Path: cfg.Input, SHA256: snap.SHA256, Size: snap.Size,
+		Input: InputSummary{Path: cfg.Input, Size: snap.Size, // SHA256 once the hash is confirmed
 			CurrentRevision: ix.CurrentRevision, Entries: ix.Entries, LiveKeys: ix.LiveKeys, EtcdPrefix: prefix},
 	}
 	for _, r := range cfg.Rules {
@@ -346,6 +388,7 @@ func newEngine(ctx context.Context, cfg Config, snap *snapshot.Snapshot, ix *sna
 
 // prepare runs every rule's Prepare over a view of the input, in order.
 func (e *engine) prepare(ctx context.Context) error {
+	e.timer.enter(PhasePrepare)
 	view := state.NewView(e.snap, e.index, e.cfg.Codec, e.cfg.Encryption, e.prefix)
 	for _, r := range e.cfg.Rules {
 		if pr, ok := r.(Preparer); ok {
@@ -361,7 +404,8 @@ func (e *engine) prepare(ctx context.Context) error {
 // buckets other than key into it.
 func (e *engine) startOutput(ctx context.Context) error {
 	cfg := e.cfg
-	wc := snapshot.WriterConfig{Path: cfg.Output, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: e.snap.DBSize}
+	e.timer.enter(PhaseWrite)
+	wc := snapshot.WriterConfig{Path: cfg.Output, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: e.snap.DBSize, Timing: e.timer.add}
 	if cfg.VerifyOutput != nil {
 		wc.BeforePublish = func(tmp string) error { return cfg.VerifyOutput(ctx, tmp, e.prefix) }
 	}
@@ -380,6 +424,7 @@ func (e *engine) startOutput(ctx context.Context) error {
 // rules finish with and writes the changed objects above the input's
 // revisions.
 func (e *engine) stream(ctx context.Context, p progress.Reporter) error {
+	e.timer.enter(PhaseStream)
 	if err := e.snap.Live(ctx, e.index, "transform", p, e.entry); err != nil {
 		return err
 	}
@@ -403,6 +448,7 @@ func (e *engine) stream(ctx context.Context, p progress.Reporter) error {
 		return err
 	}
 	if e.pump != nil {
+		e.timer.enter(PhaseScanWait)
 		e.pump.wait() // every value observed: the observers' reports are complete
 	}
 	for i, r := range e.cfg.Rules {
@@ -439,6 +485,7 @@ type engine struct {
 	pending     []pending
 	spill       *spill        // the bytes of pending, once there is one
 	pump        *observerPump // nil without observers
+	timer       *phaseTimer
 	deleted     map[string]bool
 	createdKeys map[string]bool
 }
@@ -730,6 +777,7 @@ func (h *heldDone) Done() { h.held = true }
 
 func (h *heldDone) release() {
 	if h.held {
+		h.held = false
 		h.Reporter.Done()
 	}
 }

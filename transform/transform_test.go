@@ -497,6 +497,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 		t.Errorf("dry run report: DryRun=%v Output=%+v", dry.DryRun, dry.Output)
 	}
 	real.DryRun, real.Output = true, nil
+	real.Timing, dry.Timing = nil, nil // wall times differ from run to run
 	if !reflect.DeepEqual(real, dry) {
 		t.Errorf("dry run report differs from the real run:\n dry  %+v\n real %+v", dry, real)
 	}
@@ -863,5 +864,64 @@ func TestBusyClusterEndsWithDeletes(t *testing.T) {
 				t.Errorf("a read at the source revision %d was served: the history must be closed", srcRev)
 			}
 		})
+	}
+}
+
+// TestTimingReport: a transform, a dry run and a fused restore each report
+// the phases they went through, none negative, adding up to no more than
+// the run's wall time.
+func TestTimingReport(t *testing.T) {
+	in := testfile.Copy(t, samplePath, t.TempDir())
+	check := func(ctx context.Context, path, prefix string) error {
+		s, err := snapshot.Open(path, snapshot.OpenOptions{AllowNoTrailer: true})
+		if err != nil {
+			return err
+		}
+		return s.Close()
+	}
+	dir := t.TempDir()
+	const peer = "http://127.0.0.1:2380"
+	member := snapshot.RestoreConfig{Name: "m0", DataDir: filepath.Join(dir, "m0.etcd"), PeerURLs: []string{peer},
+		InitialCluster: "m0=" + peer, InitialClusterToken: "t", RevisionBump: snapshot.DefaultRevisionBump, MarkCompacted: true}
+	common := []string{transform.PhaseOpen, transform.PhaseIndex, transform.PhaseHashWait, transform.PhasePrepare, transform.PhaseStream}
+	writes := []string{transform.PhaseGC, transform.PhaseWrite, transform.PhaseCheck, transform.PhaseFsync, transform.PhasePublish}
+	cases := []struct {
+		name string
+		cfg  transform.Config
+		want []string
+	}{
+		{"transform", transform.Config{Input: in, Output: filepath.Join(dir, "out.db"), VerifyOutput: check},
+			append(append(slices.Clone(common), writes...), transform.PhaseTrailer)},
+		{"dry run", transform.Config{Input: in, DryRun: true}, common},
+		{"fused", transform.Config{Input: in, Restore: []snapshot.RestoreConfig{member}, VerifyOutput: check},
+			append(append(slices.Clone(common), writes...), transform.PhaseBootstrap, transform.PhaseMembers)},
+	}
+	for _, c := range cases {
+		rep, err := transform.Run(t.Context(), c.cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		tm := rep.Timing
+		if tm == nil || tm.TotalSeconds <= 0 {
+			t.Fatalf("%s: timing %+v", c.name, tm)
+		}
+		var names []string
+		sum := 0.0
+		for _, ph := range tm.Phases {
+			names = append(names, ph.Name)
+			if ph.Seconds < 0 {
+				t.Errorf("%s: phase %s took %v s", c.name, ph.Name, ph.Seconds)
+			}
+			sum += ph.Seconds
+		}
+		slices.Sort(names)
+		want := slices.Clone(c.want)
+		slices.Sort(want)
+		if !slices.Equal(names, want) {
+			t.Errorf("%s: phases %v, want %v", c.name, names, want)
+		}
+		if sum > tm.TotalSeconds*(1+1e-9) {
+			t.Errorf("%s: phases add up to %v s, more than the total %v s", c.name, sum, tm.TotalSeconds)
+		}
 	}
 }

@@ -555,8 +555,13 @@ func diffAddrs(have, want []netip.Addr) string {
 	return strings.Join(parts, "; ")
 }
 
-// networkListed are the prefixes checkNetworks (and state.Detect) list.
-var networkListed = []string{wellknown.PrefixServices, wellknown.PrefixIPAddresses, wellknown.PrefixNodes}
+// networkListed are the prefixes checkNetworks (and state.Detect, with its
+// CNI and distribution detection) list. Named in the index, none of them
+// is listed by a walk of the whole bucket. (In a check of a file just
+// written, IndexOptions.Only still decides which keys are recorded at all:
+// a named prefix Only refuses lists nothing, as its walk did.)
+var networkListed = slices.Concat([]string{wellknown.PrefixServices, wellknown.PrefixIPAddresses, wellknown.PrefixNodes},
+	state.CNIListed, state.DistributionListed)
 
 // networkKeyPrefixes are where everything checkNetworks reads lives.
 var networkKeyPrefixes = []string{

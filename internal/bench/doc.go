@@ -2,7 +2,9 @@
 // cost, on generated snapshots (internal/gen) of named sizes.
 //
 // For each size, every case runs as a child process, in rounds (each round runs every case once,
-// so that drift of the machine over time hits all cases alike):
+// so that drift of the machine over time hits all cases alike), in a random order shuffled anew for
+// every round (Config.OrderSeed, printed, repeats it), warm (the case's input read just before it)
+// and, where the page cache can be dropped (root), cold (dropped just before it):
 //
 //	floor              a plain copy of every bucket through snapshot.Writer (FloorCopy): bounded
 //	                   transactions of 32 MiB, NoSync, FillPercent 1.0 on `key`, one fsync at the
@@ -13,11 +15,10 @@
 //	restore            snapshift restore of transform-migrate's output (default revision bump)
 //	etcdutl-restore    etcd's own restore (etcdutl/v3/snapshot) of the same file, same settings
 //
-// Per case it reports the median wall time, the median over rounds of the ratio to the floor of
-// the same round, throughput, the child's peak RSS (getrusage) and its peak RssAnon (sampled from
-// /proc/<pid>/status every 50 ms; unlike RSS it leaves out the mapped file pages that bbolt's mmap
-// brings in, which the kernel can drop at will).
-//
-// The page cache cannot be dropped without privileges, so each size's input is read once before
-// the first timed run: every case starts with a warm input.
+// Per case and mode it reports the median wall time, the median over rounds of the ratio to the
+// floor of the same round and mode, throughput, the child's user and sys time and major faults
+// (getrusage), its peak RSS and its peak RssAnon (sampled from /proc/<pid>/status every 50 ms;
+// unlike RSS it leaves out the mapped file pages that bbolt's mmap brings in, which the kernel can
+// drop at will). Issue 28's targets are printed met or NOT met per mode, each ratio taken against
+// the baseline measured in the same round and mode.
 package bench

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,48 @@ type Measurement struct {
 	PeakRssAnon int64         `json:"peakRssAnonBytes"`
 	User        time.Duration `json:"userNanos"`
 	Sys         time.Duration `json:"sysNanos"`
+	// MajorFaults are page faults the child waited for the disk on (getrusage ru_majflt);
+	// MinorFaults those the page cache answered (ru_minflt).
+	MajorFaults int64 `json:"majorFaults"`
+	MinorFaults int64 `json:"minorFaults"`
+	// ReadBytes and WrittenBytes are what the child read from and wrote to the disk (ru_inblock,
+	// ru_oublock, 512-byte blocks): unlike major faults, ReadBytes also counts read(2), the way
+	// etcdutl reads its input.
+	ReadBytes    int64 `json:"readBytes"`
+	WrittenBytes int64 `json:"writtenBytes"`
+	// Phases are where the child said its time went: the "Timing" block snapshift's --profile
+	// prints last (none for other children).
+	Phases []Phase `json:"phases,omitempty"`
+}
+
+// Phase is one phase of a snapshift run and its wall time.
+type Phase struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+}
+
+// profileLine is one phase line of snapshift's --profile block: "  hash wait   0.123s   4.5%".
+var profileLine = regexp.MustCompile(`^  (\S.*?)\s+([0-9]+\.[0-9]+)s\s+[0-9.]+%$`)
+
+// parsePhases reads the phases from the end of a child's output: the lines after the last
+// "Timing (" heading, but the "between phases" rest.
+func parsePhases(out string) []Phase {
+	i := strings.LastIndex(out, "\nTiming (")
+	if i < 0 {
+		return nil
+	}
+	var ps []Phase
+	for _, line := range strings.Split(out[i+1:], "\n")[1:] {
+		m := profileLine.FindStringSubmatch(line)
+		if m == nil || m[1] == "between phases" {
+			continue
+		}
+		s, err := strconv.ParseFloat(m[2], 64)
+		if err == nil {
+			ps = append(ps, Phase{Name: m[1], Seconds: s})
+		}
+	}
+	return ps
 }
 
 // Measure runs argv through the launcher (the benchmark binary's ChildCommand "measure", see
@@ -57,13 +100,14 @@ func Measure(ctx context.Context, launcher, argv []string) (Measurement, error) 
 	return m, nil
 }
 
-// MeasureDirect runs argv as a child of this process (stdout discarded, stderr kept for the
-// error) and measures it: wall time, rusage, and RssAnon sampled every SampleInterval.
+// MeasureDirect runs argv as a child of this process (the tails of its stdout and stderr kept:
+// the phases snapshift's --profile prints, the error) and measures it: wall time, rusage, and
+// RssAnon sampled every SampleInterval.
 func MeasureDirect(ctx context.Context, argv []string) (Measurement, error) {
 	var m Measurement
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	var stderr tailBuffer
-	cmd.Stderr = &stderr // stdout stays nil: /dev/null
+	var stdout, stderr tailBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr // the last 8 KiB of each: the phases, the error
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -95,12 +139,15 @@ func MeasureDirect(ctx context.Context, argv []string) (Measurement, error) {
 	if ps := cmd.ProcessState; ps != nil {
 		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 			m.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+			m.MajorFaults, m.MinorFaults = ru.Majflt, ru.Minflt
+			m.ReadBytes, m.WrittenBytes = ru.Inblock*512, ru.Oublock*512
 		}
 		m.User, m.Sys = ps.UserTime(), ps.SystemTime()
 	}
 	if err != nil {
 		return m, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
 	}
+	m.Phases = parsePhases(stdout.String())
 	return m, nil
 }
 

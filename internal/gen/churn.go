@@ -24,14 +24,18 @@ const (
 )
 
 // Profiles are the profiles Generate knows, the default first.
-var Profiles = []string{ProfileBasic, ProfileChurn}
+var Profiles = []string{ProfileBasic, ProfileChurn, ProfileServices}
 
 // SizedKeys is the number of distinct keys that gives a profile about the
 // file size (and `key` entries) the basic profile has at keys: a churned key
-// has about three revisions, so the churn profile gets a third of them.
+// has about three revisions, so the churn profile gets a third of them; the
+// services profile's keys have two.
 func SizedKeys(profile string, keys int) int {
-	if profile == ProfileChurn {
+	switch profile {
+	case ProfileChurn:
 		return max(MinKeys, keys/3)
+	case ProfileServices:
+		return max(MinKeys, keys/2)
 	}
 	return keys
 }

@@ -15,6 +15,10 @@
 // the end so that its bitmap equals the set of Service IPs. The output satisfies `snapshift verify`
 // for the old networks, and the seed migration of it satisfies verify for the new ones.
 //
+// Config.Profile changes the history and the mix: ProfileChurn is a long-lived busy cluster (many
+// revisions, deletes, recreated Pods), ProfileServices the shape issue 28 measured (many Services
+// each with its IPAddress, large Pods, exactly one update of every object, no deletes).
+//
 // Everything is a function of Config.Seed: the same configuration writes the same bytes. Values are
 // built as typed k8s.io/api objects and encoded with package codec (protobuf envelope, JSON for
 // custom resources) on all CPUs; one goroutine writes them in revision order through the Writer's

@@ -81,7 +81,8 @@ type Config struct {
 	Workers int
 	// Progress, if set, is called from time to time with the number of `key` entries written.
 	Progress func(entries int)
-	// Profile is the history the cluster has: ProfileBasic (the default) or ProfileChurn.
+	// Profile is the history the cluster has: ProfileBasic (the default), ProfileChurn or
+	// ProfileServices.
 	Profile string
 }
 
@@ -144,6 +145,7 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.largePods = cfg.Profile == ProfileServices
 	bw, err := createWriter(cfg)
 	if err != nil {
 		return nil, err
@@ -152,7 +154,7 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 
 	p := newPipeline(w, bw, cfg.Workers, cfg.Progress)
 	s := &sequencer{w: w, cfg: cfg, out: p, rev: 2, res: &Result{Path: cfg.Path, Version: Version, Profile: cfg.Profile},
-		churn: cfg.Profile == ProfileChurn, deleted: map[int64]bool{}}
+		churn: cfg.Profile == ProfileChurn, services: cfg.Profile == ProfileServices, deleted: map[int64]bool{}}
 	seqErr := s.run(ctx)
 	if err := p.close(); err != nil {
 		return nil, err
@@ -214,6 +216,7 @@ type sequencer struct {
 	live       int // keys whose newest revision is not a tombstone
 
 	churn      bool           // ProfileChurn
+	services   bool           // ProfileServices
 	lastEvents []job          // churn: the Events created last
 	deleted    map[int64]bool // churn: Events (by index) given a tombstone
 }
@@ -336,11 +339,7 @@ func (s *sequencer) emitClusterObjects() {
 			j := job{kind: k, node: int32(i), idx: int64(i)}
 			j.create = s.emit(j)
 			j.version = 1
-			if s.churn {
-				s.scheduleChurn(j, newRNG(s.cfg.Seed, 11, uint64(i), uint64(k)))
-			} else {
-				s.schedule(j, newRNG(s.cfg.Seed, 11, uint64(i), uint64(k)), 300, false)
-			}
+			s.history(j, newRNG(s.cfg.Seed, 11, uint64(i), uint64(k)), 300, false)
 		}
 	}
 	s.res.Nodes = len(s.w.nodes)
@@ -422,18 +421,31 @@ func (s *sequencer) bulk(idx int64) {
 	r := newRNG(s.cfg.Seed, 2, uint64(idx))
 	j := job{idx: idx, ns: int32(r.intn(len(s.w.namespaces))), app: int32(r.intn(appsPerNamespace))}
 	h := r.intn(10000)
-	j.kind = basicKind(h)
-	if s.churn {
+	switch {
+	case s.churn:
 		j.kind = churnKind(h)
+	case s.services:
+		j.kind = servicesKind(h)
+	default:
+		j.kind = basicKind(h)
 	}
 	deletable := s.setUp(&j, r)
 	j.create = s.emit(j)
 	j.version = 1
-	if s.churn {
+	s.history(j, r, 100, deletable)
+}
+
+// history queues the later revisions of a created object as the profile
+// has them (permille and deletable: the basic profile's, see schedule).
+func (s *sequencer) history(j job, r *rng, permille int, deletable bool) {
+	switch {
+	case s.churn:
 		s.scheduleChurn(j, r)
-		return
+	case s.services:
+		s.scheduleOnce(j, r)
+	default:
+		s.schedule(j, r, permille, deletable)
 	}
-	s.schedule(j, r, 100, deletable)
 }
 
 func basicKind(h int) kind {

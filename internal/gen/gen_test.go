@@ -45,7 +45,8 @@ func TestGenerate(t *testing.T) {
 func testGenerate(t *testing.T, profile string) {
 	res := generate(t, 1, profile)
 	t.Logf("%d keys (%d live), %d entries, %d tombstones, %d bytes, revision %d", res.Keys, res.LiveKeys, res.Entries, res.Tombstones, res.Size, res.Revision)
-	if res.Keys != testKeys || res.Size%512 != 32 || res.Tombstones == 0 || res.Entries <= res.Keys || res.Services == 0 || res.Pods == 0 {
+	deletes := profile != ProfileServices // whose objects are never deleted
+	if res.Keys != testKeys || res.Size%512 != 32 || (res.Tombstones == 0) == deletes || res.Entries <= res.Keys || res.Services == 0 || res.Pods == 0 {
 		t.Fatalf("unexpected result %+v", res)
 	}
 
@@ -328,5 +329,63 @@ func TestChurnProfile(t *testing.T) {
 	}
 	if churn.LiveKeys != live {
 		t.Errorf("the result says %d live keys, the file holds %d", churn.LiveKeys, live)
+	}
+}
+
+// TestServicesProfile checks what makes the services profile: a Service
+// and an IPAddress for about one key in eleven each, Pods several KiB
+// larger than the basic profile's, and every bulk object but the
+// IPAddresses with exactly two revisions.
+func TestServicesProfile(t *testing.T) {
+	basic, svc := generate(t, 3), generate(t, 3, ProfileServices)
+	if svc.Services*100 < svc.Keys*6 || svc.Services <= 2*basic.Services {
+		t.Errorf("%d Services in %d keys (basic: %d): want about 9%%", svc.Services, svc.Keys, basic.Services)
+	}
+	podBytes := func(path string) (revs map[string]int, avg int) {
+		s, err := snapshot.Open(path, snapshot.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		revs = map[string]int{}
+		n, total := 0, 0
+		err = s.ForEachInBucket(snapshot.KeyBucket, func(k, v []byte) error {
+			kv, err := snapshot.ParseKV(v)
+			if err != nil {
+				return err
+			}
+			revs[string(kv.Key)]++
+			if strings.HasPrefix(string(kv.Key), "/registry/pods/") {
+				n, total = n+1, total+len(kv.Value)
+			}
+			return nil
+		})
+		if err != nil || n == 0 {
+			t.Fatalf("%v, %d pods", err, n)
+		}
+		return revs, total / n
+	}
+	_, basicPod := podBytes(basic.Path)
+	revs, svcPod := podBytes(svc.Path)
+	if svcPod < basicPod+2048 {
+		t.Errorf("a Pod is %d bytes on average, basic %d: not large", svcPod, basicPod)
+	}
+	var ips, once, other int
+	for k, n := range revs {
+		switch {
+		case strings.HasPrefix(k, "/registry/ipaddresses/"):
+			ips++
+			if n != 1 {
+				t.Errorf("%s has %d revisions", k, n)
+			}
+		case n == 2:
+			once++
+		default:
+			other++
+		}
+	}
+	if ips < svc.Services || once < svc.Keys*8/10 || svc.Tombstones > basic.Tombstones {
+		t.Errorf("%d IPAddresses for %d Services, %d keys with two revisions and %d others of %d, %d tombstones",
+			ips, svc.Services, once, other, svc.Keys, svc.Tombstones)
 	}
 }

@@ -358,7 +358,9 @@ func (w *world) pod(j *job) *corev1.Pod {
 	rs := a.name + "-" + a.rsHash
 	o.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs,
 		UID: a.rsUID, Controller: new(true), BlockOwnerDeletion: new(true)}}
-	if r.chance(300) {
+	if w.largePods {
+		o.Annotations = largePodAnnotations(r, j.variant)
+	} else if r.chance(300) {
 		o.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": sec(created.Add(-time.Hour)).UTC().Format(time.RFC3339),
 			"prometheus.io/scrape": "true", "prometheus.io/port": "9090", "checksum/config": r.hex(64)}
 	}

@@ -27,6 +27,7 @@ type world struct {
 	apps       [][]*appSpec // per namespace
 	nodes      []nodeInfo
 	podNodes   []int32 // nodes that run workload Pods
+	largePods  bool    // ProfileServices: Pods carry a few KiB of annotations
 }
 
 type nodeInfo struct {

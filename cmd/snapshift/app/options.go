@@ -117,6 +117,7 @@ type common struct {
 	// -o json but get, which prints objects as YAML itself).
 	yamlOfJSON bool
 	quiet      bool
+	profile    bool            // --profile: where the time went (timing.go)
 	in         compressedInput // a compressed snapshot argument (compressed.go)
 }
 

@@ -44,7 +44,7 @@ func (o *transformOptions) flags() []cli.Flag {
 		fs = append(fs, o.compressFlag())
 	}
 	fs = append(fs, o.rules.flags(allRuleOptions)...)
-	return append(fs, o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag())
+	return append(fs, o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag(), o.profileFlag())
 }
 
 func (o *transformOptions) setup(c *cli.Context) error {
@@ -97,7 +97,10 @@ func (o *transformOptions) Run(ctx context.Context) error {
 	if o.in.unzipped != nil {
 		res.Report.Input.Path = o.in.original
 	}
-	return o.render(res, func(w io.Writer) { printTransform(w, res) })
+	return o.render(res, func(w io.Writer) {
+		printTransform(w, res)
+		o.printProfile(w, res.Report)
+	})
 }
 
 // migrateConfig is the migration of the input with the rules' options and
