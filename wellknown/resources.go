@@ -2,6 +2,7 @@ package wellknown
 
 import (
 	"fmt"
+	"github.com/snapshift/snapshift/internal/textdist"
 	"slices"
 	"sort"
 	"strings"
@@ -165,7 +166,7 @@ func DidYouMean(name string, extra ...string) string {
 	sort.Strings(cands)
 	first, _, _ := strings.Cut(name, ".")
 	for _, c := range cands {
-		if d := min(distance(name, c), distance(first, c)); d < bestD {
+		if d := min(textdist.Distance(name, c), textdist.Distance(first, c)); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -176,27 +177,6 @@ func DidYouMean(name string, extra ...string) string {
 		best = r.Name
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // ResolveResource finds the resource a user names: a built-in one by any

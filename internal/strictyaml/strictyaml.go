@@ -14,6 +14,7 @@ package strictyaml
 
 import (
 	"fmt"
+	"github.com/snapshift/snapshift/internal/textdist"
 	"reflect"
 	"sort"
 	"strings"
@@ -158,7 +159,7 @@ func suggest(key string, fields map[string]reflect.Type) string {
 	best, bestD := "", -1
 	for _, n := range names {
 		lk, ln := strings.ToLower(key), strings.ToLower(n)
-		d := distance(lk, ln)
+		d := textdist.Distance(lk, ln)
 		near := d <= 2 || (len(key) > 2 && (strings.HasPrefix(ln, lk) || strings.HasPrefix(lk, ln)))
 		if near && (bestD < 0 || d < bestD) {
 			best, bestD = n, d
@@ -168,25 +169,4 @@ func suggest(key string, fields map[string]reflect.Type) string {
 		return ", did you mean " + best + "?"
 	}
 	return " (valid: " + strings.Join(names, ", ") + ")"
-}
-
-// distance is the Levenshtein distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
