@@ -51,13 +51,8 @@ const (
 // offset, every IPv6 one unchanged, node CIDRs accepted, and a new
 // dual-stack Service allocated from both ranges.
 func TestOneFamilyDualStack(t *testing.T) {
-	ver := versions()[0]
-	bin := binDir(t, ver)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	logDir := filepath.Join(dir, "logs")
-	os.MkdirAll(logDir, 0o755)
+	e := newTestEnv(t, 6*time.Minute)
+	bin, ctx, dir, logDir := e.bin, e.ctx, e.dir, e.logDir
 
 	etcd := etcdtest.StartT(t)
 	api := startAPIServer(ctx, t, bin, etcd, newPKI(t, dir), dualSvcOld4+","+dualSvc6, logDir)
@@ -262,13 +257,8 @@ func judgeOneFamily(ctx context.Context, t *testing.T, api *apiserver, kcm *proc
 // ServiceCIDR on its new range, hands out addresses from the new ranges
 // only, and refuses one from the old added range.
 func TestExtraServiceCIDR(t *testing.T) {
-	ver := versions()[0]
-	bin := binDir(t, ver)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	logDir := filepath.Join(dir, "logs")
-	os.MkdirAll(logDir, 0o755)
+	e := newTestEnv(t, 5*time.Minute)
+	bin, ctx, dir, logDir := e.bin, e.ctx, e.dir, e.logDir
 
 	etcd := etcdtest.StartT(t)
 	p := newPKI(t, dir)
@@ -374,13 +364,8 @@ func waitServiceCIDRReady(ctx context.Context, t *testing.T, c kubernetes.Interf
 // node's block at start without a complaint and gives a new Node a block
 // that overlaps none of them.
 func TestRepackNodes(t *testing.T) {
-	ver := versions()[0]
-	bin := binDir(t, ver)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	logDir := filepath.Join(dir, "logs")
-	os.MkdirAll(logDir, 0o755)
+	e := newTestEnv(t, 5*time.Minute)
+	bin, ctx, dir, logDir := e.bin, e.ctx, e.dir, e.logDir
 
 	etcd := etcdtest.StartT(t)
 	api := startAPIServer(ctx, t, bin, etcd, newPKI(t, dir), "192.168.0.0/16", logDir)

@@ -348,3 +348,24 @@ func restoreMember(t *testing.T, migrated, dir string) *etcdtest.Server {
 	run(t, "restore", migrated, "--name", "e2e", "--data-dir", dataDir, "--initial-cluster", "e2e="+peerURL, "--initial-advertise-peer-urls", peerURL)
 	return etcdtest.StartRestoredT(t, etcdtest.RestoredConfig{DataDir: dataDir, Name: "e2e", PeerURL: peerURL})
 }
+
+// testEnv is what most e2e tests start from: the newest Kubernetes
+// version and its binaries, a context with the test's deadline, a
+// temporary directory and a log directory in it.
+type testEnv struct {
+	ctx                   context.Context
+	ver, bin, dir, logDir string
+}
+
+func newTestEnv(t *testing.T, timeout time.Duration) *testEnv {
+	t.Helper()
+	ver := versions()[0]
+	e := &testEnv{ver: ver, bin: binDir(t, ver), dir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	e.ctx, e.logDir = ctx, filepath.Join(e.dir, "logs")
+	if err := os.MkdirAll(e.logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}

@@ -33,13 +33,8 @@ import (
 // plane on what the bundle holds: the restored member, the generated
 // serving certificate, CA, service-account keys and kubeconfigs.
 func TestRebuildDisasterRecovery(t *testing.T) {
-	ver := versions()[0]
-	bin := binDir(t, ver)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	logDir := filepath.Join(dir, "logs")
-	os.MkdirAll(logDir, 0o755)
+	e := newTestEnv(t, 10*time.Minute)
+	ver, bin, ctx, dir, logDir := e.ver, e.bin, e.ctx, e.dir, e.logDir
 
 	etcd := etcdtest.StartT(t)
 	api := startAPIServer(ctx, t, bin, etcd, newPKI(t, dir), oldServiceCIDR, logDir)

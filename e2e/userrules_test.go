@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,13 +56,8 @@ rules:
 // registry-moved images; its discovery agrees with snapshift's table of
 // resource names.
 func TestUserRules(t *testing.T) {
-	ver := versions()[0]
-	bin := binDir(t, ver)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	logDir := filepath.Join(dir, "logs")
-	os.MkdirAll(logDir, 0o755)
+	e := newTestEnv(t, 3*time.Minute)
+	bin, ctx, dir, logDir := e.bin, e.ctx, e.dir, e.logDir
 
 	etcd := etcdtest.StartT(t)
 	for key, value := range userRulesObjects(t) {

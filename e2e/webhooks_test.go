@@ -25,13 +25,8 @@ import (
 // kube-apiserver; migrated with --webhooks ignore, the same cluster creates
 // the pod, and the webhook says Ignore.
 func TestWebhooksIgnore(t *testing.T) {
-	ver := versions()[0]
-	bin := binDir(t, ver)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	logDir := filepath.Join(dir, "logs")
-	os.MkdirAll(logDir, 0o755)
+	e := newTestEnv(t, 8*time.Minute)
+	bin, ctx, dir, logDir := e.bin, e.ctx, e.dir, e.logDir
 	p := newPKI(t, dir)
 
 	etcd := etcdtest.StartT(t)
