@@ -37,7 +37,7 @@ func FloorCopy(ctx context.Context, in, out string, txBytes int64) (*FloorResult
 	if err != nil {
 		return nil, err
 	}
-	src, err := bolt.Open(in, 0o400, &bolt.Options{ReadOnly: true})
+	src, err := bolt.Open(in, 0o400, &bolt.Options{ReadOnly: true, MmapFlags: snapshot.MmapPopulate}) // as snapshot.Open maps its input
 	if err != nil {
 		return nil, fmt.Errorf("floor: open %s: %w", in, err)
 	}
