@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -132,7 +131,7 @@ func (b *bundle) verify() error {
 				return nil
 			}
 			delete(want, rel)
-			got, err := fileSHA256(p)
+			got, err := rebuild.FileSHA256(p)
 			if err != nil {
 				return err
 			}
@@ -153,17 +152,4 @@ func (b *bundle) verify() error {
 		return fmt.Errorf("the bundle does not match report.json: %s", strings.Join(bad, "; "))
 	}
 	return nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -57,13 +57,13 @@ type Operation struct {
 // provenance fills the report's provenance block.
 func (r *run) provenance() error {
 	p := &Provenance{Snapshift: buildinfo.Get(), ConfigFile: r.cfg.File, Input: r.cfg.Snapshot}
-	sum, err := fileSHA256(r.cfg.Snapshot)
+	sum, err := FileSHA256(r.cfg.Snapshot)
 	if err != nil {
 		return fmt.Errorf("hashing the input: %w", err)
 	}
 	p.InputSHA256 = sum
 	if r.cfg.File != "" {
-		sum, err := fileSHA256(r.cfg.File)
+		sum, err := FileSHA256(r.cfg.File)
 		if err != nil {
 			return fmt.Errorf("hashing the configuration file: %w", err)
 		}
@@ -92,7 +92,7 @@ func (r *run) operation() error {
 			if err != nil {
 				return err
 			}
-			sum, err := fileSHA256(p)
+			sum, err := FileSHA256(p)
 			op.Checksums[filepath.ToSlash(rel)] = sum
 			return err
 		})
@@ -104,7 +104,9 @@ func (r *run) operation() error {
 	return nil
 }
 
-func fileSHA256(path string) (string, error) {
+// FileSHA256 is a file's sha256 in hex, as sha256sum prints it (the
+// checksums of report.json; nodeops checks a bundle against them).
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
