@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -134,6 +135,11 @@ func TestFusedRestore(t *testing.T) {
 					t.Errorf("member %s's database differs from member %s's", m.Name, members[0].Name)
 				}
 			}
+			// The members are written with 16 KiB pages; etcd keeps the page
+			// size of the file it is given, and must serve and write it.
+			if ps := pageSize(t, filepath.Join(members[0].DataDir, "member", "snap", "db")); ps != snapshot.DefaultPageSize {
+				t.Errorf("member database page size %d, want %d", ps, snapshot.DefaultPageSize)
+			}
 			servers := etcdtest.StartRestoredClusterT(t, served)
 			for _, srv := range servers {
 				got, rev := liveByKey(t, srv)
@@ -147,6 +153,9 @@ func TestFusedRestore(t *testing.T) {
 						t.Errorf("%s: a read at revision %d: %v, want %v", srv.Name(), old, err, rpctypes.ErrCompacted)
 					}
 				}
+			}
+			if _, err := servers[0].Put(t.Context(), "/registry/configmaps/default/after-restore", []byte("x")); err != nil {
+				t.Errorf("a write after the restore: %v", err)
 			}
 			ms, err := servers[0].Client().MemberList(t.Context())
 			if err != nil || len(ms.Members) != n {
@@ -273,4 +282,15 @@ func TestFusedRestoreCopyRouteRemoved(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
 		t.Errorf("left behind: %v", ents)
 	}
+}
+
+// pageSize is the bbolt page size of the database at path.
+func pageSize(t *testing.T, path string) int {
+	t.Helper()
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	return db.Info().PageSize
 }

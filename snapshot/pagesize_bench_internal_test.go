@@ -13,10 +13,9 @@ import (
 // bucket, FillPercent 1, a commit every 8 MiB, NoSync) of 256 MiB of
 // 2.5 KB values into bbolt files of several page sizes: bbolt writes each
 // dirty page with its own pwrite, so the page size sets how many (and a
-// 2.5 KB value leaves most of a 4 KiB page empty). Measured for issue 28's
-// write phase, not wired in: a member database keeps the page size it was
-// written with until etcd defragments it (etcd's defrag writes the OS page
-// size), and what larger pages cost etcd's own small writes is not known.
+// 2.5 KB value leaves most of a 4 KiB page empty). It chose
+// DefaultPageSize; BenchmarkMemberPageSize measures what the larger pages
+// cost etcd's own writes on the restored member until it defragments.
 // -count 5 -benchtime 2x, load 4.4 on 2 cores, medians: 4096 443 ms,
 // 16384 148 ms, 65536 99 ms.
 func BenchmarkPageSize(b *testing.B) {

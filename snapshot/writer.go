@@ -24,6 +24,17 @@ import (
 // bench snapshot.
 const DefaultTxBytes = 8 << 20
 
+// DefaultPageSize is the bbolt page size of a written database: 16 KiB.
+// bbolt writes a commit one pwrite per dirty page, so four times larger
+// pages are four times fewer writes: the write phase of a 600 MB fused
+// restore falls from 0.51 s to 0.23 s (BenchmarkPageSize measures the
+// writer alone). etcd keeps the page size a database was created with (bbolt
+// reads it from the meta page), so the restored members run on 16 KiB
+// pages until their first defragmentation, which writes the database anew
+// at the machine's page size; BenchmarkMemberPageSize measures what the
+// larger pages cost etcd's own writes meanwhile.
+const DefaultPageSize = 16 << 10
+
 // WriterConfig configures Create.
 type WriterConfig struct {
 	// Path is the final output file. Required. Its directory must exist.
@@ -33,6 +44,10 @@ type WriterConfig struct {
 	Force bool
 	// TxBytes bounds each write transaction. Default DefaultTxBytes.
 	TxBytes int64
+	// PageSize is the database's bbolt page size, a power of two from 4
+	// KiB (what etcd itself creates on amd64) to 64 KiB. Default
+	// DefaultPageSize.
+	PageSize int
 	// SizeHint is the expected database size in bytes; the file is mapped
 	// that large once instead of being remapped as it grows. Optional.
 	SizeHint int64
@@ -116,6 +131,12 @@ func Create(cfg WriterConfig) (*Writer, error) {
 	if cfg.TxBytes <= 0 {
 		cfg.TxBytes = DefaultTxBytes
 	}
+	if cfg.PageSize == 0 {
+		cfg.PageSize = DefaultPageSize
+	}
+	if cfg.PageSize < 4<<10 || cfg.PageSize > 64<<10 || cfg.PageSize&(cfg.PageSize-1) != 0 {
+		return nil, fmt.Errorf("page size %d is not a power of two from 4096 to 65536", cfg.PageSize)
+	}
 	if err := fsutil.CheckNew(cfg.Path, cfg.Force); err != nil {
 		return nil, err
 	}
@@ -135,6 +156,7 @@ func Create(cfg WriterConfig) (*Writer, error) {
 		NoFreelistSync:  true, // as etcd writes its backend
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: mmap,
+		PageSize:        cfg.PageSize,
 	})
 	if err != nil {
 		os.Remove(w.tmp)
