@@ -179,7 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	// The input's index is no longer needed: let it go before the output
 	// is checked (which builds an index of its own).
-	e.index, ix = nil, nil
+	e.index, ix, in.ix = nil, nil, nil
 	timer.enter(PhaseGC)
 	runtime.GC() // so the output's check reuses that memory instead of adding to it
 	// The commit's own steps (write, check, fsync, publish) are timed by
