@@ -94,6 +94,17 @@ func newUID(key string, seed string) types.UID {
 	return types.UID(uuid.NewSHA1(uuid.NameSpaceURL, []byte("snapshift:"+key+":"+seed)).String())
 }
 
+// getAs reads the object at key as a T; ok is false when the key is absent
+// or holds another kind (for reads a rule can do without).
+func getAs[T any](v *state.View, key string) (t T, ok bool, err error) {
+	o, ok, err := v.Get(key)
+	if err != nil || !ok {
+		return t, false, err
+	}
+	t, ok = o.Value.Obj.(T)
+	return t, ok, nil
+}
+
 // networks detects once and shares the result between rules.
 func (p *Plan) networks(ctx context.Context, v *state.View) (*state.Networks, error) {
 	if p.detected == nil {

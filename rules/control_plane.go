@@ -167,26 +167,24 @@ func (r *ControlPlaneAddress) Prepare(_ context.Context, v *state.View) error {
 
 // recordedAddress is a node's API server address as the snapshot records it.
 func recordedAddress(v *state.View, node string) (netip.Addr, error) {
-	if o, ok, err := v.Get(wellknown.PrefixAPIServerPods + node); err != nil {
+	p, isPod, err := getAs[*corev1.Pod](v, wellknown.PrefixAPIServerPods+node)
+	if err != nil {
 		return netip.Addr{}, err
-	} else if ok {
-		if p, isPod := o.Value.Obj.(*corev1.Pod); isPod {
-			if host, _, err := net.SplitHostPort(p.Annotations[wellknown.AnnotationAPIServerEndpoint]); err == nil {
-				if a, err := netip.ParseAddr(host); err == nil {
-					return a.Unmap(), nil
-				}
+	}
+	if isPod {
+		if host, _, err := net.SplitHostPort(p.Annotations[wellknown.AnnotationAPIServerEndpoint]); err == nil {
+			if a, err := netip.ParseAddr(host); err == nil {
+				return a.Unmap(), nil
 			}
 		}
 	}
-	o, ok, err := v.Get(wellknown.PrefixNodes + node)
-	if err != nil || !ok {
+	n, isNode, err := getAs[*corev1.Node](v, wellknown.PrefixNodes+node)
+	if err != nil || !isNode {
 		return netip.Addr{}, err
 	}
-	if n, isNode := o.Value.Obj.(*corev1.Node); isNode {
-		for _, a := range n.Status.Addresses {
-			if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP {
-				return ip.Unmap(), nil
-			}
+	for _, a := range n.Status.Addresses {
+		if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP {
+			return ip.Unmap(), nil
 		}
 	}
 	return netip.Addr{}, nil
@@ -194,13 +192,9 @@ func recordedAddress(v *state.View, node string) (netip.Addr, error) {
 
 // recordedEndpoint is kubeadm-config's controlPlaneEndpoint ("" when absent).
 func recordedEndpoint(v *state.View) (string, error) {
-	o, ok, err := v.Get(wellknown.KeyKubeadmConfig)
-	if err != nil || !ok {
+	cm, isCM, err := getAs[*corev1.ConfigMap](v, wellknown.KeyKubeadmConfig)
+	if err != nil || !isCM {
 		return "", err
-	}
-	cm, isCM := o.Value.Obj.(*corev1.ConfigMap)
-	if !isCM {
-		return "", nil
 	}
 	var cc struct {
 		ControlPlaneEndpoint string `json:"controlPlaneEndpoint"`
