@@ -303,11 +303,7 @@ func (r *ControlPlaneAddress) endpoints(obj *state.Object) (transform.Result, er
 	var changes []transform.Change
 	for i := range ep.Subsets {
 		for j := range ep.Subsets[i].Addresses {
-			a := &ep.Subsets[i].Addresses[j]
-			if n, ok := r.mapString(a.IP); ok {
-				changes = append(changes, transform.Change{Field: fmt.Sprintf("subsets[%d].addresses[%d].ip", i, j), Old: a.IP, New: n})
-				a.IP = n
-			}
+			changes = r.mapIn(changes, fmt.Sprintf("subsets[%d].addresses[%d].ip", i, j), &ep.Subsets[i].Addresses[j].IP)
 		}
 	}
 	return replaceIf(changes), nil
@@ -320,11 +316,8 @@ func (r *ControlPlaneAddress) endpointSlice(obj *state.Object) (transform.Result
 	}
 	var changes []transform.Change
 	for i := range es.Endpoints {
-		for j, s := range es.Endpoints[i].Addresses {
-			if n, ok := r.mapString(s); ok {
-				changes = append(changes, transform.Change{Field: fmt.Sprintf("endpoints[%d].addresses[%d]", i, j), Old: s, New: n})
-				es.Endpoints[i].Addresses[j] = n
-			}
+		for j := range es.Endpoints[i].Addresses {
+			changes = r.mapIn(changes, fmt.Sprintf("endpoints[%d].addresses[%d]", i, j), &es.Endpoints[i].Addresses[j])
 		}
 	}
 	return replaceIf(changes), nil
@@ -343,16 +336,20 @@ func (r *ControlPlaneAddress) mirrorPod(obj *state.Object) (transform.Result, er
 	return transform.Result{}, nil
 }
 
-func (r *ControlPlaneAddress) mapString(s string) (string, bool) {
-	a, err := netip.ParseAddr(s)
+// mapIn moves the address *s in place when it is a moved node's, and
+// returns changes with that change (at field) added.
+func (r *ControlPlaneAddress) mapIn(changes []transform.Change, field string, s *string) []transform.Change {
+	a, err := netip.ParseAddr(*s)
 	if err != nil {
-		return s, false
+		return changes
 	}
 	n, ok := r.mapAddr(a)
 	if !ok {
-		return s, false
+		return changes
 	}
-	return n.String(), true
+	changes = append(changes, transform.Change{Field: field, Old: *s, New: n.String()})
+	*s = n.String()
+	return changes
 }
 
 func replaceIf(changes []transform.Change) transform.Result {
