@@ -110,29 +110,39 @@ func (r *Calico) Prepare(_ context.Context, v *state.View) error {
 	return nil
 }
 
-// planPools decides every IPPool's new CIDR.
-func (r *Calico) planPools(v *state.View) ([]string, error) {
-	objs, us, err := state.ListCustom(v, wellknown.PrefixCalicoPools, "IPPool")
+// eachCustom lists the custom resources of kind under prefix and collects
+// what check finds wrong with each.
+func eachCustom(v *state.View, prefix, kind string, check func(key string, u *unstructured.Unstructured) []string) ([]string, error) {
+	objs, us, err := state.ListCustom(v, prefix, kind)
 	if err != nil {
 		return nil, err
 	}
 	var problems []string
 	for i, u := range us {
+		problems = append(problems, check(objs[i].Key, u)...)
+	}
+	return problems, nil
+}
+
+// planPools decides every IPPool's new CIDR.
+func (r *Calico) planPools(v *state.View) ([]string, error) {
+	return eachCustom(v, wellknown.PrefixCalicoPools, "IPPool", func(key string, u *unstructured.Unstructured) []string {
 		c, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
 		if p, err := netip.ParsePrefix(c); err == nil && loadBalancerPool(u) {
 			if _, _, where := r.m.place(p.Masked()); where == calicoOther {
-				continue // addresses for Services, outside the pod range: not moved
+				return nil // addresses for Services, outside the pod range: not moved
 			}
 		}
 		bs, hasBS, _ := unstructured.NestedInt64(u.Object, "spec", "blockSize")
 		np, moved, problem := r.planPool("IPPool "+u.GetName(), c, bs, hasBS)
 		if problem != "" {
-			problems = append(problems, problem)
-		} else if moved {
-			r.pools[objs[i].Key] = np.String()
+			return []string{problem}
 		}
-	}
-	return problems, nil
+		if moved {
+			r.pools[key] = np.String()
+		}
+		return nil
+	})
 }
 
 // planPool maps one pool (an IPPool, or an Installation's pool) and says
@@ -174,12 +184,8 @@ func loadBalancerPool(u *unstructured.Unstructured) bool {
 
 // checkInstallations checks the operator Installation's pools.
 func (r *Calico) checkInstallations(v *state.View) ([]string, error) {
-	_, us, err := state.ListCustom(v, wellknown.PrefixTigeraInstall, "Installation")
-	if err != nil {
-		return nil, err
-	}
-	var problems []string
-	for _, u := range us {
+	return eachCustom(v, wellknown.PrefixTigeraInstall, "Installation", func(_ string, u *unstructured.Unstructured) []string {
+		var problems []string
 		for _, path := range installationPoolPaths {
 			pools, _, _ := unstructured.NestedSlice(u.Object, path...)
 			for _, x := range pools {
@@ -191,8 +197,8 @@ func (r *Calico) checkInstallations(v *state.View) ([]string, error) {
 				}
 			}
 		}
-	}
-	return problems, nil
+		return problems
+	})
 }
 
 // installationPoolPaths are where an Installation lists its pools: what
@@ -222,43 +228,31 @@ func (r *Calico) planAffinities(v *state.View) ([]string, error) {
 // whose name is not the one Calico would look up is refused: Calico never
 // reads it, and snapshift cannot tell what it is for.
 func (r *Calico) planRenames(v *state.View, prefix, kind string, nameOf func(*unstructured.Unstructured, netip.Prefix) string) ([]string, error) {
-	objs, us, err := state.ListCustom(v, prefix, kind)
-	if err != nil {
-		return nil, err
-	}
-	var problems []string
-	for i, u := range us {
+	return eachCustom(v, prefix, kind, func(key string, u *unstructured.Unstructured) []string {
 		c, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
 		p, err := netip.ParsePrefix(c)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s %s: spec.cidr %q is not a CIDR", kind, u.GetName(), c))
-			continue
+			return []string{fmt.Sprintf("%s %s: spec.cidr %q is not a CIDR", kind, u.GetName(), c)}
 		}
 		np, moved, err := r.m.block(p)
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("%s %s (%s) does not fit the new range: %v", kind, u.GetName(), p, err))
-			continue
+			return []string{fmt.Sprintf("%s %s (%s) does not fit the new range: %v", kind, u.GetName(), p, err)}
 		case !moved:
-			continue
+			return nil
 		case nameOf(u, p.Masked()) != u.GetName():
-			problems = append(problems, fmt.Sprintf("%s %s is not named as Calico names the object of %s (%s)", kind, u.GetName(), p, nameOf(u, p.Masked())))
-			continue
+			return []string{fmt.Sprintf("%s %s is not named as Calico names the object of %s (%s)", kind, u.GetName(), p, nameOf(u, p.Masked()))}
 		}
 		name := nameOf(u, np)
-		r.renames[objs[i].Key] = calicoRename{kind: kind, key: prefix + name, name: name, oldCIDR: c, cidr: np.String()}
-	}
-	return problems, nil
+		r.renames[key] = calicoRename{kind: kind, key: prefix + name, name: name, oldCIDR: c, cidr: np.String()}
+		return nil
+	})
 }
 
 // checkHandles checks that every block an IPAMHandle names can move.
 func (r *Calico) checkHandles(v *state.View) ([]string, error) {
-	_, us, err := state.ListCustom(v, wellknown.PrefixCalicoHandles, "IPAMHandle")
-	if err != nil {
-		return nil, err
-	}
-	var problems []string
-	for _, u := range us {
+	return eachCustom(v, wellknown.PrefixCalicoHandles, "IPAMHandle", func(_ string, u *unstructured.Unstructured) []string {
+		var problems []string
 		blocks, _, _ := unstructured.NestedMap(u.Object, "spec", "block")
 		for c := range blocks {
 			p, err := netip.ParsePrefix(c)
@@ -269,8 +263,8 @@ func (r *Calico) checkHandles(v *state.View) ([]string, error) {
 				problems = append(problems, fmt.Sprintf("IPAMHandle %s: block %s does not fit the new range: %v", u.GetName(), c, err))
 			}
 		}
-	}
-	return problems, nil
+		return problems
+	})
 }
 
 // checkCollisions refuses a new name that an object keeps.

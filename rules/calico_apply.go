@@ -134,18 +134,14 @@ func (r *Calico) applyHandle(obj *state.Object) (transform.Result, error) {
 	var olds, news []string
 	for c, n := range blocks {
 		out[c] = n
-		p, err := netip.ParsePrefix(c)
-		if err != nil {
-			continue
-		}
-		np, moved, err := r.m.block(p)
+		nc, moved, err := mapText(c, r.m.block)
 		if err != nil {
 			return transform.Result{}, err
 		}
 		if moved {
 			delete(out, c)
-			out[np.String()] = n
-			olds, news = append(olds, c), append(news, np.String())
+			out[nc] = n
+			olds, news = append(olds, c), append(news, nc)
 		}
 	}
 	if len(olds) == 0 {
@@ -209,17 +205,13 @@ func (r *Calico) applyInstallation(obj *state.Object) (transform.Result, error) 
 		for i, x := range pools {
 			pool, _ := x.(map[string]any)
 			c, _ := pool["cidr"].(string)
-			p, err := netip.ParsePrefix(c)
-			if err != nil {
-				continue
-			}
-			np, moved, err := r.m.pool(p)
+			nc, moved, err := mapText(c, r.m.pool)
 			if err != nil {
 				return transform.Result{}, err
 			}
 			if moved {
-				pool["cidr"], edited = np.String(), true
-				changes = append(changes, transform.Change{Field: fmt.Sprintf("%s[%d].cidr", strings.Join(path, "."), i), Old: c, New: np.String()})
+				pool["cidr"], edited = nc, true
+				changes = append(changes, transform.Change{Field: fmt.Sprintf("%s[%d].cidr", strings.Join(path, "."), i), Old: c, New: nc})
 			}
 		}
 		if edited {

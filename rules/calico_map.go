@@ -76,6 +76,20 @@ func (m calicoMap) pool(p netip.Prefix) (netip.Prefix, bool, error) {
 	return m.block(p)
 }
 
+// mapText maps the CIDR s with fn (m.block or m.pool). A value that is no
+// CIDR stays: Calico would not use it either.
+func mapText(s string, fn func(netip.Prefix) (netip.Prefix, bool, error)) (string, bool, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return s, false, nil
+	}
+	np, moved, err := fn(p)
+	if err != nil || !moved {
+		return s, false, err
+	}
+	return np.String(), true, nil
+}
+
 // addr maps one address of the old range to the same offset in the new.
 func (m calicoMap) addr(a netip.Addr) (netip.Addr, bool, error) {
 	q, ok, err := m.block(netip.PrefixFrom(a, a.BitLen()))

@@ -405,22 +405,13 @@ func (r *Cilium) mapKeys(m map[string]any, field, display string, mv *ciliumNode
 // a new key that equals another old one cannot overwrite it.
 func renameKeys(m map[string]any, fn func(string) (string, bool)) map[string]any {
 	out := make(map[string]any, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if n, ok := fn(k); ok {
 			out[n] = m[k]
 		} else {
 			out[k] = m[k]
 		}
 	}
-	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 

@@ -182,18 +182,11 @@ func editScalars(doc string, fn func(string) (string, bool)) (string, []transfor
 // NameClusterConfig is the cluster-config rule.
 const NameClusterConfig = "cluster-config"
 
-var clusterConfigEntry = Entry{
+var clusterConfigEntry = rangeFollower(Entry{
 	Name:    NameClusterConfig,
 	Summary: "move the copies of the ranges that live in ConfigMaps, edited in place",
 	Touches: []string{"configmaps kube-system/kubeadm-config (serviceSubnet, podSubnet)", "configmaps kube-system/kubelet-config (clusterDNS)",
 		"configmaps kube-system/kube-proxy (clusterCIDR)", "configmaps kube-flannel-cfg (net-conf.json Network)",
 		"configmaps kube-system/canal-config (net-conf.json Network)"},
-	// It edits with the mappings the network rules planned.
-	After:   []string{NameServiceCIDR, NamePodCIDR},
-	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" || o.PodNetworkCIDR != "" },
-	New:     func(_ Options, p *Plan) transform.Rule { return &ClusterConfig{plan: p} },
-	Example: func() Options {
-		return Options{ServiceCIDROptions: ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}}
-	},
-	Options: func(*Options) []Option { return nil },
-}
+	New: func(_ Options, p *Plan) transform.Rule { return &ClusterConfig{plan: p} },
+})

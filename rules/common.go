@@ -94,6 +94,17 @@ func newUID(key string, seed string) types.UID {
 	return types.UID(uuid.NewSHA1(uuid.NameSpaceURL, []byte("snapshift:"+key+":"+seed)).String())
 }
 
+// getAs reads the object at key as a T; ok is false when the key is absent
+// or holds another kind (for reads a rule can do without).
+func getAs[T any](v *state.View, key string) (t T, ok bool, err error) {
+	o, ok, err := v.Get(key)
+	if err != nil || !ok {
+		return t, false, err
+	}
+	t, ok = o.Value.Obj.(T)
+	return t, ok, nil
+}
+
 // networks detects once and shares the result between rules.
 func (p *Plan) networks(ctx context.Context, v *state.View) (*state.Networks, error) {
 	if p.detected == nil {
@@ -120,6 +131,41 @@ func toDetected(srcs []state.Source) ([]detected, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// movingRange is one of the ranges a run moves, as resolveRange needs it.
+type movingRange struct {
+	kind               string // "service CIDR", "pod network CIDR"
+	field, value       string // the option that sets the new range, and its value
+	oldField, oldValue string // the option that overrides detection of the old range
+	// sources picks the old range's records from the snapshot's networks.
+	sources func(*state.Networks) []state.Source
+}
+
+// resolveRange returns a moving range's old and new CIDRs, paired by
+// family, where the old ones were found, and the snapshot's networks.
+func (p *Plan) resolveRange(ctx context.Context, v *state.View, m movingRange) (oldP, newP []netip.Prefix, oldSrc string, nets *state.Networks, err error) {
+	newP, err = optionPrefixes(m.field, m.value)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	nets, err = p.networks(ctx, v)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	srcs, err := toDetected(m.sources(nets))
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	oldP, oldSrc, err = resolveOld(m.kind, m.oldField, m.oldValue, srcs, newP)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	oldP, newP, err = pairByFamily(m.kind, oldP, newP)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	return oldP, newP, oldSrc, nets, nil
 }
 
 // resolveOld finds the old CIDRs: the override, option field, if given (it
@@ -211,13 +257,7 @@ func editManagedFields(meta *metav1.ObjectMeta, mapping map[string]string) bool 
 // recordedPrefixes is what the snapshot's records (not the Nodes' covering
 // prefix) agree on for a network; an error when they disagree or are absent.
 func recordedPrefixes(srcs []state.Source) ([]netip.Prefix, error) {
-	var rec []state.Source
-	for _, s := range srcs {
-		if s.Kind != state.SourceNodes {
-			rec = append(rec, s)
-		}
-	}
-	d, err := toDetected(rec)
+	d, err := toDetected(records(srcs))
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +266,18 @@ func recordedPrefixes(srcs []state.Source) ([]netip.Prefix, error) {
 		return nil, fmt.Errorf("not recorded")
 	}
 	return p, nil
+}
+
+// records leaves out of a network's sources the Nodes' covering prefix:
+// evidence, not a record (a cluster may use only part of its range).
+func records(srcs []state.Source) []state.Source {
+	var rec []state.Source
+	for _, s := range srcs {
+		if s.Kind != state.SourceNodes {
+			rec = append(rec, s)
+		}
+	}
+	return rec
 }
 
 // kindField is the option that sets the new range of a network kind
@@ -238,8 +290,13 @@ func kindField(kind string) string {
 }
 
 // disjoint refuses a new range that overlaps the other network, which is
-// not moving.
-func disjoint(kind string, newP []netip.Prefix, otherKind string, other []netip.Prefix) error {
+// not moving, where the snapshot's records of it agree (else there is
+// nothing to check against).
+func disjoint(kind string, newP []netip.Prefix, otherKind string, recorded []state.Source) error {
+	other, err := recordedPrefixes(recorded)
+	if err != nil {
+		return nil
+	}
 	for _, n := range newP {
 		for _, o := range other {
 			if n.Overlaps(o) {

@@ -167,26 +167,24 @@ func (r *ControlPlaneAddress) Prepare(_ context.Context, v *state.View) error {
 
 // recordedAddress is a node's API server address as the snapshot records it.
 func recordedAddress(v *state.View, node string) (netip.Addr, error) {
-	if o, ok, err := v.Get(wellknown.PrefixAPIServerPods + node); err != nil {
+	p, isPod, err := getAs[*corev1.Pod](v, wellknown.PrefixAPIServerPods+node)
+	if err != nil {
 		return netip.Addr{}, err
-	} else if ok {
-		if p, isPod := o.Value.Obj.(*corev1.Pod); isPod {
-			if host, _, err := net.SplitHostPort(p.Annotations[wellknown.AnnotationAPIServerEndpoint]); err == nil {
-				if a, err := netip.ParseAddr(host); err == nil {
-					return a.Unmap(), nil
-				}
+	}
+	if isPod {
+		if host, _, err := net.SplitHostPort(p.Annotations[wellknown.AnnotationAPIServerEndpoint]); err == nil {
+			if a, err := netip.ParseAddr(host); err == nil {
+				return a.Unmap(), nil
 			}
 		}
 	}
-	o, ok, err := v.Get(wellknown.PrefixNodes + node)
-	if err != nil || !ok {
+	n, isNode, err := getAs[*corev1.Node](v, wellknown.PrefixNodes+node)
+	if err != nil || !isNode {
 		return netip.Addr{}, err
 	}
-	if n, isNode := o.Value.Obj.(*corev1.Node); isNode {
-		for _, a := range n.Status.Addresses {
-			if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP {
-				return ip.Unmap(), nil
-			}
+	for _, a := range n.Status.Addresses {
+		if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP {
+			return ip.Unmap(), nil
 		}
 	}
 	return netip.Addr{}, nil
@@ -194,13 +192,9 @@ func recordedAddress(v *state.View, node string) (netip.Addr, error) {
 
 // recordedEndpoint is kubeadm-config's controlPlaneEndpoint ("" when absent).
 func recordedEndpoint(v *state.View) (string, error) {
-	o, ok, err := v.Get(wellknown.KeyKubeadmConfig)
-	if err != nil || !ok {
+	cm, isCM, err := getAs[*corev1.ConfigMap](v, wellknown.KeyKubeadmConfig)
+	if err != nil || !isCM {
 		return "", err
-	}
-	cm, isCM := o.Value.Obj.(*corev1.ConfigMap)
-	if !isCM {
-		return "", nil
 	}
 	var cc struct {
 		ControlPlaneEndpoint string `json:"controlPlaneEndpoint"`
@@ -309,11 +303,7 @@ func (r *ControlPlaneAddress) endpoints(obj *state.Object) (transform.Result, er
 	var changes []transform.Change
 	for i := range ep.Subsets {
 		for j := range ep.Subsets[i].Addresses {
-			a := &ep.Subsets[i].Addresses[j]
-			if n, ok := r.mapString(a.IP); ok {
-				changes = append(changes, transform.Change{Field: fmt.Sprintf("subsets[%d].addresses[%d].ip", i, j), Old: a.IP, New: n})
-				a.IP = n
-			}
+			changes = r.mapIn(changes, fmt.Sprintf("subsets[%d].addresses[%d].ip", i, j), &ep.Subsets[i].Addresses[j].IP)
 		}
 	}
 	return replaceIf(changes), nil
@@ -326,11 +316,8 @@ func (r *ControlPlaneAddress) endpointSlice(obj *state.Object) (transform.Result
 	}
 	var changes []transform.Change
 	for i := range es.Endpoints {
-		for j, s := range es.Endpoints[i].Addresses {
-			if n, ok := r.mapString(s); ok {
-				changes = append(changes, transform.Change{Field: fmt.Sprintf("endpoints[%d].addresses[%d]", i, j), Old: s, New: n})
-				es.Endpoints[i].Addresses[j] = n
-			}
+		for j := range es.Endpoints[i].Addresses {
+			changes = r.mapIn(changes, fmt.Sprintf("endpoints[%d].addresses[%d]", i, j), &es.Endpoints[i].Addresses[j])
 		}
 	}
 	return replaceIf(changes), nil
@@ -349,16 +336,20 @@ func (r *ControlPlaneAddress) mirrorPod(obj *state.Object) (transform.Result, er
 	return transform.Result{}, nil
 }
 
-func (r *ControlPlaneAddress) mapString(s string) (string, bool) {
-	a, err := netip.ParseAddr(s)
+// mapIn moves the address *s in place when it is a moved node's, and
+// returns changes with that change (at field) added.
+func (r *ControlPlaneAddress) mapIn(changes []transform.Change, field string, s *string) []transform.Change {
+	a, err := netip.ParseAddr(*s)
 	if err != nil {
-		return s, false
+		return changes
 	}
 	n, ok := r.mapAddr(a)
 	if !ok {
-		return s, false
+		return changes
 	}
-	return n.String(), true
+	changes = append(changes, transform.Change{Field: field, Old: *s, New: n.String()})
+	*s = n.String()
+	return changes
 }
 
 func replaceIf(changes []transform.Change) transform.Result {

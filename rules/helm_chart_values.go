@@ -37,19 +37,13 @@ type HelmChartValues struct {
 	notes []string
 }
 
-var helmChartValuesEntry = Entry{
+var helmChartValuesEntry = rangeFollower(Entry{
 	Name: NameHelmChartValues,
 	Summary: "k3s and RKE2: map the cluster values RKE2 injects into HelmChart spec.set (global.clusterCIDR[v4|v6], serviceCIDR, clusterDNS) " +
 		"and the CIDRs inside HelmChart and HelmChartConfig spec.valuesContent (YAML in a string, edited in place)",
 	Touches: []string{"helmcharts.helm.cattle.io (spec.set injected values, spec.valuesContent)", "helmchartconfigs.helm.cattle.io (spec.valuesContent)"},
-	After:   []string{NameServiceCIDR, NamePodCIDR},
-	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" || o.PodNetworkCIDR != "" },
 	New:     func(_ Options, p *Plan) transform.Rule { return &HelmChartValues{plan: p} },
-	Example: func() Options {
-		return Options{ServiceCIDROptions: ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}}
-	},
-	Options: func(*Options) []Option { return nil },
-}
+})
 
 func (r *HelmChartValues) Name() string { return NameHelmChartValues }
 func (r *HelmChartValues) Prefixes() []string {

@@ -45,18 +45,12 @@ type K3sApplied struct {
 	seen  int
 }
 
-var k3sAppliedEntry = Entry{
+var k3sAppliedEntry = rangeFollower(Entry{
 	Name:    NameK3sApplied,
 	Summary: "k3s and RKE2: map the ranges and moved Service addresses inside wrangler's applied annotation (objectset.rio.cattle.io/applied: gzip+base64 JSON) on the objects k3s re-applies at start",
 	Touches: []string{"services, helmcharts.helm.cattle.io, helmchartconfigs.helm.cattle.io (annotation " + AnnotationApplied + ")"},
-	After:   []string{NameServiceCIDR, NamePodCIDR},
-	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" || o.PodNetworkCIDR != "" },
 	New:     func(_ Options, p *Plan) transform.Rule { return &K3sApplied{plan: p} },
-	Example: func() Options {
-		return Options{ServiceCIDROptions: ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}}
-	},
-	Options: func(*Options) []Option { return nil },
-}
+})
 
 func (r *K3sApplied) Name() string { return NameK3sApplied }
 

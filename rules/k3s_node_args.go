@@ -40,20 +40,14 @@ type K3sNodeArgs struct {
 	explicitDNS    bool
 }
 
-var k3sNodeArgsEntry = Entry{
+var k3sNodeArgsEntry = rangeFollower(Entry{
 	Name: NameK3sNodeArgs,
 	Summary: "k3s and RKE2: map the ranges in each Node's <program>.io/node-args annotation, check that the DNS address a " +
 		"restarted server re-renders (--cluster-dns, default the tenth address of the service range) is where the DNS " +
 		"Service moves, and write the k3s/RKE2 runbook into the plan",
 	Touches: []string{"nodes (annotations k3s.io/node-args, rke2.io/node-args)"},
-	After:   []string{NameServiceCIDR, NamePodCIDR}, // it reads both plans
-	Enabled: func(o *Options) bool { return o.ServiceCIDR != "" || o.PodNetworkCIDR != "" },
 	New:     func(_ Options, p *Plan) transform.Rule { return &K3sNodeArgs{plan: p} },
-	Example: func() Options {
-		return Options{ServiceCIDROptions: ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}}
-	},
-	Options: func(*Options) []Option { return nil },
-}
+})
 
 func (r *K3sNodeArgs) Name() string       { return NameK3sNodeArgs }
 func (r *K3sNodeArgs) Prefixes() []string { return []string{wellknown.PrefixNodes} }

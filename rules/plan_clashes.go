@@ -114,25 +114,25 @@ func nodeAddresses(v *state.View) ([]inUse, error) {
 // apiEndpoints reads the addresses behind default/kubernetes.
 func apiEndpoints(v *state.View) ([]inUse, error) {
 	var out []inUse
-	if o, ok, err := v.Get(wellknown.KeyKubernetesEndpoints); err != nil {
+	ep, ok, err := getAs[*corev1.Endpoints](v, wellknown.KeyKubernetesEndpoints)
+	if err != nil {
 		return nil, err
-	} else if ok {
-		if ep, ok := o.Value.Obj.(*corev1.Endpoints); ok {
-			for _, s := range ep.Subsets {
-				for _, a := range s.Addresses {
-					out = addIP(out, a.IP, "default/kubernetes endpoint")
-				}
+	}
+	if ok {
+		for _, s := range ep.Subsets {
+			for _, a := range s.Addresses {
+				out = addIP(out, a.IP, "default/kubernetes endpoint")
 			}
 		}
 	}
-	if o, ok, err := v.Get(wellknown.KeyKubernetesEndpointSlice); err != nil {
+	es, ok, err := getAs[*discoveryv1.EndpointSlice](v, wellknown.KeyKubernetesEndpointSlice)
+	if err != nil {
 		return nil, err
-	} else if ok {
-		if es, ok := o.Value.Obj.(*discoveryv1.EndpointSlice); ok {
-			for _, e := range es.Endpoints {
-				for _, a := range e.Addresses {
-					out = addIP(out, a, "default/kubernetes endpoint")
-				}
+	}
+	if ok {
+		for _, e := range es.Endpoints {
+			for _, a := range e.Addresses {
+				out = addIP(out, a, "default/kubernetes endpoint")
 			}
 		}
 	}
@@ -143,16 +143,16 @@ func apiEndpoints(v *state.View) ([]inUse, error) {
 // address) and the advertise addresses its mirror pods record.
 func kubeadmEndpoints(v *state.View) ([]inUse, error) {
 	var out []inUse
-	if o, ok, err := v.Get(wellknown.KeyKubeadmConfig); err != nil {
+	cm, ok, err := getAs[*corev1.ConfigMap](v, wellknown.KeyKubeadmConfig)
+	if err != nil {
 		return nil, err
-	} else if ok {
-		if cm, ok := o.Value.Obj.(*corev1.ConfigMap); ok {
-			var cc struct {
-				ControlPlaneEndpoint string `json:"controlPlaneEndpoint"`
-			}
-			if yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc) == nil && cc.ControlPlaneEndpoint != "" {
-				out = addIP(out, hostOf(cc.ControlPlaneEndpoint), "kubeadm controlPlaneEndpoint")
-			}
+	}
+	if ok {
+		var cc struct {
+			ControlPlaneEndpoint string `json:"controlPlaneEndpoint"`
+		}
+		if yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc) == nil && cc.ControlPlaneEndpoint != "" {
+			out = addIP(out, hostOf(cc.ControlPlaneEndpoint), "kubeadm controlPlaneEndpoint")
 		}
 	}
 	pods, err := v.List(wellknown.PrefixAPIServerPods)

@@ -76,39 +76,15 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 // resolveRanges returns the old and new cluster CIDRs, paired by family,
 // and where the old ones were found.
 func (r *PodCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, newP []netip.Prefix, oldSrc string, err error) {
-	newP, err = optionPrefixes("PodNetworkCIDR", r.opts.PodNetworkCIDR)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	nets, err := r.plan.networks(ctx, v)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	// Node podCIDRs' covering prefix is evidence, not a record: leave it out
-	// of the agreement check (a cluster may use only part of its range).
-	var recorded []state.Source
-	for _, s := range nets.PodCIDR {
-		if s.Kind != state.SourceNodes {
-			recorded = append(recorded, s)
-		}
-	}
-	srcs, err := toDetected(recorded)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	oldP, oldSrc, err = resolveOld("pod network CIDR", "OldPodNetworkCIDR", r.opts.OldPodNetworkCIDR, srcs, newP)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	oldP, newP, err = pairByFamily("pod network CIDR", oldP, newP)
+	oldP, newP, oldSrc, nets, err := r.plan.resolveRange(ctx, v, movingRange{kind: "pod network CIDR",
+		field: "PodNetworkCIDR", value: r.opts.PodNetworkCIDR, oldField: "OldPodNetworkCIDR", oldValue: r.opts.OldPodNetworkCIDR,
+		sources: func(n *state.Networks) []state.Source { return records(n.PodCIDR) }})
 	if err != nil {
 		return nil, nil, "", err
 	}
 	if r.opts.ServiceCIDR == "" {
-		if svc, err := recordedPrefixes(nets.ServiceCIDR); err == nil {
-			if err := disjoint("pod", newP, "service", svc); err != nil {
-				return nil, nil, "", err
-			}
+		if err := disjoint("pod", newP, "service", nets.ServiceCIDR); err != nil {
+			return nil, nil, "", err
 		}
 	}
 	return oldP, newP, oldSrc, nil

@@ -311,3 +311,17 @@ func ConfigPath(field string) string {
 	}
 	return field
 }
+
+// rangeFollower completes the entry of a rule that edits copies of the
+// ranges with the mappings the service-cidr and pod-cidr rules planned: it
+// runs after both (their plans are its input), is on when either range
+// moves, and has no options of its own.
+func rangeFollower(e Entry) Entry {
+	e.After = []string{NameServiceCIDR, NamePodCIDR}
+	e.Enabled = func(o *Options) bool { return o.ServiceCIDR != "" || o.PodNetworkCIDR != "" }
+	e.Example = func() Options {
+		return Options{ServiceCIDROptions: ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}}
+	}
+	e.Options = func(*Options) []Option { return nil }
+	return e
+}

@@ -150,23 +150,9 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 // resolveRanges returns the old and new service CIDRs, paired by family,
 // and where the old ones were found.
 func (r *ServiceCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, newP []netip.Prefix, oldSrc string, err error) {
-	newP, err = optionPrefixes("ServiceCIDR", r.opts.ServiceCIDR)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	nets, err := r.plan.networks(ctx, v)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	srcs, err := toDetected(nets.ServiceCIDR)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	oldP, oldSrc, err = resolveOld("service CIDR", "OldServiceCIDR", r.opts.OldServiceCIDR, srcs, newP)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	oldP, newP, err = pairByFamily("service CIDR", oldP, newP)
+	oldP, newP, oldSrc, nets, err := r.plan.resolveRange(ctx, v, movingRange{kind: "service CIDR",
+		field: "ServiceCIDR", value: r.opts.ServiceCIDR, oldField: "OldServiceCIDR", oldValue: r.opts.OldServiceCIDR,
+		sources: func(n *state.Networks) []state.Source { return n.ServiceCIDR }})
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -180,10 +166,8 @@ func (r *ServiceCIDR) resolveRanges(ctx context.Context, v *state.View) (oldP, n
 	// The pod network: the new one if it moves too (validated with the
 	// options), else the one the snapshot records, which stays.
 	if r.opts.PodNetworkCIDR == "" {
-		if pod, err := recordedPrefixes(nets.PodCIDR); err == nil {
-			if err := disjoint("service", newP, "pod", pod); err != nil {
-				return nil, nil, "", err
-			}
+		if err := disjoint("service", newP, "pod", nets.PodCIDR); err != nil {
+			return nil, nil, "", err
 		}
 	}
 	return oldP, newP, oldSrc, nil
