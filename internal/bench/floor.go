@@ -11,8 +11,9 @@ import (
 	"github.com/snapshift/snapshift/snapshot"
 )
 
-// DefaultTxBytes bounds each write transaction of the floor copy, as snapshift's writer does.
-const DefaultTxBytes = 32 << 20
+// DefaultTxBytes bounds each write transaction of the floor copy: snapshift's writer's own bound,
+// so that the floor is the same writer doing the least work.
+const DefaultTxBytes = snapshot.DefaultTxBytes
 
 // FloorResult describes a floor copy.
 type FloorResult struct {
