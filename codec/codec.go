@@ -171,31 +171,36 @@ func (c *Codec) decodeProtobuf(value []byte) (*Object, error) {
 }
 
 func (c *Codec) decodeJSON(value []byte) (*Object, error) {
-	u := &unstructured.Unstructured{}
-	if _, _, err := unstructured.UnstructuredJSONScheme.Decode(value, nil, u); err != nil {
-		return nil, undecodable("json: %v", err)
-	}
-	gvk := u.GroupVersionKind()
-	if gvk.Kind == "" || gvk.Version == "" {
-		return nil, undecodable("json object without apiVersion/kind")
+	u, err := decodeUnstructured(unstructured.UnstructuredJSONScheme, "json", value)
+	if err != nil {
+		return nil, err
 	}
 	layout, err := readJSONLayout(value)
 	if err != nil {
 		return nil, undecodable("json: %v", err)
 	}
-	return &Object{Encoding: JSON, GVK: gvk, Obj: u, layout: layout}, nil
+	return &Object{Encoding: JSON, GVK: u.GroupVersionKind(), Obj: u, layout: layout}, nil
 }
 
 func (c *Codec) decodeCBOR(value []byte) (*Object, error) {
+	u, err := decodeUnstructured(c.cbor, "cbor", value)
+	if err != nil {
+		return nil, err
+	}
+	return &Object{Encoding: CBOR, GVK: u.GroupVersionKind(), Obj: u}, nil
+}
+
+// decodeUnstructured decodes a JSON or CBOR value (format names it in
+// errors) with d; the object must name its apiVersion and kind.
+func decodeUnstructured(d runtime.Decoder, format string, value []byte) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	if _, _, err := c.cbor.Decode(value, nil, u); err != nil {
-		return nil, undecodable("cbor: %v", err)
+	if _, _, err := d.Decode(value, nil, u); err != nil {
+		return nil, undecodable("%s: %v", format, err)
 	}
-	gvk := u.GroupVersionKind()
-	if gvk.Kind == "" || gvk.Version == "" {
-		return nil, undecodable("cbor object without apiVersion/kind")
+	if gvk := u.GroupVersionKind(); gvk.Kind == "" || gvk.Version == "" {
+		return nil, undecodable("%s object without apiVersion/kind", format)
 	}
-	return &Object{Encoding: CBOR, GVK: gvk, Obj: u}, nil
+	return u, nil
 }
 
 // Encode encodes o as the apiserver stores it, in o.Encoding and with o.GVK as apiVersion/kind:

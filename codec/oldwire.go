@@ -56,28 +56,16 @@ func withoutRemovedFields(value []byte, obj runtime.Object) ([]byte, error) {
 		t = t.Elem()
 	}
 	out := append([]byte(nil), protobufMagic...)
-	b := value[len(protobufMagic):]
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, undecodable("protobuf envelope: %v", protowire.ParseError(n))
+	err := eachField(value[len(protobufMagic):], "protobuf envelope", func(num protowire.Number, typ protowire.Type, whole, v []byte) (err error) {
+		if num != 2 || typ != protowire.BytesType {
+			out = append(out, whole...)
+			return nil
 		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return nil, undecodable("protobuf envelope: %v", protowire.ParseError(m))
-		}
-		if num == 2 && typ == protowire.BytesType { // runtime.Unknown.raw: the object
-			raw, _ := protowire.ConsumeBytes(b[n:])
-			stripped, err := stripMessage(raw, t)
-			if err != nil {
-				return nil, err
-			}
-			out = protowire.AppendTag(out, num, typ)
-			out = protowire.AppendBytes(out, stripped)
-		} else {
-			out = append(out, b[:n+m]...)
-		}
-		b = b[n+m:]
+		out, err = appendStripped(out, num, v, t) // runtime.Unknown.raw: the object
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -86,37 +74,55 @@ func withoutRemovedFields(value []byte, obj runtime.Object) ([]byte, error) {
 func stripMessage(b []byte, t reflect.Type) ([]byte, error) {
 	fields := protoFields(t)
 	out := make([]byte, 0, len(b))
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, undecodable("%s: %v", t, protowire.ParseError(n))
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return nil, undecodable("%s: %v", t, protowire.ParseError(m))
-		}
-		whole := b[:n+m]
-		b = b[n+m:]
+	err := eachField(b, t.String(), func(num protowire.Number, typ protowire.Type, whole, v []byte) (err error) {
 		ft, known := fields[num]
 		if !known {
-			if err := removedAndEmpty(t, num, typ, whole[n:]); err != nil {
-				return nil, err
-			}
-			continue // dropped, as a current apiserver writes it
+			return removedAndEmpty(t, num, typ, v) // dropped, as a current apiserver writes it
 		}
 		if typ != protowire.BytesType || !hasProtoFields(ft) {
 			out = append(out, whole...)
-			continue
+			return nil
 		}
-		inner, _ := protowire.ConsumeBytes(whole[n:])
-		stripped, err := stripMessage(inner, ft)
-		if err != nil {
-			return nil, err
-		}
-		out = protowire.AppendTag(out, num, typ)
-		out = protowire.AppendBytes(out, stripped)
+		out, err = appendStripped(out, num, v, ft)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// eachField calls f with every field of the message b: its number and wire
+// type, the whole field (tag and value) and its value. A malformed field
+// is undecodable, named by what.
+func eachField(b []byte, what string, f func(num protowire.Number, typ protowire.Type, whole, value []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return undecodable("%s: %v", what, protowire.ParseError(n))
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return undecodable("%s: %v", what, protowire.ParseError(m))
+		}
+		if err := f(num, typ, b[:n+m], b[n:n+m]); err != nil {
+			return err
+		}
+		b = b[n+m:]
+	}
+	return nil
+}
+
+// appendStripped appends field num, a message of Go type t whose wire
+// value (length and bytes) is v, with its removed fields dropped.
+func appendStripped(out []byte, num protowire.Number, v []byte, t reflect.Type) ([]byte, error) {
+	inner, _ := protowire.ConsumeBytes(v)
+	stripped, err := stripMessage(inner, t)
+	if err != nil {
+		return nil, err
+	}
+	out = protowire.AppendTag(out, num, protowire.BytesType)
+	return protowire.AppendBytes(out, stripped), nil
 }
 
 // removedAndEmpty accepts an unknown field only if Kubernetes removed it

@@ -123,28 +123,35 @@ func (r *Rule) applyPatch(doc any, b []byte) ([]byte, error) {
 // mapValue maps the addresses in a string (as text), or in every string
 // inside a list or object.
 func mapValue(v any, m *Mapping) (any, error) {
+	return mapStrings(v, func(s string) (string, error) {
+		s, _, err := m.MapText(s)
+		return s, err
+	})
+}
+
+// mapStrings replaces a string, or every string inside a list or object
+// (keys kept, lists and objects changed in place), by what f makes of it.
+// The first error stops the walk.
+func mapStrings(v any, f func(string) (string, error)) (any, error) {
 	switch t := v.(type) {
 	case string:
-		s, _, err := m.MapText(t)
-		return s, err
+		return f(t)
 	case []any:
-		for i := range t {
-			nv, err := mapValue(t[i], m)
+		for i, e := range t {
+			nv, err := mapStrings(e, f)
 			if err != nil {
 				return nil, err
 			}
 			t[i] = nv
 		}
-		return t, nil
 	case map[string]any:
-		for k := range t {
-			nv, err := mapValue(t[k], m)
+		for k, e := range t {
+			nv, err := mapStrings(e, f)
 			if err != nil {
 				return nil, err
 			}
 			t[k] = nv
 		}
-		return t, nil
 	}
 	return v, nil
 }

@@ -64,27 +64,13 @@ func (t *TextReplace) text(s string) (string, int) {
 // value replaces in a string, or in every string of a list or object
 // (keys kept), in place; it returns the new value and the matches.
 func (t *TextReplace) value(v any) (any, int) {
-	switch c := v.(type) {
-	case string:
-		return t.text(c)
-	case []any:
-		total := 0
-		for i := range c {
-			var n int
-			c[i], n = t.value(c[i])
-			total += n
-		}
-		return c, total
-	case map[string]any:
-		total := 0
-		for k := range c {
-			var n int
-			c[k], n = t.value(c[k])
-			total += n
-		}
-		return c, total
-	}
-	return v, 0
+	total := 0
+	nv, _ := mapStrings(v, func(s string) (string, error) { // text never fails
+		s, n := t.text(s)
+		total += n
+		return s, nil
+	})
+	return nv, total
 }
 
 // apply runs the replacement on doc (modified in place) and counts the

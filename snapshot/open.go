@@ -109,12 +109,9 @@ type BucketInfo struct {
 // Open opens path read-only, checks its sha256 trailer as opts say and its
 // bbolt structure, and reads the meta bucket. It never modifies the file.
 func Open(path string, opts OpenOptions) (*Snapshot, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, invalid(path, "does not exist")
-	}
+	f, err := openInput(path)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -166,6 +163,19 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// openInput opens the input file read-only; a missing one is an
+// InputError.
+func openInput(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, invalid(path, "does not exist")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // checkTrailer applies opts to the trailer, or to its absence.

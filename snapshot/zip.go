@@ -34,12 +34,9 @@ var zipMagic = []byte("PK\x03\x04")
 // IsZip reports whether the file at path is a zip archive, by its first
 // bytes (not its name: k3s's plain snapshots have no extension at all).
 func IsZip(path string) (bool, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, invalid(path, "does not exist")
-	}
+	f, err := openInput(path)
 	if err != nil {
-		return false, fmt.Errorf("snapshot %s: %w", path, err)
+		return false, err
 	}
 	defer f.Close()
 	var b [4]byte

@@ -57,45 +57,55 @@ func addCNIChecks(c *checker, v *state.View) error {
 // cidrObjects reads spec.cidr (and spec.<owner>, if given) of every object
 // under prefix; an object without a CIDR is skipped.
 func cidrObjects(v *state.View, prefix, owner string) ([]cidrObject, error) {
+	return listCIDRs(v, prefix, func(u *unstructured.Unstructured) []cidrObject {
+		if co, ok := specCIDR(u, owner); ok {
+			return []cidrObject{co}
+		}
+		return nil
+	})
+}
+
+// confirmedAffinities are the BlockAffinities in state confirmed, their
+// owner "host:<node>" as a block's affinity names it.
+func confirmedAffinities(v *state.View) ([]cidrObject, error) {
+	return listCIDRs(v, wellknown.PrefixCalicoAffs, func(u *unstructured.Unstructured) []cidrObject {
+		st, _, _ := unstructured.NestedString(u.Object, "spec", "state")
+		a, ok := specCIDR(u, "node")
+		if st != "confirmed" || !ok {
+			return nil
+		}
+		a.owner = "host:" + a.owner
+		return []cidrObject{a}
+	})
+}
+
+// listCIDRs lists the objects under prefix and collects the CIDRs cidrsOf
+// finds in each, in key order.
+func listCIDRs(v *state.View, prefix string, cidrsOf func(*unstructured.Unstructured) []cidrObject) ([]cidrObject, error) {
 	_, us, err := state.ListCustom(v, prefix, "")
 	if err != nil {
 		return nil, err
 	}
 	var out []cidrObject
 	for _, u := range us {
-		s, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			continue
-		}
-		co := cidrObject{name: u.GetName(), cidr: p.Masked()}
-		if owner != "" {
-			co.owner, _, _ = unstructured.NestedString(u.Object, "spec", owner)
-		}
-		out = append(out, co)
+		out = append(out, cidrsOf(u)...)
 	}
 	return out, nil
 }
 
-// confirmedAffinities are the BlockAffinities in state confirmed, their
-// owner "host:<node>" as a block's affinity names it.
-func confirmedAffinities(v *state.View) ([]cidrObject, error) {
-	_, us, err := state.ListCustom(v, wellknown.PrefixCalicoAffs, "")
+// specCIDR is u's spec.cidr, owned by spec.<owner> when owner is given;
+// false when spec.cidr is no CIDR.
+func specCIDR(u *unstructured.Unstructured, owner string) (cidrObject, bool) {
+	s, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
+	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		return nil, err
+		return cidrObject{}, false
 	}
-	var out []cidrObject
-	for _, u := range us {
-		st, _, _ := unstructured.NestedString(u.Object, "spec", "state")
-		s, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
-		node, _, _ := unstructured.NestedString(u.Object, "spec", "node")
-		p, err := netip.ParsePrefix(s)
-		if st != "confirmed" || err != nil {
-			continue
-		}
-		out = append(out, cidrObject{name: u.GetName(), cidr: p.Masked(), owner: "host:" + node})
+	co := cidrObject{name: u.GetName(), cidr: p.Masked()}
+	if owner != "" {
+		co.owner, _, _ = unstructured.NestedString(u.Object, "spec", owner)
 	}
-	return out, nil
+	return co, true
 }
 
 func contains(outer, inner netip.Prefix) bool {
@@ -175,18 +185,14 @@ func addCiliumCheck(c *checker, v *state.View) error {
 
 // ciliumNodeCIDRs lists every CiliumNode's spec.ipam.podCIDRs.
 func ciliumNodeCIDRs(v *state.View) ([]cidrObject, error) {
-	_, us, err := state.ListCustom(v, wellknown.PrefixCiliumNodes, "")
-	if err != nil {
-		return nil, err
-	}
-	var out []cidrObject
-	for _, u := range us {
+	return listCIDRs(v, wellknown.PrefixCiliumNodes, func(u *unstructured.Unstructured) []cidrObject {
+		var out []cidrObject
 		cidrs, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ipam", "podCIDRs")
 		for _, s := range cidrs {
 			if p, err := netip.ParsePrefix(s); err == nil {
 				out = append(out, cidrObject{name: u.GetName(), cidr: p.Masked()})
 			}
 		}
-	}
-	return out, nil
+		return out
+	})
 }
