@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -138,7 +139,7 @@ func (s *sequencer) deleteLastEvents() {
 	}
 }
 
-func (w *world) deployment(j *job) *appsv1.Deployment {
+func (w *world) deployment(j *job) runtime.Object {
 	a := w.app(j)
 	name := a.name + "-" + uniqueSuffix(j.idx)
 	created := w.createdAt(j.idx)
@@ -160,7 +161,7 @@ func (w *world) deployment(j *job) *appsv1.Deployment {
 	return o
 }
 
-func (w *world) replicaSet(j *job) *appsv1.ReplicaSet {
+func (w *world) replicaSet(j *job) runtime.Object {
 	a := w.app(j)
 	name := a.name + "-" + uniqueSuffix(j.idx) + "-" + a.rsHash
 	created := w.createdAt(j.idx)

@@ -154,10 +154,27 @@ func (w *world) key(j *job) string {
 	panic(fmt.Sprintf("gen: key of unknown kind %d", j.kind))
 }
 
+// builders build the objects of the kinds stored as protobuf, with their apiVersion and kind set.
+var builders = [...]func(*world, *job) runtime.Object{
+	kNamespace:      (*world).namespace,
+	kDefaultSA:      (*world).serviceAccount,
+	kRootCA:         (*world).rootCA,
+	kNode:           (*world).node,
+	kNodeLease:      (*world).nodeLease,
+	kPod:            (*world).pod,
+	kEvent:          (*world).event,
+	kConfigMap:      (*world).configMap,
+	kSecret:         (*world).secret,
+	kLease:          (*world).lease,
+	kServiceAccount: (*world).serviceAccount,
+	kService:        (*world).service,
+	kIPAddress:      (*world).ipAddress,
+	kDeployment:     (*world).deployment,
+	kReplicaSet:     (*world).replicaSet,
+}
+
 // value builds and encodes the object a job writes.
 func (w *world) value(j *job) ([]byte, error) {
-	var obj runtime.Object
-	var gvk schema.GroupVersionKind
 	switch j.kind {
 	case kRaw:
 		return j.raw, nil
@@ -165,50 +182,27 @@ func (w *world) value(j *job) ([]byte, error) {
 		return w.crd(j)
 	case kCustom:
 		return w.custom(j)
-	case kNamespace:
-		obj, gvk = w.namespace(j), gvNamespace
-	case kDefaultSA:
-		obj, gvk = w.serviceAccount(j, "default"), gvServiceAccount
-	case kRootCA:
-		obj, gvk = w.rootCA(j), gvConfigMap
-	case kNode:
-		obj, gvk = w.node(j), gvNode
-	case kNodeLease:
-		obj, gvk = w.nodeLease(j), gvLease
-	case kPod:
-		obj, gvk = w.pod(j), gvPod
-	case kEvent:
-		obj, gvk = w.event(j), gvEvent
-	case kConfigMap:
-		obj, gvk = w.configMap(j), gvConfigMap
-	case kSecret:
-		obj, gvk = w.secret(j), gvSecret
-	case kLease:
-		obj, gvk = w.lease(j), gvLease
-	case kServiceAccount:
-		a := w.app(j)
-		obj, gvk = w.serviceAccount(j, a.name+"-"+uniqueSuffix(j.idx)), gvServiceAccount
-	case kService:
-		obj, gvk = w.service(j), gvService
-	case kIPAddress:
-		obj, gvk = w.ipAddress(j), gvIPAddress
-	case kDeployment:
-		obj, gvk = w.deployment(j), gvDeployment
-	case kReplicaSet:
-		obj, gvk = w.replicaSet(j), gvReplicaSet
-	default:
+	}
+	if int(j.kind) >= len(builders) || builders[j.kind] == nil {
 		return nil, fmt.Errorf("gen: value of unknown kind %d", j.kind)
 	}
-	return w.codec.EncodeProtobuf(obj, gvk)
+	obj := builders[j.kind](w, j)
+	return w.codec.EncodeProtobuf(obj, obj.GetObjectKind().GroupVersionKind())
 }
 
 func (w *world) meta(k kind, idx int64, ns, name string, created time.Time) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: ns, UID: w.uid(k, idx), CreationTimestamp: sec(created)}
 }
 
-func (w *world) namespace(j *job) *corev1.Namespace {
+// namespaceCreated is when bulk namespace ns was created, with its default ServiceAccount and
+// kube-root-ca.crt ConfigMap: an hour before the bulk objects, a second apart.
+func namespaceCreated(ns int32) time.Time {
+	return initTime.Add(bulkStart - time.Hour + time.Duration(ns)*time.Second)
+}
+
+func (w *world) namespace(j *job) runtime.Object {
 	ns := w.namespaces[j.ns]
-	created := initTime.Add(bulkStart - time.Hour + time.Duration(j.ns)*time.Second)
+	created := namespaceCreated(j.ns)
 	o := &corev1.Namespace{TypeMeta: typeMeta(gvNamespace), ObjectMeta: w.meta(kNamespace, int64(j.ns), "", ns, created)}
 	o.Labels = map[string]string{"kubernetes.io/metadata.name": ns, "team": strings.TrimPrefix(ns, "team-")}
 	o.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
@@ -218,11 +212,12 @@ func (w *world) namespace(j *job) *corev1.Namespace {
 	return o
 }
 
-func (w *world) serviceAccount(j *job, name string) *corev1.ServiceAccount {
+// serviceAccount builds a namespace's default ServiceAccount (kDefaultSA) or an application's.
+func (w *world) serviceAccount(j *job) runtime.Object {
 	ns := w.namespaces[j.ns]
-	created := w.createdAt(j.idx)
-	if j.kind == kDefaultSA {
-		created = initTime.Add(bulkStart - time.Hour + time.Duration(j.ns)*time.Second)
+	name, created := "default", namespaceCreated(j.ns)
+	if j.kind == kServiceAccount {
+		name, created = w.app(j).name+"-"+uniqueSuffix(j.idx), w.createdAt(j.idx)
 	}
 	o := &corev1.ServiceAccount{TypeMeta: typeMeta(gvServiceAccount), ObjectMeta: w.meta(j.kind, j.idx, ns, name, created)}
 	if j.kind == kServiceAccount {
@@ -236,9 +231,9 @@ func (w *world) serviceAccount(j *job, name string) *corev1.ServiceAccount {
 	return o
 }
 
-func (w *world) rootCA(j *job) *corev1.ConfigMap {
+func (w *world) rootCA(j *job) runtime.Object {
 	ns := w.namespaces[j.ns]
-	created := initTime.Add(bulkStart - time.Hour + time.Duration(j.ns)*time.Second)
+	created := namespaceCreated(j.ns)
 	o := &corev1.ConfigMap{TypeMeta: typeMeta(gvConfigMap), ObjectMeta: w.meta(kRootCA, int64(j.ns), ns, "kube-root-ca.crt", created)}
 	o.Annotations = map[string]string{"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}
 	o.Data = map[string]string{"ca.crt": fakeCert(newRNG(w.seed, 3), "kubernetes")} // the one cluster CA
@@ -261,7 +256,7 @@ func fakeCert(r *rng, cn string) string {
 	return b.String()
 }
 
-func (w *world) node(j *job) *corev1.Node {
+func (w *world) node(j *job) runtime.Object {
 	n := w.nodes[j.node]
 	r := newRNG(w.seed, 4, uint64(j.node))
 	created := initTime.Add(n.created)
@@ -326,7 +321,7 @@ func (w *world) node(j *job) *corev1.Node {
 	return o
 }
 
-func (w *world) nodeLease(j *job) *coordinationv1.Lease {
+func (w *world) nodeLease(j *job) runtime.Object {
 	n := w.nodes[j.node]
 	created := initTime.Add(n.created)
 	o := &coordinationv1.Lease{TypeMeta: typeMeta(gvLease), ObjectMeta: w.meta(kNodeLease, int64(j.node), "kube-node-lease", n.name, created)}
@@ -345,7 +340,7 @@ var tolerations = []corev1.Toleration{
 
 var podConditions = []corev1.PodConditionType{"PodReadyToStartContainers", corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled}
 
-func (w *world) pod(j *job) *corev1.Pod {
+func (w *world) pod(j *job) runtime.Object {
 	a := w.app(j)
 	n := w.nodes[j.node]
 	r := newRNG(w.seed, 5, uint64(j.idx))
@@ -426,7 +421,7 @@ func podSpecDefaults(spec *corev1.PodSpec, sa, node string) {
 	spec.PreemptionPolicy = new(corev1.PreemptLowerPriority)
 }
 
-func (w *world) event(j *job) *corev1.Event {
+func (w *world) event(j *job) runtime.Object {
 	a := w.app(j)
 	r := newRNG(w.seed, 6, uint64(j.idx))
 	pod := a.name + "-" + a.rsHash + "-" + uniqueSuffix(j.idx)
@@ -465,7 +460,7 @@ func (w *world) event(j *job) *corev1.Event {
 	return o
 }
 
-func (w *world) configMap(j *job) *corev1.ConfigMap {
+func (w *world) configMap(j *job) runtime.Object {
 	a := w.app(j)
 	r := newRNG(w.seed, 7, uint64(j.idx))
 	name := a.name + "-" + textWords[mix(uint64(j.idx))%uint64(len(textWords))] + "-" + uniqueSuffix(j.idx)
@@ -526,7 +521,7 @@ func yamlText(r *rng, n int) string {
 
 var secretKinds = []string{"credentials", "tls", "registry", "helm-release"}
 
-func (w *world) secret(j *job) *corev1.Secret {
+func (w *world) secret(j *job) runtime.Object {
 	a := w.app(j)
 	r := newRNG(w.seed, 8, uint64(j.idx), uint64(j.variant))
 	name := a.name + "-" + secretKinds[j.sub] + "-" + uniqueSuffix(j.idx)
@@ -560,7 +555,7 @@ func (w *world) secret(j *job) *corev1.Secret {
 	return o
 }
 
-func (w *world) lease(j *job) *coordinationv1.Lease {
+func (w *world) lease(j *job) runtime.Object {
 	a := w.app(j)
 	r := newRNG(w.seed, 9, uint64(j.idx))
 	name := a.name + "-lock-" + uniqueSuffix(j.idx)
@@ -581,7 +576,7 @@ var (
 	itpCluster  = corev1.ServiceInternalTrafficPolicyCluster
 )
 
-func (w *world) service(j *job) *corev1.Service {
+func (w *world) service(j *job) runtime.Object {
 	a := w.app(j)
 	name := a.name + "-" + uniqueSuffix(j.idx)
 	created := w.createdAt(j.idx)
@@ -602,7 +597,7 @@ func (w *world) service(j *job) *corev1.Service {
 	return o
 }
 
-func (w *world) ipAddress(j *job) *networkingv1.IPAddress {
+func (w *world) ipAddress(j *job) runtime.Object {
 	a := w.app(j)
 	created := w.createdAt(j.idx)
 	o := &networkingv1.IPAddress{TypeMeta: typeMeta(gvIPAddress), ObjectMeta: w.meta(kIPAddress, j.idx, "", j.ip.String(), created)}

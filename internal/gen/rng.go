@@ -36,21 +36,25 @@ func (r *rng) chance(permille int) bool { return r.intn(1000) < permille }
 
 func (r *rng) pick(s []string) string { return s[r.intn(len(s))] }
 
-const hexDigits = "0123456789abcdef"
-
-// hex returns n random hex digits.
-func (r *rng) hex(n int) string {
+// digits returns n random characters of alphabet, whose length is 1<<bits: each takes the next bits
+// bits of a random word, a new word when fewer than bits are left.
+func (r *rng) digits(n int, alphabet string, bits int) string {
+	perWord := 64 / bits
+	mask := uint64(len(alphabet) - 1)
 	b := make([]byte, n)
 	var v uint64
 	for i := range b {
-		if i%16 == 0 {
+		if i%perWord == 0 {
 			v = r.u64()
 		}
-		b[i] = hexDigits[v&15]
-		v >>= 4
+		b[i] = alphabet[v&mask]
+		v >>= bits
 	}
 	return string(b)
 }
+
+// hex returns n random hex digits.
+func (r *rng) hex(n int) string { return r.digits(n, "0123456789abcdef", 4) }
 
 const alnum = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -77,18 +81,7 @@ func (r *rng) fill(b []byte) {
 const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 // base64ish returns n random characters of the base64 alphabet (certificates, tokens, blobs).
-func (r *rng) base64ish(n int) string {
-	b := make([]byte, n)
-	var v uint64
-	for i := range b {
-		if i%10 == 0 {
-			v = r.u64()
-		}
-		b[i] = b64[v&63]
-		v >>= 6
-	}
-	return string(b)
-}
+func (r *rng) base64ish(n int) string { return r.digits(n, b64, 6) }
 
 // uniqueSuffix returns a 5-character name suffix that is different for every idx below 27^5: a
 // bijection (multiplication by a number coprime with the modulus), so generated names never collide.

@@ -107,14 +107,20 @@ func History() ([]Op, error) {
 	return ops, nil
 }
 
+// objectsAndHistory returns the sample's whole life: Objects, then History.
+func objectsAndHistory() ([]Entry, []Op, error) {
+	objects, err := Objects()
+	if err != nil {
+		return nil, nil, err
+	}
+	history, err := History()
+	return objects, history, err
+}
+
 // Live returns the expected live state after Objects and History, sorted by key, without
 // CompactRevKey (its value depends on the revisions the server assigned; Write returns it).
 func Live() ([]Entry, error) {
-	objects, err := Objects()
-	if err != nil {
-		return nil, err
-	}
-	history, err := History()
+	objects, history, err := objectsAndHistory()
 	if err != nil {
 		return nil, err
 	}

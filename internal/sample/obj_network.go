@@ -73,6 +73,12 @@ func systemServiceDetails() map[string]serviceDetail {
 	}
 }
 
+// appService is a workload's plain Service: labelled app=app, selecting the Pods labelled so.
+func appService(created time.Duration, app string, ports ...corev1.ServicePort) serviceDetail {
+	return serviceDetail{created: created, ports: ports,
+		selector: map[string]string{"app": app}, labels: map[string]string{"app": app}}
+}
+
 // appServiceDetails are the workloads' Services.
 func appServiceDetails() map[string]serviceDetail {
 	return map[string]serviceDetail{
@@ -85,34 +91,14 @@ func appServiceDetails() map[string]serviceDetail {
 			managed: []metav1.ManagedFieldsEntry{managed("kubectl-client-side-apply", metav1.ManagedFieldsOperationUpdate, "v1", tApps+10*time.Minute, "",
 				`{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}},"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:clusterIP":{},"f:internalTrafficPolicy":{},"f:ports":{".":{},"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{},"f:protocol":{},"f:targetPort":{}}},"f:selector":{},"f:sessionAffinity":{},"f:type":{}}}`)},
 		},
-		"demo/api": {
-			created:  tApps + 12*time.Minute,
-			ports:    []corev1.ServicePort{tcp("grpc", 9090, 9090), tcp("http", 8080, 8080)},
-			selector: map[string]string{"app": "api"},
-			labels:   map[string]string{"app": "api"},
-		},
-		"demo/db-headless": {
-			created:  tApps + 14*time.Minute,
-			ports:    []corev1.ServicePort{tcp("postgres", 5432, 5432)},
-			selector: map[string]string{"app": "db"},
-			labels:   map[string]string{"app": "db"},
-		},
-		"demo/web-nodeport": {
-			created:  tApps + 16*time.Minute,
-			ports:    []corev1.ServicePort{tcp("http", 80, 8080)},
-			selector: map[string]string{"app": "web"},
-			labels:   map[string]string{"app": "web"},
-		},
+		"demo/api":          appService(tApps+12*time.Minute, "api", tcp("grpc", 9090, 9090), tcp("http", 8080, 8080)),
+		"demo/db-headless":  appService(tApps+14*time.Minute, "db", tcp("postgres", 5432, 5432)),
+		"demo/web-nodeport": appService(tApps+16*time.Minute, "web", tcp("http", 80, 8080)),
 		"demo/external-db": {
 			created:      tApps + 18*time.Minute,
 			externalName: "db.example.com",
 		},
-		"demo/dual-echo": {
-			created:  tApps + 20*time.Minute,
-			ports:    []corev1.ServicePort{tcp("http", 80, 5678)},
-			selector: map[string]string{"app": "echo"},
-			labels:   map[string]string{"app": "echo"},
-		},
+		"demo/dual-echo": appService(tApps+20*time.Minute, "echo", tcp("http", 80, 5678)),
 		"ingress-nginx/ingress-nginx-controller": {
 			created: tApps + 5*time.Minute,
 			ports: []corev1.ServicePort{
@@ -125,12 +111,7 @@ func appServiceDetails() map[string]serviceDetail {
 				"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/part-of": "ingress-nginx", "app.kubernetes.io/version": "1.12.1"},
 			lbIngressIP: "203.0.113.10",
 		},
-		"demo/temp-debug": {
-			created:  tHistory,
-			ports:    []corev1.ServicePort{tcp("http", 8080, 8080)},
-			selector: map[string]string{"app": "debug"},
-			labels:   map[string]string{"app": "debug"},
-		},
+		"demo/temp-debug": appService(tHistory, "debug", tcp("http", 8080, 8080)),
 	}
 }
 

@@ -123,18 +123,27 @@ func podObject(p pod) *corev1.Pod {
 	return obj
 }
 
-// podSpec fills a scheduled Pod's spec as the apiserver stores it.
+// templateSpec returns a Pod template's spec as the apiserver stores it: the containers, run as
+// ServiceAccount sa, with the defaults the apiserver fills in.
+func templateSpec(sa string, containers ...corev1.Container) corev1.PodSpec {
+	return corev1.PodSpec{
+		Containers:                    containers,
+		RestartPolicy:                 corev1.RestartPolicyAlways,
+		TerminationGracePeriodSeconds: new(int64(30)),
+		DNSPolicy:                     corev1.DNSClusterFirst,
+		ServiceAccountName:            sa,
+		DeprecatedServiceAccount:      sa,
+		SecurityContext:               &corev1.PodSecurityContext{},
+		SchedulerName:                 corev1.DefaultSchedulerName,
+	}
+}
+
+// podSpec fills a scheduled Pod's spec as the apiserver stores it: a template's, scheduled on
+// p.node, with the defaults admission adds to a Pod.
 func podSpec(spec *corev1.PodSpec, p pod, hostNetwork bool) {
-	spec.Containers = p.containers
-	spec.RestartPolicy = corev1.RestartPolicyAlways
-	spec.TerminationGracePeriodSeconds = new(int64(30))
-	spec.DNSPolicy = corev1.DNSClusterFirst
-	spec.ServiceAccountName = p.sa
-	spec.DeprecatedServiceAccount = p.sa
+	*spec = templateSpec(p.sa, p.containers...)
 	spec.NodeName = p.node
 	spec.HostNetwork = hostNetwork
-	spec.SecurityContext = &corev1.PodSecurityContext{}
-	spec.SchedulerName = corev1.DefaultSchedulerName
 	spec.EnableServiceLinks = new(true)
 	spec.PreemptionPolicy = new(corev1.PreemptLowerPriority)
 	spec.Priority = new(int32(0))
@@ -189,16 +198,7 @@ func deployment(namespace, name string, created time.Duration, replicas int32, l
 	obj.Spec.Replicas = new(replicas)
 	obj.Spec.Selector = &metav1.LabelSelector{MatchLabels: selector}
 	obj.Spec.Template.Labels = selector
-	obj.Spec.Template.Spec = corev1.PodSpec{
-		Containers:                    []corev1.Container{c},
-		RestartPolicy:                 corev1.RestartPolicyAlways,
-		TerminationGracePeriodSeconds: new(int64(30)),
-		DNSPolicy:                     corev1.DNSClusterFirst,
-		ServiceAccountName:            sa,
-		DeprecatedServiceAccount:      sa,
-		SecurityContext:               &corev1.PodSecurityContext{},
-		SchedulerName:                 corev1.DefaultSchedulerName,
-	}
+	obj.Spec.Template.Spec = templateSpec(sa, c)
 	quarter := intstr.FromString("25%")
 	obj.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &quarter, MaxSurge: &quarter}}
@@ -515,18 +515,12 @@ func (b *builder) nodeLocalDNS() {
 		RevisionHistoryLimit: new(int32(10)),
 	}
 	obj.Spec.Template.Labels = labels
-	obj.Spec.Template.Spec = corev1.PodSpec{
-		Containers:                    []corev1.Container{c},
-		RestartPolicy:                 corev1.RestartPolicyAlways,
-		TerminationGracePeriodSeconds: new(int64(0)),
-		DNSPolicy:                     corev1.DNSDefault,
-		HostNetwork:                   true,
-		ServiceAccountName:            "node-local-dns",
-		DeprecatedServiceAccount:      "node-local-dns",
-		SecurityContext:               &corev1.PodSecurityContext{},
-		SchedulerName:                 corev1.DefaultSchedulerName,
-		PriorityClassName:             "system-node-critical",
-	}
+	spec := templateSpec("node-local-dns", c)
+	spec.TerminationGracePeriodSeconds = new(int64(0))
+	spec.DNSPolicy = corev1.DNSDefault
+	spec.HostNetwork = true
+	spec.PriorityClassName = "system-node-critical"
+	obj.Spec.Template.Spec = spec
 	obj.Status = appsv1.DaemonSetStatus{CurrentNumberScheduled: 3, DesiredNumberScheduled: 3, NumberReady: 3, NumberAvailable: 3,
 		UpdatedNumberScheduled: 3, ObservedGeneration: 1}
 	b.add("/registry/daemonsets/kube-system/node-local-dns", obj)

@@ -27,11 +27,7 @@ type WriteResult struct {
 // bucket, are the same on every run.
 func Write(ctx context.Context, srv *etcdtest.Server) (WriteResult, error) {
 	var res WriteResult
-	objects, err := Objects()
-	if err != nil {
-		return res, err
-	}
-	history, err := History()
+	objects, history, err := objectsAndHistory()
 	if err != nil {
 		return res, err
 	}
