@@ -605,12 +605,7 @@ func apiServerPod(c GenerateConfig) *corev1.Pod {
 func controllerManagerPod(c GenerateConfig) *corev1.Pod {
 	kubeconfig := filepath.Join(c.KubeconfigDir, "controller-manager.conf")
 	ca := filepath.Join(c.CertDir, "ca.crt")
-	args := []Arg{
-		{"bind-address", "127.0.0.1"},
-		{"leader-elect", "true"},
-		{"kubeconfig", kubeconfig},
-		{"authentication-kubeconfig", kubeconfig},
-		{"authorization-kubeconfig", kubeconfig},
+	args := append(leaderArgs(kubeconfig), []Arg{
 		{"client-ca-file", ca},
 		{"requestheader-client-ca-file", filepath.Join(c.CertDir, "front-proxy-ca.crt")},
 		{"root-ca-file", ca},
@@ -619,7 +614,7 @@ func controllerManagerPod(c GenerateConfig) *corev1.Pod {
 		{"cluster-signing-key-file", filepath.Join(c.CertDir, "ca.key")},
 		{"use-service-account-credentials", "true"},
 		{"controllers", "*,bootstrapsigner,tokencleaner"},
-	}
+	}...)
 	if c.PodCIDR != "" {
 		args = append(args, Arg{"allocate-node-cidrs", "true"}, Arg{"cluster-cidr", c.PodCIDR})
 		if c.ServiceCIDR != "" {
@@ -643,10 +638,7 @@ func controllerManagerPod(c GenerateConfig) *corev1.Pod {
 	c.caCertMounts(&m)
 	m.add("kubeconfig", kubeconfig, true, corev1.HostPathFileOrCreate)
 	m.extra(c.ControllerManagerExtraVolumes)
-	host := "127.0.0.1"
-	if a, ok := extraArg(c.ControllerManagerExtraArgs, "bind-address"); ok {
-		host = probeAddress(a)
-	}
+	host := loopbackProbeHost(c.ControllerManagerExtraArgs)
 	ctr := corev1.Container{
 		Name:            KubeControllerManager,
 		Image:           c.image(KubeControllerManager),
@@ -664,20 +656,11 @@ func controllerManagerPod(c GenerateConfig) *corev1.Pod {
 
 func schedulerPod(c GenerateConfig) *corev1.Pod {
 	kubeconfig := filepath.Join(c.KubeconfigDir, "scheduler.conf")
-	args := []Arg{
-		{"bind-address", "127.0.0.1"},
-		{"leader-elect", "true"},
-		{"kubeconfig", kubeconfig},
-		{"authentication-kubeconfig", kubeconfig},
-		{"authorization-kubeconfig", kubeconfig},
-	}
+	args := leaderArgs(kubeconfig)
 	var m mounts
 	m.add("kubeconfig", kubeconfig, true, corev1.HostPathFileOrCreate)
 	m.extra(c.SchedulerExtraVolumes)
-	host := "127.0.0.1"
-	if a, ok := extraArg(c.SchedulerExtraArgs, "bind-address"); ok {
-		host = probeAddress(a)
-	}
+	host := loopbackProbeHost(c.SchedulerExtraArgs)
 	ctr := corev1.Container{
 		Name:            KubeScheduler,
 		Image:           c.image(KubeScheduler),
@@ -692,6 +675,28 @@ func schedulerPod(c GenerateConfig) *corev1.Pod {
 		Ports:           []corev1.ContainerPort{{Name: probePort, ContainerPort: kubeSchedulerPort, Protocol: corev1.ProtocolTCP}},
 	}
 	return componentPod(ctr, m.volumes(), nil)
+}
+
+// leaderArgs are the arguments kube-controller-manager and kube-scheduler
+// share: bound to loopback, leader-elected, every client identity from
+// one kubeconfig.
+func leaderArgs(kubeconfig string) []Arg {
+	return []Arg{
+		{"bind-address", "127.0.0.1"},
+		{"leader-elect", "true"},
+		{"kubeconfig", kubeconfig},
+		{"authentication-kubeconfig", kubeconfig},
+		{"authorization-kubeconfig", kubeconfig},
+	}
+}
+
+// loopbackProbeHost is where the probes of a component bound to loopback
+// look: 127.0.0.1, or the --bind-address extra argument.
+func loopbackProbeHost(extra []Arg) string {
+	if a, ok := extraArg(extra, "bind-address"); ok {
+		return probeAddress(a)
+	}
+	return "127.0.0.1"
 }
 
 // etcdProbeEndpoint is kubeadm's GetEtcdProbeEndpoint: the first

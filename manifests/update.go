@@ -86,6 +86,16 @@ func (u *updater) setFlag(m *Manifest, l cmdLine, name, value string, add bool, 
 	return found, nil
 }
 
+// setFlagOrKeep is setFlag for a flag that may stay absent: when it is
+// absent and not added, that is recorded as kept, with why.
+func (u *updater) setFlagOrKeep(m *Manifest, l cmdLine, name, value string, add bool, absent string) error {
+	found, err := u.setFlag(m, l, name, value, add, "")
+	if err == nil && !found {
+		u.record(m, "--"+name, ActionKeep, "", "", absent)
+	}
+	return err
+}
+
 func (u *updater) setAnnotation(m *Manifest, key, value string) {
 	old, found := m.Pod.Annotations[key]
 	if found && old == value {
@@ -147,15 +157,8 @@ func (u *updater) serviceCIDR(ch Changes) error {
 	if err != nil {
 		return err
 	}
-	found, err := u.setFlag(kcm, kcmLine, "service-cluster-ip-range", kcmValue, false, "")
-	if err != nil {
-		return err
-	}
-	if !found {
-		u.record(kcm, "--service-cluster-ip-range", ActionKeep, "", "",
-			"absent, not added: kubeadm sets it only with a Pod CIDR, for node CIDR allocation")
-	}
-	return nil
+	return u.setFlagOrKeep(kcm, kcmLine, "service-cluster-ip-range", kcmValue, false,
+		"absent, not added: kubeadm sets it only with a Pod CIDR, for node CIDR allocation")
 }
 
 func (u *updater) podCIDR(ch Changes) error {
@@ -180,13 +183,9 @@ func (u *updater) podCIDR(ch Changes) error {
 			return err
 		}
 	}
-	found, err := u.setFlag(m, l, "cluster-cidr", value, allocOn, "")
-	if err != nil {
+	if err := u.setFlagOrKeep(m, l, "cluster-cidr", value, allocOn,
+		"absent and node CIDR allocation is off: not added"); err != nil {
 		return err
-	}
-	if !found {
-		u.record(m, "--cluster-cidr", ActionKeep, "", "",
-			"absent and node CIDR allocation is off: not added")
 	}
 	if allocOn {
 		u.record(m, "--allocate-node-cidrs", ActionKeep, alloc, "",

@@ -32,10 +32,7 @@ type applyRun struct {
 
 // Apply puts the node's part of the bundle in place (see the package doc).
 func Apply(ctx context.Context, cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	b, err := loadBundle(cfg.Bundle, cfg.Node)
+	b, err := openBundle(&cfg)
 	if err != nil {
 		return err
 	}

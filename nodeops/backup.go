@@ -90,15 +90,23 @@ func backupName(p string) string {
 	return strings.ReplaceAll(strings.Trim(p, "/"), "/", "_")
 }
 
-// backupCopy copies host path p into the backup directory and records it.
-func (h *host) backupCopy(dir string, r *Record, p string) error {
+// recordAbsent records host path p as absent if it is, and says whether
+// it was: there is nothing to back up then.
+func (h *host) recordAbsent(r *Record, p string) (bool, error) {
 	ok, err := exists(h.path(p))
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !ok {
 		r.Entries = append(r.Entries, Entry{Path: p, How: Absent})
-		return nil
+	}
+	return !ok, nil
+}
+
+// backupCopy copies host path p into the backup directory and records it.
+func (h *host) backupCopy(dir string, r *Record, p string) error {
+	if absent, err := h.recordAbsent(r, p); absent || err != nil {
+		return err
 	}
 	name := backupName(p)
 	dst := filepath.Join(h.path(dir), name)
@@ -117,13 +125,8 @@ func (h *host) backupCopy(dir string, r *Record, p string) error {
 
 // backupMove moves host path p into the backup directory and records it.
 func (h *host) backupMove(dir string, r *Record, p string) error {
-	ok, err := exists(h.path(p))
-	if err != nil {
+	if absent, err := h.recordAbsent(r, p); absent || err != nil {
 		return err
-	}
-	if !ok {
-		r.Entries = append(r.Entries, Entry{Path: p, How: Absent})
-		return nil
 	}
 	n, err := treeSize(h.path(p))
 	if err != nil {

@@ -35,6 +35,15 @@ type bundle struct {
 	op        *rebuild.Operation
 }
 
+// openBundle checks cfg (filling in its defaults) and loads the node's
+// part of its bundle: where apply and rollback start.
+func openBundle(cfg *Config) (*bundle, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return loadBundle(cfg.Bundle, cfg.Node)
+}
+
 // loadBundle reads report.json and finds the node.
 func loadBundle(dir, node string) (*bundle, error) {
 	b, err := os.ReadFile(filepath.Join(dir, rebuild.ReportFile))

@@ -14,10 +14,7 @@ const rollbackDir = "/etc/kubernetes/manifests.snapshift-rollback"
 // Rollback puts back every path apply's backup.json records, byte for byte,
 // and restarts the old control plane.
 func Rollback(ctx context.Context, cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	b, err := loadBundle(cfg.Bundle, cfg.Node)
+	b, err := openBundle(&cfg)
 	if err != nil {
 		return err
 	}

@@ -165,14 +165,9 @@ func encodePublicKeyPEM(pub crypto.PublicKey) ([]byte, error) {
 
 // loadCert reads the first certificate of <dir>/<base>.crt.
 func loadCert(dir, base string) (*x509.Certificate, error) {
-	path := filepath.Join(dir, base+".crt")
-	data, err := os.ReadFile(path)
+	certs, err := readPEM(filepath.Join(dir, base+".crt"), certutil.ParseCertsPEM)
 	if err != nil {
 		return nil, err
-	}
-	certs, err := certutil.ParseCertsPEM(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return certs[0], nil
 }
@@ -180,13 +175,9 @@ func loadCert(dir, base string) (*x509.Certificate, error) {
 // loadKey reads <dir>/<base>.key (RSA or ECDSA).
 func loadKey(dir, base string) (crypto.Signer, error) {
 	path := filepath.Join(dir, base+".key")
-	data, err := os.ReadFile(path)
+	k, err := readPEM(path, keyutil.ParsePrivateKeyPEM)
 	if err != nil {
 		return nil, err
-	}
-	k, err := keyutil.ParsePrivateKeyPEM(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	switch k := k.(type) {
 	case *rsa.PrivateKey:
@@ -195,6 +186,21 @@ func loadKey(dir, base string) (crypto.Signer, error) {
 		return k, nil
 	}
 	return nil, fmt.Errorf("%s: the private key is neither RSA nor ECDSA", path)
+}
+
+// readPEM reads the file at path and parses it with parse; a parse error
+// names the file.
+func readPEM[T any](path string, parse func([]byte) (T, error)) (T, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := parse(data)
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
 }
 
 // LoadCA reads the CA <dir>/<base>.crt and .key and checks that the

@@ -122,6 +122,19 @@ func issue(cfg Config, spec CertSpec, ca *CA, start time.Time) ([]output, *x509.
 	return issueWith(cfg, spec, alt, ca, start)
 }
 
+// reissue is issue for a certificate that may replace one in cfg.CertDir:
+// how their SANs differ goes into res.Changes.
+func reissue(cfg Config, spec CertSpec, ca *CA, start time.Time, res *Result) ([]output, error) {
+	o, cert, err := issue(cfg, spec, ca, start)
+	if err != nil {
+		return nil, err
+	}
+	if old, err := loadCert(cfg.CertDir, spec.BaseName); err == nil {
+		res.Changes = append(res.Changes, sanDiff(spec.Name, old, cert)...)
+	}
+	return o, nil
+}
+
 func issueWith(cfg Config, spec CertSpec, alt certutil.AltNames, ca *CA, start time.Time) ([]output, *x509.Certificate, error) {
 	cert, key, err := newLeaf(cfg, spec, alt, ca, start)
 	if err != nil {
@@ -292,14 +305,11 @@ func RenewEtcd(cfg Config) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		o, cert, err := issue(cfg, spec, ca, start)
+		o, err := reissue(cfg, spec, ca, start, &res)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", OpRenewEtcd, err)
 		}
 		outs = append(outs, o...)
-		if old, err := loadCert(cfg.CertDir, spec.BaseName); err == nil {
-			res.Changes = append(res.Changes, sanDiff(spec.Name, old, cert)...)
-		}
 	}
 	res.Reused = caFiles(cfg.CertDir, EtcdCACertAndKeyBaseName)
 	if err := commit(cfg.CertDir, outs, &res); err != nil {
@@ -361,14 +371,11 @@ func IssueNode(cfg Config, names ...string) (Result, error) {
 			cas[spec.CAName] = ca
 			res.Reused = append(res.Reused, caFiles(cfg.CertDir, caSpec.BaseName)...)
 		}
-		o, cert, err := issue(cfg, spec, ca, start)
+		o, err := reissue(cfg, spec, ca, start, &res)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", OpIssueNode, err)
 		}
 		outs = append(outs, o...)
-		if old, err := loadCert(cfg.CertDir, spec.BaseName); err == nil {
-			res.Changes = append(res.Changes, sanDiff(spec.Name, old, cert)...)
-		}
 	}
 	if err := commit(cfg.CertDir, outs, &res); err != nil {
 		return res, fmt.Errorf("%s: %w", OpIssueNode, err)

@@ -55,27 +55,30 @@ const (
 // k8s-app=calico-kube-controllers; cilium k8s-app=cilium and
 // io.cilium/app=operator; kube-proxy and CoreDNS as kubeadm installs them).
 func role(kind string, labels map[string]string) (int, string) {
-	switch {
-	case labels["io.cilium/app"] == "operator":
-		return StageCNIOperator, "cilium-operator"
-	case kind == "DaemonSet" && labels["k8s-app"] == "cilium":
-		return StageCNIAgent, "cilium"
-	case kind == "DaemonSet" && labels["k8s-app"] == "calico-node":
-		return StageCNIAgent, "calico-node"
-	case kind == "DaemonSet" && labels["k8s-app"] == "canal":
-		return StageCNIAgent, "canal"
-	case kind == "DaemonSet" && labels["app"] == "flannel":
-		return StageCNIAgent, "flannel"
-	case kind == "DaemonSet" && labels["name"] == "weave-net":
-		return StageCNIAgent, "weave-net"
-	case labels["k8s-app"] == "calico-kube-controllers":
-		return StageCNIControl, "calico-kube-controllers"
-	case kind == "DaemonSet" && labels["k8s-app"] == "kube-proxy":
-		return StageKubeProxy, "kube-proxy"
-	case kind == "Deployment" && labels["k8s-app"] == "kube-dns":
-		return StageDNS, "cluster DNS"
+	for _, r := range roles {
+		if (r.kind == "" || r.kind == kind) && labels[r.label] == r.value {
+			return r.stage, r.name
+		}
 	}
 	return StageRest, ""
+}
+
+// roles are role's workloads, first match wins: the kind ("" for any),
+// the pod label and its value, the stage and the name.
+var roles = []struct {
+	kind, label, value string
+	stage              int
+	name               string
+}{
+	{"", "io.cilium/app", "operator", StageCNIOperator, "cilium-operator"},
+	{"DaemonSet", "k8s-app", "cilium", StageCNIAgent, "cilium"},
+	{"DaemonSet", "k8s-app", "calico-node", StageCNIAgent, "calico-node"},
+	{"DaemonSet", "k8s-app", "canal", StageCNIAgent, "canal"},
+	{"DaemonSet", "app", "flannel", StageCNIAgent, "flannel"},
+	{"DaemonSet", "name", "weave-net", StageCNIAgent, "weave-net"},
+	{"", "k8s-app", "calico-kube-controllers", StageCNIControl, "calico-kube-controllers"},
+	{"DaemonSet", "k8s-app", "kube-proxy", StageKubeProxy, "kube-proxy"},
+	{"Deployment", "k8s-app", "kube-dns", StageDNS, "cluster DNS"},
 }
 
 // workloadKeys says whether readRecorded indexes a key: the DaemonSets,

@@ -48,11 +48,7 @@ func (o *certsOptions) flags() []cli.Flag {
 }
 
 func (o *certsOptions) setup(c *cli.Context) error {
-	o.streams(c)
-	if err := o.refuseK3sSnapshot(c.Context, c, "certs writes kubeadm-layout certificates"); err != nil {
-		return err
-	}
-	if _, err := args(c, 0, 0, ""); err != nil {
+	if err := o.kubeadmNoArgs(c, "certs writes kubeadm-layout certificates"); err != nil {
 		return err
 	}
 	o.cfg.APIServerCertSANs = o.sans.Value()

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/inspect"
-	"github.com/snapshift/snapshift/wellknown"
 )
 
 // getOptions are get's options. Like kubectl's, -o yaml|json prints the
@@ -30,9 +29,7 @@ func (o *getOptions) setup(c *cli.Context) error {
 		return err
 	}
 	o.path = a[0]
-	if o.key, o.keyErr = wellknown.KeyOf(a[1]); o.keyErr != nil {
-		o.key = a[1] // a key outside /registry (compact_rev_key), if the snapshot has it
-	}
+	o.key, o.keyErr = keyOf(a[1]) // a raw key: compact_rev_key, if the snapshot has it
 	return o.unpack(&o.path)
 }
 

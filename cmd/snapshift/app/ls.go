@@ -25,11 +25,20 @@ func (o *lsOptions) setup(c *cli.Context) error {
 	}
 	o.path = a[0]
 	if len(a) == 2 {
-		if o.prefix, o.prefixErr = wellknown.KeyOf(a[1]); o.prefixErr != nil {
-			o.prefix = a[1] // a raw prefix outside /registry, if keys start with it
-		}
+		o.prefix, o.prefixErr = keyOf(a[1]) // a raw prefix, if keys start with it
 	}
 	return o.unpack(&o.path)
+}
+
+// keyOf is wellknown.KeyOf(arg), or arg itself when it names no resource:
+// a raw key or prefix outside /registry, which the command tries before it
+// reports the error.
+func keyOf(arg string) (string, error) {
+	k, err := wellknown.KeyOf(arg)
+	if err != nil {
+		return arg, err
+	}
+	return k, nil
 }
 
 func (o *lsOptions) Validate() error { return o.validateFormat() }

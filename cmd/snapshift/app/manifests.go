@@ -44,11 +44,7 @@ func (o *manifestsOptions) flags() []cli.Flag {
 }
 
 func (o *manifestsOptions) setup(c *cli.Context) error {
-	o.streams(c)
-	if err := o.refuseK3sSnapshot(c.Context, c, "manifests writes kubeadm static-pod manifests"); err != nil {
-		return err
-	}
-	if _, err := args(c, 0, 0, ""); err != nil {
+	if err := o.kubeadmNoArgs(c, "manifests writes kubeadm static-pod manifests"); err != nil {
 		return err
 	}
 	if o.member != "" {

@@ -33,11 +33,7 @@ func (o *nodeOptions) flags(apply bool) []cli.Flag {
 
 const nodeopsDefaultTimeout = 5 * time.Minute
 
-func (o *nodeOptions) setup(c *cli.Context) error {
-	o.streams(c)
-	_, err := args(c, 0, 0, "")
-	return err
-}
+func (o *nodeOptions) setup(c *cli.Context) error { return o.noArgs(c) }
 
 func (o *nodeOptions) Validate() error {
 	if o.cfg.Bundle == "" || o.cfg.Node == "" {

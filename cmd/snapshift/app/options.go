@@ -230,3 +230,22 @@ func (o *common) oneSnapshot(c *cli.Context, path *string) error {
 	*path = a[0]
 	return o.unpack(path)
 }
+
+// noArgs is the setup of a command that takes no arguments.
+func (o *common) noArgs(c *cli.Context) error {
+	o.streams(c)
+	_, err := args(c, 0, 0, "")
+	return err
+}
+
+// kubeadmNoArgs is noArgs for the kubeadm-only commands (certs,
+// manifests): a k3s or RKE2 snapshot given as the argument is refused
+// first, saying what the command does.
+func (o *common) kubeadmNoArgs(c *cli.Context, what string) error {
+	o.streams(c)
+	if err := o.refuseK3sSnapshot(c.Context, c, what); err != nil {
+		return err
+	}
+	_, err := args(c, 0, 0, "")
+	return err
+}

@@ -32,11 +32,7 @@ type optionInfo struct {
 	Usage   string `json:"usage"`
 }
 
-func (o *rulesOptions) setup(c *cli.Context) error {
-	o.streams(c)
-	_, err := args(c, 0, 0, "")
-	return err
-}
+func (o *rulesOptions) setup(c *cli.Context) error { return o.noArgs(c) }
 
 func (o *rulesOptions) Validate() error { return o.validateFormat() }
 

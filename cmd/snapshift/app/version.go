@@ -15,11 +15,7 @@ type versionOptions struct {
 	common
 }
 
-func (o *versionOptions) setup(c *cli.Context) error {
-	o.streams(c)
-	_, err := args(c, 0, 0, "")
-	return err
-}
+func (o *versionOptions) setup(c *cli.Context) error { return o.noArgs(c) }
 
 func (o *versionOptions) Validate() error { return o.validateFormat() }
 
