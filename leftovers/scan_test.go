@@ -1,6 +1,7 @@
 package leftovers
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"math/rand"
@@ -256,5 +257,106 @@ func TestLeftoverScanNamespaces(t *testing.T) {
 	want := map[string]string{"pods": "kube-flannel=1 kube-system=1 demo=2", "endpoints": "demo=1", "endpointslices.discovery.k8s.io": "kube-system=1", "configmaps": ""}
 	if !maps.Equal(got, want) {
 		t.Errorf("per-namespace counts %v, want %v", got, want)
+	}
+}
+
+// findByNeedle is find as one pass a needle: the reference the grouped
+// search must agree with, result and order.
+func findByNeedle(s *LeftoverScan, value []byte, needles [][]byte, part func(byte) bool, longest int, seen map[netip.Addr]bool) []string {
+	var found []string
+	for _, needle := range needles {
+		rest, base := value, 0
+		for {
+			i := bytes.Index(rest, needle)
+			if i < 0 {
+				break
+			}
+			at := base + i
+			step := max(len(needle), 1)
+			rest, base = rest[i+step:], at+step
+			if at > 0 && part(value[at-1]) {
+				continue
+			}
+			j := at
+			for j < len(value) && j-at < longest && part(value[j]) {
+				j++
+			}
+			a, err := netip.ParseAddr(trimToken(string(value[at:j])))
+			if err != nil || seen[a] || !s.inRanges(a) {
+				continue
+			}
+			seen[a] = true
+			found = append(found, cidrText(value, at, j, a))
+		}
+	}
+	return found
+}
+
+// TestFindMatchesOnePassANeedle: kubeadm's default ranges (16 needles under
+// "10." and one more) and overlapping ones, random addresses and CIDRs in
+// random order: the grouped search finds what one pass a needle finds, in
+// the same order.
+func TestFindMatchesOnePassANeedle(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	for _, olds := range [][]string{{"10.96.0.0/12", "10.244.0.0/16"}, {"192.168.0.0/16", "10.244.0.0/16"}, {"10.0.0.0/8", "10.96.0.0/12"}, {"fd00:10:96::/108", "10.96.0.0/12"}} {
+		var old []netip.Prefix
+		for _, o := range olds {
+			old = append(old, netip.MustParsePrefix(o))
+		}
+		plan := &rules.Plan{Service: &rules.ServicePlan{Old: old[:1], New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}},
+			Pod: &rules.PodPlan{Old: old[1:], New: []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")}}}
+		s := NewLeftoverScan(plan)
+		s.prepare()
+		for i := 0; i < 400; i++ {
+			var b strings.Builder
+			for j := 0; j < 12; j++ {
+				var a netip.Addr
+				if r.Intn(6) == 0 {
+					a = netip.AddrFrom16([16]byte{0xfd, 0, 0, 0x10, 0, 0x96, 14: byte(r.Intn(256)), 15: byte(r.Intn(256))})
+				} else {
+					a = netip.AddrFrom4([4]byte{[]byte{10, 192, 172, 110}[r.Intn(4)], []byte{96, 100, 111, 244, 168, 1}[r.Intn(6)], byte(r.Intn(4)), byte(r.Intn(256))})
+				}
+				sep := []string{" ", "\x12\x0b", ",", "\"", "\n", "1"}[r.Intn(6)]
+				suffix := []string{"", "/24", "/32"}[r.Intn(3)]
+				fmt.Fprintf(&b, "%s%s%s%s", sep, a, suffix, sep)
+			}
+			v := []byte(b.String())
+			for _, f := range []struct {
+				needles [][]byte
+				part    func(byte) bool
+				longest int
+			}{{s.needles, isV4Char, 15}, {s.needle6, isV6Char, 45}} {
+				got := s.find(v, f.needles, f.part, f.longest, map[netip.Addr]bool{})
+				want := findByNeedle(s, v, f.needles, f.part, f.longest, map[netip.Addr]bool{})
+				if !slices.Equal(got, want) {
+					t.Fatalf("%v in %q:\n got %q\nwant %q", olds, v, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkFind is the leftover scan's search over the sample's values with
+// kubeadm's default ranges (10.96.0.0/12: 16 needles; 10.244.0.0/16): the
+// grouped search against one pass a needle.
+func BenchmarkFind(b *testing.B) {
+	plan := &rules.Plan{Service: &rules.ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}},
+		Pod: &rules.PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")}}}
+	s := NewLeftoverScan(plan)
+	s.prepare()
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "sample.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, find := range map[string]func([]byte) []string{
+		"grouped":   func(v []byte) []string { return s.find(v, s.needles, isV4Char, 15, map[netip.Addr]bool{}) },
+		"by-needle": func(v []byte) []string { return findByNeedle(s, v, s.needles, isV4Char, 15, map[netip.Addr]bool{}) },
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				find(raw)
+			}
+		})
 	}
 }
