@@ -368,7 +368,8 @@ func (s *LeftoverScan) find(value []byte, needles [][]byte, part func(byte) bool
 }
 
 // leadGroup is the needles that begin with the same first group (the text
-// up to and including the first '.' or ':', or the whole needle).
+// up to and including the first '.' or ':', or the whole needle), and what
+// they all begin with: the group's search string.
 type leadGroup struct {
 	lead    []byte
 	members []int // indexes into the needles, in order
@@ -388,7 +389,22 @@ func leadGroups(needles [][]byte) []leadGroup {
 		}
 		gs[g].members = append(gs[g].members, i)
 	}
+	for i := range gs { // a lone needle is searched whole, a group by what all share
+		lead := needles[gs[i].members[0]]
+		for _, m := range gs[i].members[1:] {
+			lead = commonPrefix(lead, needles[m])
+		}
+		gs[i].lead = lead
+	}
 	return gs
+}
+
+func commonPrefix(a, b []byte) []byte {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return a[:n]
 }
 
 // firstPrefix is the lowest of members whose needle begins b, or -1.

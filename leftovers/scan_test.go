@@ -337,26 +337,29 @@ func TestFindMatchesOnePassANeedle(t *testing.T) {
 }
 
 // BenchmarkFind is the leftover scan's search over the sample's values with
-// kubeadm's default ranges (10.96.0.0/12: 16 needles; 10.244.0.0/16): the
+// kubeadm's default ranges (10.96.0.0/12: 16 needles; 10.244.0.0/16) and
+// with the bench's (192.168.0.0/16, 10.244.0.0/16: two lone needles): the
 // grouped search against one pass a needle.
 func BenchmarkFind(b *testing.B) {
-	plan := &rules.Plan{Service: &rules.ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}},
-		Pod: &rules.PodPlan{Old: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}, New: []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")}}}
-	s := NewLeftoverScan(plan)
-	s.prepare()
 	raw, err := os.ReadFile(filepath.Join("..", "testdata", "sample.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	for name, find := range map[string]func([]byte) []string{
-		"grouped":   func(v []byte) []string { return s.find(v, s.needles, isV4Char, 15, map[netip.Addr]bool{}) },
-		"by-needle": func(v []byte) []string { return findByNeedle(s, v, s.needles, isV4Char, 15, map[netip.Addr]bool{}) },
-	} {
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			for b.Loop() {
-				find(raw)
-			}
-		})
+	for _, ranges := range [][2]string{{"10.96.0.0/12", "10.244.0.0/16"}, {"192.168.0.0/16", "10.244.0.0/16"}} {
+		plan := &rules.Plan{Service: &rules.ServicePlan{Old: []netip.Prefix{netip.MustParsePrefix(ranges[0])}, New: []netip.Prefix{netip.MustParsePrefix("172.24.0.0/16")}},
+			Pod: &rules.PodPlan{Old: []netip.Prefix{netip.MustParsePrefix(ranges[1])}, New: []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")}}}
+		s := NewLeftoverScan(plan)
+		s.prepare()
+		for name, find := range map[string]func([]byte) []string{
+			"grouped":   func(v []byte) []string { return s.find(v, s.needles, isV4Char, 15, map[netip.Addr]bool{}) },
+			"by-needle": func(v []byte) []string { return findByNeedle(s, v, s.needles, isV4Char, 15, map[netip.Addr]bool{}) },
+		} {
+			b.Run(strings.ReplaceAll(ranges[0], "/", "_")+"/"+name, func(b *testing.B) {
+				b.SetBytes(int64(len(raw)))
+				for b.Loop() {
+					find(raw)
+				}
+			})
+		}
 	}
 }
