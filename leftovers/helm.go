@@ -56,9 +56,9 @@ func (s *LeftoverScan) helmLeftovers(value []byte) (string, bool) {
 	}
 	var pinned []string
 	for _, doc := range strings.Split(rel.Manifest, "\n---") {
-		if found := s.find([]byte(doc), s.needles, isV4Char, 15, map[netip.Addr]bool{}); len(found) > 0 {
+		if found := s.find([]byte(doc), s.needles, s.groups4, isV4Char, 15, map[netip.Addr]bool{}); len(found) > 0 {
 			pinned = append(pinned, manifestResource(doc))
-		} else if found := s.find([]byte(doc), s.needle6, isV6Char, 45, map[netip.Addr]bool{}); len(found) > 0 {
+		} else if found := s.find([]byte(doc), s.needle6, s.groups6, isV6Char, 45, map[netip.Addr]bool{}); len(found) > 0 {
 			pinned = append(pinned, manifestResource(doc))
 		}
 	}

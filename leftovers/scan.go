@@ -39,7 +39,10 @@ type LeftoverScan struct {
 	rs      []netip.Prefix
 	needles [][]byte // IPv4: dotted-decimal beginnings
 	needle6 [][]byte // IPv6: canonical beginnings ("fd00:10:96:")
-	kept    map[string]bool
+	// groups4 and groups6 are the needles grouped for find's search,
+	// made once with them.
+	groups4, groups6 []leadGroup
+	kept             map[string]bool
 	// keptAddrs are the addresses of the exempt Services: an object that
 	// refers only to them still reaches a Service that stays where it is.
 	keptAddrs map[netip.Addr]bool
@@ -196,6 +199,7 @@ func (s *LeftoverScan) prepare() {
 			}
 		}
 	}
+	s.groups4, s.groups6 = leadGroups(s.needles), leadGroups(s.needle6)
 }
 
 // textPrefixes lists the dotted-decimal beginnings every address of an IPv4
@@ -234,8 +238,8 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		return
 	}
 	seen := map[netip.Addr]bool{}
-	found := s.find(value, s.needles, isV4Char, 15, seen)
-	found = append(found, s.find(value, s.needle6, isV6Char, 45, seen)...)
+	found := s.find(value, s.needles, s.groups4, isV4Char, 15, seen)
+	found = append(found, s.find(value, s.needle6, s.groups6, isV6Char, 45, seen)...)
 	if policyLike(k) {
 		found = s.coveringCIDRs(value, found)
 	}
@@ -321,19 +325,20 @@ func (s *LeftoverScan) onlyKept(found map[netip.Addr]bool) bool {
 // characters for at most longest bytes, and must parse as an address inside a
 // range. seen collects what was found, so each address is listed once.
 //
-// The needles are searched by their first group ("10." for "10.96." to
-// "10.111." and "10.244.": kubeadm's default service range alone is 16
-// needles), one pass over value a group, and each hit is matched against
-// the group's needles. The result is in the order of one pass a needle:
+// The needles are searched by their groups (leadGroups(needles), made once
+// in prepare: "10." for "10.96." to "10.111." and "10.244.", kubeadm's
+// default service range alone being 16 needles), one pass over value a
+// group, and each hit is matched against the group's needles. The result
+// is in the order of one pass a needle:
 // by needle, then by position (BenchmarkFind: 16 needles of 10.96.0.0/12
 // and one of 10.244.0.0/16 over the sample's values).
-func (s *LeftoverScan) find(value []byte, needles [][]byte, part func(byte) bool, longest int, seen map[netip.Addr]bool) []string {
+func (s *LeftoverScan) find(value []byte, needles [][]byte, groups []leadGroup, part func(byte) bool, longest int, seen map[netip.Addr]bool) []string {
 	type hit struct {
 		needle, at int
 		text       string
 	}
 	var hits []hit
-	for _, g := range leadGroups(needles) {
+	for _, g := range groups {
 		rest, base := value, 0
 		for {
 			i := bytes.Index(rest, g.lead)

@@ -323,10 +323,11 @@ func TestFindMatchesOnePassANeedle(t *testing.T) {
 			v := []byte(b.String())
 			for _, f := range []struct {
 				needles [][]byte
+				groups  []leadGroup
 				part    func(byte) bool
 				longest int
-			}{{s.needles, isV4Char, 15}, {s.needle6, isV6Char, 45}} {
-				got := s.find(v, f.needles, f.part, f.longest, map[netip.Addr]bool{})
+			}{{s.needles, s.groups4, isV4Char, 15}, {s.needle6, s.groups6, isV6Char, 45}} {
+				got := s.find(v, f.needles, f.groups, f.part, f.longest, map[netip.Addr]bool{})
 				want := findByNeedle(s, v, f.needles, f.part, f.longest, map[netip.Addr]bool{})
 				if !slices.Equal(got, want) {
 					t.Fatalf("%v in %q:\n got %q\nwant %q", olds, v, got, want)
@@ -351,7 +352,7 @@ func BenchmarkFind(b *testing.B) {
 		s := NewLeftoverScan(plan)
 		s.prepare()
 		for name, find := range map[string]func([]byte) []string{
-			"grouped":   func(v []byte) []string { return s.find(v, s.needles, isV4Char, 15, map[netip.Addr]bool{}) },
+			"grouped":   func(v []byte) []string { return s.find(v, s.needles, s.groups4, isV4Char, 15, map[netip.Addr]bool{}) },
 			"by-needle": func(v []byte) []string { return findByNeedle(s, v, s.needles, isV4Char, 15, map[netip.Addr]bool{}) },
 		} {
 			b.Run(strings.ReplaceAll(ranges[0], "/", "_")+"/"+name, func(b *testing.B) {
