@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -17,13 +18,10 @@ import (
 	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
-// DefaultTxBytes bounds each write transaction: bbolt keeps every dirty
-// page of a transaction in memory, so a transaction is committed after this
-// many bytes of puts (bbolt's own compact command does the same). 4 MiB
-// rather than 8: on the 1.1M-key bench snapshot the fused restore's write
-// phase took 1.6 s instead of 2.3 s and its peak RssAnon was 151-155 MiB
-// instead of 162-171 (2 and 1 MiB: no faster, 144-151 MiB); the same speed
-// on 200k keys, 7 MiB less.
+// DefaultTxBytes is how often, in bytes of pages written, the writer passes
+// the crash suite's snapshotTxCommitted failpoint. (It bounded each bbolt
+// write transaction until the `key` bucket was written page by page,
+// without bbolt: see bulkLoader.)
 const DefaultTxBytes = 4 << 20
 
 // DefaultPageSize is the bbolt page size of a written database: 16 KiB.
@@ -44,7 +42,8 @@ type WriterConfig struct {
 	// Force replaces an existing Path. Default false: an existing output is
 	// an error before anything is written.
 	Force bool
-	// TxBytes bounds each write transaction. Default DefaultTxBytes.
+	// TxBytes is how often the crash suite's failpoint is passed, in bytes
+	// written. Default DefaultTxBytes.
 	TxBytes int64
 	// PageSize is the database's bbolt page size, a power of two from 4
 	// KiB (what etcd itself creates on amd64) to 64 KiB. Default
@@ -73,8 +72,10 @@ type Timing func(step string, d time.Duration)
 
 // The steps a Writer and a FusedRestore report to a Timing.
 const (
-	// StepWrite: a write transaction's commit (bbolt's page writes), or
-	// closing the database.
+	// StepWrite: the end of a database: its last pages, the buckets
+	// other than `key` (one bbolt transaction) and closing it. The `key`
+	// bucket's pages are written while the entries come, so their time is
+	// the caller's (a transform's stream).
 	StepWrite = "write"
 	// StepCheck: BeforePublish.
 	StepCheck = "check"
@@ -102,16 +103,17 @@ func (t Timing) step(name string, fn func() error) error {
 
 // Writer builds a new snapshot file under a temporary name beside Path.
 // Nothing appears at Path until Commit succeeds; Abort (or a failed Commit)
-// removes every temporary file.
+// removes every temporary file. The `key` bucket is written page by page
+// as the entries come (bulkLoader); every other bucket is held until
+// Commit, when one bbolt transaction writes it.
 type Writer struct {
-	cfg     WriterConfig
-	tmp     string
-	db      *bolt.DB
-	tx      *bolt.Tx
-	keys    *bolt.Bucket
-	pending int64
-	last    []byte
-	done    bool
+	cfg   WriterConfig
+	tmp   string
+	f     *os.File
+	keys  *bulkLoader
+	small smallBuckets
+	last  []byte
+	done  bool
 	// serialSync fsyncs only after the check and the hash, as before the
 	// two were overlapped (BenchmarkWriterFinish measures both).
 	serialSync bool
@@ -146,58 +148,7 @@ func Create(cfg WriterConfig) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating output: %w", err)
 	}
-	w := &Writer{cfg: cfg, tmp: f.Name()}
-	f.Close()
-	mmap := 0
-	if cfg.SizeHint > 0 && cfg.SizeHint < 1<<40 {
-		mmap = int(cfg.SizeHint + cfg.SizeHint/8)
-	}
-	w.db, err = bolt.Open(w.tmp, 0o600, &bolt.Options{
-		NoSync:          true, // one fsync at the end, of the finished file
-		NoGrowSync:      true,
-		NoFreelistSync:  true, // as etcd writes its backend
-		FreelistType:    bolt.FreelistMapType,
-		InitialMmapSize: mmap,
-		PageSize:        cfg.PageSize,
-	})
-	if err != nil {
-		os.Remove(w.tmp)
-		return nil, fmt.Errorf("creating output: %w", err)
-	}
-	if err := w.begin(); err != nil {
-		w.Abort()
-		return nil, err
-	}
-	return w, nil
-}
-
-func (w *Writer) begin() error {
-	tx, err := w.db.Begin(true)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
-	}
-	w.tx = tx
-	b, err := tx.CreateBucketIfNotExists(KeyBucket)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
-	}
-	b.FillPercent = 1.0 // keys are appended in order; full pages are best
-	w.keys = b
-	w.pending = 0
-	return nil
-}
-
-// flushIfFull commits the current transaction once it holds TxBytes.
-func (w *Writer) flushIfFull() error {
-	if w.pending < w.cfg.TxBytes {
-		return nil
-	}
-	if err := w.cfg.Timing.step(StepWrite, w.tx.Commit); err != nil {
-		w.tx = nil
-		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
-	}
-	failpointTxCommitted()
-	return w.begin()
+	return &Writer{cfg: cfg, tmp: f.Name(), f: f, keys: newBulkLoader(f, cfg.PageSize, cfg.TxBytes), small: smallBuckets{}}, nil
 }
 
 // Put stores one `key` bucket entry. revKey and raw must stay valid until
@@ -207,86 +158,69 @@ func (w *Writer) Put(revKey, raw []byte) error {
 	if w.last != nil && bytes.Compare(revKey, w.last) <= 0 {
 		return fmt.Errorf("internal error: revision %x written after %x", revKey, w.last)
 	}
-	if err := w.keys.Put(revKey, raw); err != nil {
+	if err := w.keys.add(revKey, raw); err != nil {
 		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
 	w.last = revKey
-	w.pending += int64(len(revKey) + len(raw))
-	return w.flushIfFull()
+	return nil
 }
 
 // CreateBuckets creates top-level buckets that do not exist yet, empty
 // (etcd creates all of its buckets at start, whether it uses them or not).
 func (w *Writer) CreateBuckets(names ...[]byte) error {
 	for _, name := range names {
-		if _, err := w.tx.CreateBucketIfNotExists(name); err != nil {
-			return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
+		if !bytes.Equal(name, KeyBucket) {
+			w.small.create(name)
 		}
 	}
 	return nil
 }
 
 // PutBucket stores one entry of a top-level bucket other than `key` (meta,
-// lease, members ...), creating the bucket if needed. k and v must stay
-// valid until the next Commit of the transaction, as with Put.
+// lease, members ...), creating the bucket if needed. k and v are copied.
 func (w *Writer) PutBucket(name, k, v []byte) error {
 	if bytes.Equal(name, KeyBucket) {
 		return fmt.Errorf("internal error: PutBucket on the %q bucket; use Put", name)
 	}
-	b, err := w.tx.CreateBucketIfNotExists(name)
-	if err == nil {
-		err = b.Put(k, v)
+	if err := w.small.put(name, k, v); err != nil {
+		return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 	}
-	if err != nil {
-		return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
-	}
-	w.pending += int64(len(k) + len(v))
-	return w.flushIfFull()
+	return nil
 }
 
 // CopyBuckets copies every top-level bucket of src except `key`, byte for
-// byte (meta, lease, auth*, cluster, members, alarm ...).
+// byte (meta, lease, auth*, cluster, members, alarm ...); the buckets named
+// in empty are created but left empty.
 func (w *Writer) CopyBuckets(src *Snapshot, empty ...[]byte) error {
 	for _, name := range src.bucketNames() {
 		if bytes.Equal(name, KeyBucket) {
 			continue
 		}
-		b, err := w.tx.CreateBucketIfNotExists(name)
-		if err != nil {
-			return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
-		}
+		w.small.create(name)
 		if slices.ContainsFunc(empty, func(e []byte) bool { return bytes.Equal(e, name) }) {
-			continue // created, but left empty
+			continue
 		}
-		err = src.ForEachInBucket(name, func(k, v []byte) error {
+		err := src.ForEachInBucket(name, func(k, v []byte) error {
 			if v == nil {
 				return fmt.Errorf("bucket %q has a nested bucket %q; etcd writes none", name, k)
 			}
-			if err := b.Put(k, v); err != nil {
-				return err
-			}
-			w.pending += int64(len(k) + len(v))
-			return nil
+			return w.small.put(name, k, v)
 		})
 		if err != nil {
 			return fmt.Errorf("writing %s: bucket %q: %w", w.cfg.Path, name, err)
 		}
 	}
-	return w.flushIfFull()
+	return nil
 }
 
 // SetCompacted writes both compaction markers at main revision rev, so that
 // etcd refuses reads and watches of every revision below it.
 func (w *Writer) SetCompacted(rev int64) error {
-	b, err := w.tx.CreateBucketIfNotExists(MetaBucket)
-	if err != nil {
-		return err
-	}
 	v := RevisionKey(Revision{Main: rev})
-	if err := b.Put(schema.ScheduledCompactKeyName, v); err != nil {
+	if err := w.PutBucket(MetaBucket, schema.ScheduledCompactKeyName, v); err != nil {
 		return err
 	}
-	return b.Put(schema.FinishedCompactKeyName, bytes.Clone(v))
+	return w.PutBucket(MetaBucket, schema.FinishedCompactKeyName, v)
 }
 
 // Commit finishes the database, trims bbolt's preallocated tail, appends
@@ -323,24 +257,68 @@ func (w *Writer) Commit() (*Result, error) {
 	return &Result{Path: w.cfg.Path, Size: size + sha256.Size, SHA256: hex.EncodeToString(sum)}, perr
 }
 
-// close commits the last transaction and closes the database; size is the
+// close writes the rest of the `key` bucket's pages, then every other
+// bucket in one bbolt transaction, and closes the database; size is the
 // database's high-water mark.
 func (w *Writer) close() (size int64, err error) {
 	err = w.cfg.Timing.step(StepWrite, func() error {
-		if err := w.tx.Commit(); err != nil {
-			w.tx = nil
+		if err := w.keys.finish(); err != nil {
 			return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 		}
-		w.tx = nil
-		if err := w.db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
-			return err
-		}
-		if err := w.db.Close(); err != nil {
+		if err := w.f.Close(); err != nil {
 			return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 		}
-		w.db = nil
+		w.f = nil
+		if size, err = w.writeSmall(); err != nil {
+			return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
+		}
 		return nil
 	})
+	return size, err
+}
+
+// writeSmall opens the database the bulk loader wrote with bbolt and
+// writes every bucket but `key` (creating `key` too if no entry came).
+func (w *Writer) writeSmall() (int64, error) {
+	mmap := 0
+	if w.cfg.SizeHint > 0 && w.cfg.SizeHint < 1<<40 {
+		mmap = int(w.cfg.SizeHint + w.cfg.SizeHint/8)
+	}
+	db, err := bolt.Open(w.tmp, 0o600, &bolt.Options{
+		NoSync:          true, // one fsync at the end, of the finished file
+		NoGrowSync:      true,
+		NoFreelistSync:  true, // as etcd writes its backend
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: mmap,
+	})
+	if err != nil {
+		return 0, err
+	}
+	var size int64
+	err = db.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucketIfNotExists(KeyBucket); err != nil {
+			return err
+		}
+		for _, name := range slices.Sorted(maps.Keys(w.small)) {
+			b, err := tx.CreateBucketIfNotExists([]byte(name))
+			if err != nil {
+				return fmt.Errorf("bucket %q: %w", name, err)
+			}
+			entries := w.small[name]
+			for _, k := range slices.Sorted(maps.Keys(entries)) {
+				if err := b.Put([]byte(k), entries[k]); err != nil {
+					return fmt.Errorf("bucket %q: %w", name, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
 	return size, err
 }
 
@@ -439,13 +417,9 @@ func (w *Writer) Abort() {
 		return
 	}
 	w.done = true
-	if w.tx != nil {
-		w.tx.Rollback()
-		w.tx = nil
-	}
-	if w.db != nil {
-		w.db.Close()
-		w.db = nil
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
 	}
 	os.Remove(w.tmp)
 }
@@ -453,8 +427,8 @@ func (w *Writer) Abort() {
 // TempPath is the temporary file being written (for tests and messages).
 func (w *Writer) TempPath() string { return w.tmp }
 
-// failpointTxCommitted runs after each bounded write transaction of the
-// snapshot writer and of a fused restore's edits (etcd's gofail; compiled
+// failpointTxCommitted runs each time the snapshot writer has written
+// TxBytes more of the `key` bucket's pages (etcd's gofail; compiled
 // in only by `make failpoints`). Trigger the N-th with
 // GOFAIL_FAILPOINTS='snapshotTxCommitted=N*off->return("kill")' (see
 // fsutil.Crash).

@@ -43,7 +43,8 @@ type Config struct {
 	Codec *codec.Codec
 	// Progress receives phase events. Optional.
 	Progress progress.Reporter
-	// TxBytes bounds each write transaction. Default snapshot.DefaultTxBytes.
+	// TxBytes is the writer's failpoint interval (snapshot.WriterConfig).
+	// Default snapshot.DefaultTxBytes.
 	TxBytes int64
 	// Observers see every output value (e.g. the leftover scan). Optional.
 	Observers []Observer

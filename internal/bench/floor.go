@@ -11,8 +11,8 @@ import (
 	"github.com/snapshift/snapshift/snapshot"
 )
 
-// DefaultTxBytes bounds each write transaction of the floor copy: snapshift's writer's own bound,
-// so that the floor is the same writer doing the least work.
+// DefaultTxBytes is the floor copy's snapshot.WriterConfig.TxBytes: snapshift's writer's own, so
+// that the floor is the same writer doing the least work.
 const DefaultTxBytes = snapshot.DefaultTxBytes
 
 // FloorResult describes a floor copy.
@@ -24,8 +24,8 @@ type FloorResult struct {
 }
 
 // FloorCopy copies every bucket of the snapshot in to a new snapshot file out: one bbolt read
-// transaction over the input, every entry put through snapshot.Writer (write transactions committed
-// every txBytes, NoSync, FillPercent 1.0 on the `key` bucket, whose keys arrive in order), then the
+// transaction over the input, every entry put through snapshot.Writer (the `key` bucket's pages laid
+// out in key order as the entries come, the other buckets in one bbolt transaction), then the
 // file is truncated to its high-water mark, its sha256 appended, fsynced once, and renamed into
 // place. It reads the input as it is, without checking its trailer, and decodes nothing. It is the
 // least any offline rewrite must do, and the baseline the benchmark compares snapshift with. An

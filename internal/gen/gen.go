@@ -29,9 +29,9 @@ import (
 
 // Version identifies what Generate writes for a given Config. It changes whenever the output of
 // the same Config changes, so that caches of generated files can tell they are stale.
-const Version = "1"
+const Version = "2" // 2: the `key` bucket laid out by snapshot's bulk loader
 
-// DefaultTxBytes bounds each bbolt write transaction.
+// DefaultTxBytes is the writer's snapshot.WriterConfig.TxBytes.
 const DefaultTxBytes = 32 << 20
 
 // MinKeys is the smallest Config.Keys: the sample cluster plus a little bulk.
@@ -75,7 +75,7 @@ type Config struct {
 	Seed int64
 	// Force replaces an existing Path. Default false: an existing Path is an error.
 	Force bool
-	// TxBytes bounds each bbolt write transaction. Default DefaultTxBytes.
+	// TxBytes is the writer's snapshot.WriterConfig.TxBytes. Default DefaultTxBytes.
 	TxBytes int64
 	// Workers is the number of goroutines encoding values. Default GOMAXPROCS.
 	Workers int

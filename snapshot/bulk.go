@@ -1,0 +1,343 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+)
+
+// A bulkLoader writes the `key` bucket of a new bbolt database as pages,
+// straight into the file, instead of through bbolt's Put and commits. The
+// keys arrive in increasing order, so the B+tree can be built bottom-up:
+// leaf pages are filled one after the other and written in large
+// sequential chunks as they fill; the branch pages above them are written
+// at the end from each leaf's first key. Through bbolt, every key was
+// inserted into a node, every 4 MiB transaction split its nodes into pages
+// and wrote them one pwrite a page, and bbolt kept the dirty pages of a
+// transaction in memory (BenchmarkPageSize measures the two).
+//
+// The format is bbolt's (go.etcd.io/bbolt internal/common page.go, meta.go
+// and inode.go, and db.go's init): a 16-byte page header (id, flags, count, overflow), then
+// count 16-byte elements, then the elements' keys and values; an element's
+// pos is the offset of its key from the element itself. A page larger than
+// a page (one big value) runs on into `overflow` more pages. The start of
+// the database (two metas, the empty freelist at page 2, the root
+// leaf at page 3, as bbolt's own init writes them) comes last, from
+// finish: the root leaf names the `key` bucket and both metas point at it.
+// bbolt then opens the file as its own, and Tx.Check accepts it
+// (TestBulkLoader).
+type bulkLoader struct {
+	f        *os.File
+	pageSize int
+	next     uint64 // the next page id to allocate
+	// chunk holds whole pages from page id chunkPg on, not yet written.
+	chunk   []byte
+	chunkPg uint64
+	// pend is the leaf page being filled: its entries, still the caller's
+	// slices (valid until the next Commit, see Writer.Put), and its size.
+	pend []kv
+	used int
+	// leaves is every written leaf page: its first key and its page id.
+	leaves pageRefs
+	// flushed counts bytes written since the last failpoint.
+	flushed int64
+	txBytes int64
+}
+
+type kv struct{ k, v []byte }
+
+// pageRefs lists pages of one level of the tree by their first key, the
+// keys packed in one slice (about 29 bytes a page).
+type pageRefs struct {
+	keys []byte
+	ends []uint32
+	ids  []uint64
+}
+
+func (r *pageRefs) add(key []byte, id uint64) {
+	r.keys = append(r.keys, key...)
+	r.ends = append(r.ends, uint32(len(r.keys)))
+	r.ids = append(r.ids, id)
+}
+
+func (r *pageRefs) key(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = r.ends[i-1]
+	}
+	return r.keys[start:r.ends[i]]
+}
+
+func (r *pageRefs) len() int { return len(r.ids) }
+
+// bbolt's page format (internal/common).
+const (
+	pageHeaderSize   = 16
+	elementSize      = 16 // a leaf or a branch page element
+	branchPageFlag   = 0x01
+	leafPageFlag     = 0x02
+	metaPageFlag     = 0x04
+	freelistPageFlag = 0x10
+	bucketLeafFlag   = 0x01
+	boltVersion      = 2
+	metaChecksumOff  = 56 // the meta fields a checksum covers
+	maxPageCount     = 0xFFFF - 1
+	firstFreePage    = 4 // after two metas, the freelist and the root leaf
+	rootLeafPage     = 3
+	freelistPage     = 2
+	chunkBytes       = 1 << 20
+)
+
+func newBulkLoader(f *os.File, pageSize int, txBytes int64) *bulkLoader {
+	return &bulkLoader{
+		f: f, pageSize: pageSize, txBytes: txBytes,
+		next: firstFreePage, chunkPg: firstFreePage,
+		chunk: make([]byte, 0, max(chunkBytes, pageSize)),
+		used:  pageHeaderSize,
+	}
+}
+
+// add appends one entry; keys must be non-empty and increasing (the
+// Writer checks the order).
+func (b *bulkLoader) add(k, v []byte) error {
+	if len(k) == 0 {
+		return errors.New("internal error: an empty key")
+	}
+	sz := elementSize + len(k) + len(v)
+	if len(b.pend) > 0 && (b.used+sz > b.pageSize || len(b.pend) == maxPageCount) {
+		if err := b.writeLeaf(); err != nil {
+			return err
+		}
+	}
+	b.pend = append(b.pend, kv{k, v})
+	b.used += sz
+	return nil
+}
+
+// writeLeaf writes the pending entries as one leaf page (with overflow
+// pages if one value is larger than a page).
+func (b *bulkLoader) writeLeaf() error {
+	id, p, err := b.alloc(b.used)
+	if err != nil {
+		return err
+	}
+	putHeader(p, id, leafPageFlag, len(b.pend), len(p)/b.pageSize-1)
+	off := pageHeaderSize + elementSize*len(b.pend)
+	for i, e := range b.pend {
+		el := p[pageHeaderSize+elementSize*i:]
+		binary.NativeEndian.PutUint32(el[0:], 0) // flags: a plain value
+		binary.NativeEndian.PutUint32(el[4:], uint32(off-(pageHeaderSize+elementSize*i)))
+		binary.NativeEndian.PutUint32(el[8:], uint32(len(e.k)))
+		binary.NativeEndian.PutUint32(el[12:], uint32(len(e.v)))
+		off += copy(p[off:], e.k)
+		off += copy(p[off:], e.v)
+	}
+	clear(p[off:])
+	b.leaves.add(b.pend[0].k, id)
+	clear(b.pend) // drop the references to the caller's slices
+	b.pend = b.pend[:0]
+	b.used = pageHeaderSize
+	return nil
+}
+
+// alloc gives size bytes rounded up to whole pages at the end of the
+// chunk, flushing the chunk first if they do not fit.
+func (b *bulkLoader) alloc(size int) (uint64, []byte, error) {
+	n := (size + b.pageSize - 1) / b.pageSize * b.pageSize
+	if len(b.chunk)+n > cap(b.chunk) {
+		if err := b.flush(); err != nil {
+			return 0, nil, err
+		}
+		if n > cap(b.chunk) {
+			b.chunk = make([]byte, 0, n)
+		}
+	}
+	id := b.next
+	b.next += uint64(n / b.pageSize)
+	b.chunk = b.chunk[:len(b.chunk)+n]
+	return id, b.chunk[len(b.chunk)-n:], nil
+}
+
+// flush writes the chunk's pages at their place in the file.
+func (b *bulkLoader) flush() error {
+	if len(b.chunk) == 0 {
+		return nil
+	}
+	if _, err := b.f.WriteAt(b.chunk, int64(b.chunkPg)*int64(b.pageSize)); err != nil {
+		return err
+	}
+	b.flushed += int64(len(b.chunk))
+	b.chunkPg = b.next
+	b.chunk = b.chunk[:0]
+	if b.flushed >= b.txBytes {
+		b.flushed = 0
+		failpointTxCommitted()
+	}
+	return nil
+}
+
+// finish writes the last leaf, the branch pages, the freelist and root
+// leaf (pages 2 and 3) and the two metas: the whole database bbolt then
+// opens. With no entry at all the root leaf is empty, and bbolt creates
+// the `key` bucket.
+func (b *bulkLoader) finish() error {
+	if len(b.pend) > 0 {
+		if err := b.writeLeaf(); err != nil {
+			return err
+		}
+	}
+	root := uint64(0)
+	if level := b.leaves; level.len() > 0 {
+		for level.len() > 1 {
+			var err error
+			if level, err = b.writeBranches(level); err != nil {
+				return err
+			}
+		}
+		root = level.ids[0]
+	}
+	b.leaves = pageRefs{}
+	if err := b.flush(); err != nil {
+		return err
+	}
+	if err := b.writeFixed(root); err != nil {
+		return err
+	}
+	return b.writeMetas()
+}
+
+// writeBranches writes one level of branch pages over children and
+// returns that level.
+func (b *bulkLoader) writeBranches(children pageRefs) (pageRefs, error) {
+	var up pageRefs
+	for _, g := range b.branchGroups(children) {
+		size := pageHeaderSize
+		for i := g[0]; i < g[1]; i++ {
+			size += elementSize + len(children.key(i))
+		}
+		id, p, err := b.alloc(size)
+		if err != nil {
+			return up, err
+		}
+		putHeader(p, id, branchPageFlag, g[1]-g[0], len(p)/b.pageSize-1)
+		off := pageHeaderSize + elementSize*(g[1]-g[0])
+		for i := g[0]; i < g[1]; i++ {
+			el := p[pageHeaderSize+elementSize*(i-g[0]):]
+			k := children.key(i)
+			binary.NativeEndian.PutUint32(el[0:], uint32(off-(pageHeaderSize+elementSize*(i-g[0]))))
+			binary.NativeEndian.PutUint32(el[4:], uint32(len(k)))
+			binary.NativeEndian.PutUint64(el[8:], children.ids[i])
+			off += copy(p[off:], k)
+		}
+		clear(p[off:])
+		up.add(children.key(g[0]), id)
+	}
+	return up, nil
+}
+
+// branchGroups cuts children into pages, each as full as a page allows
+// and never with fewer than two children (bbolt's minimum for a branch):
+// a last page with one child takes one from the page before it.
+func (b *bulkLoader) branchGroups(children pageRefs) [][2]int {
+	var groups [][2]int
+	start, used := 0, pageHeaderSize
+	for i := 0; i < children.len(); i++ {
+		sz := elementSize + len(children.key(i))
+		if i-start >= 2 && (used+sz > b.pageSize || i-start == maxPageCount) {
+			groups = append(groups, [2]int{start, i})
+			start, used = i, pageHeaderSize
+		}
+		used += sz
+	}
+	groups = append(groups, [2]int{start, children.len()})
+	if n := len(groups); n > 1 && groups[n-1][1]-groups[n-1][0] < 2 {
+		groups[n-2][1]--
+		groups[n-1][0]--
+	}
+	return groups
+}
+
+// writeFixed writes bbolt's empty freelist (page 2) and the root leaf
+// (page 3): empty, or naming the `key` bucket rooted at page root.
+func (b *bulkLoader) writeFixed(root uint64) error {
+	p := make([]byte, 2*b.pageSize)
+	putHeader(p, freelistPage, freelistPageFlag, 0, 0)
+	leaf := p[b.pageSize:]
+	if root == 0 {
+		putHeader(leaf, rootLeafPage, leafPageFlag, 0, 0)
+	} else {
+		putHeader(leaf, rootLeafPage, leafPageFlag, 1, 0)
+		el := leaf[pageHeaderSize:]
+		off := pageHeaderSize + elementSize
+		binary.NativeEndian.PutUint32(el[0:], bucketLeafFlag)
+		binary.NativeEndian.PutUint32(el[4:], uint32(off-pageHeaderSize))
+		binary.NativeEndian.PutUint32(el[8:], uint32(len(KeyBucket)))
+		binary.NativeEndian.PutUint32(el[12:], 16) // a bucket: root page, sequence
+		off += copy(leaf[off:], KeyBucket)
+		binary.NativeEndian.PutUint64(leaf[off:], root)
+		binary.NativeEndian.PutUint64(leaf[off+8:], 0)
+	}
+	_, err := b.f.WriteAt(p, freelistPage*int64(b.pageSize))
+	return err
+}
+
+// writeMetas overwrites both metas: root bucket at page 3, bbolt's empty
+// freelist at page 2, the high-water mark after the last page written, and
+// transaction ids 2 and 3 (page txid%2, as bbolt writes them).
+func (b *bulkLoader) writeMetas() error {
+	for txid := uint64(2); txid <= 3; txid++ {
+		p := make([]byte, pageHeaderSize+metaChecksumOff+8)
+		putHeader(p, txid%2, metaPageFlag, 0, 0)
+		m := p[pageHeaderSize:]
+		binary.NativeEndian.PutUint32(m[0:], boltMagic)
+		binary.NativeEndian.PutUint32(m[4:], boltVersion)
+		binary.NativeEndian.PutUint32(m[8:], uint32(b.pageSize))
+		binary.NativeEndian.PutUint32(m[12:], 0) // flags
+		binary.NativeEndian.PutUint64(m[16:], rootLeafPage)
+		binary.NativeEndian.PutUint64(m[24:], 0) // root bucket's sequence
+		binary.NativeEndian.PutUint64(m[32:], freelistPage)
+		binary.NativeEndian.PutUint64(m[40:], b.next)
+		binary.NativeEndian.PutUint64(m[48:], txid)
+		h := fnv.New64a()
+		h.Write(m[:metaChecksumOff])
+		binary.NativeEndian.PutUint64(m[metaChecksumOff:], h.Sum64())
+		if _, err := b.f.WriteAt(p, int64(txid%2)*int64(b.pageSize)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putHeader writes a page header.
+func putHeader(p []byte, id uint64, flags uint16, count, overflow int) {
+	binary.NativeEndian.PutUint64(p[0:], id)
+	binary.NativeEndian.PutUint16(p[8:], flags)
+	binary.NativeEndian.PutUint16(p[10:], uint16(count))
+	binary.NativeEndian.PutUint32(p[12:], uint32(overflow))
+}
+
+// smallBuckets holds the entries of every bucket but `key` (meta,
+// members, lease, auth ...: kilobytes to a few megabytes) until the end,
+// when one bbolt transaction writes them. Later puts of a key win, as
+// with bbolt's Put.
+type smallBuckets map[string]map[string][]byte
+
+func (s smallBuckets) create(name []byte) map[string][]byte {
+	b, ok := s[string(name)]
+	if !ok {
+		b = map[string][]byte{}
+		s[string(name)] = b
+	}
+	return b
+}
+
+func (s smallBuckets) put(name, k, v []byte) error {
+	if len(k) == 0 {
+		return fmt.Errorf("bucket %q: an empty key", name)
+	}
+	s.create(name)[string(k)] = bytes.Clone(v)
+	return nil
+}

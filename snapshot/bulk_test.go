@@ -1,0 +1,154 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/snapshift/snapshift/snapshot"
+)
+
+// bulkCase is a set of `key` bucket entries for TestBulkLoader.
+type bulkCase struct {
+	name     string
+	n        int
+	maxValue int // values are 0 to maxValue bytes
+}
+
+// TestBulkLoader writes databases through the Writer, whose `key` bucket
+// is laid out page by page without bbolt, and holds them to what bbolt
+// itself makes of the same entries: bbolt opens them, Tx.Check finds
+// nothing wrong, every entry reads back in order, and bbolt can go on
+// writing (puts, deletes, a bucket) with Tx.Check still clean after.
+func TestBulkLoader(t *testing.T) {
+	cases := []bulkCase{
+		{"empty", 0, 0},
+		{"one", 1, 100},
+		{"one-page", 50, 100},
+		{"two-levels", 5_000, 300},
+		{"three-levels", 60_000, 40},
+		{"empty-values", 3_000, 0},
+		{"overflow", 400, 70_000}, // values over a page, some over four
+	}
+	for _, pageSize := range []int{4 << 10, 16 << 10, 64 << 10} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/%dK", c.name, pageSize>>10), func(t *testing.T) {
+				checkBulk(t, c, pageSize)
+			})
+		}
+	}
+}
+
+func checkBulk(t *testing.T, c bulkCase, pageSize int) {
+	rng := rand.New(rand.NewPCG(uint64(c.n), uint64(pageSize)))
+	keys, values := make([][]byte, c.n), make([][]byte, c.n)
+	for i := range keys {
+		keys[i] = snapshot.RevisionKey(snapshot.Revision{Main: int64(i/3 + 2), Sub: int64(i % 3)})
+		values[i] = make([]byte, rng.IntN(c.maxValue+1))
+		for j := range values[i] {
+			values[i][j] = byte(rng.IntN(256))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "db")
+	w, err := snapshot.Create(snapshot.WriterConfig{Path: path, Raw: true, PageSize: pageSize, TxBytes: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.PutBucket([]byte("meta"), []byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range keys {
+		if err := w.Put(keys[i], values[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := db.Info().PageSize; got != pageSize {
+		t.Errorf("page size %d, want %d", got, pageSize)
+	}
+	checkTx(t, db)
+	readBack(t, db, keys, values)
+	// bbolt goes on where the loader stopped: a put in every tenth
+	// entry's place, deletes, appends, a new bucket.
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(snapshot.KeyBucket)
+		for i := 0; i < len(keys); i += 10 {
+			values[i] = bytes.Repeat([]byte{'u'}, rng.IntN(200))
+			if err := b.Put(keys[i], values[i]); err != nil {
+				return err
+			}
+		}
+		for i := 5; i < len(keys); i += 7 {
+			if err := b.Delete(keys[i]); err != nil {
+				return err
+			}
+			values[i] = nil
+		}
+		for i := range 100 {
+			k := snapshot.RevisionKey(snapshot.Revision{Main: int64(c.n + 10 + i)})
+			keys, values = append(keys, k), append(values, []byte("appended"))
+			if err := b.Put(k, values[len(values)-1]); err != nil {
+				return err
+			}
+		}
+		_, err := tx.CreateBucket([]byte("lease"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTx(t, db)
+	readBack(t, db, keys, values)
+}
+
+func checkTx(t *testing.T, db *bolt.DB) {
+	t.Helper()
+	err := db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			t.Errorf("Tx.Check: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readBack holds the `key` bucket to keys and values (a nil value: deleted).
+func readBack(t *testing.T, db *bolt.DB, keys, values [][]byte) {
+	t.Helper()
+	err := db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket([]byte("meta")).Get([]byte("k")); string(v) != "v" {
+			t.Errorf("meta bucket: %q", v)
+		}
+		cur := tx.Bucket(snapshot.KeyBucket).Cursor()
+		k, v := cur.First()
+		for i := range keys {
+			if values[i] == nil {
+				continue
+			}
+			if !bytes.Equal(k, keys[i]) || !bytes.Equal(v, values[i]) {
+				return fmt.Errorf("entry %d: key %x (%d bytes), want %x (%d bytes)", i, k, len(v), keys[i], len(values[i]))
+			}
+			k, v = cur.Next()
+		}
+		if k != nil {
+			return fmt.Errorf("an entry more: %x", k)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
