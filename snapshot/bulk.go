@@ -40,8 +40,9 @@ type bulkLoader struct {
 	// slices (valid until the next Commit, see Writer.Put), and its size.
 	pend []kv
 	used int
-	// leaves is every written leaf page: its first key and its page id.
-	leaves pageRefs
+	// levels are the branch pages being filled, the leaves' parents
+	// first: at most a page of children each.
+	levels []*pageRefs
 	// flushed counts bytes written since the last failpoint.
 	flushed int64
 	txBytes int64
@@ -49,18 +50,30 @@ type bulkLoader struct {
 
 type kv struct{ k, v []byte }
 
-// pageRefs lists pages of one level of the tree by their first key, the
-// keys packed in one slice (about 29 bytes a page).
+// pageRefs lists pages by their first key, the keys packed in one slice:
+// the children of a branch page being filled.
 type pageRefs struct {
 	keys []byte
 	ends []uint32
 	ids  []uint64
+	size int // the page they would make, in bytes
 }
 
 func (r *pageRefs) add(key []byte, id uint64) {
 	r.keys = append(r.keys, key...)
 	r.ends = append(r.ends, uint32(len(r.keys)))
 	r.ids = append(r.ids, id)
+	r.size += elementSize + len(key)
+}
+
+// keepLast drops every child but the last.
+func (r *pageRefs) keepLast() {
+	n := len(r.ids) - 1
+	k, id := r.key(n), r.ids[n]
+	r.keys = append(r.keys[:0], k...) // k is at the end: copy forward
+	r.ends = append(r.ends[:0], uint32(len(k)))
+	r.ids = append(r.ids[:0], id)
+	r.size = pageHeaderSize + elementSize + len(k)
 }
 
 func (r *pageRefs) key(i int) []byte {
@@ -136,7 +149,9 @@ func (b *bulkLoader) writeLeaf() error {
 		off += copy(p[off:], e.v)
 	}
 	clear(p[off:])
-	b.leaves.add(b.pend[0].k, id)
+	if err := b.push(0, b.pend[0].k, id); err != nil {
+		return err
+	}
 	clear(b.pend) // drop the references to the caller's slices
 	b.pend = b.pend[:0]
 	b.used = pageHeaderSize
@@ -179,10 +194,52 @@ func (b *bulkLoader) flush() error {
 	return nil
 }
 
-// finish writes the last leaf, the branch pages, the freelist and root
-// leaf (pages 2 and 3) and the two metas: the whole database bbolt then
-// opens. With no entry at all the root leaf is empty, and bbolt creates
-// the `key` bucket.
+// push adds a child page to the branch level lv (0: the leaves' parents).
+// A level whose page is full is written, but for its last child, which
+// stays: so no level ends with a lone child, bbolt's minimum for a branch
+// page being two. Only the top level ends with one child: the root.
+func (b *bulkLoader) push(lv int, key []byte, id uint64) error {
+	if lv == len(b.levels) {
+		b.levels = append(b.levels, &pageRefs{size: pageHeaderSize})
+	}
+	l := b.levels[lv]
+	if l.len() >= 2 && (l.size+elementSize+len(key) > b.pageSize || l.len() == maxPageCount) {
+		if err := b.writeBranch(lv, l.len()-1); err != nil {
+			return err
+		}
+		l.keepLast()
+	}
+	l.add(key, id)
+	return nil
+}
+
+// writeBranch writes the first n children of level lv as a branch page and
+// pushes it to the level above.
+func (b *bulkLoader) writeBranch(lv, n int) error {
+	l := b.levels[lv]
+	size := pageHeaderSize + elementSize*n + int(l.ends[n-1])
+	id, p, err := b.alloc(size)
+	if err != nil {
+		return err
+	}
+	putHeader(p, id, branchPageFlag, n, len(p)/b.pageSize-1)
+	off := pageHeaderSize + elementSize*n
+	for i := range n {
+		el := p[pageHeaderSize+elementSize*i:]
+		k := l.key(i)
+		binary.NativeEndian.PutUint32(el[0:], uint32(off-(pageHeaderSize+elementSize*i)))
+		binary.NativeEndian.PutUint32(el[4:], uint32(len(k)))
+		binary.NativeEndian.PutUint64(el[8:], l.ids[i])
+		off += copy(p[off:], k)
+	}
+	clear(p[off:])
+	return b.push(lv+1, l.key(0), id)
+}
+
+// finish writes the last leaf, what is left of each branch level, the
+// freelist and root leaf (pages 2 and 3) and the two metas: the whole
+// database bbolt then opens. With no entry at all the root leaf is empty,
+// and bbolt creates the `key` bucket.
 func (b *bulkLoader) finish() error {
 	if len(b.pend) > 0 {
 		if err := b.writeLeaf(); err != nil {
@@ -190,16 +247,17 @@ func (b *bulkLoader) finish() error {
 		}
 	}
 	root := uint64(0)
-	if level := b.leaves; level.len() > 0 {
-		for level.len() > 1 {
-			var err error
-			if level, err = b.writeBranches(level); err != nil {
-				return err
-			}
+	for lv := 0; lv < len(b.levels); lv++ { // writeBranch may add a level
+		l := b.levels[lv]
+		if lv == len(b.levels)-1 && l.len() == 1 {
+			root = l.ids[0]
+			break
 		}
-		root = level.ids[0]
+		if err := b.writeBranch(lv, l.len()); err != nil {
+			return err
+		}
 	}
-	b.leaves = pageRefs{}
+	b.levels = nil
 	if err := b.flush(); err != nil {
 		return err
 	}
@@ -207,57 +265,6 @@ func (b *bulkLoader) finish() error {
 		return err
 	}
 	return b.writeMetas()
-}
-
-// writeBranches writes one level of branch pages over children and
-// returns that level.
-func (b *bulkLoader) writeBranches(children pageRefs) (pageRefs, error) {
-	var up pageRefs
-	for _, g := range b.branchGroups(children) {
-		size := pageHeaderSize
-		for i := g[0]; i < g[1]; i++ {
-			size += elementSize + len(children.key(i))
-		}
-		id, p, err := b.alloc(size)
-		if err != nil {
-			return up, err
-		}
-		putHeader(p, id, branchPageFlag, g[1]-g[0], len(p)/b.pageSize-1)
-		off := pageHeaderSize + elementSize*(g[1]-g[0])
-		for i := g[0]; i < g[1]; i++ {
-			el := p[pageHeaderSize+elementSize*(i-g[0]):]
-			k := children.key(i)
-			binary.NativeEndian.PutUint32(el[0:], uint32(off-(pageHeaderSize+elementSize*(i-g[0]))))
-			binary.NativeEndian.PutUint32(el[4:], uint32(len(k)))
-			binary.NativeEndian.PutUint64(el[8:], children.ids[i])
-			off += copy(p[off:], k)
-		}
-		clear(p[off:])
-		up.add(children.key(g[0]), id)
-	}
-	return up, nil
-}
-
-// branchGroups cuts children into pages, each as full as a page allows
-// and never with fewer than two children (bbolt's minimum for a branch):
-// a last page with one child takes one from the page before it.
-func (b *bulkLoader) branchGroups(children pageRefs) [][2]int {
-	var groups [][2]int
-	start, used := 0, pageHeaderSize
-	for i := 0; i < children.len(); i++ {
-		sz := elementSize + len(children.key(i))
-		if i-start >= 2 && (used+sz > b.pageSize || i-start == maxPageCount) {
-			groups = append(groups, [2]int{start, i})
-			start, used = i, pageHeaderSize
-		}
-		used += sz
-	}
-	groups = append(groups, [2]int{start, children.len()})
-	if n := len(groups); n > 1 && groups[n-1][1]-groups[n-1][0] < 2 {
-		groups[n-2][1]--
-		groups[n-1][0]--
-	}
-	return groups
 }
 
 // writeFixed writes bbolt's empty freelist (page 2) and the root leaf

@@ -31,6 +31,7 @@ func TestBulkLoader(t *testing.T) {
 		{"one-page", 50, 100},
 		{"two-levels", 5_000, 300},
 		{"three-levels", 60_000, 40},
+		{"lone-last-child", 123*123 + 1, 0}, // 4 KiB: 124 leaves, one more than a branch page holds
 		{"empty-values", 3_000, 0},
 		{"overflow", 400, 70_000}, // values over a page, some over four
 	}
@@ -78,6 +79,7 @@ func checkBulk(t *testing.T, c bulkCase, pageSize int) {
 		t.Errorf("page size %d, want %d", got, pageSize)
 	}
 	checkTx(t, db)
+	checkBranches(t, db)
 	readBack(t, db, keys, values)
 	// bbolt goes on where the loader stopped: a put in every tenth
 	// entry's place, deletes, appends, a new bucket.
@@ -118,6 +120,33 @@ func checkTx(t *testing.T, db *bolt.DB) {
 		for err := range tx.Check() {
 			t.Errorf("Tx.Check: %v", err)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkBranches holds every branch page to bbolt's minimum of two
+// children (the loader writes none with fewer, not even the last page of a
+// level), and says how tall the tree is.
+func checkBranches(t *testing.T, db *bolt.DB) {
+	t.Helper()
+	err := db.View(func(tx *bolt.Tx) error {
+		branches := 0
+		for id := 0; ; id++ {
+			p, err := tx.Page(id)
+			if err != nil || p == nil {
+				break
+			}
+			if p.Type == "branch" {
+				branches++
+				if p.Count < 2 {
+					t.Errorf("branch page %d has %d children", id, p.Count)
+				}
+			}
+		}
+		t.Logf("%d branch pages, depth %d", branches, tx.Bucket(snapshot.KeyBucket).Stats().Depth)
 		return nil
 	})
 	if err != nil {
