@@ -64,3 +64,38 @@ func BenchmarkPageSize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBulkLoader is BenchmarkPageSize's 256 MiB through the Writer,
+// whose bulkLoader lays out the key bucket's pages itself (up to the
+// database closed: no trailer, no fsync, as there). Run the two together
+// (-bench 'PageSize|BulkLoader') to compare them in one run.
+func BenchmarkBulkLoader(b *testing.B) {
+	value := make([]byte, 2500)
+	for i := range value {
+		value[i] = byte(i * 13)
+	}
+	for _, ps := range []int{4096, 16384, 65536} {
+		b.Run(fmt.Sprint(ps), func(b *testing.B) {
+			dir := b.TempDir()
+			n := 0
+			for b.Loop() {
+				n++
+				w, err := Create(WriterConfig{Path: filepath.Join(dir, fmt.Sprintf("db%d", n)), Raw: true, PageSize: ps})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range 256 << 20 / len(value) {
+					if err := w.Put(RevisionKey(Revision{Main: int64(i + 1)}), value); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := w.close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				w.Abort()
+				b.StartTimer()
+			}
+		})
+	}
+}
