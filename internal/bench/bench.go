@@ -70,7 +70,7 @@ const (
 )
 
 var caseDescriptions = map[string]string{
-	CaseFloor:            "bbolt copy of every bucket, 32 MiB tx, one fsync, trailer",
+	CaseFloor:            "copy of every bucket through snapshift's writer (key bucket laid out page by page), one fsync, trailer",
 	CaseTransform:        "snapshift transform, no rules",
 	CaseTransformMigrate: "snapshift transform, seed migration",
 	CasePlanMigrate:      "snapshift plan, seed migration",

@@ -6,9 +6,9 @@
 // every round (Config.OrderSeed, printed, repeats it), warm (the case's input read just before it)
 // and, where the page cache can be dropped (root), cold (dropped just before it):
 //
-//	floor              a plain copy of every bucket through snapshot.Writer (FloorCopy): bounded
-//	                   transactions of 32 MiB, NoSync, FillPercent 1.0 on `key`, one fsync at the
-//	                   end, sha256 trailer
+//	floor              a plain copy of every bucket through snapshot.Writer (FloorCopy): the `key`
+//	                   bucket's pages laid out in key order, the other buckets in one bbolt
+//	                   transaction, one fsync at the end, sha256 trailer
 //	transform          snapshift transform without rules
 //	transform-migrate  snapshift transform with the seed migration (service and pod CIDR)
 //	plan-migrate       snapshift plan of the same
