@@ -275,7 +275,13 @@ func (p *servicePlanner) checkCapacity() error {
 // layout records the moves: every Service that changes or is kept, in key
 // order.
 func (p *servicePlanner) layout() *serviceLayout {
-	sp := &ServicePlan{Old: p.w.Old, New: p.w.New, Extra: p.w.Extra, IPs: map[netip.Addr]netip.Addr{}, Bridge: p.bridge}
+	// Sized exactly: the plan lives through the stream, and a map or a
+	// slice grown by appends holds up to twice its entries.
+	moved, listed := p.count()
+	sp := &ServicePlan{Old: p.w.Old, New: p.w.New, Extra: p.w.Extra, IPs: make(map[netip.Addr]netip.Addr, moved), Bridge: p.bridge}
+	if listed > 0 {
+		sp.Services = make([]ServiceMove, 0, listed) // none stays nil: "services": null in JSON
+	}
 	for _, key := range p.keys {
 		ips, final := p.w.IPs[key], p.final[key]
 		mv := ServiceMove{Key: key, Old: addrStrings(ips), New: addrStrings(final), Kept: p.keep[key], Packed: len(p.needs[key]) > 0}
@@ -297,6 +303,24 @@ func (p *servicePlanner) layout() *serviceLayout {
 		}
 	}
 	return &serviceLayout{Plan: sp, Used: p.owner, Notes: p.notes}
+}
+
+// count returns how many addresses move and how many Services layout
+// lists (the ones that change or are kept).
+func (p *servicePlanner) count() (moved, listed int) {
+	for _, key := range p.keys {
+		changed := 0
+		for i, a := range p.w.IPs[key] {
+			if p.final[key][i] != a {
+				changed++
+			}
+		}
+		moved += changed
+		if changed > 0 || p.keep[key] {
+			listed++
+		}
+	}
+	return moved, listed
 }
 
 // noteKeptOutside tells the user to move a kept address that is outside

@@ -17,18 +17,24 @@ import (
 // Index knows, for every user key of a snapshot, its newest revision. It is
 // built by one pass over the `key` bucket and holds no values, and, to stay
 // small on snapshots of a million keys, no key strings either: keys are
-// recorded by a 64-bit hash in a packed array sorted by hash (24 bytes a
-// key, exactly sized). Where two revisions share a hash the stored keys are
-// read back to tell an update from a collision, and the keys of a collision
-// are then recorded by name. Keys under the prefixes the caller names
-// (IndexOptions.Named) are recorded by name, so that they can be listed
-// quickly; other prefixes are listed by a walk of the bucket.
+// recorded by a 64-bit hash, sorted, beside the position in the bucket of
+// their newest revision (12 bytes a key, exactly sized); the revision is
+// read back from the bucket when asked for. Where two revisions share a
+// hash the stored keys are read back to tell an update from a collision,
+// and the keys of a collision are then recorded by name. Keys under the
+// prefixes the caller names (IndexOptions.Named) are recorded by name, so
+// that they can be listed quickly; other prefixes are listed by a walk of
+// the bucket.
 type Index struct {
-	packed []packedKey       // sorted by hash; one per key not named
-	named  map[string]latest // Named prefixes, and keys whose hash collided
-	seed   maphash.Seed
-	opts   IndexOptions
-	snap   *Snapshot
+	hashes []uint64   // sorted; one per key not named
+	ords   []uint32   // beside hashes: the newest revision's position in the bucket, or collided
+	named  []namedKey // Named prefixes, and keys whose hash collided; sorted by key
+	// marks holds the revision of every markEvery-th entry of the bucket,
+	// where entryAt starts its walk to a position.
+	marks []Revision
+	seed  maphash.Seed
+	opts  IndexOptions
+	snap  *Snapshot
 	// live has one bit per entry of the bucket, in bucket order: set for
 	// the newest revision of each live key. Live walks the same read-only
 	// bucket in the same order and reads its answers here, without hashing.
@@ -63,33 +69,31 @@ type latest struct {
 	tomb bool
 }
 
-// packedKey is one revision of a hashed key: 24 bytes. The index holds one
-// per key (its newest revision) once built; while the bucket is read it
-// holds one per revision.
-type packedKey struct {
-	hash uint64
-	main int64
-	sub  uint32 // the sub-revision, with the two flags below
-	ord  uint32
+// namedKey is a key recorded by name: a sorted slice of them is half the
+// size of a map (6 MB on the 65k Services and IPAddresses of a large
+// cluster), and lists a prefix without visiting the other keys.
+type namedKey struct {
+	key string
+	latest
 }
 
 const (
-	packedTomb     = 1 << 31 // the revision is a tombstone
-	packedCollided = 1 << 30 // several keys share this hash: all are in named
-	packedSubMask  = packedCollided - 1
+	// collided, as a hash's position, says several keys share the hash:
+	// all of them are in named. No entry has that position (IndexWith
+	// refuses a bucket that long).
+	collided = math.MaxUint32
+	// markEvery is how far apart the marks are: a lookup reads at most
+	// this many entries past a mark, and the marks cost 16 bytes each.
+	markEvery = 64
 )
 
-func (p packedKey) latest() latest {
-	return latest{rev: Revision{Main: p.main, Sub: int64(p.sub & packedSubMask)}, ord: p.ord, tomb: p.sub&packedTomb != 0}
-}
-
-func (p packedKey) collided() bool { return p.sub&packedCollided != 0 }
-
-// revisionKey is a packedKey while the bucket is read, with a second,
-// independent 32-bit hash of the key: revisions under one hash whose
-// second hashes differ are certainly of different keys.
+// revisionKey is one revision of a hashed key while the bucket is read (16
+// bytes): its hash, its position, and a second, independent 32-bit hash of
+// the key: revisions under one hash whose second hashes differ are
+// certainly of different keys.
 type revisionKey struct {
-	packedKey
+	hash  uint64
+	ord   uint32
 	check uint32
 }
 
@@ -122,12 +126,13 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
 	p = progress.OrNop(p)
 	p.Start("index", "bytes", s.DBSize)
-	ix = &Index{named: map[string]latest{}, seed: maphash.MakeSeed(), opts: opts, snap: s}
+	ix = &Index{seed: maphash.MakeSeed(), opts: opts, snap: s}
 	if ix.opts.hash == nil {
 		seed := ix.seed
 		ix.opts.hash = func(key []byte) uint64 { return maphash.Bytes(seed, key) }
 	}
 	var revs []revisionKey // one per revision of a hashed key, in bucket order
+	var tombs []uint64     // one bit per entry: a tombstone
 	checkSeed := maphash.MakeSeed()
 	c := s.tx.Bucket(KeyBucket).Cursor()
 	var pending int64
@@ -144,6 +149,12 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 		ord := uint32(ix.Entries)
 		ix.Entries++
 		ix.LastRevision = rev
+		if ord%markEvery == 0 {
+			ix.marks = append(ix.marks, rev)
+		}
+		if ord%64 == 0 {
+			tombs = append(tombs, 0)
+		}
 		pending += int64(len(k) + len(v) + 16)
 		if ix.Entries&4095 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -159,6 +170,7 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 		ix.LastKeyRevision = rev
 		if tomb {
 			ix.Tombstones++
+			tombs[ord/64] |= 1 << (ord % 64)
 		}
 		if opts.Only != nil && !opts.Only(kv.Key) {
 			continue
@@ -171,7 +183,8 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 	if err := ix.pack(revs); err != nil {
 		return nil, err
 	}
-	ix.markLive()
+	ix.sortNamed()
+	ix.markLive(tombs)
 	ix.CurrentRevision = max(ix.LastRevision.Main, s.Meta.ScheduledCompact, s.Meta.FinishedCompact)
 	p.Done() // only a finished phase is reported done
 	return ix, nil
@@ -197,21 +210,14 @@ func (s *Snapshot) parseEntry(k, v, prev []byte) (Revision, bool, KV, error) {
 // last wins: bucket order is revision order), else appended to revs.
 func (ix *Index) record(revs []revisionKey, key []byte, l latest, checkSeed maphash.Seed) ([]revisionKey, error) {
 	if ix.isNamed(key) {
-		ix.named[string(key)] = l
+		ix.named = append(ix.named, namedKey{key: string(key), latest: l})
 		return revs, nil
 	}
-	if l.rev.Sub > packedSubMask {
-		return nil, invalid(ix.snap.Path, "revision %s: sub-revision above %d", RevisionString(l.rev), packedSubMask)
-	}
-	pk := packedKey{hash: ix.opts.hash(key), main: l.rev.Main, sub: uint32(l.rev.Sub), ord: l.ord}
-	if l.tomb {
-		pk.sub |= packedTomb
-	}
-	return append(revs, revisionKey{packedKey: pk, check: uint32(maphash.Bytes(checkSeed, key))}), nil
+	return append(revs, revisionKey{hash: ix.opts.hash(key), ord: l.ord, check: uint32(maphash.Bytes(checkSeed, key))}), nil
 }
 
 // pack sorts the revisions of hashed keys by hash and keeps the newest of
-// each key, in an array of exactly that many entries. Revisions under one
+// each key, in arrays of exactly that many entries. Revisions under one
 // hash are of one key when their second hashes agree too (96 bits in all:
 // for a million keys, two distinct keys agree with a probability of about
 // 10^-17); otherwise their stored keys are read back and tell them apart
@@ -224,20 +230,20 @@ func (ix *Index) pack(revs []revisionKey) error {
 		}
 		return cmp.Compare(a.ord, b.ord)
 	})
-	out := make([]packedKey, 0, countHashes(revs))
+	n := countHashes(revs)
+	ix.hashes, ix.ords = make([]uint64, 0, n), make([]uint32, 0, n)
 	for i := 0; i < len(revs); {
 		j := i + 1
 		for j < len(revs) && revs[j].hash == revs[i].hash {
 			j++
 		}
-		keep, err := ix.newestOf(revs[i:j])
+		ord, err := ix.newestOf(revs[i:j])
 		if err != nil {
 			return err
 		}
-		out = append(out, keep)
+		ix.hashes, ix.ords = append(ix.hashes, revs[i].hash), append(ix.ords, ord)
 		i = j
 	}
-	ix.packed = out
 	return nil
 }
 
@@ -253,50 +259,79 @@ func countHashes(revs []revisionKey) int {
 }
 
 // newestOf reduces the revisions under one hash (in bucket order) to the
-// entry the index keeps.
-func (ix *Index) newestOf(run []revisionKey) (packedKey, error) {
+// position the index keeps: the newest's, or collided.
+func (ix *Index) newestOf(run []revisionKey) (uint32, error) {
 	last := run[len(run)-1]
 	same := true
 	for _, r := range run {
 		same = same && r.check == last.check
 	}
 	if same {
-		return last.packedKey, nil
+		return last.ord, nil
 	}
 	byKey := map[string]latest{}
 	for _, r := range run {
-		stored, err := ix.storedKey(r.latest())
+		l, stored, err := ix.entryAt(r.ord)
 		if err != nil {
-			return packedKey{}, err
+			return 0, err
 		}
-		byKey[string(stored)] = r.latest() // in bucket order: the last wins
+		byKey[string(stored)] = l // in bucket order: the last wins
 	}
 	if len(byKey) == 1 {
-		return last.packedKey, nil
+		return last.ord, nil
 	}
 	for k, l := range byKey {
-		ix.named[k] = l
+		ix.named = append(ix.named, namedKey{key: k, latest: l})
 	}
-	return packedKey{hash: last.hash, sub: packedCollided}, nil
+	return collided, nil
+}
+
+// sortNamed sorts the keys recorded by name and keeps the newest revision
+// of each (the last in the bucket), in a slice of exactly that many.
+func (ix *Index) sortNamed() {
+	slices.SortFunc(ix.named, func(a, b namedKey) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ord, b.ord)
+	})
+	n := 0
+	for i := range ix.named {
+		if i+1 < len(ix.named) && ix.named[i+1].key == ix.named[i].key {
+			continue // an older revision
+		}
+		ix.named[n] = ix.named[i]
+		n++
+	}
+	ix.named = slices.Clone(ix.named[:n])
+}
+
+// findNamed returns what is recorded by name for key.
+func (ix *Index) findNamed(key string) (latest, bool) {
+	i, ok := slices.BinarySearchFunc(ix.named, key, func(n namedKey, k string) int { return strings.Compare(n.key, k) })
+	if !ok {
+		return latest{}, false
+	}
+	return ix.named[i].latest, true
 }
 
 // markLive sets the live bit of the newest revision of every live key and
-// counts them.
-func (ix *Index) markLive() {
+// counts them; tombs has a bit set for every tombstone entry.
+func (ix *Index) markLive(tombs []uint64) {
 	ix.live = make([]uint64, (ix.Entries+63)/64)
-	set := func(l latest) {
-		if !l.tomb {
-			ix.live[l.ord/64] |= 1 << (l.ord % 64)
+	set := func(ord uint32, tomb bool) {
+		if !tomb {
+			ix.live[ord/64] |= 1 << (ord % 64)
 			ix.LiveKeys++
 		}
 	}
-	for _, p := range ix.packed {
-		if !p.collided() {
-			set(p.latest())
+	for _, ord := range ix.ords {
+		if ord != collided {
+			set(ord, tombs[ord/64]&(1<<(ord%64)) != 0)
 		}
 	}
-	for _, l := range ix.named {
-		set(l)
+	for _, n := range ix.named {
+		set(n.ord, n.tomb)
 	}
 }
 
@@ -317,37 +352,42 @@ func (ix *Index) liveAt(ord int) bool {
 	return w < len(ix.live) && ix.live[w]&(1<<(ord%64)) != 0
 }
 
-// storedKey reads the user key of a recorded revision back from the bucket.
-func (ix *Index) storedKey(l latest) ([]byte, error) {
-	rk := RevisionKey(l.rev)
-	if l.tomb {
-		rk = append(rk, 't')
+// entryAt reads back the entry at position ord of the bucket, its revision
+// and user key: a seek to the mark at or before it, then at most
+// markEvery-1 steps. Only lookups of hashed keys and collisions read it.
+func (ix *Index) entryAt(ord uint32) (latest, []byte, error) {
+	m := int(ord / markEvery)
+	if m >= len(ix.marks) {
+		return latest{}, nil, invalid(ix.snap.Path, "entry %d of the key bucket cannot be read back", ord)
 	}
-	v := ix.snap.tx.Bucket(KeyBucket).Get(rk)
-	kv, err := ParseKV(v)
-	if v == nil || err != nil {
-		return nil, invalid(ix.snap.Path, "revision %s cannot be read back", RevisionString(l.rev))
+	c := ix.snap.tx.Bucket(KeyBucket).Cursor()
+	k, v := c.Seek(RevisionKey(ix.marks[m])) // lands on the mark, tombstone or not
+	for i := uint32(m) * markEvery; i < ord && k != nil; i++ {
+		k, v = c.Next()
 	}
-	return kv.Key, nil
+	rev, tomb, err := ParseRevisionKey(k)
+	kv, kerr := ParseKV(v)
+	if k == nil || err != nil || kerr != nil {
+		return latest{}, nil, invalid(ix.snap.Path, "entry %d of the key bucket cannot be read back", ord)
+	}
+	return latest{rev: rev, ord: ord, tomb: tomb}, kv.Key, nil
 }
 
 // find returns what is recorded for key.
 func (ix *Index) find(key []byte) (latest, bool) {
-	if l, ok := ix.named[string(key)]; ok {
+	if l, ok := ix.findNamed(string(key)); ok {
 		return l, true
 	}
 	if ix.isNamed(key) {
 		return latest{}, false
 	}
-	h := ix.opts.hash(key)
-	i, found := slices.BinarySearchFunc(ix.packed, h, func(p packedKey, h uint64) int { return cmp.Compare(p.hash, h) })
-	if !found || ix.packed[i].collided() {
+	i, found := slices.BinarySearch(ix.hashes, ix.opts.hash(key))
+	if !found || ix.ords[i] == collided {
 		return latest{}, false // a collided hash: every key under it is named
 	}
 	// The hash is the key's, or another key's that never met this one in
 	// the bucket: confirm against the stored key.
-	l := ix.packed[i].latest()
-	stored, err := ix.storedKey(l)
+	l, stored, err := ix.entryAt(ix.ords[i])
 	if err != nil || !bytes.Equal(stored, key) {
 		return latest{}, false
 	}
@@ -382,14 +422,18 @@ func (ix *Index) LiveKeysWithPrefix(prefix string) []KeyRev {
 		}
 	}
 	if covered || ix.opts.Only != nil {
-		for k, l := range ix.named {
-			if !l.tomb && strings.HasPrefix(k, prefix) {
-				out = append(out, KeyRev{Key: k, Rev: l.rev})
+		i, _ := slices.BinarySearchFunc(ix.named, prefix, func(n namedKey, p string) int { return strings.Compare(n.key, p) })
+		for _, n := range ix.named[i:] {
+			if !strings.HasPrefix(n.key, prefix) {
+				break // sorted: the keys under prefix are together
+			}
+			if !n.tomb {
+				out = append(out, KeyRev{Key: n.key, Rev: n.rev})
 			}
 		}
 		if ix.opts.Only != nil && !covered {
 			for _, kr := range ix.walk(prefix) {
-				if _, dup := ix.named[kr.Key]; !dup {
+				if _, dup := ix.findNamed(kr.Key); !dup {
 					out = append(out, kr)
 				}
 			}

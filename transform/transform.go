@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -489,6 +490,12 @@ type engine struct {
 	timer       *phaseTimer
 	deleted     map[string]bool
 	createdKeys map[string]bool
+	// ruleSets holds one names slice per distinct set of rules that changed
+	// an object, shared by the report's objects (see sharedNames); names
+	// and setKey are scratch for entry.
+	ruleSets map[string][]string
+	names    []string
+	setKey   []byte
 }
 
 // entry handles one live key of the stream.
@@ -513,7 +520,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	obj := &state.Object{Key: key, Revision: ent.Rev, Meta: ent.KV, Value: val, Encryption: info}
 	var (
 		changed bool
-		names   []string
+		names   = e.names[:0]
 		changes []Change
 	)
 	for _, ri := range rules {
@@ -538,15 +545,16 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 			}
 			e.deleted[stored] = true
 			e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "delete",
-				Rules: append(names, r.Name()), Changes: append(changes, res.Changes...)})
+				Rules: e.sharedNames(append(names, r.Name())), Changes: joinChanges(changes, res.Changes)})
 			return nil
 		case Replace:
 			rr.Changed++
 			changed = true
 			names = append(names, r.Name())
-			changes = append(changes, res.Changes...)
+			changes = joinChanges(changes, res.Changes)
 		}
 	}
+	e.names = names
 	if !changed {
 		return e.keep(ent)
 	}
@@ -564,8 +572,41 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	if b, err = e.encrypt(stored, b, info); err != nil {
 		return err
 	}
-	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "replace", Rules: names, Changes: changes})
+	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "replace", Rules: e.sharedNames(names), Changes: changes})
 	return e.addPending(pending{key: stored, createRev: ent.KV.CreateRevision, version: ent.KV.Version, lease: ent.KV.Lease}, b)
+}
+
+// sharedNames returns names as one slice shared by every object the same
+// rules changed: a run changes ~100k objects with a handful of rule sets,
+// and a slice each held 2.5 MB through the stream. The slice is clipped, so
+// an append by a reader of the report copies it.
+func (e *engine) sharedNames(names []string) []string {
+	e.setKey = e.setKey[:0]
+	for _, n := range names {
+		e.setKey = append(append(e.setKey, n...), 0)
+	}
+	if s, ok := e.ruleSets[string(e.setKey)]; ok {
+		return s
+	}
+	if e.ruleSets == nil {
+		e.ruleSets = map[string][]string{}
+	}
+	s := slices.Clip(slices.Clone(names))
+	e.ruleSets[string(e.setKey)] = s
+	return s
+}
+
+// joinChanges appends a rule's changes to an object's. The first rule's
+// slice is taken as it is, not copied (2 MB on a large run): clipped, so a
+// second rule's append copies it instead of writing into the rule's array.
+func joinChanges(changes, more []Change) []Change {
+	if len(more) == 0 {
+		return changes
+	}
+	if changes == nil {
+		return slices.Clip(more)
+	}
+	return append(changes, more...)
 }
 
 // keep writes an entry as it is stored: no rule claims it, the rules that
@@ -647,7 +688,7 @@ func (e *engine) create(ri int, o NewObject) error {
 	if b, err = e.encrypt(stored, b, info); err != nil {
 		return err
 	}
-	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "create", Rules: []string{name}, Changes: o.Changes})
+	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "create", Rules: e.sharedNames([]string{name}), Changes: o.Changes})
 	return e.addPending(pending{key: stored, created: true}, b)
 }
 
