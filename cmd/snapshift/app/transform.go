@@ -105,8 +105,10 @@ func (o *transformOptions) Run(ctx context.Context) error {
 
 // migrateConfig is the migration of the input with the rules' options and
 // the common options (hash check, encryption, prefix, progress), as plan,
-// transform and the fused restore run it.
+// transform and the fused restore run it; it sizes the collector to the
+// input first (sizeGC).
 func (o *common) migrateConfig(input string, ropts rules.Options) (migrate.Config, error) {
+	sizeGC(input)
 	enc, err := o.encryption()
 	if err != nil {
 		return migrate.Config{}, err
