@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks snapshift on generated etcd snapshots against the floor (a plain bbolt copy) and
+# Benchmarks snapshift on generated etcd snapshots against the floor (a plain copy through the same writer) and
 # etcdutl's own restore: `make bench` runs this. Extra arguments go to snapbench, e.g.
 #
 #   hack/bench.sh --sizes small --runs 1      # smoke, under a minute

@@ -17,6 +17,9 @@ type bulkCase struct {
 	name     string
 	n        int
 	maxValue int // values are 0 to maxValue bytes
+	// edge: values of the sizes that fill a page exactly with one or two
+	// entries, and a byte either side (maxValue is then unused)
+	edge bool
 }
 
 // TestBulkLoader writes databases through the Writer, whose `key` bucket
@@ -26,14 +29,15 @@ type bulkCase struct {
 // writing (puts, deletes, a bucket) with Tx.Check still clean after.
 func TestBulkLoader(t *testing.T) {
 	cases := []bulkCase{
-		{"empty", 0, 0},
-		{"one", 1, 100},
-		{"one-page", 50, 100},
-		{"two-levels", 5_000, 300},
-		{"three-levels", 60_000, 40},
-		{"lone-last-child", 123*123 + 1, 0}, // 4 KiB: 124 leaves, one more than a branch page holds
-		{"empty-values", 3_000, 0},
-		{"overflow", 400, 70_000}, // values over a page, some over four
+		{"empty", 0, 0, false},
+		{"one", 1, 100, false},
+		{"one-page", 50, 100, false},
+		{"two-levels", 5_000, 300, false},
+		{"three-levels", 60_000, 40, false},
+		{"lone-last-child", 123*123 + 1, 0, false}, // 4 KiB: 124 leaves, one more than a branch page holds
+		{"empty-values", 3_000, 0, false},
+		{"overflow", 400, 70_000, false}, // values over a page, some over four
+		{"page-edges", 600, 0, true},
 	}
 	for _, pageSize := range []int{4 << 10, 16 << 10, 64 << 10} {
 		for _, c := range cases {
@@ -49,7 +53,13 @@ func checkBulk(t *testing.T, c bulkCase, pageSize int) {
 	keys, values := make([][]byte, c.n), make([][]byte, c.n)
 	for i := range keys {
 		keys[i] = snapshot.RevisionKey(snapshot.Revision{Main: int64(i/3 + 2), Sub: int64(i % 3)})
-		values[i] = make([]byte, rng.IntN(c.maxValue+1))
+		size := rng.IntN(c.maxValue + 1)
+		if c.edge {
+			// header 16, then per entry 16 + 17-byte key + value
+			one, two := pageSize-16-16-17, (pageSize-16)/2-16-17
+			size = []int{one, two}[rng.IntN(2)] + rng.IntN(3) - 1
+		}
+		values[i] = make([]byte, size)
 		for j := range values[i] {
 			values[i][j] = byte(rng.IntN(256))
 		}

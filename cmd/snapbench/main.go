@@ -1,5 +1,5 @@
 // Command snapbench benchmarks snapshift on generated Kubernetes etcd snapshots against the floor
-// of a plain bbolt copy and etcd's own restore (see internal/bench).
+// of a plain copy (through the same writer) and etcd's own restore (see internal/bench).
 //
 //	go run ./cmd/snapbench --sizes small,medium,large --runs 3 --out .bench/results.json
 //	go run ./cmd/snapbench generate --size large --out /tmp/large.db
@@ -55,7 +55,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		UsageText: "snapbench [--sizes small,medium,large] [--profiles basic,churn,services] [--runs 3] [--order-seed N] [--cold=false] [--cache .bench] [--out FILE] [--keep]",
 		Description: "For each size, generates (or reuses) a snapshot in --cache, then runs in rounds, each case as a child\n" +
 			"process, in a random order per round (--order-seed), warm (its input read just before) and, as root, cold (the\n" +
-			"page cache dropped just before): the floor (a plain bbolt copy), snapshift transform without rules and\n" +
+			"page cache dropped just before): the floor (a plain copy through the same writer), snapshift transform without rules and\n" +
 			"with the seed migration, snapshift plan, snapshift restore with the seed migration applied on the way (fused),\n" +
 			"etcdutl's restore of the input, and snapshift restore of transform's migrated file. Each of issue 28's targets\n" +
 			"is printed as met or NOT met.\n" +
