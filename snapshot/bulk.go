@@ -12,23 +12,24 @@ import (
 // A bulkLoader writes the `key` bucket of a new bbolt database as pages,
 // straight into the file, instead of through bbolt's Put and commits. The
 // keys arrive in increasing order, so the B+tree can be built bottom-up:
-// leaf pages are filled one after the other and written in large
-// sequential chunks as they fill; the branch pages above them are written
-// at the end from each leaf's first key. Through bbolt, every key was
+// leaf pages are filled one after the other and written in 1 MiB chunks as
+// they fill, and each branch level above them is filled the same way from
+// the first keys of the pages below it. Through bbolt, every key was
 // inserted into a node, every 4 MiB transaction split its nodes into pages
 // and wrote them one pwrite a page, and bbolt kept the dirty pages of a
-// transaction in memory (BenchmarkPageSize measures the two).
+// transaction in memory (BenchmarkPageSize and BenchmarkBulkLoader measure
+// the two).
 //
-// The format is bbolt's (go.etcd.io/bbolt internal/common page.go, meta.go
-// and inode.go, and db.go's init): a 16-byte page header (id, flags, count, overflow), then
-// count 16-byte elements, then the elements' keys and values; an element's
-// pos is the offset of its key from the element itself. A page larger than
-// a page (one big value) runs on into `overflow` more pages. The start of
-// the database (two metas, the empty freelist at page 2, the root
-// leaf at page 3, as bbolt's own init writes them) comes last, from
-// finish: the root leaf names the `key` bucket and both metas point at it.
-// bbolt then opens the file as its own, and Tx.Check accepts it
-// (TestBulkLoader).
+// The format is bbolt's (go.etcd.io/bbolt internal/common page.go,
+// meta.go and inode.go, and db.go's init): a 16-byte page header (id,
+// flags, count, overflow), then count 16-byte elements, then the elements'
+// keys and values; an element's pos is the offset of its key from the
+// element itself. A page larger than a page (one big value) runs on into
+// `overflow` more pages. The start of the database (two metas, the empty
+// freelist at page 2, the root leaf at page 3, as bbolt's own init writes
+// them) comes last, from finish: the root leaf names the `key` bucket and
+// both metas point at it. bbolt then opens the file as its own, and
+// Tx.Check accepts it (TestBulkLoader).
 type bulkLoader struct {
 	f        *os.File
 	pageSize int
