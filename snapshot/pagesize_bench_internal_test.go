@@ -19,50 +19,36 @@ import (
 // -count 5 -benchtime 2x, load 4.4 on 2 cores, medians: 4096 443 ms,
 // 16384 148 ms, 65536 99 ms.
 func BenchmarkPageSize(b *testing.B) {
-	value := make([]byte, 2500)
-	for i := range value {
-		value[i] = byte(i * 13)
-	}
-	for _, ps := range []int{4096, 16384, 65536} {
-		b.Run(fmt.Sprint(ps), func(b *testing.B) {
-			dir := b.TempDir()
-			n := 0
-			for b.Loop() {
-				n++
-				path := filepath.Join(dir, fmt.Sprintf("db%d", n))
-				db, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true, NoGrowSync: true, NoFreelistSync: true,
-					FreelistType: bolt.FreelistMapType, PageSize: ps, InitialMmapSize: 300 << 20})
-				if err != nil {
-					b.Fatal(err)
-				}
-				tx, _ := db.Begin(true)
-				bk, _ := tx.CreateBucket(KeyBucket)
-				bk.FillPercent = 1
-				pending := 0
-				for i := range 256 << 20 / len(value) {
-					if err := bk.Put(RevisionKey(Revision{Main: int64(i + 1)}), value); err != nil {
-						b.Fatal(err)
-					}
-					if pending += len(value) + 17; pending >= 8<<20 {
-						if err := tx.Commit(); err != nil {
-							b.Fatal(err)
-						}
-						tx, _ = db.Begin(true)
-						bk = tx.Bucket(KeyBucket)
-						bk.FillPercent = 1
-						pending = 0
-					}
-				}
+	eachPageSize(b, func(b *testing.B, path string, ps int, value []byte) func() {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true, NoGrowSync: true, NoFreelistSync: true,
+			FreelistType: bolt.FreelistMapType, PageSize: ps, InitialMmapSize: 300 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tx, _ := db.Begin(true)
+		bk, _ := tx.CreateBucket(KeyBucket)
+		bk.FillPercent = 1
+		pending := 0
+		for i := range 256 << 20 / len(value) {
+			if err := bk.Put(RevisionKey(Revision{Main: int64(i + 1)}), value); err != nil {
+				b.Fatal(err)
+			}
+			if pending += len(value) + 17; pending >= 8<<20 {
 				if err := tx.Commit(); err != nil {
 					b.Fatal(err)
 				}
-				db.Close()
-				b.StopTimer()
-				os.Remove(path)
-				b.StartTimer()
+				tx, _ = db.Begin(true)
+				bk = tx.Bucket(KeyBucket)
+				bk.FillPercent = 1
+				pending = 0
 			}
-		})
-	}
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		db.Close()
+		return func() { os.Remove(path) }
+	})
 }
 
 // BenchmarkBulkLoader is BenchmarkPageSize's 256 MiB through the Writer,
@@ -70,6 +56,27 @@ func BenchmarkPageSize(b *testing.B) {
 // database closed: no trailer, no fsync, as there). Run the two together
 // (-bench 'PageSize|BulkLoader') to compare them in one run.
 func BenchmarkBulkLoader(b *testing.B) {
+	eachPageSize(b, func(b *testing.B, path string, ps int, value []byte) func() {
+		w, err := Create(WriterConfig{Path: path, Raw: true, PageSize: ps})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range 256 << 20 / len(value) {
+			if err := w.Put(RevisionKey(Revision{Main: int64(i + 1)}), value); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := w.close(); err != nil {
+			b.Fatal(err)
+		}
+		return w.Abort
+	})
+}
+
+// eachPageSize times write, 256 MiB of 2.5 KB values into a new database
+// at path, at each page size; what write returns (the clean-up) runs with
+// the timer stopped.
+func eachPageSize(b *testing.B, write func(b *testing.B, path string, pageSize int, value []byte) (cleanup func())) {
 	value := make([]byte, 2500)
 	for i := range value {
 		value[i] = byte(i * 13)
@@ -80,20 +87,9 @@ func BenchmarkBulkLoader(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				n++
-				w, err := Create(WriterConfig{Path: filepath.Join(dir, fmt.Sprintf("db%d", n)), Raw: true, PageSize: ps})
-				if err != nil {
-					b.Fatal(err)
-				}
-				for i := range 256 << 20 / len(value) {
-					if err := w.Put(RevisionKey(Revision{Main: int64(i + 1)}), value); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if _, err := w.close(); err != nil {
-					b.Fatal(err)
-				}
+				cleanup := write(b, filepath.Join(dir, fmt.Sprintf("db%d", n)), ps, value)
 				b.StopTimer()
-				w.Abort()
+				cleanup()
 				b.StartTimer()
 			}
 		})
