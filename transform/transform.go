@@ -153,6 +153,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// core; the hash is waited for before anything is written or decided,
 	// and a bad input explains any failure on the way.
 	err = e.beforeHash(ctx, in.fused)
+	if err == nil && cfg.DryRun {
+		// A plan writes nothing, so its stream does not wait for the hash
+		// either: it reads beside the rest of it, and nothing is reported
+		// before the hash is confirmed.
+		if e.startObservers() {
+			defer e.pump.wait() // before snap.Close: the observers read its mapping
+		}
+		err = e.stream(ctx, p)
+	}
 	if herr := in.confirm(); herr != nil {
 		return nil, herr
 	}
@@ -160,16 +169,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	e.report.Input.SHA256 = snap.SHA256 // known once the hash is confirmed
-	if !cfg.DryRun && len(cfg.Restore) == 0 {
-		if err := e.startOutput(ctx); err != nil {
+	if !cfg.DryRun {
+		if err := e.writeStream(ctx, p); err != nil {
 			return nil, err
 		}
-	}
-	if e.startObservers() {
-		defer e.pump.wait() // before snap.Close: the observers read its mapping
-	}
-	if err := e.stream(ctx, p); err != nil {
-		return nil, err
 	}
 	e.report.Dropped = ix.Entries - ix.LiveKeys // old revisions, tombstones, bump markers
 	if err := ctx.Err(); err != nil {
@@ -192,6 +195,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	e.report.Timing = timer.timing()
 	return e.report, nil
+}
+
+// writeStream starts the output and streams the input into it, once the
+// input's hash is confirmed.
+func (e *engine) writeStream(ctx context.Context, p progress.Reporter) error {
+	if len(e.cfg.Restore) == 0 {
+		if err := e.startOutput(ctx); err != nil {
+			return err
+		}
+	}
+	if e.startObservers() {
+		defer e.pump.wait() // the observers read the input's mapping
+	}
+	return e.stream(ctx, p)
 }
 
 // input is the opened, indexed input, and the fused restore started on it.

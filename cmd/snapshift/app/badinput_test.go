@@ -381,6 +381,14 @@ func badRows() []badRow {
 				d[pageOf(t, d, 0x02)+100] ^= 0x5a
 				return d
 			})},
+		// plan streams beside the hash (it writes nothing) and reports only once it matched
+		{name: "flipped byte inside a leaf page, for plan", args: func(in, _ string) []string {
+			return []string{"plan", in, "--service-cidr", "172.24.0.0/16", "--pod-network-cidr", "10.55.0.0/16"}
+		}, code: ExitBadInput, want: "sha256 trailer does not match",
+			input: sampleWith(func(t *testing.T, d []byte) []byte {
+				d[pageOf(t, d, 0x02)+100] ^= 0x5a
+				return d
+			})},
 		{name: "corrupt page type in the key bucket, matching trailer", args: transformTo(), code: ExitBadInput, want: "corrupt",
 			input: sampleWith(func(t *testing.T, d []byte) []byte {
 				d[keyRootPage(t, d)+8] = 0x77 // page flags: no such page type
