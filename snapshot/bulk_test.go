@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -190,4 +191,60 @@ func readBack(t *testing.T, db *bolt.DB, keys, values [][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzBulkLoader: whatever the sizes of the values, in whatever mix, the
+// bulk loader writes a database that bbolt opens, Tx.Check accepts, whose
+// branch pages have two children or more, and that reads back entry for
+// entry. The first byte picks the page size; every two bytes after it are
+// one value's size (under 4 KiB, or from 0xF000 on up to 3 pages of 64 KiB;
+// 16 MiB in all at most).
+func FuzzBulkLoader(f *testing.F) {
+	f.Add([]byte{0, 0, 10, 0, 200, 16, 0, 255, 255})
+	f.Add([]byte{1, 0xf5, 0x55, 0xf5, 0x55, 0, 0, 0xf5, 0x56, 0xf5, 0x54}) // values of about 16 KiB
+	f.Add(append([]byte{2}, bytes.Repeat([]byte{0, 90}, 400)...))
+	f.Add(append([]byte{0}, bytes.Repeat([]byte{0, 0}, 3000)...))
+	f.Fuzz(func(t *testing.T, plan []byte) {
+		if len(plan) == 0 {
+			return
+		}
+		pageSize := 4096 << (2 * (int(plan[0]) % 3))
+		var keys, values [][]byte
+		total := 0
+		for i := 1; i+1 < len(plan) && len(keys) < 20_000 && total < 16<<20; i += 2 {
+			size := int(binary.BigEndian.Uint16(plan[i:]))
+			if size < 0xF000 {
+				size %= 4096 // most values are small
+			} else {
+				size = (size - 0xF000) * 48 // up to 3 pages of 64 KiB
+			}
+			total += size
+			keys = append(keys, snapshot.RevisionKey(snapshot.Revision{Main: int64(len(keys) + 2)}))
+			values = append(values, bytes.Repeat([]byte{byte(len(values))}, size))
+		}
+		path := filepath.Join(t.TempDir(), "db")
+		w, err := snapshot.Create(snapshot.WriterConfig{Path: path, Raw: true, PageSize: pageSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.PutBucket([]byte("meta"), []byte("k"), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		for i := range keys {
+			if err := w.Put(keys[i], values[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		checkTx(t, db)
+		checkBranches(t, db)
+		readBack(t, db, keys, values)
+	})
 }
