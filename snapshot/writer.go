@@ -49,8 +49,9 @@ type WriterConfig struct {
 	// KiB (what etcd itself creates on amd64) to 64 KiB. Default
 	// DefaultPageSize.
 	PageSize int
-	// SizeHint is the expected database size in bytes; the file is mapped
-	// that large once instead of being remapped as it grows. Optional.
+	// SizeHint is the expected database size in bytes: bbolt, which writes
+	// the buckets other than `key` at the end, maps the file that large at
+	// once. Optional.
 	SizeHint int64
 	// BeforePublish, if set, checks the finished database under its
 	// temporary name (complete, but its sha256 trailer is being computed at
