@@ -65,22 +65,7 @@ func checkBulk(t *testing.T, c bulkCase, pageSize int) {
 			values[i][j] = byte(rng.IntN(256))
 		}
 	}
-	path := filepath.Join(t.TempDir(), "db")
-	w, err := snapshot.Create(snapshot.WriterConfig{Path: path, Raw: true, PageSize: pageSize, TxBytes: 1 << 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.PutBucket([]byte("meta"), []byte("k"), []byte("v")); err != nil {
-		t.Fatal(err)
-	}
-	for i := range keys {
-		if err := w.Put(keys[i], values[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	path := writeBulk(t, pageSize, keys, values)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +108,30 @@ func checkBulk(t *testing.T, c bulkCase, pageSize int) {
 	}
 	checkTx(t, db)
 	readBack(t, db, keys, values)
+}
+
+// writeBulk writes keys and values through the Writer (TxBytes 64 KiB: its
+// failpoint count wraps many times), with one entry in a meta bucket, and
+// returns the database's path.
+func writeBulk(t *testing.T, pageSize int, keys, values [][]byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "db")
+	w, err := snapshot.Create(snapshot.WriterConfig{Path: path, Raw: true, PageSize: pageSize, TxBytes: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.PutBucket([]byte("meta"), []byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range keys {
+		if err := w.Put(keys[i], values[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func checkTx(t *testing.T, db *bolt.DB) {
@@ -222,23 +231,7 @@ func FuzzBulkLoader(f *testing.F) {
 			keys = append(keys, snapshot.RevisionKey(snapshot.Revision{Main: int64(len(keys) + 2)}))
 			values = append(values, bytes.Repeat([]byte{byte(len(values))}, size))
 		}
-		path := filepath.Join(t.TempDir(), "db")
-		w, err := snapshot.Create(snapshot.WriterConfig{Path: path, Raw: true, PageSize: pageSize})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.PutBucket([]byte("meta"), []byte("k"), []byte("v")); err != nil {
-			t.Fatal(err)
-		}
-		for i := range keys {
-			if err := w.Put(keys[i], values[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+		db, err := bolt.Open(writeBulk(t, pageSize, keys, values), 0o600, &bolt.Options{ReadOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}
