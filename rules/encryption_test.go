@@ -90,7 +90,7 @@ func TestEncryptedAtRest(t *testing.T) {
 	}
 	in := encryptSample(t, enc)
 	seedRules := func() []transform.Rule {
-		rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}, Now: nowFunc})
+		rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/transform"
@@ -24,9 +23,6 @@ type Options struct {
 	UserRulesOptions
 	CNIOptions
 	WebhooksOptions
-
-	// Now stamps objects the rules create. Default time.Now.
-	Now func() time.Time `json:"-"`
 }
 
 // registry lists every rule, in the order they run when no prerequisite
@@ -180,9 +176,6 @@ func OptionByField(field string) (Option, bool) {
 // Build returns the rules Options select, in dependency order, and the plan
 // they share.
 func Build(o Options) ([]transform.Rule, *Plan, error) {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	defaults(&o)
 	if err := validate(&o); err != nil {
 		return nil, nil, err

@@ -107,7 +107,8 @@ func (o *transformOptions) plainOutput() (string, error) {
 func (o *transformOptions) finishZip(plain string) (string, error) {
 	zo := snapshot.ZipOptions{Force: o.force}
 	if u := o.in.unzipped; u != nil {
-		zo.Mode = u.Mode
+		// The input entry's time, not the clock: two runs write the same archive.
+		zo.Mode, zo.Modified = u.Mode, u.Modified
 	}
 	if err := snapshot.Zip(plain, o.out, zo); err != nil {
 		return "", fmt.Errorf("compressing the new snapshot to %s: %w", o.out, err)
