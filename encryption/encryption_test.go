@@ -11,10 +11,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -996,4 +998,110 @@ func TestDerivedNonces(t *testing.T) {
 			}
 		})
 	}
+}
+
+var derivedInput = flag.Bool("derived-input", false, "print the input of apiserver-gen's read mode (see testdata/apiserver-gen) instead of testing")
+
+// derivedFixture is testdata/derived-v0.36.3.json: values this package wrote, which
+// kube-apiserver's own transformers (k8s.io/apiserver v0.36.3) read back to their plaintexts.
+type derivedFixture struct {
+	Comment  string `json:"comment"`
+	ReadBy   string `json:"readBy"`
+	Fixtures []struct {
+		Name      string `json:"name"`
+		Config    string `json:"config"`
+		Group     string `json:"group"`
+		Resource  string `json:"resource"`
+		EtcdKey   string `json:"etcdKey"`
+		Plaintext []byte `json:"plaintext"`
+		Stored    []byte `json:"stored"`
+	} `json:"fixtures"`
+}
+
+// TestDerivedReadByApiserver: the values Encrypt writes now, with derived nonces, are byte for
+// byte the ones kube-apiserver's own transformers read back to their plaintexts (recorded in
+// testdata/derived-v0.36.3.json by testdata/apiserver-gen's read mode), for every provider and
+// for a plaintext and its one-bit change, which got different nonces.
+func TestDerivedReadByApiserver(t *testing.T) {
+	var fx apiserverFixtures
+	data, err := os.ReadFile("testdata/apiserver-v0.36.3.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &fx); err != nil {
+		t.Fatal(err)
+	}
+	changed := bytes.Clone(protoSecret)
+	changed[len(changed)-3] ^= 1
+	cases := []struct {
+		name, config, group, resource, etcdKey string
+		info                                   Info
+	}{
+		{"aescbc-key2", "a", "", "secrets", "/registry/secrets/default/tok", Info{"aescbc", "key2"}},
+		{"aesgcm-gcm1", "a", "", "configmaps", "/registry/configmaps/kube-system/kubeadm-config", Info{"aesgcm", "gcm1"}},
+		{"secretbox-box1", "a", "apps", "deployments", "/registry/deployments/default/web", Info{"secretbox", "box1"}},
+		{"aescbc-key1", "b", "", "secrets", "/registry/secrets/kube-system/bootstrap-token-abcdef", Info{"aescbc", "key1"}},
+		{"aesgcm-gcm0", "b", "", "configmaps", "/registry/configmaps/default/cm", Info{"aesgcm", "gcm0"}},
+	}
+	if *derivedInput {
+		var out derivedFixture
+		out.Comment = "Values snapshift's encryption.Config.Encrypt wrote (IV/nonce derived from the key, etcd key and plaintext), read back by kube-apiserver's own transformers. Regenerate with testdata/apiserver-gen's read mode (see its doc comment). plaintext/stored are base64."
+		for _, c := range cases {
+			for suffix, pt := range map[string][]byte{"": protoSecret, " changed": changed} {
+				stored, err := mustParse(t, fx.Configs[c.config]).Encrypt(c.etcdKey, pt, c.info)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out.Fixtures = append(out.Fixtures, derivedFixtureEntry(c.name+suffix, c.config, c.group, c.resource, c.etcdKey, pt, stored))
+			}
+		}
+		sort.Slice(out.Fixtures, func(i, j int) bool { return out.Fixtures[i].Name < out.Fixtures[j].Name })
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Println(string(b))
+		return
+	}
+	data, err = os.ReadFile("testdata/derived-v0.36.3.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dx derivedFixture
+	if err := json.Unmarshal(data, &dx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dx.ReadBy, "k8s.io/apiserver") || len(dx.Fixtures) != 2*len(cases) {
+		t.Fatalf("%d fixtures, read by %q: regenerate testdata/derived-v0.36.3.json", len(dx.Fixtures), dx.ReadBy)
+	}
+	nonces := map[string][]byte{}
+	for _, f := range dx.Fixtures {
+		provider, rest, _ := strings.Cut(f.Name, "-")
+		key, _, _ := strings.Cut(rest, " ")
+		info := Info{Provider: provider, KeyName: key}
+		got, err := mustParse(t, fx.Configs[f.Config]).Encrypt(f.EtcdKey, f.Plaintext, info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, f.Stored) {
+			t.Errorf("%s: Encrypt no longer writes the bytes kube-apiserver read back", f.Name)
+		}
+		prefix := len("k8s:enc:" + provider + ":v1:" + key + ":")
+		n := map[string]int{"aescbc": 16, "aesgcm": 12, "secretbox": 24}[provider]
+		nonce := f.Stored[prefix : prefix+n]
+		if other, ok := nonces[provider+key]; ok && bytes.Equal(other, nonce) {
+			t.Errorf("%s: a plaintext and its changed copy share the nonce %x", f.Name, nonce)
+		}
+		nonces[provider+key] = nonce
+	}
+}
+
+func derivedFixtureEntry(name, config, group, resource, etcdKey string, pt, stored []byte) (e struct {
+	Name      string `json:"name"`
+	Config    string `json:"config"`
+	Group     string `json:"group"`
+	Resource  string `json:"resource"`
+	EtcdKey   string `json:"etcdKey"`
+	Plaintext []byte `json:"plaintext"`
+	Stored    []byte `json:"stored"`
+}) {
+	e.Name, e.Config, e.Group, e.Resource, e.EtcdKey, e.Plaintext, e.Stored = name, config, group, resource, etcdKey, pt, stored
+	return e
 }
