@@ -99,14 +99,13 @@
 //   - kms v1 (AES-GCM since 1.25, CBC still read) and kms v2 (HKDF extended-nonce AES-GCM) also
 //     bind the etcd key; this package cannot decrypt them offline and returns [ErrKMS].
 //
+// This was confirmed by running kube-apiserver's own transformers (k8s.io/apiserver v0.36.3):
+// reading a value under a different etcd key succeeds for aescbc, secretbox and identity and fails
+// for aesgcm. The test fixtures in testdata/apiserver-v0.36.3.json were produced that way.
 // kube-apiserver reads values with derived nonces as any other: testdata/derived-v0.36.3.json holds
 // values [Config.Encrypt] wrote (each provider, a plaintext and its one-bit change) that
 // kube-apiserver's own transformers read back to their plaintexts, and TestDerivedReadByApiserver
 // checks that Encrypt still writes exactly those bytes.
-//
-// This was confirmed by running kube-apiserver's own transformers (k8s.io/apiserver v0.36.3):
-// reading a value under a different etcd key succeeds for aescbc, secretbox and identity and fails
-// for aesgcm. The test fixtures in testdata/apiserver-v0.36.3.json were produced that way.
 //
 // # Reading like kube-apiserver
 //
