@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -52,12 +53,17 @@ type Plan struct {
 func (p *Plan) creationStamp(v *state.View) (time.Time, error) {
 	if p.stamp == nil {
 		var newest time.Time
-		err := v.Each(wellknown.PrefixServices, func(o *state.Object) error {
-			newest = newerStamp(newest, o)
-			return nil
-		})
-		if err != nil {
-			return time.Time{}, err
+		for _, kr := range v.Keys(wellknown.PrefixServices) {
+			o, ok, err := v.Get(kr.Key)
+			if errors.Is(err, state.ErrEncrypted) {
+				continue // unreadable here (KMS): the newest of the others, on every run alike
+			}
+			if err != nil {
+				return time.Time{}, err
+			}
+			if ok {
+				newest = newerStamp(newest, o)
+			}
 		}
 		p.setStamp(newest)
 	}
