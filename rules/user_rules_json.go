@@ -198,3 +198,83 @@ func display(v any) string {
 	}
 	return s
 }
+
+// typeMismatch finds, in a decoding error, a value of the wrong JSON type
+// for its field (the JSON decoders' UnmarshalTypeError, whose sigs.k8s.io
+// copy is internal to its module: read by its field names) and says it
+// in words: the field's path, what it was given, what it takes.
+func typeMismatch(err error) (field, got, want string, ok bool) {
+	for _, e := range unwrapAll(err) {
+		v := reflect.ValueOf(e)
+		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct || v.Elem().Type().Name() != "UnmarshalTypeError" {
+			continue
+		}
+		s := v.Elem()
+		f, val, typ := s.FieldByName("Field"), s.FieldByName("Value"), s.FieldByName("Type")
+		if f.Kind() != reflect.String || val.Kind() != reflect.String || !typ.IsValid() || f.String() == "" {
+			continue
+		}
+		t, _ := typ.Interface().(reflect.Type)
+		if t == nil {
+			continue
+		}
+		return f.String(), jsonValueWords(val.String()), goTypeWords(t), true
+	}
+	return "", "", "", false
+}
+
+// unwrapAll is err and every error it wraps, depth first.
+func unwrapAll(err error) []error {
+	if err == nil {
+		return nil
+	}
+	out := []error{err}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		out = append(out, unwrapAll(u.Unwrap())...)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, unwrapAll(e)...)
+		}
+	}
+	return out
+}
+
+// jsonValueWords names a JSON value as the decoders describe it ("string",
+// "number 3.5", "array", "object", "bool").
+func jsonValueWords(v string) string {
+	switch {
+	case v == "string":
+		return "a string"
+	case v == "array":
+		return "a list"
+	case v == "object":
+		return "an object"
+	case v == "bool":
+		return "true or false"
+	case strings.HasPrefix(v, "number"):
+		return "the " + v
+	}
+	return v
+}
+
+// goTypeWords names what a field of type t takes, in YAML's words.
+func goTypeWords(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "an object"
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Temporary names. Every file or directory snapshift writes before
@@ -94,6 +95,15 @@ func CreateTemp(path string, perm os.FileMode) (*os.File, error) {
 		f, err := os.OpenFile(TempName(path, ".tmp"), os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
+		}
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			dir := filepath.Dir(path)
+			cause := err
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				cause = pe.Err // the temporary name says nothing to the user
+			}
+			return nil, outputDirError{fmt.Errorf("output directory %s is not writable (%w): choose another, or run as a user who may write there", dir, cause)}
 		}
 		if err != nil {
 			return nil, err
