@@ -40,10 +40,12 @@ const (
 
 const exitCodeHelp = `EXIT CODES:
    0    success
-   1    unexpected failure (I/O error, bug)
-   2    bad command line or configuration file (a flag, a rebuild or rules file key, a value this snapshot cannot take)
+   1    unexpected failure (an I/O error during the run, a bug)
+   2    bad command line or configuration file (a flag, a rebuild or rules file key or value, a path that does
+        not fit, a name the input does not have, a value this snapshot cannot take)
    3    the input is not a usable etcd snapshot (corrupt, truncated, wrong hash, not bbolt)
-   4    refused: an existing output without --force, a non-empty data dir, or a change that is unsafe
+   4    refused: an existing output without --force, a non-empty data dir, a change that is unsafe, or this
+        host's state (node apply's preflight, node rollback without a backup)
    5    verification failed (verify, or transform's check of its own output: nothing was published)
    130  interrupted (SIGINT/SIGTERM); temporary files were removed
 `

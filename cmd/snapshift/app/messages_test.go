@@ -506,7 +506,7 @@ func TestDryRunClientSpelling(t *testing.T) {
 
 // TestCompletionAndHelp: the completion scripts and help for a command.
 func TestCompletionAndHelp(t *testing.T) {
-	for shell, want := range map[string]string{"bash": "complete -o bashdefault", "zsh": "compdef _snapshift_zsh_autocomplete snapshift",
+	for shell, want := range map[string]string{"bash": "complete -F _snapshift_func snapshift", "zsh": "compdef _snapshift snapshift",
 		"fish": "complete -c snapshift"} {
 		if r := run(t, "completion", shell); r.code != ExitOK || !strings.Contains(r.stdout, want) {
 			t.Errorf("completion %s: exit %d, want a script with %q:\n%.300s", shell, r.code, want, r.stdout)
