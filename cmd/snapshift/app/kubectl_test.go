@@ -1,8 +1,18 @@
 package app
 
 import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapshift/snapshift/internal/sample"
 )
 
 // TestHelpAnywhere: -h and --help show the command's help wherever they stand, after positional
@@ -56,5 +66,105 @@ func TestLsNothingUnder(t *testing.T) {
 	}
 	if r := run(t, "ls", in, "/nothing/", "-o", "json"); r.code != ExitOK || strings.TrimSpace(r.stdout) != "[]" || r.stderr != "" {
 		t.Errorf("ls -o json: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// stored encodes obj as kube-apiserver stores it (protobuf with the k8s\0 magic).
+func stored(t *testing.T, apiVersion, kind string, obj interface{ Marshal() ([]byte, error) }) []byte {
+	t.Helper()
+	raw, err := obj.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: apiVersion, Kind: kind}, Raw: raw}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte("k8s\x00"), b...)
+}
+
+// TestPlanOutputKubectlStyle: plan's text names objects as kubectl does (svc/default/kubernetes;
+// the etcd key only in -o json), lists only the rules that did something, caps a pod-range
+// refusal's node list like the Service refusal (all of it in -o json's details), and -o json
+// lists every leftover key, where the text shows ten per resource (issue 35).
+func TestPlanOutputKubectlStyle(t *testing.T) {
+	var extra []sample.Entry
+	for i := 0; i < 25; i++ {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fake%02d", i), UID: types.UID(fmt.Sprintf("n-%d", i))},
+			Spec: corev1.NodeSpec{PodCIDR: fmt.Sprintf("10.244.%d.0/24", 100+i), PodCIDRs: []string{fmt.Sprintf("10.244.%d.0/24", 100+i)}}}
+		extra = append(extra, sample.Entry{Key: "/registry/minions/" + n.Name, Value: stored(t, "v1", "Node", n)})
+	}
+	for i := 0; i < 15; i++ {
+		ip := fmt.Sprintf("10.244.1.%d", 100+i)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%02d", i), Namespace: "demo", UID: types.UID(fmt.Sprintf("p-%d", i))},
+			Status: corev1.PodStatus{PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}}
+		extra = append(extra, sample.Entry{Key: "/registry/pods/demo/" + p.Name, Value: stored(t, "v1", "Pod", p)})
+	}
+	in := writeFixture(t, filepath.Join(t.TempDir(), "in.db"), fixture{keys: sampleKVs(t, extra...)})
+
+	// The refusal: ten nodes and "… and N more" on one line; every one in -o json.
+	text := run(t, "plan", in, "--pod-network-cidr", "10.55.0.0/20", "--quiet")
+	lines := text.stderrLines()
+	if text.code != ExitRefused || len(lines) != 1 || strings.Count(lines[0], ": does not fit") != 10 || !strings.Contains(lines[0], "… and 16 more; choose a larger range") {
+		t.Errorf("plan --pod-network-cidr 10.55.0.0/20: exit %d, stderr (%d characters) %q; want exit 4 and 10 of 26 nodes", text.code, len(text.stderr), text.stderr)
+	}
+	machine := run(t, "plan", in, "--pod-network-cidr", "10.55.0.0/20", "--quiet", "-o", "json")
+	var doc struct {
+		Details []string `json:"details"`
+	}
+	if err := json.Unmarshal([]byte(machine.stdout), &doc); err != nil || len(doc.Details) != 26 {
+		t.Errorf("plan -o json: %d details (want all 26): %v", len(doc.Details), err)
+	}
+
+	// The plan: kubectl's names, only the rules that acted, leftovers capped in text only.
+	plan := run(t, "plan", in, "--service-cidr", newSvc, "--pod-network-cidr", "10.55.0.0/16", "--quiet")
+	if plan.code != ExitOK {
+		t.Fatalf("plan: exit %d: %s", plan.code, plan.stderr)
+	}
+	for _, want := range []string{"replace svc/default/kubernetes  [service-cidr]", "replace no/fake07  [pod-cidr]",
+		"      po/demo/p00: 10.244.1.100", "… and 13 more (--output json lists every one)"} {
+		if !strings.Contains(plan.stdout, want) {
+			t.Errorf("plan's text lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"/registry/services/specs/default/kubernetes", "k3s-applied", "helm-chart-values"} {
+		if strings.Contains(plan.stdout, unwanted) {
+			t.Errorf("plan's text has %q", unwanted)
+		}
+	}
+	js := run(t, "plan", in, "--service-cidr", newSvc, "--pod-network-cidr", "10.55.0.0/16", "--quiet", "-o", "json")
+	var res struct {
+		Objects []struct {
+			Key string `json:"key"`
+		} `json:"objects"`
+		Rules []struct {
+			Name string `json:"name"`
+		} `json:"rules"`
+		Leftovers struct {
+			Groups []struct {
+				Resource string `json:"resource"`
+				Keys     int    `json:"keys"`
+				Examples []any  `json:"examples"`
+			} `json:"groups"`
+		} `json:"leftovers"`
+	}
+	if err := json.Unmarshal([]byte(js.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, o := range res.Objects {
+		keys[o.Key] = true
+	}
+	rulesRun := map[string]bool{}
+	for _, r := range res.Rules {
+		rulesRun[r.Name] = true
+	}
+	if !keys["/registry/services/specs/default/kubernetes"] || !rulesRun["k3s-applied"] {
+		t.Errorf("-o json: the etcd keys and every rule that ran: keys %v, rules %v", keys, rulesRun)
+	}
+	for _, g := range res.Leftovers.Groups {
+		if g.Resource == "pods" && (g.Keys != 23 || len(g.Examples) != 23) {
+			t.Errorf("-o json leftovers: pods %d keys, %d examples; want every one of 23", g.Keys, len(g.Examples))
+		}
 	}
 }

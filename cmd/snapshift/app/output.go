@@ -163,6 +163,30 @@ func (r *renderer) draw(now time.Time, final bool) {
 	}
 }
 
+// Ended reports a phase that ended while another ran (progress.Ender):
+// the index, whose end waited for the input's hash.
+func (r *renderer) Ended(phase, unit string, done int64, took time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type state struct {
+		phase, unit string
+		total, done int64
+		start, last time.Time
+	}
+	saved := state{r.phase, r.unit, r.total, r.done, r.start, r.last}
+	now := r.clock()
+	r.phase, r.unit, r.total, r.done, r.start = phase, unit, 0, done, now.Add(-took)
+	switch {
+	case r.tty:
+		r.draw(now, true)
+	case r.json:
+		_ = json.NewEncoder(r.w).Encode(map[string]any{"phase": phase, "unit": unit, "done": done, "seconds": took.Seconds()})
+	default:
+		fmt.Fprintf(r.w, "[%s] %d %s in %s\n", phase, done, unit, took.Round(time.Millisecond))
+	}
+	r.phase, r.unit, r.total, r.done, r.start, r.last = saved.phase, saved.unit, saved.total, saved.done, saved.start, saved.last
+}
+
 func (r *renderer) Done() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,31 @@ func TestProgressLinesWithoutTerminal(t *testing.T) {
 	r.Done()
 	if got := out.String(); got != "[open] 10 bytes in 1s\n" {
 		t.Errorf("short phase: %q", got)
+	}
+}
+
+// TestPlanPhasesOnce: every phase of a plan is reported once (issue 35: plan, which streams
+// beside the input's hash, printed "[transform] N keys in T" twice and its index never).
+func TestPlanPhasesOnce(t *testing.T) {
+	in := copySample(t)
+	for _, args := range [][]string{
+		{"plan", in, "--service-cidr", newSvc},
+		{"transform", in, "--out", filepath.Join(t.TempDir(), "out.db"), "--service-cidr", newSvc},
+	} {
+		r := run(t, args...)
+		if r.code != ExitOK {
+			t.Fatalf("%s: exit %d: %s", args[0], r.code, r.stderr)
+		}
+		seen := map[string]int{}
+		for _, l := range r.stderrLines() {
+			if phase, _, ok := strings.Cut(l, "]"); ok && strings.HasPrefix(phase, "[") {
+				seen[phase[1:]]++
+			}
+		}
+		for _, p := range []string{"index", "transform"} {
+			if seen[p] != 1 {
+				t.Errorf("%s: phase %s reported %d times:\n%s", args[0], p, seen[p], r.stderr)
+			}
+		}
 	}
 }

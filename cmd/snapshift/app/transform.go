@@ -113,8 +113,12 @@ func (o *common) migrateConfig(input string, ropts rules.Options) (migrate.Confi
 	if err != nil {
 		return migrate.Config{}, err
 	}
-	return migrate.Config{Input: input, Rules: ropts, SkipHashCheck: o.skipHash, Progress: o.progress(),
-		EtcdPrefix: o.etcdPrefix, Encryption: enc}, nil
+	cfg := migrate.Config{Input: input, Rules: ropts, SkipHashCheck: o.skipHash, Progress: o.progress(),
+		EtcdPrefix: o.etcdPrefix, Encryption: enc}
+	if o.json() {
+		cfg.LeftoverExamples = -1 // a script reads every key; the text lists ten per resource
+	}
+	return cfg, nil
 }
 
 func planCommand() *cli.Command {
@@ -165,14 +169,29 @@ func printTransform(out io.Writer, res *migrate.Result) {
 	printCompressed(out, res)
 	printKeys(out, r, verb)
 	printAlarms(out, r.Alarms, r.AlarmsCleared, r.DryRun)
+	// A rule that did nothing gets no row (k3s-applied on a kubeadm
+	// cluster); -o json lists every rule that ran.
+	acted := r.Rules[:0:0]
+	for _, rr := range r.Rules {
+		if rr.Changed+rr.Deleted+rr.Created > 0 {
+			acted = append(acted, rr)
+		}
+	}
 	if len(r.Rules) > 0 {
 		fmt.Fprintln(out, "\nRules:")
+		if len(acted) == 0 {
+			fmt.Fprintln(out, "  no rule changed anything")
+		}
+	}
+	if len(acted) > 0 {
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "  RULE\tSEEN\tCHANGED\tDELETED\tCREATED")
-		for _, rr := range r.Rules {
+		for _, rr := range acted {
 			fmt.Fprintf(w, "  %s\t%d\t%d\t%d\t%d\n", rr.Name, rr.Seen, rr.Changed, rr.Deleted, rr.Created)
 		}
 		w.Flush()
+	}
+	if len(r.Rules) > 0 {
 		for _, rr := range r.Rules {
 			for _, n := range rr.Notes {
 				fmt.Fprintf(out, "  note (%s): %s\n", rr.Name, n)
@@ -191,7 +210,8 @@ func printTransform(out io.Writer, res *migrate.Result) {
 				continue
 			}
 			shown[rule]++
-			fmt.Fprintf(out, "  %-7s %s  [%s]\n", o.Action, o.Key, strings.Join(o.Rules, ","))
+			// As kubectl names objects (svc/prod/web); -o json has the etcd key.
+			fmt.Fprintf(out, "  %-7s %s  [%s]\n", o.Action, wellknown.KubectlName(o.Key), strings.Join(o.Rules, ","))
 			for _, ch := range o.Changes {
 				fmt.Fprintf(out, "          %s\n", ch)
 			}
@@ -212,10 +232,13 @@ func printTransform(out io.Writer, res *migrate.Result) {
 			}
 			for _, e := range g.Examples {
 				if e.Note != "" {
-					fmt.Fprintf(out, "      %s (%s)\n", e.Key, e.Note)
+					fmt.Fprintf(out, "      %s (%s)\n", wellknown.KubectlName(e.Key), e.Note)
 				} else {
-					fmt.Fprintf(out, "      %s: %s\n", e.Key, strings.Join(e.Addresses, ", "))
+					fmt.Fprintf(out, "      %s: %s\n", wellknown.KubectlName(e.Key), strings.Join(e.Addresses, ", "))
 				}
+			}
+			if more := g.Keys - len(g.Examples); more > 0 && len(g.Examples) > 0 {
+				fmt.Fprintf(out, "      … and %d more (--output json lists every one)\n", more)
 			}
 		}
 		if lo.Encrypted > 0 {
