@@ -3,8 +3,11 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/internal/testfile"
 )
 
 // TestHelpAnywhere: -h and --help show the command's help wherever they stand, after positional
@@ -166,5 +170,73 @@ func TestPlanOutputKubectlStyle(t *testing.T) {
 		if g.Resource == "pods" && (g.Keys != 23 || len(g.Examples) != 23) {
 			t.Errorf("-o json leftovers: pods %d keys, %d examples; want every one of 23", g.Keys, len(g.Examples))
 		}
+	}
+}
+
+// TestOutputDirNotWritable: an output directory this user may not write into is named, as a bad
+// command line (exit 2), before any work; not the temporary file inside it (issue 35). Run as
+// the user nobody in a child process (this test runs as root, who may write anywhere).
+func TestOutputDirNotWritable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatalf("needs root to run the child as nobody (euid %d)", os.Geteuid())
+	}
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "snapshift.test")
+	testfile.CopyTo(t, os.Args[0], bin)
+	in := filepath.Join(dir, "in.db")
+	testfile.CopyTo(t, samplePath, in)
+	ro := filepath.Join(dir, "ro")
+	if err := os.Mkdir(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{bin, in} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := childCommand(t, 0, "transform", in, "--out", filepath.Join(ro, "out.db"), "--service-cidr", newSvc, "--quiet")
+	cmd.Path, cmd.Args[0] = bin, bin
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	code := -1
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	want := "snapshift: output directory " + ro + " is not writable (permission denied): choose another, or run as a user who may write there\n"
+	if code != ExitUsage || stderr.String() != want {
+		t.Errorf("transform into a read-only directory as nobody: exit %d (%v), stderr %q; want exit 2 and %q", code, err, stderr.String(), want)
+	}
+}
+
+// TestPlanNamesTheLiveAlternative: plan says once whether Kubernetes 1.33+'s ServiceCIDR objects
+// could make the change live instead (a new service range that only adds addresses, the pod
+// range unchanged), and why not when the plan moves kubernetes.default, kube-dns or the pod range
+// (issue 35).
+func TestPlanNamesTheLiveAlternative(t *testing.T) {
+	in := copySample(t)
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--service-cidr", "192.168.0.0/15"}, "the new service range 192.168.0.0/15 only adds addresses to 192.168.0.0/16: Kubernetes 1.33+ adds them while the cluster runs"},
+		{[]string{"--service-cidr", newSvc, "--pod-network-cidr", "10.55.0.0/16"}, "none: Kubernetes 1.33+ can extend the service range live with a new ServiceCIDR object (no downtime), " +
+			"but it cannot move kubernetes.default (192.168.0.1 -> 172.24.0.1), the cluster DNS Service kube-system/kube-dns (192.168.0.10 -> 172.24.0.10) " +
+			"or the pod range (10.244.0.0/16 -> 10.55.0.0/16)"},
+		{[]string{"--service-cidr", "192.168.0.0/15", "--pod-network-cidr", "10.55.0.0/16"}, "but it cannot move the pod range (10.244.0.0/16 -> 10.55.0.0/16)"},
+	} {
+		r := run(t, append([]string{"plan", in, "--quiet"}, c.flags...)...)
+		if r.code != ExitOK || !strings.Contains(r.stdout, c.want) || strings.Count(r.stdout, "ServiceCIDR object") != 1 {
+			t.Errorf("plan %s: exit %d, want once %q in:\n%s", strings.Join(c.flags, " "), r.code, c.want, r.stdout)
+		}
+	}
+	if r := run(t, "plan", in, "--quiet", "--pod-network-cidr", "10.55.0.0/16"); strings.Contains(r.stdout, "Live alternative") {
+		t.Errorf("plan without a new service range names a live service-range alternative:\n%s", r.stdout)
 	}
 }

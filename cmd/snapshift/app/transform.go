@@ -220,6 +220,9 @@ func printTransform(out io.Writer, res *migrate.Result) {
 			fmt.Fprintf(out, "  ... and %d more changes (%d shown per rule; --output json lists every one)\n", hidden, maxChangesPerRule)
 		}
 	}
+	if r.DryRun {
+		printLiveAlternative(out, res.Plan) // advice before the change: plan's
+	}
 	if lo := res.Leftovers; lo != nil {
 		fmt.Fprintf(out, "\nLeftovers: addresses of the old ranges (%s) that no rule moves:\n", strings.Join(lo.Ranges, ", "))
 		if len(lo.Groups) == 0 {
