@@ -96,12 +96,15 @@ func CreateTemp(path string, perm os.FileMode) (*os.File, error) {
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
-		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrNotExist) {
 			dir := filepath.Dir(path)
 			cause := err
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
 				cause = pe.Err // the temporary name says nothing to the user
+			}
+			if errors.Is(err, fs.ErrNotExist) { // a directory that takes no new files (/proc), or one removed meanwhile
+				return nil, outputDirError{fmt.Errorf("output directory %s takes no new file (%w): choose another", dir, cause)}
 			}
 			return nil, outputDirError{fmt.Errorf("output directory %s is not writable (%w): choose another, or run as a user who may write there", dir, cause)}
 		}

@@ -132,7 +132,7 @@ func flagUsageError(c *cli.Context, err error) error {
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
 		name = strings.TrimLeft(name, "-")
 		if cmd != nil && len(subcommandNames(cmd)) > 0 {
-			return usagef("%s needs a subcommand first: %s (%s %s %s)", path, orList(subcommandNames(cmd)),
+			return usagef("%s needs a subcommand first: %s (%s %s %s ...)", path, orList(subcommandNames(cmd)),
 				path, subcommandNames(cmd)[0], dashed(name))
 		}
 		flags := c.App.Flags

@@ -240,3 +240,12 @@ func TestPlanNamesTheLiveAlternative(t *testing.T) {
 		t.Errorf("plan without a new service range names a live service-range alternative:\n%s", r.stdout)
 	}
 }
+
+// TestOutputDirThatTakesNoFile: a directory in which no file can be created (/proc, where even
+// root gets ENOENT) is named as the output directory (exit 2), not by the temporary file's name.
+func TestOutputDirThatTakesNoFile(t *testing.T) {
+	r := run(t, "transform", copySample(t), "--out", "/proc/out.db", "--quiet")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "output directory /proc takes no new file (no such file or directory): choose another") || strings.Contains(r.stderr, ".tmp") {
+		t.Errorf("transform --out /proc/out.db: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

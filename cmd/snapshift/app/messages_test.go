@@ -268,14 +268,14 @@ func commandLineRows() []badRow {
 	}
 }
 
-// miniBundle writes a bundle directory whose report.json names the nodes cp1 and cp2 (enough for
+// miniBundle writes a bundle directory whose report.json names the nodes cp1, cp2 and master-a (enough for
 // the command line's checks, which come before nodeops reads the bundle).
 func miniBundle(t *testing.T, work string) {
 	t.Helper()
 	if err := os.Mkdir(filepath.Join(work, "bundle"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(work, "bundle", "report.json"), `{"nodes": [{"name": "cp1"}, {"name": "cp2"}]}`)
+	writeFile(t, filepath.Join(work, "bundle", "report.json"), `{"nodes": [{"name": "cp1"}, {"name": "cp2"}, {"name": "master-a"}]}`)
 }
 
 // realBundle runs a one-member rebuild of the sample into work/bundle (node cp1 at 10.0.0.10,
@@ -336,7 +336,7 @@ func kubectlRows() []badRow {
 		{name: "node rollback with a bundle that does not exist", args: cmdline("node", "rollback", "--bundle", "WORK/nowhere", "--node", "cp1"), code: ExitUsage,
 			want: "--bundle WORK/nowhere is not a directory"},
 		{name: "node apply with a node the bundle does not have", args: cmdline("node", "apply", "--bundle", "WORK/bundle", "--node", "cp3"), code: ExitUsage,
-			prepare: miniBundle, want: `--node "cp3" is not a node of the bundle WORK/bundle; did you mean cp1 or cp2? (it has cp1, cp2)`},
+			prepare: miniBundle, want: `--node "cp3" is not a node of the bundle WORK/bundle; did you mean cp1 or cp2? (it has cp1, cp2, master-a)`},
 		{name: "node apply whose preflight fails", args: cmdline("node", "apply", "--bundle", "WORK/bundle", "--node", "cp1", "--root", "WORK/root", "--preflight-only"),
 			code: ExitRefused, prepare: realBundle, want: "[preflight] this host does not have node cp1's address 10.0.0.10"},
 		{name: "node rollback without a backup", args: cmdline("node", "rollback", "--bundle", "WORK/bundle", "--node", "cp1", "--root", "WORK/root"),

@@ -79,7 +79,11 @@ func checkBundle(dir, node string) error {
 		}
 		names = append(names, n.Name)
 	}
-	return usagef("--node %q is not a node of the bundle %s%s (it has %s)", node, dir, didYouMean(closest(node, names)), strings.Join(names, ", "))
+	near := closest(node, names)
+	if len(near) == len(names) {
+		near = nil // "did you mean any of them" says nothing
+	}
+	return usagef("--node %q is not a node of the bundle %s%s (it has %s)", node, dir, didYouMean(near), strings.Join(names, ", "))
 }
 
 func (o *nodeOptions) Run(ctx context.Context) error {
