@@ -23,6 +23,11 @@ type Options struct {
 	UserRulesOptions
 	CNIOptions
 	WebhooksOptions
+	// RecordedNodesOnly refuses a --control-plane-address for a node the
+	// snapshot does not record (a misspelt name on the command line)
+	// instead of noting it as a new node. The CLI sets it; a rebuild,
+	// whose members may be new nodes, does not.
+	RecordedNodesOnly bool `json:"-"`
 }
 
 // registry lists every rule, in the order they run when no prerequisite
