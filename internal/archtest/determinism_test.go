@@ -22,7 +22,7 @@ var writePath = []string{"rules", "ruleset", "transform", "encryption", "codec",
 // clockAllowed are the clock reads on the write path that only time a
 // phase for the report, never reaching an output.
 var clockAllowed = map[string]bool{
-	"transform/timing.go": true, // the phase timer of Report.Timing
+	"transform/timing.go": true, // the phase timer of Report.Timing, the held progress phase
 	"snapshot/writer.go":  true, // snapshot.Timing, the steps inside Commit
 }
 
