@@ -205,6 +205,11 @@ type Config struct {
 	// Force lets GenerateAll write into a non-empty CertDir (replaced files
 	// are still kept as .bak).
 	Force bool
+	// NoBackup replaces files without keeping a .bak: for a directory that
+	// is itself a copy (a rebuild bundle, whose old files stay on the node
+	// and in the node's backup), where a .bak would put an old private key
+	// where it does not belong.
+	NoBackup bool
 }
 
 // SetDefaults fills the defaulted fields that are zero.

@@ -89,6 +89,8 @@ type run struct {
 	caPEM  []byte
 	// cc is the snapshot's kubeadm ClusterConfiguration; nil when absent.
 	cc *ClusterConfiguration
+	// ks are the cluster-wide values it sets (kubeadmconfig.go).
+	ks kubeadmSettings
 	// etcdPrefix is where the snapshot keeps the objects (its kube-apiserver's --etcd-prefix).
 	etcdPrefix string
 	// tokenExpires is when the bootstrap token the rules write expires.
@@ -245,7 +247,7 @@ func (r *run) members() ([]snapshot.RestoreConfig, error) {
 	var out []snapshot.RestoreConfig
 	for _, m := range r.cfg.Etcd.Members {
 		out = append(out, snapshot.RestoreConfig{
-			Name: m.Name, DataDir: r.path(EtcdDir, m.Name), PeerURLs: []string{m.PeerURL},
+			Name: m.NodeName, DataDir: r.path(EtcdDir, m.Name), PeerURLs: []string{m.PeerURL},
 			InitialCluster: r.cfg.InitialCluster(), InitialClusterToken: r.cfg.Etcd.InitialClusterToken,
 			RevisionBump: r.cfg.Etcd.RevisionBump, MarkCompacted: true,
 		})
@@ -253,8 +255,9 @@ func (r *run) members() ([]snapshot.RestoreConfig, error) {
 	return out, nil
 }
 
-// copyTree copies a directory of regular files, keeping their modes.
-func copyTree(src, dst string) error {
+// copyTree copies a directory of regular files, keeping their modes; a
+// file keep refuses is left out.
+func copyTree(src, dst string, keep func(rel string) bool) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -262,6 +265,9 @@ func copyTree(src, dst string) error {
 		rel, err := filepath.Rel(src, p)
 		if err != nil {
 			return err
+		}
+		if !d.IsDir() && !keep(rel) {
+			return nil
 		}
 		target := filepath.Join(dst, rel)
 		info, err := d.Info()
