@@ -50,9 +50,9 @@ type ClusterConfiguration struct {
 	Scheduler         ControlPlaneComponent `json:"scheduler"`
 	Etcd              struct {
 		Local *struct {
-			ImageRepository string    `json:"imageRepository,omitempty"`
-			ImageTag        string    `json:"imageTag,omitempty"`
-			DataDir         string    `json:"dataDir,omitempty"`
+			ImageRepository string          `json:"imageRepository,omitempty"`
+			ImageTag        string          `json:"imageTag,omitempty"`
+			DataDir         string          `json:"dataDir,omitempty"`
 			ExtraArgs       ExtraArgs       `json:"extraArgs,omitempty"`
 			ExtraEnvs       []corev1.EnvVar `json:"extraEnvs,omitempty"`
 			ServerCertSANs  []string        `json:"serverCertSANs,omitempty"`
