@@ -19,7 +19,8 @@ type certsOptions struct {
 	renew         string
 	all           bool
 	kubeconfigDir string
-	sans, members cli.StringSlice
+	sans    cli.StringSlice
+	members repeated // NAME=PEER_URL,CLIENT_URL holds a comma: not a StringSlice
 	// --kubeconfig-user: one kubeconfig for a named identity.
 	kubeUser, kubeOut string
 	kubeGroups        cli.StringSlice
@@ -37,7 +38,7 @@ func (o *certsOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "apiserver-advertise-address", Destination: &o.cfg.AdvertiseAddress, Usage: "this node's API server address"},
 		&cli.StringFlag{Name: "control-plane-endpoint", Destination: &o.cfg.ControlPlaneEndpoint, Usage: "the shared endpoint host[:port]"},
 		&cli.StringSliceFlag{Name: "apiserver-cert-extra-sans", Destination: &o.sans, Usage: "extra apiserver certificate SANs"},
-		&cli.StringSliceFlag{Name: "etcd-member", Destination: &o.members, Usage: "NAME=PEER_URL[,CLIENT_URL] (repeatable)"},
+		&cli.GenericFlag{Name: "etcd-member", Value: &o.members, Usage: "NAME=PEER_URL[,CLIENT_URL] (repeatable)"},
 		&cli.StringFlag{Name: "service-dns-domain", Value: "cluster.local", Destination: &o.cfg.DNSDomain, Usage: "the cluster DNS domain"},
 		&cli.BoolFlag{Name: "force", Destination: &o.cfg.Force, Usage: "--all: write into a non-empty --cert-dir (replaced files kept as .bak)"},
 		&cli.StringFlag{Name: "kubeconfig-user", Destination: &o.kubeUser, Usage: "write one kubeconfig for this user (a client certificate CN signed by --cert-dir's ca.crt/ca.key), e.g. system:kube-proxy"},
@@ -52,7 +53,7 @@ func (o *certsOptions) setup(c *cli.Context) error {
 		return err
 	}
 	o.cfg.APIServerCertSANs = o.sans.Value()
-	for _, m := range o.members.Value() {
+	for _, m := range o.members {
 		em, err := parseEtcdMember(m)
 		if err != nil {
 			return err
@@ -148,6 +149,26 @@ func certsCommand() *cli.Command {
 			"Example:\n   snapshift certs --renew apiserver --cert-dir /etc/kubernetes/pki \\\n" +
 			"     --old-service-cidr 192.168.0.0/16 --service-cidr 172.24.0.0/16",
 	})
+}
+
+// repeated is a flag given once per value, each value whole: urfave/cli's
+// StringSlice splits every value at its commas (and its
+// DisableSliceFlagSeparator is one switch for the whole program), which
+// cut NAME=PEER_URL,CLIENT_URL in two.
+type repeated []string
+
+// Set appends one occurrence's value.
+func (r *repeated) Set(v string) error {
+	*r = append(*r, v)
+	return nil
+}
+
+// String is the values, one occurrence each, for --help's default (none).
+func (r *repeated) String() string {
+	if r == nil {
+		return ""
+	}
+	return strings.Join(*r, " ")
 }
 
 // parseEtcdMember reads NAME=PEER_URL[,CLIENT_URL].

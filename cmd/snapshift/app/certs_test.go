@@ -68,3 +68,38 @@ func TestCertsKubeconfigUser(t *testing.T) {
 		}
 	}
 }
+
+// TestCertsEtcdMemberWithClientURL: --etcd-member NAME=PEER_URL,CLIENT_URL,
+// the form --help and docs/CLI.md show, is one member (the value is not
+// split at its comma), repeatable: the local member's client URL host is
+// a SAN of its etcd certificates.
+func TestCertsEtcdMemberWithClientURL(t *testing.T) {
+	dir := t.TempDir()
+	certDir := filepath.Join(dir, "pki")
+	if r := run(t, "certs", "--all", "--cert-dir", certDir, "--kubeconfig-dir", dir, "--service-cidr", "172.24.0.0/16",
+		"--node-name", "cp1", "--apiserver-advertise-address", "10.0.0.10"); r.code != 0 {
+		t.Fatalf("certs --all: exit %d\n%s", r.code, r.stderr)
+	}
+	r := run(t, "certs", "--renew", "etcd", "--cert-dir", certDir, "--node-name", "cp1",
+		"--etcd-member", "cp1=https://10.1.0.11:2380,https://10.2.0.11:2379",
+		"--etcd-member", "cp2=https://10.1.0.12:2380,https://10.2.0.12:2379")
+	if r.code != 0 {
+		t.Fatalf("certs --renew etcd with NAME=PEER_URL,CLIENT_URL: exit %d\n%s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(certDir, "etcd", "server.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, ip := range cert.IPAddresses {
+		ips = append(ips, ip.String())
+	}
+	if !slices.Contains(ips, "10.1.0.11") || !slices.Contains(ips, "10.2.0.11") || slices.Contains(ips, "10.1.0.12") {
+		t.Errorf("etcd/server.crt IP SANs %v: want cp1's peer and client hosts 10.1.0.11 and 10.2.0.11, not cp2's", ips)
+	}
+}
