@@ -19,8 +19,8 @@ type certsOptions struct {
 	renew         string
 	all           bool
 	kubeconfigDir string
-	sans    cli.StringSlice
-	members repeated // NAME=PEER_URL,CLIENT_URL holds a comma: not a StringSlice
+	sans          cli.StringSlice
+	members       repeated // NAME=PEER_URL,CLIENT_URL holds a comma: not a StringSlice
 	// --kubeconfig-user: one kubeconfig for a named identity.
 	kubeUser, kubeOut string
 	kubeGroups        cli.StringSlice
