@@ -157,6 +157,10 @@ type Etcd struct {
 // kubernetes/<nodeName>/ with that node's certificates, kubeconfigs and
 // manifests.
 type Member struct {
+	// Name names the member's data dir in the bundle (etcd/<name>). etcd
+	// itself runs the member under NodeName, as kubeadm names every
+	// stacked member after its node: the restore, --name and
+	// --initial-cluster all use NodeName.
 	Name      string `json:"name"`
 	PeerURL   string `json:"peerURL"`
 	ClientURL string `json:"clientURL"`

@@ -408,7 +408,7 @@ func (r *run) missingFiles() []MissingFile {
 			}
 			for _, p := range strings.Split(f.value, ",") {
 				if !filepath.IsAbs(p) || (!r.cfg.NewPKI() && strings.HasSuffix(p, ".conf")) {
-					continue // planned: the nodes keep their kubeconfigs
+					continue // planned: the nodes keep theirs, or get new ones (moved)
 				}
 				if _, err := os.Stat(r.path(bundleFor(n, p))); err == nil {
 					continue
