@@ -98,6 +98,17 @@ func GenerateKey(alg KeyAlgorithm) (crypto.Signer, error) {
 	return nil, fmt.Errorf("unknown key algorithm %q (valid: %s)", alg, joinAlgs())
 }
 
+// KeyAlgorithmOf is the algorithm of key, false when it is none of
+// KeyAlgorithms.
+func KeyAlgorithmOf(key crypto.Signer) (KeyAlgorithm, bool) {
+	for _, alg := range KeyAlgorithms() {
+		if keyMatches(key, alg) {
+			return alg, true
+		}
+	}
+	return "", false
+}
+
 // keyMatches reports whether key is of algorithm alg.
 func keyMatches(key crypto.Signer, alg KeyAlgorithm) bool {
 	switch k := key.(type) {

@@ -17,6 +17,7 @@ type certsOptions struct {
 	common
 	cfg           pki.Config
 	renew         string
+	alg           string
 	all           bool
 	kubeconfigDir string
 	sans          cli.StringSlice
@@ -40,6 +41,11 @@ func (o *certsOptions) flags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "apiserver-cert-extra-sans", Destination: &o.sans, Usage: "extra apiserver certificate SANs"},
 		&cli.GenericFlag{Name: "etcd-member", Value: &o.members, Usage: "NAME=PEER_URL[,CLIENT_URL] (repeatable)"},
 		&cli.StringFlag{Name: "service-dns-domain", Value: "cluster.local", Destination: &o.cfg.DNSDomain, Usage: "the cluster DNS domain"},
+		&cli.StringFlag{Name: "cluster-name", Value: pki.DefaultClusterName, Destination: &o.cfg.ClusterName, Usage: "the kubeconfigs' cluster name (kubeadm-config's clusterName)"},
+		&cli.StringFlag{Name: "encryption-algorithm", Destination: &o.alg,
+			Usage: "the type of every new key, as kubeadm-config's encryptionAlgorithm: RSA-2048, RSA-3072, RSA-4096, ECDSA-P256 or ECDSA-P384 (default: --renew the CA key's type, else RSA-2048)"},
+		&cli.DurationFlag{Name: "certificate-validity-period", Value: pki.DefaultCertValidity, Destination: &o.cfg.CertValidity, Usage: "the lifetime of new leaf certificates (kubeadm-config's certificateValidityPeriod)"},
+		&cli.DurationFlag{Name: "ca-certificate-validity-period", Value: pki.DefaultCAValidity, Destination: &o.cfg.CAValidity, Usage: "--all: the lifetime of the new CAs (kubeadm-config's caCertificateValidityPeriod)"},
 		&cli.BoolFlag{Name: "force", Destination: &o.cfg.Force, Usage: "--all: write into a non-empty --cert-dir (replaced files kept as .bak)"},
 		&cli.StringFlag{Name: "kubeconfig-user", Destination: &o.kubeUser, Usage: "write one kubeconfig for this user (a client certificate CN signed by --cert-dir's ca.crt/ca.key), e.g. system:kube-proxy"},
 		&cli.StringSliceFlag{Name: "kubeconfig-group", Destination: &o.kubeGroups, Usage: "--kubeconfig-user: a group (the certificate's O), repeatable"},
@@ -53,6 +59,7 @@ func (o *certsOptions) setup(c *cli.Context) error {
 		return err
 	}
 	o.cfg.APIServerCertSANs = o.sans.Value()
+	o.cfg.KeyAlgorithm = pki.KeyAlgorithm(o.alg)
 	for _, m := range o.members {
 		em, err := parseEtcdMember(m)
 		if err != nil {
@@ -83,11 +90,29 @@ func (o *certsOptions) Validate() error {
 	case o.kubeUser == "" && !o.all && o.renew != "apiserver" && o.renew != "etcd":
 		return usagef("certs needs --renew apiserver, --renew etcd, --all or --kubeconfig-user")
 	}
+	if o.cfg.KeyAlgorithm == "" && o.renew != "" {
+		o.cfg.KeyAlgorithm = o.caKeyAlgorithm()
+	}
 	o.cfg.SetDefaults()
 	if err := o.cfg.Validate(); err != nil {
 		return usagef("%w", err)
 	}
 	return nil
+}
+
+// caKeyAlgorithm is the type of the key of the CA --renew signs with (""
+// when it cannot be read: the renewal says why).
+func (o *certsOptions) caKeyAlgorithm() pki.KeyAlgorithm {
+	base := pki.CACertAndKeyBaseName
+	if o.renew == "etcd" {
+		base = pki.EtcdCACertAndKeyBaseName
+	}
+	ca, err := pki.LoadCA(o.cfg.CertDir, base)
+	if err != nil {
+		return ""
+	}
+	alg, _ := pki.KeyAlgorithmOf(ca.Key)
+	return alg
 }
 
 func (o *certsOptions) Run(context.Context) error {
