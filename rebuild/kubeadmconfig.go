@@ -94,6 +94,19 @@ func (r *run) honourClusterConfiguration(cc *ClusterConfiguration) error {
 	if cc.FeatureGates["RootlessControlPlane"] && c.Manifests.Source == "" {
 		return refusef("kubeadm-config featureGates RootlessControlPlane: generated manifests run as root (give manifests.source, the nodes' own manifests, to keep theirs)")
 	}
+	if err := r.readKubeadmSettings(cc); err != nil {
+		return err
+	}
+	if r.ks != defaultKubeadmSettings() {
+		note("new keys %s, certificates valid %s (CAs %s), kubeconfig cluster %q: kubeadm-config's clusterName, encryptionAlgorithm, certificateValidityPeriod and caCertificateValidityPeriod",
+			r.ks.keyAlgorithm, r.ks.certValidity, r.ks.caValidity, r.ks.clusterName)
+	}
+	return nil
+}
+
+// readKubeadmSettings reads kubeadm-config's clusterName, key algorithm
+// and certificate lifetimes into r.ks.
+func (r *run) readKubeadmSettings(cc *ClusterConfiguration) error {
 	if cc.ClusterName != "" {
 		r.ks.clusterName = cc.ClusterName
 	}
@@ -127,10 +140,6 @@ func (r *run) honourClusterConfiguration(cc *ClusterConfiguration) error {
 			return refusef("kubeadm-config caCertificateValidityPeriod %s is not positive", p.Duration)
 		}
 		r.ks.caValidity = p.Duration
-	}
-	if r.ks != defaultKubeadmSettings() {
-		note("new keys %s, certificates valid %s (CAs %s), kubeconfig cluster %q: kubeadm-config's clusterName, encryptionAlgorithm, certificateValidityPeriod and caCertificateValidityPeriod",
-			r.ks.keyAlgorithm, r.ks.certValidity, r.ks.caValidity, r.ks.clusterName)
 	}
 	return nil
 }
