@@ -60,6 +60,9 @@ type oracleCase struct {
 	// address 10.0.0.10 (cp1 moves to its new address).
 	existingCA bool
 	keyAlg     sspki.KeyAlgorithm
+	// memberPrefix names each etcd member <prefix><node> in the rebuild
+	// file (kubeadm names members after their nodes).
+	memberPrefix string
 }
 
 const oracleVersion = "v1.36.3"
@@ -100,7 +103,7 @@ func oracleCases() []oracleCase {
 	three := []oracleNode{{"cp1", "10.0.0.11"}, {"cp2", "10.0.0.12"}, {"cp3", "10.0.0.13"}}
 	return []oracleCase{
 		{name: "defaults-new-ca", cc: oracleDefaultCC, nodes: one},
-		{name: "custom-new-ca", cc: oracleCustomCC, nodes: three},
+		{name: "custom-new-ca", cc: oracleCustomCC, nodes: three, memberPrefix: "etcd-"},
 		{name: "defaults-existing-ca-moved", cc: oracleDefaultCC, nodes: three, existingCA: true},
 		{name: "custom-existing-ca-moved", cc: oracleCustomCC, nodes: one, existingCA: true, keyAlg: sspki.ECDSAP256},
 	}
@@ -116,17 +119,23 @@ func oracleOnPurpose() []struct{ row, key, reason string } {
 			"a restored member starts with every member of the restored cluster; kubeadm init's first member lists itself, a joining one the running members"},
 		{`× cp[23]$`, `^file super-admin\.conf$`,
 			"kubeadm join --control-plane writes no super-admin.conf: only the first node has it (kubeadm init is the oracle for every node here)"},
-		{`existing-ca`, `^file (admin|kubelet|controller-manager|scheduler)\.conf$`,
-			"existing CA: a node that did not move (and the endpoint did not move) keeps its kubeconfigs"},
 		{`existing-ca.* × cp1$`, `^cert (apiserver-kubelet-client|front-proxy-client|etcd/healthcheck-client|apiserver-etcd-client) validity$`,
 			"existing CA: the first node's certificates that name no node address are kept as they are (kubeadm certs renew renews them with the configured period)"},
 	}
 }
 
 func TestKubeadmOracle(t *testing.T) {
-	kubeadm := filepath.Join(binDir(t, oracleVersion), "kubeadm")
-	if _, err := os.Stat(kubeadm); err != nil {
-		t.Fatalf("kubeadm %s not built: run hack/build-k8s.sh %s kube-apiserver kube-controller-manager kubeadm (make e2e does): %v", oracleVersion, oracleVersion, err)
+	cache := os.Getenv("SNAPSHIFT_E2E_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "snapshift-e2e")
+	}
+	kubeadm := filepath.Join(cache, "k8s-"+oracleVersion, "kubeadm")
+	for _, b := range []string{kubeadm, filepath.Join(filepath.Dir(kubeadm), "kubeadm-check")} {
+		if _, err := os.Stat(b); err != nil {
+			t.Fatalf("%s not built: run hack/build-k8s.sh %s kube-apiserver kube-controller-manager kubeadm and hack/build-kubeadm-check.sh %s (make e2e does): %v",
+				filepath.Base(b), oracleVersion, oracleVersion, err)
+		}
 	}
 	var table []string
 	for _, tc := range oracleCases() {
@@ -134,7 +143,7 @@ func TestKubeadmOracle(t *testing.T) {
 			table = append(table, runOracleCase(t, kubeadm, tc)...)
 		})
 	}
-	t.Logf("kubeadm oracle (configuration × node × check: result):\n%s", strings.Join(table, "\n"))
+	t.Logf("kubeadm oracle (configuration × node: checks):\n%s", strings.Join(table, "\n"))
 }
 
 func runOracleCase(t *testing.T, kubeadm string, tc oracleCase) []string {
@@ -142,7 +151,7 @@ func runOracleCase(t *testing.T, kubeadm string, tc oracleCase) []string {
 	snap := testfile.RewriteLive(t, "../testdata/sample.db", filepath.Join(dir, "in.db"), setKubeadmConfig(tc.cc))
 	var ms []rebuild.Member
 	for _, n := range tc.nodes {
-		ms = append(ms, rebuild.Member{Name: n.name, AdvertiseAddress: n.addr,
+		ms = append(ms, rebuild.Member{Name: tc.memberPrefix + n.name, NodeName: n.name, AdvertiseAddress: n.addr,
 			PeerURL: "https://" + n.addr + ":2380", ClientURL: "https://" + n.addr + ":2379"})
 	}
 	out := filepath.Join(dir, "bundle")
@@ -170,15 +179,11 @@ func runOracleCase(t *testing.T, kubeadm string, tc oracleCase) []string {
 	var table []string
 	for _, n := range tc.nodes {
 		nodeDir := filepath.Join(out, rebuild.KubeDir, n.name)
-		kcfg := filepath.Join(dir, n.name+"-kubeadm.yaml")
-		if err := os.WriteFile(kcfg, []byte(kubeadmConfigFor(t, tc.cc, n)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		o := &oracleRun{t: t, kubeadm: kubeadm, config: kcfg, row: tc.name + " × " + n.name}
+		o := &oracleRun{t: t, kubeadm: kubeadm, cc: tc.cc, node: n, dir: dir, row: tc.name + " × " + n.name}
 		o.certsAndKubeconfigs(nodeDir, filepath.Join(dir, n.name+"-kubeadm"))
 		o.validate(nodeDir, filepath.Join(dir, n.name+"-validate"))
 		o.manifests(nodeDir, filepath.Join(dir, n.name+"-manifests"))
-		table = append(table, o.results...)
+		table = append(table, o.summary()...)
 	}
 	return table
 }
@@ -204,8 +209,13 @@ func setKubeadmConfig(doc string) func(string, []byte) ([]byte, error) {
 // kubeadmConfigFor is what kubeadm is given for node n: the cluster's
 // ClusterConfiguration as the migration leaves it (the new ranges, the
 // endpoint moved with cp1) and the node's InitConfiguration.
-func kubeadmConfigFor(t *testing.T, cc string, n oracleNode) string {
+// A certDir other than "" is the ClusterConfiguration's certificatesDir
+// (kubeadm takes no --cert-dir beside --config).
+func kubeadmConfigFor(t *testing.T, cc string, n oracleNode, certDir string) string {
 	t.Helper()
+	if certDir != "" {
+		cc += "certificatesDir: " + certDir + "\n"
+	}
 	cc = strings.Replace(cc, "serviceSubnet: "+oldServiceCIDR, "serviceSubnet: "+newServiceCIDR, 1)
 	cc = strings.Replace(cc, "podSubnet: "+oldPodCIDR, "podSubnet: "+newPodCIDR, 1)
 	cc = strings.Replace(cc, "controlPlaneEndpoint: 10.0.0.10:6443", "controlPlaneEndpoint: 10.0.0.11:6443", 1)
@@ -218,10 +228,41 @@ nodeRegistration: {name: %s, criSocket: unix:///var/run/containerd/containerd.so
 }
 
 type oracleRun struct {
-	t               *testing.T
-	kubeadm, config string
-	row             string
-	results         []string
+	t            *testing.T
+	kubeadm      string
+	cc, dir, row string
+	node         oracleNode
+	// ok, onPurpose (key by reason) and differs are the checks' results.
+	ok        []string
+	onPurpose map[string][]string
+	differs   []string
+}
+
+// summary is the row's line of the oracle table.
+func (o *oracleRun) summary() []string {
+	out := []string{fmt.Sprintf("%s: %d checks as kubeadm (%s)", o.row, len(o.ok), strings.Join(o.ok, ", "))}
+	for _, reason := range sortedKeysOf(o.onPurpose) {
+		out = append(out, fmt.Sprintf("    on purpose: %s: %s", strings.Join(o.onPurpose[reason], ", "), reason))
+	}
+	for _, d := range o.differs {
+		out = append(out, "    DIFFERS: "+d)
+	}
+	return out
+}
+
+// config writes kubeadm's configuration for the node, its certificatesDir
+// certDir ("" for kubeadm's default), and returns its path.
+func (o *oracleRun) config(certDir string) string {
+	o.t.Helper()
+	f, err := os.CreateTemp(o.dir, o.node.name+"-kubeadm-*.yaml")
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(kubeadmConfigFor(o.t, o.cc, o.node, certDir)); err != nil {
+		o.t.Fatal(err)
+	}
+	return f.Name()
 }
 
 // kubeadmRun runs kubeadm with a clean environment (no proxy variables:
@@ -242,16 +283,19 @@ func (o *oracleRun) kubeadmRun(env []string, args ...string) string {
 func (o *oracleRun) result(key, diff string) {
 	o.t.Helper()
 	if diff == "" {
-		o.results = append(o.results, fmt.Sprintf("%s × %s: ok", o.row, key))
+		o.ok = append(o.ok, key)
 		return
 	}
 	for _, p := range oracleOnPurpose() {
 		if regexp.MustCompile(p.key).MatchString(key) && regexp.MustCompile(p.row).MatchString(o.row) {
-			o.results = append(o.results, fmt.Sprintf("%s × %s: on purpose (%s)", o.row, key, p.reason))
+			if o.onPurpose == nil {
+				o.onPurpose = map[string][]string{}
+			}
+			o.onPurpose[p.reason] = append(o.onPurpose[p.reason], key)
 			return
 		}
 	}
-	o.results = append(o.results, fmt.Sprintf("%s × %s: DIFFERS %s", o.row, key, diff))
+	o.differs = append(o.differs, key+": "+diff)
 	o.t.Errorf("%s: %s: %s", o.row, key, diff)
 }
 
@@ -264,8 +308,9 @@ func sharedFiles() []string {
 func (o *oracleRun) certsAndKubeconfigs(nodeDir, kdir string) {
 	t := o.t
 	copyFilesT(t, filepath.Join(nodeDir, "pki"), filepath.Join(kdir, "pki"), sharedFiles())
-	o.kubeadmRun(nil, "init", "phase", "certs", "all", "--config", o.config, "--cert-dir", filepath.Join(kdir, "pki"))
-	o.kubeadmRun(nil, "init", "phase", "kubeconfig", "all", "--config", o.config, "--cert-dir", filepath.Join(kdir, "pki"), "--kubeconfig-dir", kdir)
+	cfg := o.config(filepath.Join(kdir, "pki"))
+	o.kubeadmRun(nil, "init", "phase", "certs", "all", "--config", cfg)
+	o.kubeadmRun(nil, "init", "phase", "kubeconfig", "all", "--config", cfg, "--kubeconfig-dir", kdir)
 	for _, spec := range sspki.Certs() {
 		if spec.IsCA() {
 			continue
@@ -283,10 +328,11 @@ func (o *oracleRun) certsAndKubeconfigs(nodeDir, kdir string) {
 	}
 }
 
-// validate runs kubeadm's check of existing files on the node's part of
-// the bundle: kubeadm uses a certificate or kubeconfig on disk only when it
-// is signed by the CA and holds every SAN (the join-time check), and must
-// leave every file as it is.
+// validate runs kubeadm's join-time check (hack/kubeadmcheck: kubeadm's
+// certsphase.CreatePKIAssets and CreateJoinControlPlaneKubeConfigFiles) on
+// the node's part of the bundle: a certificate on disk must be signed by
+// its CA and hold every SAN the configuration asks for, a kubeconfig must
+// hold the CA and the expected server; nothing may be replaced.
 func (o *oracleRun) validate(nodeDir, vdir string) {
 	t := o.t
 	var files []string
@@ -299,11 +345,18 @@ func (o *oracleRun) validate(nodeDir, vdir string) {
 	})
 	copyFilesT(t, nodeDir, vdir, files)
 	before := treeSums(t, vdir)
-	out := o.kubeadmRun(nil, "init", "phase", "certs", "all", "--config", o.config, "--cert-dir", filepath.Join(vdir, "pki"))
-	out += o.kubeadmRun(nil, "init", "phase", "kubeconfig", "all", "--config", o.config, "--cert-dir", filepath.Join(vdir, "pki"), "--kubeconfig-dir", vdir)
+	cfg := o.config(filepath.Join(vdir, "pki"))
+	cmd := exec.Command(filepath.Join(filepath.Dir(o.kubeadm), "kubeadm-check"), cfg, vdir)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	b, err := cmd.CombinedOutput()
+	out := string(b)
 	diff := ""
+	if err != nil {
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		diff = fmt.Sprintf("kubeadm refuses the node's files (%v): %s", err, lines[len(lines)-1])
+	}
 	if w := regexp.MustCompile(`(?m)^(W\d{4} .*|.*\[WARNING.*)$`).FindAllString(out, -1); len(w) > 0 {
-		diff = "kubeadm warns: " + strings.Join(w, "; ")
+		diff += "kubeadm warns: " + strings.Join(w, "; ")
 	}
 	after := treeSums(t, vdir)
 	for f, s := range before {
@@ -311,7 +364,7 @@ func (o *oracleRun) validate(nodeDir, vdir string) {
 			diff += fmt.Sprintf(" kubeadm replaced %s;", f)
 		}
 	}
-	o.result("kubeadm's check of existing certificates and kubeconfigs", diff)
+	o.result("kubeadm's join-time check of the node's certificates and kubeconfigs", diff)
 }
 
 // manifests: kubeadm's control-plane and etcd manifests for the node
@@ -322,8 +375,9 @@ func (o *oracleRun) manifests(nodeDir, mdir string) {
 		t.Fatal(err)
 	}
 	env := []string{"KUBEADM_INIT_DRYRUN_DIR=" + mdir}
-	o.kubeadmRun(env, "init", "phase", "control-plane", "all", "--config", o.config, "--dry-run")
-	o.kubeadmRun(env, "init", "phase", "etcd", "local", "--config", o.config, "--dry-run")
+	cfg := o.config("")
+	o.kubeadmRun(env, "init", "phase", "control-plane", "all", "--config", cfg, "--dry-run")
+	o.kubeadmRun(env, "init", "phase", "etcd", "local", "--config", cfg, "--dry-run")
 	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
 		compareMaps(o, "manifest "+c, flattenPod(t, filepath.Join(mdir, c+".yaml")), flattenPod(t, filepath.Join(nodeDir, "manifests", c+".yaml")))
 	}

@@ -10,6 +10,7 @@ for v in $versions; do
   # rebuild are compared with (e2e/kubeadm_oracle_test.go).
   bash hack/build-k8s.sh "$v" kube-apiserver kube-controller-manager kubeadm
 done
+bash hack/build-kubeadm-check.sh "${versions%% *}"
 bash hack/build-etcd.sh
 mkdir -p bin
 go test -tags e2e -c -o bin/e2e.test ./e2e
