@@ -65,11 +65,9 @@ type oracleCase struct {
 	memberPrefix string
 }
 
-const oracleVersion = "v1.36.3"
-
 const oracleDefaultCC = `apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
-kubernetesVersion: ` + oracleVersion + `
+kubernetesVersion: VERSION
 controlPlaneEndpoint: 10.0.0.10:6443
 networking: {serviceSubnet: 192.168.0.0/16, podSubnet: 10.244.0.0/16, dnsDomain: cluster.local}
 etcd: {local: {dataDir: /var/lib/etcd}}
@@ -77,7 +75,7 @@ etcd: {local: {dataDir: /var/lib/etcd}}
 
 const oracleCustomCC = `apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
-kubernetesVersion: ` + oracleVersion + `
+kubernetesVersion: VERSION
 clusterName: prod-eu
 controlPlaneEndpoint: 10.0.0.10:6443
 encryptionAlgorithm: ECDSA-P256
@@ -97,6 +95,10 @@ etcd:
     extraEnvs: [{name: ETCD_ONLY, value: e}]
     serverCertSANs: [etcd.corp.example]
 `
+
+// oracleVersion is the Kubernetes version of kubeadm and of the cluster:
+// the newest under test.
+func oracleVersion() string { return versions()[0] }
 
 func oracleCases() []oracleCase {
 	one := []oracleNode{{"cp1", "10.0.0.11"}}
@@ -130,15 +132,16 @@ func TestKubeadmOracle(t *testing.T) {
 		home, _ := os.UserHomeDir()
 		cache = filepath.Join(home, ".cache", "snapshift-e2e")
 	}
-	kubeadm := filepath.Join(cache, "k8s-"+oracleVersion, "kubeadm")
+	kubeadm := filepath.Join(cache, "k8s-"+oracleVersion(), "kubeadm")
 	for _, b := range []string{kubeadm, filepath.Join(filepath.Dir(kubeadm), "kubeadm-check")} {
 		if _, err := os.Stat(b); err != nil {
 			t.Fatalf("%s not built: run hack/build-k8s.sh %s kube-apiserver kube-controller-manager kubeadm and hack/build-kubeadm-check.sh %s (make e2e does): %v",
-				filepath.Base(b), oracleVersion, oracleVersion, err)
+				filepath.Base(b), oracleVersion(), oracleVersion(), err)
 		}
 	}
 	var table []string
 	for _, tc := range oracleCases() {
+		tc.cc = strings.ReplaceAll(tc.cc, "VERSION", oracleVersion())
 		t.Run(tc.name, func(t *testing.T) {
 			table = append(table, runOracleCase(t, kubeadm, tc)...)
 		})
@@ -160,7 +163,7 @@ func runOracleCase(t *testing.T, kubeadm string, tc oracleCase) []string {
 		Networking: rebuild.Networking{Options: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR},
 			PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR}}},
 		Etcd:      rebuild.Etcd{Members: ms},
-		Manifests: rebuild.Manifests{KubernetesVersion: oracleVersion},
+		Manifests: rebuild.Manifests{KubernetesVersion: oracleVersion()},
 	}
 	if tc.existingCA {
 		src := filepath.Join(dir, "source-pki")
@@ -343,6 +346,17 @@ func (o *oracleRun) validate(nodeDir, vdir string) {
 		}
 		return nil
 	})
+	var backups []string
+	for _, f := range files {
+		if strings.Contains(filepath.Base(f), ".bak") {
+			backups = append(backups, f)
+		}
+	}
+	bak := ""
+	if len(backups) > 0 {
+		bak = "backups of old files in the bundle: " + strings.Join(backups, ", ")
+	}
+	o.result("no .bak in the node's part of the bundle", bak)
 	copyFilesT(t, nodeDir, vdir, files)
 	before := treeSums(t, vdir)
 	cfg := o.config(filepath.Join(vdir, "pki"))
