@@ -341,10 +341,11 @@ func (r *run) nodeMoved(n Node) bool {
 // movedKubeconfigs writes, with the existing CA, new kubeconfigs for every
 // node that moved (their kubelet.conf, controller-manager.conf and
 // scheduler.conf name the old address) and, when the control-plane
-// endpoint moved with its node, for every node (admin.conf names it): as
-// kubeadm writes them, super-admin.conf on the first node only.
+// endpoint changed (moved with its node, or given anew), for every node
+// (admin.conf names it): as kubeadm writes them, super-admin.conf on the
+// first node only.
 func (r *run) movedKubeconfigs(first Node) error {
-	endpointMoved := r.cc != nil && r.cc.ControlPlaneEndpoint != "" && r.movedEndpoint(r.cc.ControlPlaneEndpoint) != r.cc.ControlPlaneEndpoint
+	endpointMoved := r.cc != nil && r.cc.ControlPlaneEndpoint != "" && r.cfg.Networking.ControlPlaneEndpoint != r.cc.ControlPlaneEndpoint
 	for _, n := range r.cfg.Nodes() {
 		if !endpointMoved && !r.nodeMoved(n) {
 			continue
@@ -360,7 +361,7 @@ func (r *run) movedKubeconfigs(first Node) error {
 		r.report.PKI = append(r.report.PKI, res)
 		why := "it moved to " + n.AdvertiseAddress
 		if !r.nodeMoved(n) {
-			why = "the control-plane endpoint moved"
+			why = "the control-plane endpoint changed to " + r.cfg.Networking.ControlPlaneEndpoint
 		}
 		r.report.ClusterConfiguration = append(r.report.ClusterConfiguration, fmt.Sprintf(
 			"node %s: new kubeconfigs signed by the existing CA (%s), in %s", n.NodeName, why, filepath.Join(KubeDir, n.NodeName)))

@@ -527,3 +527,47 @@ func TestCustomEtcdPrefix(t *testing.T) {
 		t.Errorf("restored kube-dns under /kubernetes.io/: %+v", svc)
 	}
 }
+
+// TestExistingCAKubeconfigs: with the existing CA, kubeconfigs are written
+// only where an old one would name an address or endpoint that is gone:
+// nothing when no node moves and the endpoint stays; every node's when the
+// endpoint changes (admin.conf names it).
+func TestExistingCAKubeconfigs(t *testing.T) {
+	for _, tc := range []struct {
+		name, endpoint string
+		want           bool
+	}{
+		{"nothing moves", "", false},
+		{"new endpoint", "k8s-api.internal:6443", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(dir, "pki")
+			if _, err := pki.GenerateAll(pki.Config{CertDir: src, ServiceCIDR: "192.168.0.0/16", NodeName: "cp1", AdvertiseAddress: "10.0.0.10"}); err != nil {
+				t.Fatal(err)
+			}
+			ms := members(t, 1)
+			cfg := baseConfig(t, filepath.Join(dir, "bundle"), ms)
+			cfg.PKI.AdvertiseAddress = "10.0.0.10" // cp1 where the snapshot records it
+			cfg.PKI.Source = src
+			cfg.Networking.ControlPlaneEndpoint = tc.endpoint
+			if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			kd := filepath.Join(dir, "bundle", rebuild.KubeDir, "cp1")
+			kc, err := clientcmd.LoadFromFile(filepath.Join(kd, "admin.conf"))
+			if (err == nil) != tc.want {
+				t.Fatalf("admin.conf written %v, want %v", err == nil, tc.want)
+			}
+			if !tc.want {
+				return
+			}
+			for _, cl := range kc.Clusters {
+				if cl.Server != "https://k8s-api.internal:6443" {
+					t.Errorf("admin.conf server %s", cl.Server)
+				}
+			}
+			checkKubelet(t, kd, cfg.Etcd.Members[0])
+		})
+	}
+}
