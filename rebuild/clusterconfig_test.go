@@ -464,3 +464,26 @@ func readPod(t *testing.T, path string) *corev1.Pod {
 	}
 	return &pod
 }
+
+// TestServiceAccountIssuerKept: kubeadm-config's own
+// --service-account-issuer (an extraArg) is the one the generated
+// kube-apiserver runs with, alone: tokens issued before stay valid.
+func TestServiceAccountIssuerKept(t *testing.T) {
+	dir := t.TempDir()
+	doc := strings.Replace(clusterConfigCustom, "apiServer:\n", "apiServer:\n  extraArgs: [{name: service-account-issuer, value: \"https://issuer.example\"}]\n", 1)
+	ms := members(t, 1)
+	cfg := baseConfig(t, filepath.Join(dir, "bundle"), ms)
+	cfg.Snapshot = withClusterConfiguration(t, doc, filepath.Join(dir, "in.db"))
+	if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow}); err != nil {
+		t.Fatal(err)
+	}
+	var issuers []string
+	for _, a := range podCommand(t, filepath.Join(dir, "bundle", rebuild.KubeDir, "cp1", "manifests", "kube-apiserver.yaml")) {
+		if v, ok := strings.CutPrefix(a, "--service-account-issuer="); ok {
+			issuers = append(issuers, v)
+		}
+	}
+	if !slices.Equal(issuers, []string{"https://issuer.example"}) {
+		t.Errorf("--service-account-issuer %v, want the cluster's https://issuer.example alone", issuers)
+	}
+}
