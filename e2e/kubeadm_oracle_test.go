@@ -108,6 +108,7 @@ func oracleCases() []oracleCase {
 		{name: "custom-new-ca", cc: oracleCustomCC, nodes: three, memberPrefix: "etcd-"},
 		{name: "defaults-existing-ca-moved", cc: oracleDefaultCC, nodes: three, existingCA: true},
 		{name: "custom-existing-ca-moved", cc: oracleCustomCC, nodes: one, existingCA: true, keyAlg: sspki.ECDSAP256},
+		{name: "defaults-existing-ca-in-place", cc: oracleDefaultCC, nodes: []oracleNode{{"cp1", "10.0.0.10"}}, existingCA: true},
 	}
 }
 
@@ -121,6 +122,8 @@ func oracleOnPurpose() []struct{ row, key, reason string } {
 			"a restored member starts with every member of the restored cluster; kubeadm init's first member lists itself, a joining one the running members"},
 		{`× cp[23]$`, `^file super-admin\.conf$`,
 			"kubeadm join --control-plane writes no super-admin.conf: only the first node has it (kubeadm init is the oracle for every node here)"},
+		{`existing-ca-in-place`, `^file (admin|super-admin|kubelet|controller-manager|scheduler)\.conf$`,
+			"existing CA, nothing moved: the nodes keep their kubeconfigs (the bundle has none)"},
 		{`existing-ca.* × cp1$`, `^cert (apiserver-kubelet-client|front-proxy-client|etcd/healthcheck-client|apiserver-etcd-client) validity$`,
 			"existing CA: the first node's certificates that name no node address are kept as they are (kubeadm certs renew renews them with the configured period)"},
 	}
@@ -182,7 +185,7 @@ func runOracleCase(t *testing.T, kubeadm string, tc oracleCase) []string {
 	var table []string
 	for _, n := range tc.nodes {
 		nodeDir := filepath.Join(out, rebuild.KubeDir, n.name)
-		o := &oracleRun{t: t, kubeadm: kubeadm, cc: tc.cc, node: n, dir: dir, row: tc.name + " × " + n.name}
+		o := &oracleRun{t: t, kubeadm: kubeadm, cc: tc.cc, node: n, first: tc.nodes[0], dir: dir, row: tc.name + " × " + n.name}
 		o.certsAndKubeconfigs(nodeDir, filepath.Join(dir, n.name+"-kubeadm"))
 		o.validate(nodeDir, filepath.Join(dir, n.name+"-validate"))
 		o.manifests(nodeDir, filepath.Join(dir, n.name+"-manifests"))
@@ -214,14 +217,14 @@ func setKubeadmConfig(doc string) func(string, []byte) ([]byte, error) {
 // endpoint moved with cp1) and the node's InitConfiguration.
 // A certDir other than "" is the ClusterConfiguration's certificatesDir
 // (kubeadm takes no --cert-dir beside --config).
-func kubeadmConfigFor(t *testing.T, cc string, n oracleNode, certDir string) string {
+func kubeadmConfigFor(t *testing.T, cc string, first, n oracleNode, certDir string) string {
 	t.Helper()
 	if certDir != "" {
 		cc += "certificatesDir: " + certDir + "\n"
 	}
 	cc = strings.Replace(cc, "serviceSubnet: "+oldServiceCIDR, "serviceSubnet: "+newServiceCIDR, 1)
 	cc = strings.Replace(cc, "podSubnet: "+oldPodCIDR, "podSubnet: "+newPodCIDR, 1)
-	cc = strings.Replace(cc, "controlPlaneEndpoint: 10.0.0.10:6443", "controlPlaneEndpoint: 10.0.0.11:6443", 1)
+	cc = strings.Replace(cc, "controlPlaneEndpoint: 10.0.0.10:6443", "controlPlaneEndpoint: "+first.addr+":6443", 1) // it follows cp1
 	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 localAPIEndpoint: {advertiseAddress: %s, bindPort: 6443}
@@ -234,7 +237,7 @@ type oracleRun struct {
 	t            *testing.T
 	kubeadm      string
 	cc, dir, row string
-	node         oracleNode
+	node, first  oracleNode
 	// ok, onPurpose (key by reason) and differs are the checks' results.
 	ok        []string
 	onPurpose map[string][]string
@@ -262,7 +265,7 @@ func (o *oracleRun) config(certDir string) string {
 		o.t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.WriteString(kubeadmConfigFor(o.t, o.cc, o.node, certDir)); err != nil {
+	if _, err := f.WriteString(kubeadmConfigFor(o.t, o.cc, o.first, o.node, certDir)); err != nil {
 		o.t.Fatal(err)
 	}
 	return f.Name()
