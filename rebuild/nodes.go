@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -369,10 +370,36 @@ func (r *run) movedKubeconfigs(first Node) error {
 	return nil
 }
 
-// copyPKI copies a certificate directory without its backups (*.bak,
-// *.bak.N): an old private key has no place in the bundle.
+// copyPKI copies a certificate directory of regular files (anything else
+// is refused), keeping their modes, without its backups (*.bak, *.bak.N):
+// an old private key has no place in the bundle.
 func copyPKI(src, dst string) error {
-	return copyTree(src, dst, func(rel string) bool { return !isBackup(filepath.Base(rel)) })
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			return os.MkdirAll(target, 0o700)
+		case !info.Mode().IsRegular():
+			return fmt.Errorf("%s is not a regular file", p)
+		case isBackup(d.Name()):
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, info.Mode().Perm())
+	})
 }
 
 // isBackup reports whether a file name is a backup (<file>.bak, .bak.N).
