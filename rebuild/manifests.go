@@ -106,8 +106,8 @@ func (r *run) noteMemberNames() {
 	for _, n := range r.cfg.Nodes() {
 		if n.Name != n.NodeName {
 			r.report.ClusterConfiguration = append(r.report.ClusterConfiguration, fmt.Sprintf(
-				"etcd member %s is restored and run as %s, its node's name, as kubeadm names every stacked etcd member (bundle directory %s)",
-				n.Name, n.NodeName, filepath.Join(EtcdDir, n.Name)))
+				"etcd member %s is restored and run as %s, its node's name, as kubeadm names every stacked etcd member (its data dir in the bundle keeps the name %s)",
+				n.Name, n.NodeName, n.Name))
 		}
 	}
 }

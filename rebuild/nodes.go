@@ -365,7 +365,7 @@ func (r *run) movedKubeconfigs(first Node) error {
 			why = "the control-plane endpoint changed to " + r.cfg.Networking.ControlPlaneEndpoint
 		}
 		r.report.ClusterConfiguration = append(r.report.ClusterConfiguration, fmt.Sprintf(
-			"node %s: new kubeconfigs signed by the existing CA (%s), in %s", n.NodeName, why, filepath.Join(KubeDir, n.NodeName)))
+			"node %s: new kubeconfigs signed by the existing CA (%s), beside its certificates", n.NodeName, why))
 	}
 	return nil
 }
