@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -89,6 +88,8 @@ type run struct {
 	caPEM  []byte
 	// cc is the snapshot's kubeadm ClusterConfiguration; nil when absent.
 	cc *ClusterConfiguration
+	// ks are the cluster-wide values it sets (kubeadmconfig.go).
+	ks kubeadmSettings
 	// etcdPrefix is where the snapshot keeps the objects (its kube-apiserver's --etcd-prefix).
 	etcdPrefix string
 	// tokenExpires is when the bootstrap token the rules write expires.
@@ -246,41 +247,12 @@ func (r *run) members() ([]snapshot.RestoreConfig, error) {
 	var out []snapshot.RestoreConfig
 	for _, m := range r.cfg.Etcd.Members {
 		out = append(out, snapshot.RestoreConfig{
-			Name: m.Name, DataDir: r.path(EtcdDir, m.Name), PeerURLs: []string{m.PeerURL},
+			Name: m.NodeName, DataDir: r.path(EtcdDir, m.Name), PeerURLs: []string{m.PeerURL},
 			InitialCluster: r.cfg.InitialCluster(), InitialClusterToken: r.cfg.Etcd.InitialClusterToken,
 			RevisionBump: r.cfg.Etcd.RevisionBump, MarkCompacted: true,
 		})
 	}
 	return out, nil
-}
-
-// copyTree copies a directory of regular files, keeping their modes.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o700)
-		case !info.Mode().IsRegular():
-			return fmt.Errorf("%s is not a regular file", p)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, info.Mode().Perm())
-	})
 }
 
 func writeJSONFile(path string, v any) error {

@@ -244,6 +244,10 @@ var libraryFlags = map[string]string{
 	"EtcdDataDir":          "--etcd-data-dir",
 	"EtcdMember":           "--etcd-member",
 	"GenerateAll":          "--all",
+	"KeyAlgorithm":         "--encryption-algorithm",
+	"CertValidity":         "--certificate-validity-period",
+	"CAValidity":           "--ca-certificate-validity-period",
+	"ClusterName":          "--cluster-name",
 }
 
 // flagName renders an option field as the flag that sets it; a field no
