@@ -12,6 +12,7 @@ import (
 	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rebuild"
+	"github.com/snapshift/snapshift/snapshot"
 )
 
 // rebuildOptions are rebuild's options: the rest is in the config file.
@@ -37,6 +38,9 @@ func (o *rebuildOptions) Validate() error {
 	if err := o.validateFormat(); err != nil {
 		return err
 	}
+	if err := o.validateWriter(); err != nil {
+		return err
+	}
 	cfg, err := rebuild.Load(o.config)
 	if err != nil {
 		return configError(err)
@@ -58,7 +62,7 @@ func configError(err error) error {
 }
 
 func (o *rebuildOptions) Run(ctx context.Context) error {
-	opts := rebuild.Options{DryRun: o.dryRun, Progress: o.progress()}
+	opts := rebuild.Options{DryRun: o.dryRun, Progress: o.progress(), Writer: snapshot.WriterKind(o.writer)}
 	if !o.quiet && !o.json() {
 		opts.Log = o.stderr
 	}
@@ -109,7 +113,7 @@ func rebuildCommand() *cli.Command {
 	return newCommand(o, []cli.Flag{
 		&cli.StringFlag{Name: "config", Destination: &o.config, Usage: "the RebuildConfiguration file"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing (a switch: --dry-run=client says the same)"},
-		o.outputFlag(), o.quietFlag(),
+		o.writerFlag(), o.outputFlag(), o.quietFlag(),
 	}, cli.Command{
 		Name:  "rebuild",
 		Usage: "run the whole chain from one config file into a bundle: transform, verify, restore, certs, manifests, runbook",
