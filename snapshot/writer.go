@@ -97,9 +97,10 @@ func ParseWriterKind(s string) (WriterKind, error) {
 }
 
 // keyWriter writes the `key` bucket of a new database, the entries in
-// increasing key order. After finish the file is a bbolt database holding
-// the `key` bucket (or, with no entry, none: writeSmall creates it) and
-// nothing else, closed; abort releases it unfinished.
+// increasing key order. After finish, which releases the file whether or
+// not it succeeded, the file is a closed bbolt database holding the `key`
+// bucket and nothing else (the bulk loader's, with no entry, not even
+// that: writeSmall creates it); abort releases it unfinished.
 type keyWriter interface {
 	add(k, v []byte) error
 	finish() error
