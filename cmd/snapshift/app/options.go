@@ -130,11 +130,12 @@ func (o *common) streams(c *cli.Context) {
 	}
 }
 
-// writerFlag is --writer, on every command that writes a database.
-func (o *common) writerFlag() cli.Flag {
+// writerFlag is --writer, on every command that writes a database; note
+// ends its usage.
+func (o *common) writerFlag(note string) cli.Flag {
 	return &cli.StringFlag{Name: "writer", Value: string(snapshot.WriterBulk), Destination: &o.writer,
 		Usage: "how the new database's key bucket is written: bulk (bbolt's pages laid out directly, the faster) or bbolt " +
-			"(through bbolt's own Put, slower: the fallback if a newer bbolt changes its on-disk format, or for a key too long for bulk)"}
+			"(through bbolt's own Put, slower: the fallback if a newer bbolt changes its on-disk format, or for a key too long for bulk)" + note}
 }
 
 // validateWriter refuses a --writer that names no writer.

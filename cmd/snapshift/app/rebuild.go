@@ -113,7 +113,7 @@ func rebuildCommand() *cli.Command {
 	return newCommand(o, []cli.Flag{
 		&cli.StringFlag{Name: "config", Destination: &o.config, Usage: "the RebuildConfiguration file"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing (a switch: --dry-run=client says the same)"},
-		o.writerFlag(), o.outputFlag(), o.quietFlag(),
+		o.writerFlag(""), o.outputFlag(), o.quietFlag(),
 	}, cli.Command{
 		Name:  "rebuild",
 		Usage: "run the whole chain from one config file into a bundle: transform, verify, restore, certs, manifests, runbook",

@@ -41,7 +41,7 @@ func (o *transformOptions) flags() []cli.Flag {
 			&cli.BoolFlag{Name: "keep-alarms", Destination: &o.keepAlarms, Usage: "copy the snapshot's active etcd alarms (NOSPACE, CORRUPT) into the output; by default it holds none"})
 	}
 	if !o.plan {
-		fs = append(fs, o.compressFlag(), o.writerFlag())
+		fs = append(fs, o.compressFlag(), o.writerFlag(""))
 	}
 	fs = append(fs, o.rules.flags(allRuleOptions)...)
 	return append(fs, o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag(), o.profileFlag())
