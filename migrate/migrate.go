@@ -74,6 +74,10 @@ type Config struct {
 	// Observers see every output value beside the leftover scan (rebuild's
 	// old-address scan). Optional.
 	Observers []Observer
+	// LeftoverExamples bounds the keys the leftover scan lists per
+	// resource. Default 10; -1 lists every one (the CLI's -o json, for
+	// scripts).
+	LeftoverExamples int
 	// Writer is how the output's (or the first member's) `key` bucket is
 	// written: snapshot.WriterBulk (the default, "") or snapshot.WriterBbolt,
 	// bbolt's own Put, the fallback if a future bbolt changes its format.
@@ -102,6 +106,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	scan := leftovers.NewLeftoverScan(plan)
 	scan.Encryption = cfg.Encryption
+	if cfg.LeftoverExamples != 0 {
+		scan.MaxExamples = cfg.LeftoverExamples
+	}
 	tc := transform.Config{
 		Input: cfg.Input, Output: cfg.Output, Force: cfg.Force, DryRun: cfg.DryRun,
 		Restore: cfg.Restore, Route: cfg.Route, KeepAlarms: cfg.KeepAlarms,

@@ -202,11 +202,12 @@ func (r *run) apiEndpoint() string {
 
 func (r *run) transform(ctx context.Context) error {
 	o := r.cfg.RuleOptions()
-	now := r.opts.Now() // one instant for every stamp the rules write
-	o.Now = func() time.Time { return now }
 	if r.cfg.NewPKI() {
+		// The token's expiry is the one thing the rules write that follows
+		// the clock, not the input: it is given to them (they read none).
+		r.token.Expires = r.opts.Now().UTC().Truncate(time.Second).Add(rules.DefaultTokenTTL)
 		o.ClusterCA, o.BootstrapToken = r.caPEM, r.token
-		r.tokenExpires = r.token.Expires(now.UTC().Truncate(time.Second)) // as the cluster-info rule writes it
+		r.tokenExpires = r.token.Expires
 		o.ClusterInfoServer = "https://" + r.apiEndpoint()
 	}
 	addrScan := leftovers.NewAddressScan(r.moved)
