@@ -21,9 +21,12 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/snapshift
 
 # Unit, golden, conformance and real-etcd end-to-end tests, with the fuzz
-# seed corpora. Well under 15 minutes on 2 cores.
+# seed corpora; then the goldens again on the reference writer (bbolt's own
+# Put; the snapshot package's writer tests run on both writers themselves).
+# Well under 15 minutes on 2 cores.
 test:
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+	SNAPSHIFT_WRITER=bbolt $(GO) test -count=1 -run '^TestGolden$$' ./rules
 
 # The binary with etcd's gofail failpoints compiled in (bin/snapshift-failpoints,
 # for the crash suite): `gofail enable` runs on a copy of the tree, so the

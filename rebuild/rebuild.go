@@ -32,6 +32,9 @@ type Options struct {
 	Now func() time.Time
 	// Log receives "[phase] ..." lines. Optional.
 	Log io.Writer
+	// Writer is how the members' `key` bucket is written
+	// (migrate.Config.Writer). Default snapshot.WriterBulk.
+	Writer snapshot.WriterKind
 }
 
 // Report is what a rebuild did; it is also written as report.json.
@@ -217,7 +220,7 @@ func (r *run) transform(ctx context.Context) error {
 	// migrated snapshot file in between).
 	res, err := migrate.Run(ctx, migrate.Config{
 		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck, Rules: o,
-		Observers: []migrate.Observer{addrScan}, Encryption: r.enc, Progress: r.opts.Progress,
+		Observers: []migrate.Observer{addrScan}, Encryption: r.enc, Progress: r.opts.Progress, Writer: r.opts.Writer,
 	})
 	if err != nil {
 		return err

@@ -47,6 +47,9 @@ type FusedRestore struct {
 	// Timing, if set, receives the wall time of the writer's steps and of
 	// Commit's (StepMembers, StepPublish). Set it before Rewrite.
 	Timing Timing
+	// Writer is how the first member's `key` bucket is written
+	// (WriterConfig.Writer). Set it before Rewrite.
+	Writer WriterKind
 
 	tiny    string // the small snapshot of every bucket but key
 	tinyDir string
@@ -150,7 +153,7 @@ func (f *FusedRestore) Rewrite(sizeHint int64) (*Writer, error) {
 	if f.membership, err = readBuckets(first.db()); err != nil {
 		return nil, err
 	}
-	w, err := Create(WriterConfig{Path: first.dbNew(), Raw: true, SizeHint: sizeHint, BeforePublish: f.BeforePublish, Timing: f.Timing})
+	w, err := Create(WriterConfig{Path: first.dbNew(), Raw: true, SizeHint: sizeHint, BeforePublish: f.BeforePublish, Timing: f.Timing, Writer: f.Writer})
 	if err != nil {
 		return nil, err
 	}

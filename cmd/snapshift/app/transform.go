@@ -41,7 +41,7 @@ func (o *transformOptions) flags() []cli.Flag {
 			&cli.BoolFlag{Name: "keep-alarms", Destination: &o.keepAlarms, Usage: "copy the snapshot's active etcd alarms (NOSPACE, CORRUPT) into the output; by default it holds none"})
 	}
 	if !o.plan {
-		fs = append(fs, o.compressFlag())
+		fs = append(fs, o.compressFlag(), o.writerFlag(""))
 	}
 	fs = append(fs, o.rules.flags(allRuleOptions)...)
 	return append(fs, o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag(), o.profileFlag())
@@ -61,6 +61,9 @@ func (o *transformOptions) setup(c *cli.Context) error {
 func (o *transformOptions) Validate() error {
 	if !o.dryRun && o.out == "" {
 		return usagef("transform needs --out FILE (or --dry-run)")
+	}
+	if err := o.validateWriter(); err != nil {
+		return err
 	}
 	return o.validateFormat()
 }
@@ -114,7 +117,7 @@ func (o *common) migrateConfig(input string, ropts rules.Options) (migrate.Confi
 		return migrate.Config{}, err
 	}
 	cfg := migrate.Config{Input: input, Rules: ropts, SkipHashCheck: o.skipHash, Progress: o.progress(),
-		EtcdPrefix: o.etcdPrefix, Encryption: enc}
+		EtcdPrefix: o.etcdPrefix, Encryption: enc, Writer: snapshot.WriterKind(o.writer)}
 	if o.json() {
 		cfg.LeftoverExamples = -1 // a script reads every key; the text lists ten per resource
 	}
