@@ -25,7 +25,7 @@ const stoppedDir = "/etc/kubernetes/manifests.snapshift-stopped"
 // applyRun is one apply.
 type applyRun struct {
 	*host
-	b      *bundle
+	b      *nodeBundle
 	backup string // host path of the backup directory
 	rec    *Record
 }
@@ -129,7 +129,7 @@ func (a *applyRun) checkSpace() error {
 		}
 		need += n
 	}
-	member, err := treeSize(filepath.Join(a.b.dir, a.b.memberPrefix()))
+	member, err := treeSize(a.b.memberDir())
 	if err != nil {
 		return err
 	}

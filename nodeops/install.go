@@ -23,8 +23,8 @@ func (a *applyRun) doBackup(context.Context) error {
 	a.rec = &Record{Node: a.b.node.Name, Bundle: a.b.dir, ReportSHA256: a.b.reportSum, Created: a.cfg.Now().UTC(), Done: map[string]bool{}}
 	paths := []string{KubernetesDir, KubeletConfig, KubeletPKI}
 	for _, f := range a.b.files() {
-		if !strings.HasPrefix(f.host, KubernetesDir+"/") { // an encryption configuration elsewhere
-			p, err := a.firstMissing(f.host)
+		if !strings.HasPrefix(f.Host, KubernetesDir+"/") { // an encryption configuration elsewhere
+			p, err := a.firstMissing(f.Host)
 			if err != nil {
 				return err
 			}
@@ -89,8 +89,8 @@ func (a *applyRun) install(context.Context) error {
 	}
 	files := a.b.files()
 	for _, f := range files {
-		if err := installFile(filepath.Join(a.b.dir, f.rel), a.path(f.host), f.mode); err != nil {
-			return fmt.Errorf("installing %s: %w", f.host, err)
+		if err := installFile(filepath.Join(a.b.dir, filepath.FromSlash(f.Rel)), a.path(f.Host), f.Mode); err != nil {
+			return fmt.Errorf("installing %s: %w", f.Host, err)
 		}
 	}
 	a.logf("install", "%d files of %s installed under %s (root-owned; keys, kubeconfigs and manifests 0600, certificates 0644)", len(files), a.b.node.Dir, KubernetesDir)
@@ -133,8 +133,7 @@ func (a *applyRun) installEtcd() error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	src := filepath.Join(a.b.dir, strings.TrimSuffix(a.b.memberPrefix(), "/"))
-	if err := copyTree(src, tmp); err != nil {
+	if err := copyTree(a.b.memberDir(), tmp); err != nil {
 		return fmt.Errorf("installing etcd member %s: %w", a.b.node.EtcdMember, err)
 	}
 	err := filepath.Walk(tmp, func(p string, info os.FileInfo, err error) error {

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/nodeops"
-	"github.com/snapshift/snapshift/rebuild"
 )
 
 // The end-to-end proof with real etcd and kube-apiserver processes is
@@ -31,8 +31,8 @@ func write(t *testing.T, p, s string, mode os.FileMode) {
 	}
 }
 
-// bundle makes a one-node bundle (node n1 at 127.0.0.1, member m1).
-func bundle(t *testing.T) string {
+// makeBundle makes a one-node bundle (node n1 at 127.0.0.1, member m1).
+func makeBundle(t *testing.T) string {
 	dir := t.TempDir()
 	files := map[string]string{
 		"kubernetes/n1/pki/ca.crt": "new ca\n", "kubernetes/n1/pki/ca.key": "new ca key\n",
@@ -45,10 +45,10 @@ func bundle(t *testing.T) string {
 		sum := sha256.Sum256([]byte(s))
 		sums[rel] = hex.EncodeToString(sum[:])
 	}
-	rep := rebuild.Report{Nodes: []rebuild.NodeResult{{Name: "n1", EtcdMember: "m1", AdvertiseAddress: "127.0.0.1", Dir: "kubernetes/n1"}},
-		Operation: &rebuild.Operation{EtcdDataDir: "/var/lib/etcd", CAChanged: true, CNI: []string{"flannel"}, ClusterDNS: "172.24.0.10", Checksums: sums}}
+	rep := bundle.Report{APIVersion: bundle.APIVersion, Kind: bundle.Kind, Nodes: []bundle.Node{{Name: "n1", EtcdMember: "m1", AdvertiseAddress: "127.0.0.1", Dir: "kubernetes/n1"}},
+		Operation: &bundle.Operation{EtcdDataDir: "/var/lib/etcd", CAChanged: true, CNI: []string{"flannel"}, ClusterDNS: "172.24.0.10", Checksums: sums}}
 	b, _ := json.Marshal(rep)
-	write(t, filepath.Join(dir, rebuild.ReportFile), string(b), 0o600)
+	write(t, filepath.Join(dir, bundle.ReportFile), string(b), 0o600)
 	return dir
 }
 
@@ -105,7 +105,7 @@ func tree(t *testing.T, root string, dirs ...string) map[string]string {
 }
 
 func TestApplyRefusesATamperedBundle(t *testing.T) {
-	b, root := bundle(t), node(t)
+	b, root := makeBundle(t), node(t)
 	before := tree(t, root, "etc", "var")
 	write(t, filepath.Join(b, "kubernetes/n1/pki/ca.key"), "another key\n", 0o600)
 	err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true})
@@ -121,7 +121,7 @@ func TestApplyRefusesATamperedBundle(t *testing.T) {
 }
 
 func TestApplyRollback(t *testing.T) {
-	b, root := bundle(t), node(t)
+	b, root := makeBundle(t), node(t)
 	before := tree(t, root, "etc", "var")
 	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
 	for round := 1; round <= 2; round++ { // the second round applies again after a rollback

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/manifests"
@@ -126,7 +127,7 @@ type recorded struct {
 	etcdPrefix string
 	// workloads are the DaemonSets and Deployments in restart order; cnis
 	// the CNIs the snapshot shows.
-	workloads []Workload
+	workloads []bundle.Workload
 	cnis      []string
 }
 

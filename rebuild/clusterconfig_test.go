@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/testfile"
 	"github.com/snapshift/snapshift/manifests"
@@ -170,7 +171,7 @@ func TestCarriedClusterConfiguration(t *testing.T) {
 			if !slices.Equal(missing, want) {
 				t.Errorf("missing files %v, want %v", missing, want)
 			}
-			rb, _ := os.ReadFile(filepath.Join(dir, "bundle", rebuild.RunbookFile))
+			rb, _ := os.ReadFile(filepath.Join(dir, "bundle", bundle.RunbookFile))
 			for _, w := range []string{"`/etc/ssl/oidc/ca.pem` (kube-apiserver --oidc-ca-file)", filepath.Join(dir, "bundle", "kubernetes", "cp2") + " root@"} {
 				if !strings.Contains(string(rb), w) {
 					t.Errorf("RUNBOOK.md does not say %q", w)
@@ -182,7 +183,7 @@ func TestCarriedClusterConfiguration(t *testing.T) {
 
 func checkCarried(t *testing.T, out string, m rebuild.Member, encPath string) {
 	t.Helper()
-	dir := filepath.Join(out, rebuild.KubeDir, m.Name)
+	dir := filepath.Join(out, bundle.KubeDir, m.Name)
 	b, err := os.ReadFile(filepath.Join(dir, "manifests", "kube-apiserver.yaml"))
 	if err != nil {
 		t.Fatal(err)

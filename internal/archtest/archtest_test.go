@@ -213,3 +213,33 @@ func TestNumbering(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// engine are the packages of the machine that rebuilds; the node-side
+// code (nodeops) may depend on none of them, directly or not, only on the
+// bundle's contract.
+var engine = []string{"migrate", "rules", "transform", "verify", "leftovers", "rebuild", "pki", "manifests", "state", "snapshot",
+	"codec", "encryption", "ruleset", "inspect"}
+
+// TestNodeSideIsolated: `go list -deps ./nodeops` names no package of the
+// engine (docs/DESIGN.md decision 31).
+func TestNodeSideIsolated(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "../../nodeops")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v: %s", err, stderr.String())
+	}
+	deps := map[string]bool{}
+	for _, d := range strings.Fields(string(out)) {
+		deps[strings.TrimPrefix(d, module)] = true
+	}
+	if !deps["bundle"] {
+		t.Fatalf("go list -deps ./nodeops does not name bundle; is the test looking at the module?\n%s", out)
+	}
+	for _, e := range engine {
+		if deps[e] {
+			t.Errorf("nodeops depends on %s (go list -deps ./nodeops): the node side reads the bundle through package bundle, never the engine", e)
+		}
+	}
+}
