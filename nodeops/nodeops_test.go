@@ -179,3 +179,36 @@ func checkApplied(t *testing.T, root string) {
 		t.Errorf("flannel's subnet.env is still there")
 	}
 }
+
+// TestRollbackReadsAnOldRecord: a backup.json written before the steps
+// were typed (a map of step names) is read: rollback puts everything back.
+func TestRollbackReadsAnOldRecord(t *testing.T) {
+	b, root := makeBundle(t), node(t)
+	before := tree(t, root, "etc", "var")
+	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
+	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := filepath.Glob(filepath.Join(root, "var/lib/snapshift/backup/n1-*", nodeops.RecordFile))
+	var rec map[string]any
+	raw, _ := os.ReadFile(recs[0])
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	delete(rec, "steps")
+	rec["done"] = map[string]bool{"backup": true, "static-pods-stopped": true, "etcd-moved": true, "etcd-installed": true, "installed": true}
+	raw, _ = json.Marshal(rec)
+	write(t, recs[0], string(raw), 0o600)
+	if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+		t.Fatalf("Rollback with an old record: %v", err)
+	}
+	after := tree(t, root, "etc", "var")
+	for p, v := range before {
+		if after[p] != v {
+			t.Errorf("after rollback %s is %q, was %q", p, after[p], v)
+		}
+	}
+	if raw, _ := os.ReadFile(recs[0]); !strings.Contains(string(raw), `"rolledBack": true`) || !strings.Contains(string(raw), `"steps": [`) {
+		t.Errorf("the record after rollback:\n%s", raw)
+	}
+}

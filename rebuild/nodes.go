@@ -12,6 +12,7 @@ import (
 
 	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/rules"
 )
@@ -170,7 +171,8 @@ func (r *run) renewCerts(context.Context) error {
 	first := r.firstNode()
 	for _, n := range r.cfg.Nodes() {
 		dst := r.nodePath(n, "pki")
-		if err := copyTree(r.cfg.PKI.Source, dst); err != nil {
+		// Only files and directories: a symlink in the source is refused.
+		if err := fsutil.Copy(r.cfg.PKI.Source, dst, fsutil.CopyOptions{Merge: true, DirMode: 0o700}); err != nil {
 			return fmt.Errorf("copying %s: %w", r.cfg.PKI.Source, err)
 		}
 		var err error
@@ -241,19 +243,7 @@ func (r *run) renewOther(n Node) error {
 // keeping their modes.
 func copyFiles(src, dst string, names []string) error {
 	for _, name := range names {
-		from, to := filepath.Join(src, name), filepath.Join(dst, name)
-		st, err := os.Stat(from)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(from)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
-			return err
-		}
-		if err := os.WriteFile(to, b, st.Mode().Perm()); err != nil {
+		if err := fsutil.Copy(filepath.Join(src, name), filepath.Join(dst, name), fsutil.CopyOptions{Merge: true, DirMode: 0o700}); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -238,35 +237,6 @@ func (r *run) members() ([]snapshot.RestoreConfig, error) {
 		})
 	}
 	return out, nil
-}
-
-// copyTree copies a directory of regular files, keeping their modes.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o700)
-		case !info.Mode().IsRegular():
-			return fmt.Errorf("%s is not a regular file", p)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, info.Mode().Perm())
-	})
 }
 
 func writeJSONFile(path string, v any) error {
