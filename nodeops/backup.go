@@ -74,6 +74,13 @@ func backupDir(node, reportSum string) string {
 // loadRecord reads backup.json; nil when there is none.
 func (h *host) loadRecord(dir string) (*Record, error) {
 	p := filepath.Join(dir, RecordFile)
+	if ok, err := exists(h.path(dir)); err != nil || !ok {
+		return nil, err
+	}
+	// A run killed while publishing the record left its temporary file.
+	if _, err := fsutil.CleanFor(h.path(p)); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(h.path(p))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

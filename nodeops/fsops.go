@@ -66,7 +66,7 @@ func installFile(src, dst string, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	tmp := dst + ".snapshift-new"
+	tmp := newName(dst)
 	os.Remove(tmp)
 	if err := fsutil.Copy(src, tmp, fsutil.CopyOptions{FileMode: mode, Sync: true}); err != nil {
 		return err
@@ -78,6 +78,10 @@ func installFile(src, dst string, mode os.FileMode) error {
 	}
 	return fsutil.Publish(tmp, dst, true)
 }
+
+// newName is the temporary name apply installs host path p under before
+// renaming it into place (rollback removes it).
+func newName(p string) string { return p + ".snapshift-new" }
 
 // freeBytes is the space available to root on the file system holding p
 // (or its nearest existing parent).

@@ -95,7 +95,7 @@ func (a *applyRun) install(context.Context) error {
 // temporary name, then renames it into place.
 func (a *applyRun) installEtcd(context.Context) error {
 	dst := a.path(a.b.op.EtcdDataDir)
-	tmp := dst + ".snapshift-new"
+	tmp := newName(dst)
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}

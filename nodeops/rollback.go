@@ -28,8 +28,13 @@ func Rollback(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("no backup of this bundle on this node (%s): apply never got as far as backing up, nothing to roll back", filepath.Join(dir, RecordFile))
 	}
 	if !rec.RolledBack {
-		if err := h.stopStaticPods(ctx, rollbackDir); err != nil {
-			return fmt.Errorf("[stop] %w", err)
+		if rec.Restored == 0 { // once: a second stop would move the old manifests a killed run put back
+			if err := h.stopStaticPods(ctx, rollbackDir); err != nil {
+				return fmt.Errorf("[stop] %w", err)
+			}
+		}
+		if err := h.unrecorded(dir, rec, b); err != nil {
+			return fmt.Errorf("[restore] %w", err)
 		}
 		if err := h.restore(dir, rec); err != nil {
 			return fmt.Errorf("[restore] %w", err)
@@ -52,6 +57,34 @@ func Rollback(ctx context.Context, cfg Config) error {
 		}
 	}
 	h.logf("rollback", "done: %s runs its old control plane again (the backup stays in %s)", b.node.Name, dir)
+	return nil
+}
+
+// unrecorded adds to rec what a killed apply did after its last record:
+// the etcd data dir moved into the backup is recorded as moved (so that
+// it is put back), and the temporaries of an install are removed.
+func (h *host) unrecorded(dir string, rec *Record, b *nodeBundle) error {
+	if rec.Restored == 0 && !rec.done(StepMoveEtcd) {
+		there, err := exists(h.path(b.op.EtcdDataDir))
+		if err != nil {
+			return err
+		}
+		if !there {
+			if err := h.backupMove(dir, rec, b.op.EtcdDataDir); err != nil {
+				return err
+			}
+			rec.finish(StepMoveEtcd)
+		}
+	}
+	tmps := []string{newName(b.op.EtcdDataDir)}
+	for _, f := range b.files() {
+		tmps = append(tmps, newName(f.Host))
+	}
+	for _, p := range tmps {
+		if err := os.RemoveAll(h.path(p)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -1,0 +1,272 @@
+//go:build crash
+
+package crashtest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/snapshift/snapshift/bundle"
+)
+
+// The node side (docs/DESIGN.md decision 23 for `node apply` and `node
+// rollback`): apply killed at every step, then a second apply must finish
+// (the bundle in place) and a rollback must finish (the node as it was);
+// rollback killed at every step, then a second rollback must finish. The
+// node is a directory (--root) with recorders for systemctl, crictl and
+// ip first in PATH, as in nodeops's own tests.
+
+// nodeWrite writes one file of a template.
+func nodeWrite(t *testing.T, p, s string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nodeTemplate makes work/bundle (one node n1 at 127.0.0.1, member m1, a
+// new CA, flannel), work/root (a kubeadm-shaped node) and work/bin (the
+// recorders).
+func nodeTemplate(t *testing.T) string {
+	dir := t.TempDir()
+	b := filepath.Join(dir, "bundle")
+	files := map[string]string{
+		"kubernetes/n1/pki/ca.crt": "new ca\n", "kubernetes/n1/pki/ca.key": "new ca key\n",
+		"kubernetes/n1/admin.conf": "new admin.conf\n", "kubernetes/n1/manifests/etcd.yaml": "new etcd manifest\n",
+		"kubernetes/n1/host/etc/enc/config.yaml": "encryption config\n", "etcd/m1/member/snap/db": "new member db\n",
+		"etcd/m1/member/wal/0000000000000000-0000000000000000.wal": "new wal\n",
+	}
+	sums := map[string]string{}
+	for rel, s := range files {
+		nodeWrite(t, filepath.Join(b, rel), s, 0o600)
+		sum := sha256.Sum256([]byte(s))
+		sums[rel] = hex.EncodeToString(sum[:])
+	}
+	rep := bundle.NewReport()
+	rep.Nodes = []bundle.Node{{Name: "n1", EtcdMember: "m1", AdvertiseAddress: "127.0.0.1", Dir: "kubernetes/n1"}}
+	rep.Operation = &bundle.Operation{EtcdDataDir: "/var/lib/etcd", CAChanged: true, CNI: []string{"flannel"}, ClusterDNS: "172.24.0.10", Checksums: sums}
+	j, _ := json.Marshal(rep)
+	nodeWrite(t, filepath.Join(b, bundle.ReportFile), string(j), 0o600)
+
+	root := filepath.Join(dir, "root")
+	nodeWrite(t, filepath.Join(root, "etc/kubernetes/pki/ca.crt"), "old ca\n", 0o644)
+	nodeWrite(t, filepath.Join(root, "etc/kubernetes/pki/ca.key"), "old ca key\n", 0o600)
+	nodeWrite(t, filepath.Join(root, "etc/kubernetes/admin.conf"), "old admin.conf\n", 0o600)
+	nodeWrite(t, filepath.Join(root, "etc/kubernetes/manifests/etcd.yaml"), "old etcd manifest\n", 0o600)
+	nodeWrite(t, filepath.Join(root, "etc/kubernetes/manifests/kube-apiserver.yaml"), "old apiserver manifest\n", 0o600)
+	nodeWrite(t, filepath.Join(root, "etc/kubernetes/audit/policy.yaml"), "kept\n", 0o640)
+	nodeWrite(t, filepath.Join(root, "var/lib/etcd/member/snap/db"), "old member db\n", 0o600)
+	nodeWrite(t, filepath.Join(root, "var/lib/etcd/member/wal/0.wal"), "old wal\n", 0o600)
+	nodeWrite(t, filepath.Join(root, "var/lib/kubelet/config.yaml"), "kind: KubeletConfiguration\nclusterDNS:\n- 192.168.0.10\n", 0o644)
+	nodeWrite(t, filepath.Join(root, "var/lib/kubelet/pki/kubelet-client-2020-01-01.pem"), "old client cert\n", 0o600)
+	if err := os.Symlink("/var/lib/kubelet/pki/kubelet-client-2020-01-01.pem", filepath.Join(root, "var/lib/kubelet/pki/kubelet-client-current.pem")); err != nil {
+		t.Fatal(err)
+	}
+	nodeWrite(t, filepath.Join(root, "run/flannel/subnet.env"), "FLANNEL_SUBNET=10.244.1.1/24\n", 0o644)
+	for _, tool := range []string{"systemctl", "crictl", "ip"} {
+		script := "#!/bin/sh\n"
+		if tool == "ip" {
+			script += "[ \"$1 $2 $3\" = \"link show cni0\" ] && exit 0\n[ \"$2\" = show ] && exit 1\n"
+		}
+		nodeWrite(t, filepath.Join(dir, "bin", tool), script+"exit 0\n", 0o755)
+	}
+	return dir
+}
+
+// nodeState is every path under the node's etc and var (not snapshift's
+// backups), with its mode and content or target, one line each.
+func nodeState(t *testing.T, work string) string {
+	t.Helper()
+	root := filepath.Join(work, "root")
+	var lines []string
+	for _, top := range []string{"etc", "var"} {
+		filepath.WalkDir(filepath.Join(root, top), func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			if rel == "var/lib/snapshift" || strings.HasPrefix(rel, "var/lib/snapshift/") {
+				return nil
+			}
+			info, err := os.Lstat(p)
+			if err != nil {
+				return err
+			}
+			v := info.Mode().String()
+			if info.Mode()&fs.ModeSymlink != 0 {
+				l, _ := os.Readlink(p)
+				v += " -> " + l
+			} else if info.Mode().IsRegular() {
+				v += " " + sha(t, p)[:12]
+			}
+			lines = append(lines, rel+" "+v)
+			return nil
+		})
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// nodeRun runs `snapshift node <verb>` on the work dir's node.
+func nodeRun(t *testing.T, bin, work string, o runOpts, verb string) outcome {
+	t.Helper()
+	o.env = append(o.env, "PATH="+filepath.Join(work, "bin")+":"+os.Getenv("PATH"))
+	return run(t, bin, work, o, "node", verb, "--bundle", filepath.Join(work, "bundle"), "--node", "n1",
+		"--root", filepath.Join(work, "root"), "--skip-health", "--timeout", "5s")
+}
+
+// nodeStates are the node before apply and after a whole apply.
+type nodeStates struct{ before, applied string }
+
+func nodeReference(t *testing.T, template string) nodeStates {
+	t.Helper()
+	work := t.TempDir()
+	copyTree(t, template, work)
+	s := nodeStates{before: nodeState(t, work)}
+	if r := nodeRun(t, plainBin, work, runOpts{}, "apply"); r.code != 0 {
+		t.Fatalf("reference apply: exit %d: %s", r.code, r.stderr)
+	}
+	s.applied = nodeState(t, work)
+	if s.applied == s.before {
+		t.Fatal("the reference apply changed nothing")
+	}
+	return s
+}
+
+// nodeSteps counts the failpoints' hits in one `node verb` (after an apply
+// when verb is rollback).
+func nodeSteps(t *testing.T, template, verb string) []string {
+	t.Helper()
+	work := t.TempDir()
+	copyTree(t, template, work)
+	if verb == "rollback" {
+		if r := nodeRun(t, plainBin, work, runOpts{}, "apply"); r.code != 0 {
+			t.Fatalf("apply: exit %d: %s", r.code, r.stderr)
+		}
+	}
+	log := filepath.Join(t.TempDir(), "steps")
+	var terms []string
+	for _, fp := range append(failpoints, "nodeopsStepDone") {
+		terms = append(terms, fp+`=return("count")`)
+	}
+	r := nodeRun(t, fpBin, work, runOpts{env: []string{"GOFAIL_FAILPOINTS=" + strings.Join(terms, ";"), "SNAPSHIFT_FAILPOINT_LOG=" + log}}, verb)
+	if r.code != 0 {
+		t.Fatalf("counting run of node %s: exit %d: %s", verb, r.code, r.stderr)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatalf("no failpoint was hit: %v", err)
+	}
+	return strings.Fields(string(b))
+}
+
+// nodePoints are every hit of nodeopsStepDone (every step) and the first,
+// second, middle and last hit of every other failpoint.
+func nodePoints(steps []string) []point {
+	out := points(steps, false)
+	n := 0
+	for _, s := range steps {
+		if s == "nodeopsStepDone" {
+			n++
+			out = append(out, point{s, n})
+		}
+	}
+	return out
+}
+
+// nodeKilled runs `node verb` with the failpoint binary killed at p and
+// says whether the kill was reached.
+func nodeKilled(t *testing.T, work, verb string, p point) bool {
+	t.Helper()
+	r := nodeRun(t, fpBin, work, runOpts{env: []string{"GOFAIL_FAILPOINTS=" + p.term("kill")}}, verb)
+	if r.signal != syscall.SIGKILL && r.code != 0 {
+		t.Errorf("node %s at %s: exit %d: %s", verb, p, r.code, r.stderr)
+	}
+	return r.signal == syscall.SIGKILL
+}
+
+// nodeFinish runs the plain binary's `node verb` and checks the node is
+// then in state want ("" for rollback when apply never recorded a backup:
+// a one-line refusal, the node unchanged, is then right too).
+func nodeFinish(t *testing.T, work, verb, want, before string) string {
+	t.Helper()
+	r := nodeRun(t, plainBin, work, runOpts{}, verb)
+	verdict := "ok"
+	switch {
+	case r.code != 0 && verb == "rollback" && strings.Contains(r.stderr, "nothing to roll back") && oneLine(r.stderr):
+		verdict, want = "refused", before
+	case r.code != 0:
+		t.Errorf("then node %s: exit %d: %s", verb, r.code, r.stderr)
+		return "failed"
+	}
+	if got := nodeState(t, work); got != want {
+		t.Errorf("after node %s (%s) the node is not as it should be:\n%s\nwant\n%s", verb, verdict, got, want)
+	}
+	if ls, _ := findLeftoversIn(work); len(ls) > 0 {
+		t.Errorf("after node %s, leftovers: %v", verb, ls)
+	}
+	return verdict
+}
+
+// findLeftoversIn lists snapshift temporaries under the work dir.
+func findLeftoversIn(work string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(work, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".snapshift-") && !strings.HasSuffix(d.Name(), ".snapshift-stopped") {
+			out = append(out, p)
+		}
+		return err
+	})
+	return out, err
+}
+
+// TestNodeCrash kills `node apply` at every step and proves that a second
+// apply, or a rollback, finishes from there; and kills `node rollback` at
+// every step and proves that a second rollback finishes.
+func TestNodeCrash(t *testing.T) {
+	needBinaries(t)
+	template := nodeTemplate(t)
+	ref := nodeReference(t, template)
+	for _, verb := range []string{"apply", "rollback"} {
+		for _, p := range nodePoints(nodeSteps(t, template, verb)) {
+			nexts := []string{"apply", "rollback"}
+			if verb == "rollback" {
+				nexts = []string{"rollback"}
+			}
+			for _, next := range nexts {
+				t.Run(fmt.Sprintf("%s/%s/then-%s", verb, p, next), func(t *testing.T) {
+					work := t.TempDir()
+					copyTree(t, template, work)
+					if verb == "rollback" {
+						if r := nodeRun(t, plainBin, work, runOpts{}, "apply"); r.code != 0 {
+							t.Fatalf("apply: exit %d: %s", r.code, r.stderr)
+						}
+					}
+					reached := nodeKilled(t, work, verb, p)
+					want := ref.applied
+					if next == "rollback" {
+						want = ref.before
+					}
+					verdict := nodeFinish(t, work, next, want, ref.before)
+					if next == "apply" { // and the applied node still rolls back
+						nodeFinish(t, work, "rollback", ref.before, ref.before)
+					}
+					record(row{scenario: "node " + verb + " then " + next, fault: "kill", reached: reached, states: stComplete,
+						clean: true, rerun: verdict, failed: t.Failed()})
+				})
+			}
+		}
+	}
+}
