@@ -1,8 +1,10 @@
 // Package archtest holds docs/ARCHITECTURE.md's package table, its
-// numbering, and the limit on a function's length as tests over the
-// module's real import graph (`go list`) and source, so that a change that
-// breaks them, or a doc that no longer says what the code does, fails
-// `make test`.
+// numbering, the node side's isolation from the engine, docs/DESIGN.md's
+// numbering and every citation of it, ARCHITECTURE.md's phase list, file
+// paths and package names, and the limit on a function's length as tests
+// over the module's real import graph (`go list`) and source, so that a
+// change that breaks them, or a doc that no longer says what the code
+// does, fails `make test`.
 package archtest
 
 import (
