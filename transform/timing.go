@@ -43,15 +43,17 @@ const (
 	PhaseHashWait = "hash wait"
 	// PhasePrepare: the rules' Prepare.
 	PhasePrepare = "prepare"
-	// PhaseStream: every live key through the rules and into the writer,
-	// less the writer's commits (PhaseWrite).
+	// PhaseStream: every live key through the rules and into the writer
+	// (the `key` bucket's pages are written as the entries come, so their
+	// writes count here).
 	PhaseStream = "stream"
 	// PhaseScanWait: waiting for the leftover scan after the stream.
 	PhaseScanWait = "scan wait"
 	// PhaseGC: the garbage collection between stream and check.
 	PhaseGC = "gc"
-	// PhaseWrite: bbolt's commits of the write transactions (page writes),
-	// and closing the database.
+	// PhaseWrite: starting the output (the other buckets copied) and the
+	// end of the database (its last pages, the other buckets in one bbolt
+	// transaction, the meta pages: snapshot.StepWrite).
 	PhaseWrite = snapshot.StepWrite
 	// PhaseCheck: the output's check (verify) before it is published.
 	PhaseCheck = snapshot.StepCheck
