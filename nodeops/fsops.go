@@ -12,24 +12,39 @@ import (
 
 // copyExact copies src (a file, a symlink or a directory) to dst, which
 // must not exist, keeping every file's bytes, mode, owner and modification
-// time and every symlink's target, each file fsynced: what rollback puts
-// back is what was there.
+// time and every symlink's target, and makes the copy durable (every file
+// and directory fsynced, then dst's parent) before it returns: what
+// rollback puts back is what was there, and a record written after it
+// never names a copy a power loss could take away.
 func copyExact(src, dst string) error {
-	return fsutil.Copy(src, dst, fsutil.CopyOptions{Symlinks: true, KeepOwner: true, KeepTimes: true, Sync: true})
+	if err := fsutil.Copy(src, dst, fsutil.CopyOptions{Symlinks: true, KeepOwner: true, KeepTimes: true}); err != nil {
+		return err
+	}
+	if err := fsutil.SyncTree(dst); err != nil {
+		return err
+	}
+	return fsutil.SyncDir(filepath.Dir(dst))
 }
 
 // moveTree renames src to dst, or copies and removes it when they are on
-// different file systems.
+// different file systems, and makes the move durable (both parents
+// fsynced).
 func moveTree(src, dst string) error {
 	err := os.Rename(src, dst)
 	var le *os.LinkError
-	if err == nil || !errors.As(err, &le) || !errors.Is(le.Err, syscall.EXDEV) {
+	if err != nil && errors.As(err, &le) && errors.Is(le.Err, syscall.EXDEV) {
+		if err := copyExact(src, dst); err != nil {
+			return err
+		}
+		err = os.RemoveAll(src)
+	}
+	if err != nil {
 		return err
 	}
-	if err := copyExact(src, dst); err != nil {
+	if err := fsutil.SyncDir(filepath.Dir(dst)); err != nil {
 		return err
 	}
-	return os.RemoveAll(src)
+	return fsutil.SyncDir(filepath.Dir(src))
 }
 
 // treeSize is the bytes of every regular file under p (0 if p is absent).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
 // rollbackDir is where rollback moves the bundle's manifests to stop the
@@ -85,7 +87,8 @@ func (h *host) unrecorded(dir string, rec *Record, b *nodeBundle) error {
 			return err
 		}
 	}
-	return nil
+	_, err := fsutil.CleanFor(h.path(KubeletConfig)) // setClusterDNS's
+	return err
 }
 
 // restore puts every recorded path back, the last backed up first: a
