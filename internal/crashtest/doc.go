@@ -15,7 +15,8 @@
 // record in backup.json, and the fsutil failpoints inside them), then a
 // second apply must leave the bundle in place and a rollback the node as
 // it was; `node rollback` killed at every step, then a second rollback
-// must leave the node as it was.
+// must leave the node as it was. TestNodeFsyncAudit audits both as
+// TestFsyncAudit does the other commands.
 //
 // TestFsyncAudit runs each command under strace and replays the trace: every
 // file and directory under a published path must be fsynced after its last

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -268,5 +269,36 @@ func TestNodeCrash(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestNodeFsyncAudit runs `node apply` and then `node rollback` under
+// strace and replays each trace as TestFsyncAudit does: what they publish
+// (backup.json, the kubelet's config.yaml) is durable at its rename and at
+// the end.
+func TestNodeFsyncAudit(t *testing.T) {
+	needBinaries(t)
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Fatal("strace is not installed (apt-get install strace)")
+	}
+	work := t.TempDir()
+	copyTree(t, nodeTemplate(t), work)
+	for _, verb := range []string{"apply", "rollback"} {
+		trace := filepath.Join(t.TempDir(), "trace")
+		args := []string{"-f", "-y", "-qq", "-o", trace, "-e", "trace=" + auditedCalls, plainBin, "node", verb,
+			"--bundle", filepath.Join(work, "bundle"), "--node", "n1", "--root", filepath.Join(work, "root"), "--skip-health", "--timeout", "5s"}
+		if r := run(t, "strace", work, runOpts{env: []string{"PATH=" + filepath.Join(work, "bin") + ":" + os.Getenv("PATH")}}, args...); r.code != 0 {
+			t.Fatalf("node %s: exit %d: %s", verb, r.code, r.stderr)
+		}
+		a := replay(t, trace, filepath.Join(work, "root"))
+		if len(a.published) == 0 {
+			t.Fatalf("node %s published nothing", verb)
+		}
+		for _, p := range a.problems {
+			t.Errorf("node %s: %s", verb, p)
+		}
+		t.Logf("node %s: %d published paths, %d fsyncs, %d problems", verb, len(a.published), a.fsyncs, len(a.problems))
+		record(row{scenario: "audit node " + verb, fault: "power loss (fsync audit)", reached: true,
+			states: fmt.Sprintf("%d published", len(a.published)), clean: len(a.problems) == 0, rerun: "-", failed: t.Failed()})
 	}
 }
