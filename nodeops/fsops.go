@@ -81,8 +81,10 @@ func installFile(src, dst string, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	tmp := newName(dst)
-	os.Remove(tmp)
+	if _, err := fsutil.CleanFor(dst); err != nil { // a killed run's temporary file
+		return err
+	}
+	tmp := fsutil.TempName(dst, "")
 	if err := fsutil.Copy(src, tmp, fsutil.CopyOptions{FileMode: mode, Sync: true}); err != nil {
 		return err
 	}
@@ -93,10 +95,6 @@ func installFile(src, dst string, mode os.FileMode) error {
 	}
 	return fsutil.Publish(tmp, dst, true)
 }
-
-// newName is the temporary name apply installs host path p under before
-// renaming it into place (rollback removes it).
-func newName(p string) string { return p + ".snapshift-new" }
 
 // freeBytes is the space available to root on the file system holding p
 // (or its nearest existing parent).

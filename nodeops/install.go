@@ -95,10 +95,10 @@ func (a *applyRun) install(context.Context) error {
 // temporary name, then renames it into place.
 func (a *applyRun) installEtcd(context.Context) error {
 	dst := a.path(a.b.op.EtcdDataDir)
-	tmp := newName(dst)
-	if err := os.RemoveAll(tmp); err != nil {
+	if _, err := fsutil.CleanFor(dst); err != nil { // a killed run's temporary member
 		return err
 	}
+	tmp := fsutil.TempName(dst, "")
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}

@@ -78,17 +78,19 @@ func (h *host) unrecorded(dir string, rec *Record, b *nodeBundle) error {
 			rec.finish(StepMoveEtcd)
 		}
 	}
-	tmps := []string{newName(b.op.EtcdDataDir)}
+	paths := []string{b.op.EtcdDataDir, KubeletConfig}
 	for _, f := range b.files() {
-		tmps = append(tmps, newName(f.Host))
+		paths = append(paths, f.Host)
 	}
-	for _, p := range tmps {
-		if err := os.RemoveAll(h.path(p)); err != nil {
+	for _, p := range paths {
+		if ok, _ := exists(h.path(filepath.Dir(p))); !ok {
+			continue
+		}
+		if _, err := fsutil.CleanFor(h.path(p)); err != nil {
 			return err
 		}
 	}
-	_, err := fsutil.CleanFor(h.path(KubeletConfig)) // setClusterDNS's
-	return err
+	return nil
 }
 
 // restore puts every recorded path back, the last backed up first: a
