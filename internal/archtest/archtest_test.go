@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -190,29 +189,12 @@ func TestNumbering(t *testing.T) {
 	}
 	last := want - 1
 	cite := regexp.MustCompile(`ARCHITECTURE\.md ?§(\d+)`)
-	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || (!strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, ".md")) {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range cite.FindAllSubmatch(b, -1) {
-			if n, _ := strconv.Atoi(string(m[1])); n < 1 || n > last {
+	for path, text := range sources(t) {
+		for _, m := range cite.FindAllStringSubmatch(text, -1) {
+			if n, _ := strconv.Atoi(m[1]); n < 1 || n > last {
 				t.Errorf("%s cites ARCHITECTURE.md §%d, which does not exist (1..%d)", path, n, last)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

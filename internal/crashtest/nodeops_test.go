@@ -3,9 +3,6 @@
 package crashtest
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/snapshift/snapshift/bundle"
+	"github.com/snapshift/snapshift/internal/nodetest"
 )
 
 // The node side (docs/DESIGN.md decision 23 for `node apply` and `node
@@ -26,63 +23,14 @@ import (
 // node is a directory (--root) with recorders for systemctl, crictl and
 // ip first in PATH, as in nodeops's own tests.
 
-// nodeWrite writes one file of a template.
-func nodeWrite(t *testing.T, p, s string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(s), mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // nodeTemplate makes work/bundle (one node n1 at 127.0.0.1, member m1, a
 // new CA, flannel), work/root (a kubeadm-shaped node) and work/bin (the
 // recorders).
 func nodeTemplate(t *testing.T) string {
 	dir := t.TempDir()
-	b := filepath.Join(dir, "bundle")
-	files := map[string]string{
-		"kubernetes/n1/pki/ca.crt": "new ca\n", "kubernetes/n1/pki/ca.key": "new ca key\n",
-		"kubernetes/n1/admin.conf": "new admin.conf\n", "kubernetes/n1/manifests/etcd.yaml": "new etcd manifest\n",
-		"kubernetes/n1/host/etc/enc/config.yaml": "encryption config\n", "etcd/m1/member/snap/db": "new member db\n",
-		"etcd/m1/member/wal/0000000000000000-0000000000000000.wal": "new wal\n",
-	}
-	sums := map[string]string{}
-	for rel, s := range files {
-		nodeWrite(t, filepath.Join(b, rel), s, 0o600)
-		sum := sha256.Sum256([]byte(s))
-		sums[rel] = hex.EncodeToString(sum[:])
-	}
-	rep := bundle.NewReport()
-	rep.Nodes = []bundle.Node{{Name: "n1", EtcdMember: "m1", AdvertiseAddress: "127.0.0.1", Dir: "kubernetes/n1"}}
-	rep.Operation = &bundle.Operation{EtcdDataDir: "/var/lib/etcd", CAChanged: true, CNI: []string{"flannel"}, ClusterDNS: "172.24.0.10", Checksums: sums}
-	j, _ := json.Marshal(rep)
-	nodeWrite(t, filepath.Join(b, bundle.ReportFile), string(j), 0o600)
-
-	root := filepath.Join(dir, "root")
-	nodeWrite(t, filepath.Join(root, "etc/kubernetes/pki/ca.crt"), "old ca\n", 0o644)
-	nodeWrite(t, filepath.Join(root, "etc/kubernetes/pki/ca.key"), "old ca key\n", 0o600)
-	nodeWrite(t, filepath.Join(root, "etc/kubernetes/admin.conf"), "old admin.conf\n", 0o600)
-	nodeWrite(t, filepath.Join(root, "etc/kubernetes/manifests/etcd.yaml"), "old etcd manifest\n", 0o600)
-	nodeWrite(t, filepath.Join(root, "etc/kubernetes/manifests/kube-apiserver.yaml"), "old apiserver manifest\n", 0o600)
-	nodeWrite(t, filepath.Join(root, "etc/kubernetes/audit/policy.yaml"), "kept\n", 0o640)
-	nodeWrite(t, filepath.Join(root, "var/lib/etcd/member/snap/db"), "old member db\n", 0o600)
-	nodeWrite(t, filepath.Join(root, "var/lib/etcd/member/wal/0.wal"), "old wal\n", 0o600)
-	nodeWrite(t, filepath.Join(root, "var/lib/kubelet/config.yaml"), "kind: KubeletConfiguration\nclusterDNS:\n- 192.168.0.10\n", 0o644)
-	nodeWrite(t, filepath.Join(root, "var/lib/kubelet/pki/kubelet-client-2020-01-01.pem"), "old client cert\n", 0o600)
-	if err := os.Symlink("/var/lib/kubelet/pki/kubelet-client-2020-01-01.pem", filepath.Join(root, "var/lib/kubelet/pki/kubelet-client-current.pem")); err != nil {
-		t.Fatal(err)
-	}
-	nodeWrite(t, filepath.Join(root, "run/flannel/subnet.env"), "FLANNEL_SUBNET=10.244.1.1/24\n", 0o644)
-	for _, tool := range []string{"systemctl", "crictl", "ip"} {
-		script := "#!/bin/sh\n"
-		if tool == "ip" {
-			script += "[ \"$1 $2 $3\" = \"link show cni0\" ] && exit 0\n[ \"$2\" = show ] && exit 1\n"
-		}
-		nodeWrite(t, filepath.Join(dir, "bin", tool), script+"exit 0\n", 0o755)
-	}
+	nodetest.Bundle(t, filepath.Join(dir, "bundle"))
+	nodetest.Node(t, filepath.Join(dir, "root"))
+	nodetest.Recorders(t, filepath.Join(dir, "bin"), "")
 	return dir
 }
 
@@ -90,42 +38,32 @@ func nodeTemplate(t *testing.T) string {
 // backups), with its mode and content or target, one line each.
 func nodeState(t *testing.T, work string) string {
 	t.Helper()
-	root := filepath.Join(work, "root")
 	var lines []string
-	for _, top := range []string{"etc", "var"} {
-		filepath.WalkDir(filepath.Join(root, top), func(p string, _ fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, p)
-			if rel == "var/lib/snapshift" || strings.HasPrefix(rel, "var/lib/snapshift/") {
-				return nil
-			}
-			info, err := os.Lstat(p)
-			if err != nil {
-				return err
-			}
-			v := info.Mode().String()
-			if info.Mode()&fs.ModeSymlink != 0 {
-				l, _ := os.Readlink(p)
-				v += " -> " + l
-			} else if info.Mode().IsRegular() {
-				v += " " + sha(t, p)[:12]
-			}
+	for rel, v := range nodetest.Tree(t, filepath.Join(work, "root"), "etc", "var") {
+		if rel != "var/lib/snapshift" && !strings.HasPrefix(rel, "var/lib/snapshift/") {
 			lines = append(lines, rel+" "+v)
-			return nil
-		})
+		}
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
 
+// nodeArgs are `snapshift node <verb>`'s arguments on the work dir's node.
+func nodeArgs(work, verb string) []string {
+	return []string{"node", verb, "--bundle", filepath.Join(work, "bundle"), "--node", "n1",
+		"--root", filepath.Join(work, "root"), "--skip-health", "--timeout", "5s"}
+}
+
+// nodeOpts puts the work dir's recorders first in PATH.
+func nodeOpts(work string, o runOpts) runOpts {
+	o.env = append(o.env, "PATH="+filepath.Join(work, "bin")+":"+os.Getenv("PATH"))
+	return o
+}
+
 // nodeRun runs `snapshift node <verb>` on the work dir's node.
 func nodeRun(t *testing.T, bin, work string, o runOpts, verb string) outcome {
 	t.Helper()
-	o.env = append(o.env, "PATH="+filepath.Join(work, "bin")+":"+os.Getenv("PATH"))
-	return run(t, bin, work, o, "node", verb, "--bundle", filepath.Join(work, "bundle"), "--node", "n1",
-		"--root", filepath.Join(work, "root"), "--skip-health", "--timeout", "5s")
+	return run(t, bin, work, nodeOpts(work, o), nodeArgs(work, verb)...)
 }
 
 // nodeStates are the node before apply and after a whole apply.
@@ -157,20 +95,7 @@ func nodeSteps(t *testing.T, template, verb string) []string {
 			t.Fatalf("apply: exit %d: %s", r.code, r.stderr)
 		}
 	}
-	log := filepath.Join(t.TempDir(), "steps")
-	var terms []string
-	for _, fp := range append(failpoints, "nodeopsStepDone") {
-		terms = append(terms, fp+`=return("count")`)
-	}
-	r := nodeRun(t, fpBin, work, runOpts{env: []string{"GOFAIL_FAILPOINTS=" + strings.Join(terms, ";"), "SNAPSHIFT_FAILPOINT_LOG=" + log}}, verb)
-	if r.code != 0 {
-		t.Fatalf("counting run of node %s: exit %d: %s", verb, r.code, r.stderr)
-	}
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatalf("no failpoint was hit: %v", err)
-	}
-	return strings.Fields(string(b))
+	return stepLog(t, work, nodeArgs(work, verb), nodeOpts(work, runOpts{}), "nodeopsStepDone")
 }
 
 // nodePoints are every hit of nodeopsStepDone (every step) and the first,
@@ -285,9 +210,8 @@ func TestNodeFsyncAudit(t *testing.T) {
 	copyTree(t, nodeTemplate(t), work)
 	for _, verb := range []string{"apply", "rollback"} {
 		trace := filepath.Join(t.TempDir(), "trace")
-		args := []string{"-f", "-y", "-qq", "-o", trace, "-e", "trace=" + auditedCalls, plainBin, "node", verb,
-			"--bundle", filepath.Join(work, "bundle"), "--node", "n1", "--root", filepath.Join(work, "root"), "--skip-health", "--timeout", "5s"}
-		if r := run(t, "strace", work, runOpts{env: []string{"PATH=" + filepath.Join(work, "bin") + ":" + os.Getenv("PATH")}}, args...); r.code != 0 {
+		args := append([]string{"-f", "-y", "-qq", "-o", trace, "-e", "trace=" + auditedCalls, plainBin}, nodeArgs(work, verb)...)
+		if r := run(t, "strace", work, nodeOpts(work, runOpts{}), args...); r.code != 0 {
 			t.Fatalf("node %s: exit %d: %s", verb, r.code, r.stderr)
 		}
 		a := replay(t, trace, filepath.Join(work, "root"))
