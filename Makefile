@@ -31,7 +31,7 @@ test:
 # The binary with etcd's gofail failpoints compiled in (bin/snapshift-failpoints,
 # for the crash suite): `gofail enable` runs on a copy of the tree, so the
 # sources here never hold generated code; the copy is removed after the build.
-FAILPOINT_PKGS := internal/fsutil snapshot
+FAILPOINT_PKGS := internal/fsutil snapshot nodeops
 failpoints:
 	@mkdir -p bin
 	@src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && \

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/manifests"
@@ -136,7 +137,7 @@ type recorded struct {
 	etcdPrefix string
 	// workloads are the DaemonSets and Deployments in restart order; cnis
 	// the CNIs the snapshot shows.
-	workloads []Workload
+	workloads []bundle.Workload
 	cnis      []string
 }
 

@@ -8,12 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/cidr"
 )
-
-// NodeBundleDir is where the runbook copies a node's part of the bundle
-// on that node.
-const NodeBundleDir = "/root/snapshift-bundle"
 
 // writeRunbook writes report.json and RUNBOOK.md: the order of the whole
 // operation across the nodes, with this cluster's real names and paths.
@@ -30,7 +27,7 @@ func (r *run) writeRunbook(context.Context) error {
 	if err := r.operation(); err != nil {
 		return err
 	}
-	if err := writeJSONFile(r.path(ReportFile), r.report); err != nil {
+	if err := writeJSONFile(r.path(bundle.ReportFile), r.report); err != nil {
 		return err
 	}
 	b := runbook{}
@@ -44,7 +41,7 @@ func (r *run) writeRunbook(context.Context) error {
 	r.runbookFollowUp(&b)
 	r.runbookWebhooks(&b)
 	r.runbookRollback(&b)
-	return os.WriteFile(r.path(RunbookFile), []byte(b.String()), 0o600)
+	return os.WriteFile(r.path(bundle.RunbookFile), []byte(b.String()), 0o600)
 }
 
 // runbook is RUNBOOK.md being written; steps are numbered as they are
@@ -115,9 +112,9 @@ func (r *run) runbookChanges(b *runbook) {
 		}
 	}
 	if c.NewPKI() {
-		b.w("- A new PKI: a new cluster CA and sa.key (the same on every node); each control-plane node has its own serving certificates and kubeconfigs in `%s/<node>/`.", filepath.Join(c.Output, KubeDir))
+		b.w("- A new PKI: a new cluster CA and sa.key (the same on every node); each control-plane node has its own serving certificates and kubeconfigs in `%s/<node>/`.", filepath.Join(c.Output, bundle.KubeDir))
 	} else {
-		b.w("- Certificates reissued per node from the CA of `%s` in `%s/<node>/pki` (see report.json for every SAN).", c.PKI.Source, filepath.Join(c.Output, KubeDir))
+		b.w("- Certificates reissued per node from the CA of `%s` in `%s/<node>/pki` (see report.json for every SAN).", c.PKI.Source, filepath.Join(c.Output, bundle.KubeDir))
 	}
 	for _, n := range r.report.ClusterConfiguration {
 		b.w("- %s", n)
@@ -135,10 +132,10 @@ func (r *run) runbookPrepare(b *runbook) {
 	for _, n := range r.report.Nodes {
 		h := "root@" + n.AdvertiseAddress
 		lines = append(lines, fmt.Sprintf("# %s (etcd member %s)", n.Name, n.EtcdMember),
-			fmt.Sprintf("ssh %s mkdir -p %s/%s %s/%s", h, NodeBundleDir, KubeDir, NodeBundleDir, EtcdDir),
-			fmt.Sprintf("scp -p %s %s:%s/", filepath.Join(out, ReportFile), h, NodeBundleDir),
-			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, n.Dir), h, NodeBundleDir, KubeDir),
-			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, EtcdDir, n.EtcdMember), h, NodeBundleDir, EtcdDir),
+			fmt.Sprintf("ssh %s mkdir -p %s/%s %s/%s", h, bundle.NodeBundleDir, bundle.KubeDir, bundle.NodeBundleDir, bundle.EtcdDir),
+			fmt.Sprintf("scp -p %s %s:%s/", filepath.Join(out, bundle.ReportFile), h, bundle.NodeBundleDir),
+			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, n.Dir), h, bundle.NodeBundleDir, bundle.KubeDir),
+			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, bundle.EtcdDir, n.EtcdMember), h, bundle.NodeBundleDir, bundle.EtcdDir),
 			fmt.Sprintf("scp -p \"$(command -v snapshift)\" %s:/usr/local/bin/snapshift", h))
 	}
 	b.sh(lines...)
@@ -146,7 +143,7 @@ func (r *run) runbookPrepare(b *runbook) {
 	b.w("report.json, disk space for the backups, `crictl` and `systemctl` present:")
 	var checks []string
 	for _, n := range r.report.Nodes {
-		checks = append(checks, fmt.Sprintf("snapshift node apply --bundle %s --node %s --preflight-only   # on %s", NodeBundleDir, n.Name, n.Name))
+		checks = append(checks, fmt.Sprintf("snapshift node apply --bundle %s --node %s --preflight-only   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
 	b.sh(checks...)
 	if len(r.report.MissingFiles) > 0 {
@@ -164,7 +161,7 @@ func (r *run) runbookStopWorkers(b *runbook) {
 	b.step("Stop the kubelet on every worker node")
 	lines := []string{"systemctl stop kubelet"}
 	for _, c := range r.cnis {
-		if st, ok := CNIHostStates[c]; ok {
+		if st, ok := bundle.CNIHostStateOf(c); ok {
 			lines = append(lines, "# "+c+"'s host state holds the old pod range (the control-plane nodes' apply removes theirs):")
 			lines = append(lines, st.Commands()...)
 		}
@@ -181,7 +178,7 @@ func (r *run) runbookApply(b *runbook) {
 	b.w("control-plane node within a few minutes of each other (one terminal each).")
 	var lines []string
 	for _, n := range r.report.Nodes {
-		lines = append(lines, fmt.Sprintf("snapshift node apply --bundle %s --node %s   # on %s", NodeBundleDir, n.Name, n.Name))
+		lines = append(lines, fmt.Sprintf("snapshift node apply --bundle %s --node %s   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
 	b.sh(lines...)
 	b.w("On each node, in order, it: checks (as above); backs up `/etc/kubernetes`, `/var/lib/kubelet/config.yaml` and")
@@ -231,7 +228,7 @@ func (r *run) runbookKubelets(b *runbook) {
 		b.w("calico-kube-controllers releases the deleted node's IPAM blocks. Wait for `NotReady` instead (about a minute).")
 		b.w("Kubelets with serverTLSBootstrap ask for serving certificates: `kubectl get csr`, then `kubectl certificate approve <csr>`.")
 		b.w("Hosts outside the cluster that run only kube-proxy or a CNI agent with their own kubeconfigs need ones signed by the new CA:")
-		b.sh(fmt.Sprintf("snapshift certs --cert-dir %s --control-plane-endpoint %s \\", filepath.Join(r.cfg.Output, KubeDir, r.firstNode().NodeName, "pki"), r.apiEndpoint()),
+		b.sh(fmt.Sprintf("snapshift certs --cert-dir %s --control-plane-endpoint %s \\", filepath.Join(r.cfg.Output, bundle.KubeDir, r.firstNode().NodeName, "pki"), r.apiEndpoint()),
 			"  --kubeconfig-user system:kube-proxy --kubeconfig-out kube-proxy.conf")
 	} else {
 		b.step("Start the kubelet on every worker node")
@@ -261,7 +258,7 @@ func (r *run) runbookRestart(b *runbook) {
 	b.w("Running pods keep their old addresses, resolv.conf and KUBERNETES_SERVICE_HOST, and tokens signed by an old key.")
 	b.w("Restart in this order, waiting for each line's rollout before the next: the CNI (%s), kube-proxy, the cluster DNS,", r.cniOrder())
 	b.w("the admission webhooks' backends, then everything else.")
-	stages := map[int][]Workload{}
+	stages := map[int][]bundle.Workload{}
 	for _, w := range r.restart {
 		stages[w.Stage] = append(stages[w.Stage], w)
 	}
@@ -337,7 +334,7 @@ func (r *run) runbookRollback(b *runbook) {
 	b.w("control-plane node, all at once (the old etcd members need their quorum too):")
 	var lines []string
 	for _, n := range r.report.Nodes {
-		lines = append(lines, fmt.Sprintf("snapshift node rollback --bundle %s --node %s   # on %s", NodeBundleDir, n.Name, n.Name))
+		lines = append(lines, fmt.Sprintf("snapshift node rollback --bundle %s --node %s   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
 	b.sh(lines...)
 	b.w("It stops the new static pods and the kubelet, puts back every path `backup.json` records byte for byte (the old")

@@ -9,31 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/state"
 )
-
-// Workload is a DaemonSet or Deployment the runbook restarts, with the
-// label selector of its pods (from the snapshot's spec.selector).
-type Workload struct {
-	Kind      string `json:"kind"` // DaemonSet or Deployment
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	// Selector is spec.selector.matchLabels as kubectl's -l (sorted).
-	Selector string `json:"selector"`
-	// Stage orders the restart: see stages.
-	Stage int `json:"stage"`
-	// Role says what it is ("cilium-operator", "calico-node", "kube-proxy",
-	// "cluster DNS", ""...).
-	Role string `json:"role,omitempty"`
-}
-
-// Resource is kubectl's name for it (ds/<name>, deploy/<name>).
-func (w Workload) Resource() string {
-	if w.Kind == "DaemonSet" {
-		return "ds/" + w.Name
-	}
-	return "deploy/" + w.Name
-}
 
 // The restart stages, in order. Each CNI's documented order: Cilium's
 // operator before the agents (the agents wait for the CiliumNode the
@@ -94,8 +72,8 @@ func workloadKeys(key string) bool {
 
 // detectWorkloads lists the snapshot's DaemonSets and Deployments in
 // restart order, and the CNIs.
-func detectWorkloads(ctx context.Context, v *state.View) ([]Workload, []string, error) {
-	var out []Workload
+func detectWorkloads(ctx context.Context, v *state.View) ([]bundle.Workload, []string, error) {
+	var out []bundle.Workload
 	for _, p := range []struct{ kind, prefix string }{{"DaemonSet", "/registry/daemonsets/"}, {"Deployment", "/registry/deployments/"}} {
 		objs, err := v.List(p.prefix)
 		if err != nil {
@@ -113,7 +91,7 @@ func detectWorkloads(ctx context.Context, v *state.View) ([]Workload, []string, 
 			default:
 				continue
 			}
-			w := Workload{Kind: p.kind, Namespace: meta.Namespace, Name: meta.Name}
+			w := bundle.Workload{Kind: p.kind, Namespace: meta.Namespace, Name: meta.Name}
 			if sel != nil {
 				w.Selector = selectorString(sel.MatchLabels)
 			}
@@ -150,7 +128,7 @@ func detectWorkloads(ctx context.Context, v *state.View) ([]Workload, []string, 
 // (a snapshot holding the pods but not their controllers, as the sample
 // does): each named by the pod's controller reference, its selector the
 // pod's labels without the controllers' own hash labels.
-func podOwners(v *state.View, known []Workload) ([]Workload, error) {
+func podOwners(v *state.View, known []bundle.Workload) ([]bundle.Workload, error) {
 	seen := map[string]bool{}
 	for _, w := range known {
 		seen[w.Kind+"/"+w.Namespace+"/"+w.Name] = true
@@ -159,7 +137,7 @@ func podOwners(v *state.View, known []Workload) ([]Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Workload
+	var out []bundle.Workload
 	for _, o := range pods {
 		pod, ok := o.Value.Obj.(*corev1.Pod)
 		if !ok {
@@ -169,7 +147,7 @@ func podOwners(v *state.View, known []Workload) ([]Workload, error) {
 		if ref == nil {
 			continue
 		}
-		w := Workload{Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name}
+		w := bundle.Workload{Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name}
 		if ref.Kind == "ReplicaSet" {
 			hash := pod.Labels["pod-template-hash"]
 			name, ok := strings.CutSuffix(ref.Name, "-"+hash)

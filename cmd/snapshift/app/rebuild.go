@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/option"
@@ -112,7 +113,7 @@ func printRebuild(w io.Writer, r *rebuild.Report) {
 	if r.DryRun {
 		fmt.Fprintln(w, "Dry run: nothing was written.")
 	} else {
-		fmt.Fprintf(w, "Bundle: %s — next: %s\n", r.Output, filepath.Join(r.Output, rebuild.RunbookFile))
+		fmt.Fprintf(w, "Bundle: %s — next: %s\n", r.Output, filepath.Join(r.Output, bundle.RunbookFile))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/leftovers"
 	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/rules"
@@ -167,7 +168,7 @@ func printTransform(out io.Writer, res *migrate.Result) {
 		fmt.Fprintf(out, "Prefix: the cluster keeps its objects under %s (kube-apiserver --etcd-prefix); the rules read and write there\n", r.Input.EtcdPrefix)
 	}
 	if r.Output != nil {
-		fmt.Fprintf(out, "Output: %s (%s, sha256 %s)\n", r.Output.Path, humanBytes(r.Output.Size), r.Output.SHA256)
+		fmt.Fprintf(out, "Output: %s (%s, sha256 %s)\n", r.Output.Path, fsutil.FormatSize(r.Output.Size), r.Output.SHA256)
 	}
 	printCompressed(out, res)
 	printKeys(out, r, verb)
