@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -357,32 +356,7 @@ func (r *run) movedKubeconfigs(first Node) error {
 // is refused), keeping their modes, without its backups (*.bak, *.bak.N):
 // an old private key has no place in the bundle.
 func copyPKI(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		switch {
-		case err != nil:
-			return err
-		case d.IsDir():
-			return os.MkdirAll(target, 0o700)
-		case !info.Mode().IsRegular():
-			return fmt.Errorf("%s is not a regular file", p)
-		case isBackup(d.Name()):
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, info.Mode().Perm())
-	})
+	return fsutil.Copy(src, dst, fsutil.CopyOptions{Merge: true, DirMode: 0o700, Skip: isBackup})
 }
 
 // isBackup reports whether a file name is a backup (<file>.bak, .bak.N).

@@ -32,6 +32,10 @@ type CopyOptions struct {
 	// Sync fsyncs every file written (not the directories: a caller that
 	// publishes the copy fsyncs them then).
 	Sync bool
+	// Skip, when set, leaves out a file (not a directory) whose base name
+	// it reports true for: a bundle's copy of a certificate directory
+	// leaves out its backups.
+	Skip func(name string) bool
 }
 
 // Copy copies src, a file, a symlink or a directory tree, to dst, as o
@@ -60,6 +64,9 @@ func Copy(src, dst string, o CopyOptions) error {
 		info, err := os.Lstat(p)
 		if err != nil {
 			return err
+		}
+		if o.Skip != nil && !info.IsDir() && o.Skip(info.Name()) {
+			return nil
 		}
 		switch {
 		case info.Mode()&fs.ModeSymlink != 0:

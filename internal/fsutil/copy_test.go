@@ -93,3 +93,21 @@ func TestCopyRefusesSymlinks(t *testing.T) {
 		t.Errorf("FileMode: %v", st.Mode())
 	}
 }
+
+func TestCopySkip(t *testing.T) {
+	src := copySource(t)
+	if err := os.WriteFile(filepath.Join(src, "pki", "ca.key.bak"), []byte("old key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst")
+	skip := func(name string) bool { return strings.HasSuffix(name, ".bak") }
+	if err := fsutil.Copy(src, dst, fsutil.CopyOptions{Symlinks: true, Skip: skip}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dst, "pki", "ca.key.bak")); !os.IsNotExist(err) {
+		t.Errorf("the skipped backup was copied (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "pki", "ca.key")); err != nil {
+		t.Errorf("a file Skip did not name is missing: %v", err)
+	}
+}
