@@ -18,10 +18,12 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/snapshot"
+	etcdsnapshot "go.etcd.io/etcd/client/v3/snapshot"
 	"go.uber.org/zap"
 
 	"github.com/snapshift/snapshift/internal/etcdtest"
+	"github.com/snapshift/snapshift/internal/testfile"
+	"github.com/snapshift/snapshift/snapshot"
 )
 
 // defaultEtcdMatrix is the etcd every user runs: the newest patch of each
@@ -141,6 +143,8 @@ type matrixCell struct {
 	bins    etcdBins
 	path    string // fused, plain or etcdutl
 	members int
+	// storage is the input's storage version (etcd 3.6 on; 3.5 has none).
+	storage string
 	res     *matrixResults
 }
 
@@ -203,7 +207,7 @@ func TestEtcdVersionMatrix(t *testing.T) {
 			t.Parallel()
 			b := bins[v]
 			dir := t.TempDir()
-			input := versionSnapshot(t, b, filepath.Join(dir, "input"))
+			input, storage := versionSnapshot(t, b, filepath.Join(dir, "input"))
 			migrated := filepath.Join(dir, "migrated.db")
 			runBin(t, snapBin, append([]string{"transform", input, "--out", migrated, "--quiet"}, rules...)...)
 			digests := map[string]string{}
@@ -212,7 +216,7 @@ func TestEtcdVersionMatrix(t *testing.T) {
 				var members int
 				var path string
 				fmt.Sscanf(strings.Replace(p, "/", " ", 1), "%s %d", &path, &members)
-				cell := matrixCell{bins: b, path: path, members: members, res: res}
+				cell := matrixCell{bins: b, path: path, members: members, storage: storage, res: res}
 				t.Run(p, func(t *testing.T) {
 					var restore func(m restoredMember, cluster string) []string
 					switch path {
@@ -251,41 +255,75 @@ func TestEtcdVersionMatrix(t *testing.T) {
 	}
 }
 
-// versionSnapshot is the sample as the etcd of bins writes it: restored by
-// its etcdutl, served by its etcd, defragmented (the whole file rewritten by
-// its bbolt) and saved through the Maintenance API, as `etcdctl snapshot
-// save` does. The snapshot carries etcd's sha256 trailer.
-func versionSnapshot(t *testing.T, b etcdBins, dir string) string {
+// versionSnapshot is the sample as the etcd of bins writes it: the sample's
+// live keys and values put, in revision order, into a new member of that
+// etcd, defragmented (the whole file written anew by its bbolt) and saved
+// through the Maintenance API as `etcdctl snapshot save` does, with etcd's
+// sha256 trailer. Not the sample restored by its etcdutl: the sample was
+// written by etcd 3.7 and carries its storage version (3.7.0), which etcd
+// 3.6 refuses to boot ("version \"3.7.0\" is not supported"), as etcd
+// refuses any downgrade of its data.
+func versionSnapshot(t *testing.T, b etcdBins, dir string) (path, storageVersion string) {
 	t.Helper()
+	src, ix := testfile.OpenIndexed(t, membersSample)
+	type kv struct{ k, v string }
+	var live []kv
+	err := src.Live(context.Background(), ix, "test", nil, func(e *snapshot.Entry) error {
+		live = append(live, kv{string(e.KV.Key), string(e.KV.Value)})
+		return nil
+	})
+	if err != nil || len(live) == 0 {
+		t.Fatalf("the sample's live keys: %d, %v", len(live), err)
+	}
 	ms := newMatrixMembers(t, dir, 1)
 	m := ms[0]
-	cluster := m.name + "=" + m.peerURL
-	runBin(t, b.etcdutl, "snapshot", "restore", membersSample, "--name", m.name, "--data-dir", m.dataDir,
-		"--initial-cluster", cluster, "--initial-advertise-peer-urls", m.peerURL, "--initial-cluster-token", "snapshift-e2e-source")
 	procs := startEtcdMembers(t, b, ms, "source")
 	cli := matrixClient(t, ms)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	waitMembers(ctx, t, cli, ms, procs)
+	if err := waitMembers(ctx, t, cli, ms, procs); err != nil {
+		t.Fatalf("etcd %s source: %v", b.ver, err)
+	}
+	st, err := cli.Status(ctx, m.clientURL)
+	if err != nil || !strings.HasPrefix("v"+st.Version, b.ver[:len("v3.x.")]) {
+		t.Fatalf("etcd %s source: the server is not the binary under test (status %v, %v)", b.ver, st, err)
+	}
+	for _, e := range live {
+		if _, err := cli.Put(ctx, e.k, e.v); err != nil {
+			t.Fatalf("etcd %s source: put %s: %v", b.ver, e.k, err)
+		}
+	}
 	if _, err := cli.Put(ctx, "/snapshift-e2e/source", b.ver); err != nil {
 		t.Fatalf("etcd %s source: put: %v", b.ver, err)
 	}
 	if _, err := cli.Defragment(ctx, m.clientURL); err != nil {
 		t.Fatalf("etcd %s source: defragment: %v", b.ver, err)
 	}
-	st, err := cli.Status(ctx, m.clientURL)
-	if err != nil || !strings.HasPrefix("v"+st.Version, b.ver[:len("v3.x.")]) {
-		t.Fatalf("etcd %s source: the server is not the binary under test (status %v, %v)", b.ver, st, err)
+	// From 3.6 on, etcd stamps its storage version into the data a few
+	// seconds after the cluster version is decided: a snapshot a user takes
+	// of a running 3.6 cluster carries it.
+	if !strings.HasPrefix(b.ver, "v3.5.") {
+		for {
+			st, err := cli.Status(ctx, m.clientURL)
+			if err == nil && st.StorageVersion != "" {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("etcd %s source: no storage version after 60 s: %v", b.ver, err)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
 	}
 	out := filepath.Join(filepath.Dir(dir), "input.db")
-	// The server sends its storage version with the snapshot from 3.6 on.
-	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: 5 * time.Second}, out); err != nil {
+	sv, err := etcdsnapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: []string{m.clientURL}, DialTimeout: 5 * time.Second}, out)
+	if err != nil {
 		t.Fatalf("etcd %s source: snapshot save: %v", b.ver, err)
 	}
+	t.Logf("etcd %s source: %d live keys of the sample, saved with storage version %q", b.ver, len(live), sv)
 	for _, p := range procs {
 		p.stop()
 	}
-	return out
+	return out, sv
 }
 
 // snapshiftRestoreArgs is `snapshift restore SNAPSHOT` of one member.
@@ -346,17 +384,21 @@ func runBin(t *testing.T, bin string, args ...string) {
 // corruption check on; tag names the logs (a restart gets new ones).
 func startEtcdMembers(t *testing.T, b etcdBins, ms []restoredMember, tag string) []*proc {
 	t.Helper()
-	logDir := t.TempDir()
-	cluster := clusterOf(ms)
 	var procs []*proc
 	for _, m := range ms {
-		args := append([]string{"--name", m.name, "--data-dir", m.dataDir, "--listen-peer-urls", m.peerURL,
-			"--initial-advertise-peer-urls", m.peerURL, "--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
-			"--initial-cluster", cluster, "--initial-cluster-token", "snapshift-e2e-matrix"}, corruptCheckArgs(b.ver)...)
-		procs = append(procs, start(t, fmt.Sprintf("etcd-%s-%s-%s", b.ver, m.name, tag), b.etcd, args, logDir))
+		procs = append(procs, startEtcdMember(t, b, m, clusterOf(ms), tag))
 	}
-	dumpOnFailure(t, procs...)
 	return procs
+}
+
+func startEtcdMember(t *testing.T, b etcdBins, m restoredMember, cluster, tag string) *proc {
+	t.Helper()
+	args := append([]string{"--name", m.name, "--data-dir", m.dataDir, "--listen-peer-urls", m.peerURL,
+		"--initial-advertise-peer-urls", m.peerURL, "--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
+		"--initial-cluster", cluster, "--initial-cluster-token", "snapshift-e2e-matrix"}, corruptCheckArgs(b.ver)...)
+	p := start(t, fmt.Sprintf("etcd-%s-%s-%s", b.ver, m.name, tag), b.etcd, args, t.TempDir())
+	dumpOnFailure(t, p)
+	return p
 }
 
 func matrixClient(t *testing.T, ms []restoredMember) *clientv3.Client {
@@ -418,12 +460,22 @@ func waitLog(procs []*proc, d time.Duration, parts ...string) bool {
 	}
 }
 
-// hashesAt is every member's hashkv at rev, and whether they agree.
+// hashesAt is every member's hashkv at rev, and whether they agree, once
+// every member has applied rev.
 func hashesAt(ctx context.Context, cli *clientv3.Client, ms []restoredMember, rev int64) (uint32, string, bool, error) {
 	var first *clientv3.HashKVResponse
 	var all []string
 	agree := true
 	for _, m := range ms {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			st, err := cli.Status(ctx, m.clientURL)
+			if err == nil && st.Header.Revision >= rev {
+				break
+			}
+			if time.Now().After(deadline) {
+				return 0, "", false, fmt.Errorf("member %s has not applied revision %d within 10 s (%v)", m.name, rev, err)
+			}
+		}
 		h, err := cli.HashKV(ctx, m.clientURL, rev)
 		if err != nil {
 			return 0, "", false, fmt.Errorf("hashkv of %s at %d: %w", m.name, rev, err)
@@ -458,6 +510,8 @@ func judgeCell(t *testing.T, c matrixCell, ms []restoredMember) (string, uint32)
 		c.must(t, "version", err == nil, "status of %s: %v", m.name, err)
 		c.must(t, "version", strings.HasPrefix("v"+st.Version, c.bins.ver[:len("v3.x.")]),
 			"member %s reports etcd %s, not %s: not the binary under test", m.name, st.Version, c.bins.ver)
+		c.check(t, "version", st.StorageVersion == c.storage,
+			"member %s reports storage version %q, the input's is %q", m.name, st.StorageVersion, c.storage)
 	}
 	for _, p := range procs {
 		text := p.logText()
@@ -531,19 +585,24 @@ func judgeCell(t *testing.T, c matrixCell, ms []restoredMember) (string, uint32)
 	before, all, agree, err := hashesAt(ctx, cli, ms, hrev)
 	c.must(t, "hashkv", err == nil && agree, "after compaction at %d and defragmentation, at %d: %s %v", rev, hrev, all, err)
 
-	// restart: every member stopped, then started again (the initial check
-	// runs again against the peers).
-	for _, p := range procs {
-		p.stop()
-		c.check(t, "restart", stoppedCleanly(p), "%s did not stop on SIGTERM within 10 s: %v", p.name, p.cmd.ProcessState)
-	}
-	phase("stop")
-	procs = startEtcdMembers(t, c.bins, ms, "restart")
-	err = waitMembers(ctx, t, cli, ms, procs)
-	c.must(t, "restart", err == nil, "after the restart: %v", err)
-	for _, p := range procs {
-		c.check(t, "initial-check", strings.Contains(p.logText(), logInitialCheckPassed),
-			"%s did not log %q after the restart", p.name, logInitialCheckPassed)
+	// restart: a rolling restart, one member after the other, as an
+	// operator does: each restarted member's initial corruption check
+	// compares its hash with live peers'.
+	for i, m := range ms {
+		procs[i].stop()
+		c.check(t, "restart", stoppedCleanly(procs[i]), "%s did not stop on SIGTERM within 10 s: %v", procs[i].name, procs[i].cmd.ProcessState)
+		procs[i] = startEtcdMember(t, c.bins, m, clusterOf(ms), "restart")
+		err = waitMembers(ctx, t, cli, ms[i:i+1], procs[i:i+1])
+		c.must(t, "restart", err == nil, "after the restart of %s: %v", m.name, err)
+		text := procs[i].logText()
+		c.check(t, "initial-check", strings.Contains(text, logInitialCheckPassed),
+			"%s did not log %q after its restart", procs[i].name, logInitialCheckPassed)
+		if c.members > 1 {
+			for _, bad := range []string{"failed hash kv request", "cannot fetch hash"} {
+				c.check(t, "initial-check", !strings.Contains(text, bad),
+					"%s's initial check after its restart did not compare with every peer: it logged %q", procs[i].name, bad)
+			}
+		}
 	}
 	phase("restart")
 	_, err = cli.Put(ctx, "/snapshift-e2e/matrix/after-restart", c.bins.ver)
