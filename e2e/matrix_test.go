@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdsnapshot "go.etcd.io/etcd/client/v3/snapshot"
 	"go.uber.org/zap"
@@ -87,7 +88,7 @@ const (
 
 // matrixChecks are the named checks of one cell, in the order they run.
 var matrixChecks = []string{"restore", "boot", "version", "initial-check", "serve", "periodic-check", "writes",
-	"compact", "defrag", "compact-hash-check", "restart", "hashkv", "no-alarm"}
+	"compact", "defrag", "compact-hash-check", "restart", "hashkv", "no-alarm", "corrupt-detected"}
 
 // matrixResults collects pass/fail per etcd version × path × check for the
 // table the test prints at the end.
@@ -199,7 +200,7 @@ func TestEtcdVersionMatrix(t *testing.T) {
 	paths := []string{"fused/1", "fused/3", "plain/1", "plain/3", "etcdutl/1", "etcdutl/3"}
 	start := time.Now()
 	t.Cleanup(func() {
-		t.Logf("etcd version matrix (%s):\n%s", time.Since(start).Round(time.Second), res.table(vers, paths))
+		t.Logf("etcd version matrix (%s):\n%s", time.Since(start).Round(time.Second), res.table(vers, append(paths, "control/3")))
 	})
 	rules := []string{"--service-cidr", newServiceCIDR, "--pod-network-cidr", newPodCIDR}
 	for _, v := range vers {
@@ -240,6 +241,19 @@ func TestEtcdVersionMatrix(t *testing.T) {
 					digests[p], bootHash[p] = digest, h
 				})
 			}
+			t.Run("control/3", func(t *testing.T) {
+				// The third member migrated to another service range: this
+				// etcd's checks, as turned on here, must notice.
+				other := []string{"--service-cidr", "172.25.0.0/16", "--pod-network-cidr", newPodCIDR}
+				cell := matrixCell{bins: b, path: "control", members: 3, res: res}
+				ms := restoreMatrixMembers(t, cell, t.TempDir(), func(m restoredMember, cluster string) []string {
+					if m.name == "m2" {
+						return append(snapshiftRestoreArgs(snapBin, input, m, cluster), other...)
+					}
+					return append(snapshiftRestoreArgs(snapBin, input, m, cluster), rules...)
+				})
+				judgeControlCell(t, cell, ms)
+			})
 			// Every path serves the same keys and values; the two snapshift
 			// paths (both bump the revision by the same amount) the same
 			// hashkv at boot.
@@ -625,6 +639,39 @@ func judgeCell(t *testing.T, c matrixCell, ms []restoredMember) (string, uint32)
 	t.Logf("etcd %s, %s, %d member(s): booted, initial check passed, served %d keys at revision %d, 90 writes, compacted at %d, defragmented, restarted; hashkv %d on every member before and after the restart; no alarm (%s)",
 		c.bins.ver, c.path, c.members, served, bootRev, rev, after, strings.Join(phases, ", "))
 	return digest, bootHash
+}
+
+// judgeControlCell starts a cell whose members hold different data: a
+// member must refuse to start with an inconsistency (the initial check) or
+// alarm:CORRUPT must be raised (the periodic check), within 60 s.
+func judgeControlCell(t *testing.T, c matrixCell, ms []restoredMember) {
+	t.Helper()
+	procs := startEtcdMembers(t, c.bins, ms, "control")
+	cli := matrixClient(t, ms)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, p := range procs {
+			if done, _ := p.exited(); done && strings.Contains(p.logText(), "inconsistency") {
+				c.check(t, "corrupt-detected", true, "")
+				t.Logf("etcd %s control: %s exited: the initial corruption check found the member that differs", c.bins.ver, p.name)
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		alarms, err := cli.AlarmList(ctx)
+		cancel()
+		if err == nil {
+			for _, a := range alarms.Alarms {
+				if a.Alarm == etcdserverpb.AlarmType_CORRUPT {
+					c.check(t, "corrupt-detected", true, "")
+					t.Logf("etcd %s control: alarm:CORRUPT on member %x: the periodic check found the member that differs", c.bins.ver, a.MemberID)
+					return
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	c.check(t, "corrupt-detected", false, "members holding different data ran 60 s without an inconsistency or alarm:CORRUPT: the corruption checks are not on")
 }
 
 // stoppedCleanly: the process exited by itself or by the SIGTERM it was
