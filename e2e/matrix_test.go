@@ -173,11 +173,10 @@ func (c matrixCell) must(t *testing.T, check string, ok bool, format string, arg
 
 // TestEtcdVersionMatrix is issue 39's "every etcd a user runs": member data
 // dirs snapshift writes boot and serve on etcd 3.5, 3.6 and 3.7 servers,
-// whose bbolt versions differ (v1.3.12, v1.4.3, v1.5.0) from the one
+// whose bbolt versions (v1.3.12, v1.4.3, v1.5.0) differ from the one
 // snapshift writes with. Per version, the input is a snapshot that version's
-// own etcd wrote (the sample restored by its etcdutl, served, defragmented so
-// that every page is its bbolt's, saved through the Maintenance API). Then,
-// one member and three members (each restored in its own process):
+// own etcd wrote (versionSnapshot). Then, one member and three members (each
+// restored in its own process):
 //
 //   - fused: `snapshift restore INPUT --service-cidr ... --pod-network-cidr ...`
 //   - plain: `snapshift restore` of the snapshot `snapshift transform` wrote
@@ -185,10 +184,14 @@ func (c matrixCell) must(t *testing.T, check string, ok bool, format string, arg
 //     transform output
 //
 // each started by that version's etcd with the initial, periodic and
-// compaction-hash corruption checks on, which must boot, report the
-// version, pass the initial check, serve the migrated data (the same keys
-// and values on every path), take writes, compact, defragment, restart and
+// compaction-hash corruption checks on, must boot, report the version and
+// the input's storage version, pass the initial check, serve the migrated
+// data (the same keys and values on every path; the fused and plain paths
+// the same hashkv), take writes, compact, defragment, survive a rolling
+// restart (each restarted member's initial check against live peers) and
 // keep one hashkv across members and across the restart, with no alarm.
+// control/3: a member migrated to another range is caught by the checks.
+// The test ends with the table of version × path × check.
 func TestEtcdVersionMatrix(t *testing.T) {
 	vers := etcdMatrix()
 	bins := make(map[string]etcdBins, len(vers))
@@ -533,7 +536,8 @@ func judgeCell(t *testing.T, c matrixCell, ms []restoredMember) (string, uint32)
 			"%s did not log %q and %q: the initial corruption check did not run or did not pass", p.name, logInitialCheckStart, logInitialCheckPassed)
 	}
 
-	// serve: the migrated data, linearizable from every member.
+	// serve: the migrated data, read from each member on its own
+	// (serializable): every member holds the same keys and values.
 	st, err := cli.Status(ctx, ms[0].clientURL)
 	c.must(t, "serve", err == nil, "status: %v", err)
 	bootRev := st.Header.Revision
