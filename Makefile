@@ -53,7 +53,8 @@ crash: failpoints build
 	  echo "make crash: the whole log is out/crash.log"; exit $$status
 
 # Against the real thing: kube-apiserver and kube-controller-manager built from
-# k8s.io/kubernetes (newest, and 1.30 with the bitmap allocator), cached in
+# k8s.io/kubernetes (newest, and 1.30 with the bitmap allocator), and etcd +
+# etcdutl 3.5, 3.6 and 3.7 (the version matrix), cached in
 # ~/.cache/snapshift-e2e; run in a loopback-only network namespace.
 e2e:
 	bash hack/e2e.sh
