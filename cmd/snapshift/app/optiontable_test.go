@@ -21,6 +21,9 @@ func TestEveryFlagDeclared(t *testing.T) {
 	var scratch rules.Options
 	ruleFlag, ruleField := map[string]rules.Option{}, map[string]bool{}
 	for _, o := range rules.AllOptions(&scratch) {
+		if ruleField[o.Field] {
+			t.Errorf("field %s is declared by two rule options", o.Field)
+		}
 		ruleField[o.Field] = true
 		if o.CLI {
 			if prev, ok := ruleFlag[o.Name]; ok {
