@@ -205,10 +205,10 @@ func (r *run) transform(ctx context.Context) error {
 	}
 	// One pass: the rules are applied while every member is restored (no
 	// migrated snapshot file in between).
-	res, err := migrate.Run(ctx, migrate.Config{
-		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck, Rules: o,
+	res, err := migrate.Run(ctx, migrate.Config{Rules: o, Engine: migrate.Engine{
+		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck,
 		Observers: []migrate.Observer{addrScan}, Encryption: r.enc, Progress: r.opts.Progress, Writer: r.opts.Writer,
-	})
+	}})
 	if err != nil {
 		return err
 	}

@@ -117,8 +117,8 @@ func (o *common) migrateConfig(input string, ropts rules.Options) (migrate.Confi
 	if err != nil {
 		return migrate.Config{}, err
 	}
-	cfg := migrate.Config{Input: input, Rules: ropts, SkipHashCheck: o.skipHash, Progress: o.progress(),
-		EtcdPrefix: o.etcdPrefix, Encryption: enc, Writer: snapshot.WriterKind(o.writer)}
+	cfg := migrate.Config{Rules: ropts, Engine: migrate.Engine{Input: input, SkipHashCheck: o.skipHash,
+		Progress: o.progress(), EtcdPrefix: o.etcdPrefix, Encryption: enc, Writer: snapshot.WriterKind(o.writer)}}
 	if o.json() {
 		cfg.LeftoverExamples = -1 // a script reads every key; the text lists ten per resource
 	}
