@@ -1,0 +1,118 @@
+# Per-node configuration and daemons (sourced by hack/lab/lab.sh after lib.sh
+# and versions.sh).
+
+# containerd: Debian's 1.6 (the distribution's package, already built and
+# tested with its runc; kubelet 1.36 still serves a CRI without RuntimeConfig).
+# The sandbox image is the lab's pause; cgroupfs, not systemd; CNI binaries
+# from the node's /opt/cni/bin (Debian's plugins and the flannel plugin).
+lab_containerd_config() {
+  local n=$1 dir; dir=$(nodedir "$n")
+  cat > "$dir/root/etc/containerd/config.toml" <<TOML
+version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/opt/cni/bin"
+    conf_dir = "/etc/cni/net.d"
+TOML
+  local p
+  for p in /usr/lib/cni/*; do ln -sf "$p" "$dir/root/opt/cni/bin/"; done
+  cp "$LAB_BIN/cni-flannel-$CNI_FLANNEL_VERSION" "$dir/root/opt/cni/bin/flannel"
+}
+
+lab_containerd() {
+  local n=$1 i
+  lab_containerd_config "$n"
+  lab_start "$n" containerd containerd --config /etc/containerd/config.toml
+  for i in $(seq 100); do
+    nodeexec "$n" ctr --address /run/containerd/containerd.sock version >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  die "containerd on $n did not answer within 20 s (log: $LAB_ROOT/logs/$n-containerd.log)"
+}
+
+lab_import_images() {
+  local n=$1 f
+  for f in "$LAB_IMAGES"/*.tar; do
+    nodeexec "$n" ctr --address /run/containerd/containerd.sock -n k8s.io images import --no-unpack=false "$f" >/dev/null \
+      || die "ctr images import $f on $n failed"
+  done
+}
+
+# The kubelet's configuration. What this machine needs beyond kubeadm's
+# defaults: failCgroupV1: false (cgroups are v1 here; kubelet 1.35+ refuses
+# them otherwise), cgroupDriver: cgroupfs (no systemd), cgroupRoot (three
+# kubelets share the host's hierarchies: each its own root), resolvConf (a
+# file with no upstream: nothing resolves outside the lab), failSwapOn: false.
+lab_kubelet_config() {
+  local n=$1 dns=$2 dir; dir=$(nodedir "$n")
+  cat > "$dir/root/var/lib/kubelet/config.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /$LAB_NODE_PREFIX$n
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+staticPodPath: /etc/kubernetes/manifests
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: /etc/kubernetes/pki/ca.crt
+authorization:
+  mode: Webhook
+clusterDNS: [$dns]
+clusterDomain: cluster.local
+healthzBindAddress: 127.0.0.1
+resolvConf: /etc/kubernetes/lab-resolv.conf
+failSwapOn: false
+rotateCertificates: false
+serializeImagePulls: false
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%
+  imagefs.available: 1%
+YAML
+  echo "search lab.invalid" > "$dir/root/etc/kubernetes/lab-resolv.conf"
+}
+
+lab_kubelet() {
+  local n=$1
+  lab_start "$n" kubelet "$K8S_BIN/kubelet" --config=/var/lib/kubelet/config.yaml \
+    --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override="$n" --node-ip="$(nodeip "$n")" --v=2
+}
+
+# kc NODE ARGS...: kubectl with the admin kubeconfig, in the node.
+kc() {
+  local n=$1; shift
+  nodeexec "$n" "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=10s "$@"
+}
+
+# wait_for WHAT SECONDS CMD...: CMD until it succeeds, else FAIL naming WHAT.
+wait_for() {
+  local what=$1 secs=$2 i; shift 2
+  for i in $(seq "$secs"); do
+    "$@" >/dev/null 2>&1 && { log "$what (${i}s)"; return 0; }
+    sleep 1
+  done
+  die "$what: not within ${secs}s"
+}
+
+node_ready() {
+  [ "$(kc "$1" get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
