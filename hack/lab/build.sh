@@ -44,6 +44,8 @@ gobuild() {
 }
 gobuild coredns "github.com/coredns/coredns@$COREDNS_VERSION" github.com/coredns/coredns
 gobuild flanneld "github.com/flannel-io/flannel@$FLANNEL_VERSION" github.com/flannel-io/flannel
+gobuild crictl "sigs.k8s.io/cri-tools@$CRICTL_VERSION" sigs.k8s.io/cri-tools/cmd/crictl
+gobuild etcdctl "go.etcd.io/etcd/etcdctl/v3@$ETCDCTL_VERSION" go.etcd.io/etcd/etcdctl/v3
 gobuild cni-flannel "github.com/containernetworking/plugins@$CNI_FLANNEL_VERSION" github.com/containernetworking/plugins/plugins/meta/flannel
 
 t=$(date +%s)

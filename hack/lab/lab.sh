@@ -40,6 +40,27 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT TERM
 
+POD_CIDR=10.244.0.0/16
+SVC_CIDR=192.168.0.0/16
+DNS_IP=192.168.0.10
+WORKERS=${LAB_WORKERS:-"w1 w2"}
+
+# The check table: check NAME CMD... runs CMD, records PASS or FAIL with
+# CMD's last output line.
+checks=()
+check() {
+  local name=$1 out rc=0; shift
+  out=$("$@" 2>&1) || rc=$?
+  if [ $rc = 0 ]; then checks+=("PASS  $name"); log "PASS $name"
+  else checks+=("FAIL  $name: $(echo "$out" | tail -1)"); log "FAIL $name: $(echo "$out" | tail -3 | tr '\n' ' ')"; fi
+}
+table() {
+  echo "---------------- lab checks ----------------"
+  printf '%s\n' "${checks[@]}"
+  echo "--------------------------------------------"
+  ! printf '%s\n' "${checks[@]}" | grep -q '^FAIL'
+}
+
 t0=$(date +%s)
 log "underlay $LAB_NETNS and node cp1"
 lab_underlay
@@ -49,16 +70,47 @@ t=$(date +%s); lab_import_images cp1; log "images imported into cp1 in $(( $(dat
 
 cp1=$(nodedir cp1)/root
 "$snap" certs --all --quiet --cert-dir "$cp1/etc/kubernetes/pki" --control-plane-endpoint 10.0.0.11:6443 \
-  --apiserver-advertise-address 10.0.0.11 --node-name cp1 --service-cidr 192.168.0.0/16 \
-  --etcd-member cp1=https://10.0.0.11:2380
+  --apiserver-advertise-address 10.0.0.11 --node-name cp1 --service-cidr "$SVC_CIDR" \
+  --etcd-member cp1=https://10.0.0.11:2380 >/dev/null
 "$snap" manifests --generate --quiet --out-dir "$cp1/etc/kubernetes/manifests" --kubernetes-version "$K8S_VERSION" \
-  --node-name cp1 --apiserver-advertise-address 10.0.0.11 --service-cidr 192.168.0.0/16 \
-  --pod-network-cidr 10.244.0.0/16 --etcd-member cp1=https://10.0.0.11:2380 --etcd-data-dir /var/lib/etcd
-lab_kubelet_config cp1 192.168.0.10
+  --node-name cp1 --apiserver-advertise-address 10.0.0.11 --service-cidr "$SVC_CIDR" \
+  --pod-network-cidr "$POD_CIDR" --etcd-member cp1=https://10.0.0.11:2380 --etcd-data-dir /var/lib/etcd >/dev/null
+lab_kubelet_config cp1 "$DNS_IP"
 lab_kubelet cp1
-wait_for "cp1: kube-apiserver answers" 300 kc cp1 get --raw /readyz
+wait_for "cp1: kube-apiserver ready (static pods etcd, kube-apiserver)" 300 kc cp1 get --raw /readyz
+lab_apply hack/lab/manifests/addons.yaml >/dev/null
+lab_flannel cp1
+lab_kube_proxy cp1
 wait_for "cp1: node Ready" 180 node_ready cp1
+log "control plane up in $(( $(date +%s) - t0 ))s"
+
+for w in $WORKERS; do
+  log "worker $w"
+  lab_node "$w"
+  lab_containerd "$w"
+  lab_import_images "$w"
+  wd=$(nodedir "$w")/root
+  mkdir -p "$wd/etc/kubernetes/pki" "$wd/etc/kubernetes/manifests"
+  cp "$cp1/etc/kubernetes/pki/ca.crt" "$wd/etc/kubernetes/pki/ca.crt"
+  lab_client_kubeconfig "$w" "system:node:$w" /etc/kubernetes/kubelet.conf system:nodes >/dev/null
+  cp "$cp1/etc/kubernetes/admin.conf" "$wd/etc/kubernetes/admin.conf"
+  lab_kubelet_config "$w" "$DNS_IP"
+  lab_kubelet "$w"
+  wait_for "$w: node registered" 120 kc cp1 get node "$w"
+  lab_flannel "$w"
+  lab_kube_proxy "$w"
+done
+for w in $WORKERS; do wait_for "$w: node Ready" 180 node_ready "$w"; done
+log "cluster of $(( 1 + $(wc -w <<< "$WORKERS") )) nodes up in $(( $(date +%s) - t0 ))s"
+lab_apply hack/lab/manifests/workloads.yaml >/dev/null
+wait_for "coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
+wait_for "web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
+wait_for "db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s
+wait_for "probe running" 120 kc cp1 -n prod wait pod/probe --for=condition=Ready --timeout=1s
 kc cp1 get nodes -o wide
 kc cp1 get pods -A -o wide
-log "cluster up in $(( $(date +%s) - t0 ))s"
-status=0
+
+. hack/lab/checks.sh
+checks_cluster old "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP"
+log "scenario done in $(( $(date +%s) - t0 ))s"
+table && status=0

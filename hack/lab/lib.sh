@@ -23,8 +23,14 @@ nodeexec() {
   nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" --mount="$LAB_ROOT/ns/$n.mnt" --wd=/ -- "$@"
 }
 
+# The host-wide sysctls a kubelet sets (protectKernelDefaults: false, its
+# default, "modify": pkg/kubelet/cm/container_manager_linux.go
+# setupKernelTunables): saved before the first kubelet, restored by lab_clean.
+LAB_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
+
 lab_underlay() {
   mkdir -p "$LAB_ROOT/ns" "$LAB_ROOT/logs" "$LAB_ROOT/pids"
+  [ -f "$LAB_ROOT/sysctl.saved" ] || sysctl $LAB_SYSCTLS > "$LAB_ROOT/sysctl.saved"
   # unshare --mount=FILE needs FILE on a private mount.
   if ! mountpoint -q "$LAB_ROOT/ns"; then
     mount --bind "$LAB_ROOT/ns" "$LAB_ROOT/ns"
@@ -84,9 +90,15 @@ lab_node() {
 
 # lab_start NODE NAME CMD...: starts a daemon in the node, logs to
 # $LAB_ROOT/logs/NODE-NAME.log, its PID in $LAB_ROOT/pids/NODE-NAME.
+# Inside the node already (LAB_IN_NODE=1: the node's systemctl, run by
+# snapshift node apply) it starts CMD directly.
 lab_start() {
   local n=$1 name=$2; shift 2
-  nodeexec "$n" "$@" >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
+  if [ "${LAB_IN_NODE:-}" = 1 ]; then
+    "$@" < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
+  else
+    nodeexec "$n" "$@" < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
+  fi
   echo $! > "$LAB_ROOT/pids/$n-$name"
 }
 
@@ -153,6 +165,10 @@ lab_clean() {
   done
   ip netns del "$LAB_NETNS" 2>/dev/null || true
   if mountpoint -q "$LAB_ROOT/ns" 2>/dev/null; then umount "$LAB_ROOT/ns"; fi
+  if [ -f "$LAB_ROOT/sysctl.saved" ]; then
+    sed 's/ //g' "$LAB_ROOT/sysctl.saved" | xargs sysctl -q -w >/dev/null || echo "[lab] clean: could not restore $(cat "$LAB_ROOT/sysctl.saved" | tr '\n' ' ')" >&2
+    rm -f "$LAB_ROOT/sysctl.saved"
+  fi
   if [ -f "$LAB_ROOT/created-dirs" ]; then
     sort -r -u "$LAB_ROOT/created-dirs" | while read -r d; do rmdir "$d" 2>/dev/null || true; done
     rm -f "$LAB_ROOT/created-dirs"

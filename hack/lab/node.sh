@@ -116,3 +116,43 @@ wait_for() {
 node_ready() {
   [ "$(kc "$1" get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
+
+# lab_client_kubeconfig NODE USER FILE [GROUP]: a kubeconfig for USER signed by
+# the cluster CA (snapshift certs --kubeconfig-user), into the node's FILE.
+lab_client_kubeconfig() {
+  local n=$1 user=$2 file=$3 group=${4:-}
+  "$snap" certs --quiet --cert-dir "$(nodedir cp1)/root/etc/kubernetes/pki" --control-plane-endpoint 10.0.0.11:6443 \
+    --kubeconfig-user "$user" ${group:+--kubeconfig-group "$group"} --kubeconfig-out "$(nodedir "$n")/root$file"
+}
+
+# lab_flannel NODE: flanneld as a host process of the node, configured from
+# the kube-flannel-cfg ConfigMap as its DaemonSet would be (net-conf.json,
+# and cni-conf.json installed as the CNI config).
+lab_flannel() {
+  local n=$1 dir; dir=$(nodedir "$n")/root
+  mkdir -p "$dir/etc/kubernetes/flannel"
+  kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.net-conf\.json}' > "$dir/etc/kubernetes/flannel/net-conf.json"
+  kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.cni-conf\.json}' > "$dir/etc/cni/net.d/10-flannel.conflist"
+  [ -f "$dir/etc/kubernetes/flannel.conf" ] || lab_client_kubeconfig "$n" flannel /etc/kubernetes/flannel.conf
+  lab_start "$n" flanneld env NODE_NAME="$n" "$LAB_BIN/flanneld-$FLANNEL_VERSION" --kube-subnet-mgr \
+    --kubeconfig-file=/etc/kubernetes/flannel.conf --net-config-path=/etc/kubernetes/flannel/net-conf.json \
+    --iface=eth0 --ip-masq --healthz-ip=127.0.0.1
+}
+
+# lab_kube_proxy NODE: kube-proxy as a host process of the node, with the
+# config.conf of the kube-proxy ConfigMap as its DaemonSet would mount it.
+lab_kube_proxy() {
+  local n=$1 dir; dir=$(nodedir "$n")/root
+  mkdir -p "$dir/var/lib/kubelet/kube-proxy"
+  kc cp1 -n kube-system get configmap kube-proxy -o jsonpath='{.data.config\.conf}' |
+    sed "s#/var/lib/kube-proxy/kubeconfig.conf#/etc/kubernetes/kube-proxy.conf#" > "$dir/var/lib/kubelet/kube-proxy/config.conf"
+  [ -f "$dir/etc/kubernetes/kube-proxy.conf" ] || lab_client_kubeconfig "$n" system:kube-proxy /etc/kubernetes/kube-proxy.conf
+  lab_start "$n" kube-proxy "$K8S_BIN/kube-proxy" --config=/var/lib/kubelet/kube-proxy/config.conf --hostname-override="$n" --v=2
+}
+
+# lab_apply FILE: kubectl apply with the lab's placeholders filled in.
+lab_apply() {
+  sed -e "s#@POD_CIDR@#$POD_CIDR#g" -e "s#@DNS_IP@#$DNS_IP#g" -e "s#@COREDNS_IMAGE@#$COREDNS_IMAGE#g" \
+    -e "s#@WEB_IMAGE@#$WEB_IMAGE#g" -e "s#@SVC_CIDR@#$SVC_CIDR#g" -e "s#@K8S_VERSION@#$K8S_VERSION#g" -e "s#@PROBE_IMAGE@#$PROBE_IMAGE#g" "$1" > "$LAB_ROOT/apply.yaml"
+  nodeexec cp1 "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/admin.conf apply -f - < "$LAB_ROOT/apply.yaml"
+}

@@ -7,6 +7,8 @@ K8S_VERSION=${K8S_VERSION:-v1.36.3}
 COREDNS_VERSION=v1.14.7
 FLANNEL_VERSION=v0.28.10
 CNI_FLANNEL_VERSION=v0.9.1
+CRICTL_VERSION=v1.37.0 # snapshift node apply drives the runtime with crictl
+ETCDCTL_VERSION=v3.7.3 # the runbook's etcdctl snapshot save; go.mod's etcd
 # Image names as kubeadm's manifests and the lab's manifests name them; each is
 # built here from a static binary and imported, never pulled.
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
