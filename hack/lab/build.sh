@@ -89,7 +89,13 @@ img probe "$PROBE_IMAGE" -file /usr/local/bin/probe="$LAB_BIN/tools/probe" -entr
 for c in kube-apiserver kube-controller-manager kube-scheduler; do
   img "$c" "registry.k8s.io/$c:$K8S_VERSION" -file "/usr/local/bin/$c=$K8S_BIN/$c"
 done
-img etcd "$ETCD_IMAGE" -file /usr/local/bin/etcd="$etcd_bin"
+# libs BIN: -file arguments for the shared libraries a dynamic BIN needs
+# (hack/build-etcd.sh builds etcd with cgo, as the e2e runs it on the host).
+libs() {
+  ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | while read -r l; do printf -- '-file\n%s=%s\n' "$l" "$(readlink -f "$l")"; done
+}
+mapfile -t etcd_libs < <(libs "$etcd_bin")
+img etcd "$ETCD_IMAGE" -file /usr/local/bin/etcd="$etcd_bin" "${etcd_libs[@]}"
 img coredns "$COREDNS_IMAGE" -file /coredns="$LAB_BIN/coredns-$COREDNS_VERSION" -entrypoint /coredns
 took images "$t"
 ls -la "$LAB_IMAGES"

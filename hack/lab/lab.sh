@@ -78,6 +78,10 @@ cp1=$(nodedir cp1)/root
 lab_kubelet_config cp1 "$DNS_IP"
 lab_kubelet cp1
 wait_for "cp1: kube-apiserver ready (static pods etcd, kube-apiserver)" 300 kc cp1 get --raw /readyz
+# As kubeadm init does with super-admin.conf: admin.conf's group
+# kubeadm:cluster-admins gets cluster-admin.
+nodeexec cp1 "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/super-admin.conf create clusterrolebinding \
+  kubeadm:cluster-admins --clusterrole=cluster-admin --group=kubeadm:cluster-admins >/dev/null
 lab_apply hack/lab/manifests/addons.yaml >/dev/null
 lab_flannel cp1
 lab_kube_proxy cp1

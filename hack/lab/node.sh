@@ -5,6 +5,11 @@
 # tested with its runc; kubelet 1.36 still serves a CRI without RuntimeConfig).
 # The sandbox image is the lab's pause; cgroupfs, not systemd; CNI binaries
 # from the node's /opt/cni/bin (Debian's plugins and the flannel plugin).
+# restrict_oom_score_adj: this machine withholds CAP_SYS_RESOURCE (CapBnd
+# 0x1fffeffffff lacks bit 24), so no process may lower its oom_score_adj and
+# runc's init dies writing a sandbox's -998 ("nsexec: failed to update
+# /proc/self/oom_score_adj: Permission denied", seen as "can't get final
+# child's PID from pipe: EOF"); containerd then clamps to its own (0).
 lab_containerd_config() {
   local n=$1 dir; dir=$(nodedir "$n")
   cat > "$dir/root/etc/containerd/config.toml" <<TOML
@@ -17,6 +22,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
   enable_selinux = false
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
