@@ -22,11 +22,11 @@ c_pod_ips() { # every non-host-network pod's IP in the range
   local cidr=$1 line n=0
   while read -r line; do
     set -- $line
-    [ "$2" = true ] && continue
+    [ "$2" = hostNetwork=true ] && continue
     [ -n "${3:-}" ] || { echo "pod $1 has no IP"; return 1; }
     in_cidr "$3" "$cidr" || { echo "pod $1 has $3, not in $cidr"; return 1; }
     n=$((n + 1))
-  done < <(kc cp1 get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.spec.hostNetwork} {.status.podIP}{"\n"}{end}')
+  done < <(kc cp1 get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} hostNetwork={.spec.hostNetwork} {.status.podIP}{"\n"}{end}')
   echo "$n pods"
 }
 c_svc_ip() { # NAMESPACE NAME WANT

@@ -79,9 +79,12 @@ lab_kubelet_config cp1 "$DNS_IP"
 lab_kubelet cp1
 wait_for "cp1: kube-apiserver ready (static pods etcd, kube-apiserver)" 300 kc cp1 get --raw /readyz
 # As kubeadm init does with super-admin.conf: admin.conf's group
-# kubeadm:cluster-admins gets cluster-admin.
+# kubeadm:cluster-admins gets cluster-admin, and the apiserver's kubelet
+# client (kubectl exec, logs) system:kubelet-api-admin.
 nodeexec cp1 "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/super-admin.conf create clusterrolebinding \
   kubeadm:cluster-admins --clusterrole=cluster-admin --group=kubeadm:cluster-admins >/dev/null
+kc cp1 create clusterrolebinding kubeadm:kubelet-api-admin --clusterrole=system:kubelet-api-admin \
+  --user=kube-apiserver-kubelet-client >/dev/null
 lab_apply hack/lab/manifests/addons.yaml >/dev/null
 lab_flannel cp1
 lab_kube_proxy cp1
@@ -111,6 +114,7 @@ wait_for "coredns available" 240 kc cp1 -n kube-system rollout status deploy/cor
 wait_for "web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
 wait_for "db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s
 wait_for "probe running" 120 kc cp1 -n prod wait pod/probe --for=condition=Ready --timeout=1s
+wait_for "every pod Ready" 120 all_pods_ready
 kc cp1 get nodes -o wide
 kc cp1 get pods -A -o wide
 

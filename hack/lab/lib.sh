@@ -48,7 +48,7 @@ lab_underlay() {
 # view, the host's cgroup hierarchies moved back under it), /run, and the
 # directories of LAB_NODE_DIRS; a cgroup root slab-NODE in every hierarchy.
 lab_node() {
-  local n=$1 ip d
+  local n=$1 ip d c
   ip=$(nodeip "$n")
   local dir; dir=$(nodedir "$n")
   mkdir -p "$dir/root" "$dir/cg"
@@ -62,9 +62,12 @@ lab_node() {
   ip -n "$LAB_NODE_PREFIX$n" route add default via 10.0.0.1 dev eth0
   for d in $LAB_NODE_DIRS; do
     mkdir -p "$dir/root/$d"
-    if [ ! -e "/$d" ]; then
-      mkdir -p "/$d" && echo "/$d" >> "$LAB_ROOT/created-dirs"
-    fi
+    # Record every directory made on the host (parents too), for lab_clean.
+    local p=""
+    for c in ${d//\// }; do
+      p="$p/$c"
+      if [ ! -e "$p" ]; then mkdir "$p" && echo "$p" >> "$LAB_ROOT/created-dirs"; fi
+    done
   done
   touch "$LAB_ROOT/ns/$n.mnt"
   nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" -- unshare --mount="$LAB_ROOT/ns/$n.mnt" --propagation private \

@@ -119,6 +119,14 @@ wait_for() {
   die "$what: not within ${secs}s"
 }
 
+node_pod_cidr() { [ -n "$(kc cp1 get node "$1" -o jsonpath='{.spec.podCIDR}')" ]; }
+
+all_pods_ready() {
+  local out
+  out=$(kc cp1 get pods -A -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}') || return 1
+  [ -n "$out" ] && ! grep -vqx True <<< "$out"
+}
+
 node_ready() {
   [ "$(kc "$1" get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
@@ -138,11 +146,17 @@ lab_flannel() {
   local n=$1 dir; dir=$(nodedir "$n")/root
   mkdir -p "$dir/etc/kubernetes/flannel"
   kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.net-conf\.json}' > "$dir/etc/kubernetes/flannel/net-conf.json"
-  kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.cni-conf\.json}' > "$dir/etc/cni/net.d/10-flannel.conflist"
   [ -f "$dir/etc/kubernetes/flannel.conf" ] || lab_client_kubeconfig "$n" flannel /etc/kubernetes/flannel.conf
+  # flanneld exits when the Node has no podCIDR yet (its DaemonSet would restart it).
+  wait_for "$n: podCIDR assigned" 60 node_pod_cidr "$n"
   lab_start "$n" flanneld env NODE_NAME="$n" "$LAB_BIN/flanneld-$FLANNEL_VERSION" --kube-subnet-mgr \
     --kubeconfig-file=/etc/kubernetes/flannel.conf --net-config-path=/etc/kubernetes/flannel/net-conf.json \
     --iface=eth0 --ip-masq --healthz-ip=127.0.0.1
+  # The CNI config once flanneld has written subnet.env, which the flannel
+  # plugin reads: before it, the kubelet keeps the node NotReady and nothing
+  # is scheduled to fail there.
+  wait_for "$n: flanneld wrote /run/flannel/subnet.env" 60 nodeexec "$n" test -s /run/flannel/subnet.env
+  kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.cni-conf\.json}' > "$dir/etc/cni/net.d/10-flannel.conflist"
 }
 
 # lab_kube_proxy NODE: kube-proxy as a host process of the node, with the
