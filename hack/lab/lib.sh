@@ -6,7 +6,7 @@ LAB_ROOT=${LAB_ROOT:-/var/lib/snapshift-lab}
 LAB_NETNS=snapshift-lab        # the underlay: bridge br0, 10.0.0.1/24, no other link
 LAB_NODE_PREFIX=slab-          # each node's network namespace and cgroup root
 # The host paths each node gets its own copy of (bind mounts in its mount namespace).
-LAB_NODE_DIRS="etc/kubernetes etc/containerd var/lib/kubelet var/lib/etcd var/lib/containerd var/lib/cni etc/cni/net.d var/log/pods var/log/containers opt/cni/bin run/flannel"
+LAB_NODE_DIRS="var/lib/snapshift etc/kubernetes etc/containerd var/lib/kubelet var/lib/etcd var/lib/containerd var/lib/cni etc/cni/net.d var/log/pods var/log/containers opt/cni/bin run/flannel"
 
 log() { echo "[lab $(date +%H:%M:%S)] $*"; }
 die() { echo "[lab] FAIL: $*" >&2; exit 1; }
@@ -100,7 +100,10 @@ lab_start() {
   if [ "${LAB_IN_NODE:-}" = 1 ]; then
     "$@" < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
   else
-    nodeexec "$n" "$@" < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
+    # nsenter, not the nodeexec function: $! is then the daemon itself
+    # (nsenter execs it), not a subshell.
+    nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" --mount="$LAB_ROOT/ns/$n.mnt" --wd=/ -- "$@" \
+      < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
   fi
   echo $! > "$LAB_ROOT/pids/$n-$name"
 }
