@@ -4,7 +4,7 @@ BIN     := bin/snapshift
 DEMO    := out/demo
 PKGS    := ./...
 
-.PHONY: all build test e2e demo bench bench-xlarge lint fmt tidy clean sample docs release release-check install-check failpoints crash
+.PHONY: all build test e2e lab lab-clean demo bench bench-xlarge lint fmt tidy clean sample docs release release-check install-check failpoints crash
 
 all: build
 
@@ -58,6 +58,16 @@ crash: failpoints build
 # ~/.cache/snapshift-e2e; run in a loopback-only network namespace.
 e2e:
 	bash hack/e2e.sh
+
+# Issue 33: a cluster of real components (containerd, kubelet, the control plane
+# as static pods...) in network namespaces on this machine, offline, as root
+# (hack/lab/lab.sh; builds cached in ~/.cache/snapshift-e2e). Not yet in e2e.
+# lab-clean removes what a killed run left (processes by PID, mounts, namespaces).
+lab:
+	bash hack/lab/lab.sh
+
+lab-clean:
+	bash hack/lab/clean.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
