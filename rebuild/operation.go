@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/snapshift/snapshift/internal/buildinfo"
+	"github.com/snapshift/snapshift/restart"
 	"github.com/snapshift/snapshift/rules"
 )
 
@@ -49,6 +50,9 @@ type Operation struct {
 	// Webhooks are the admission webhooks that would block the restart;
 	// those Ignored were Fail and the runbook's last step sets them back.
 	Webhooks []rules.WebhookChange `json:"webhooks,omitempty"`
+	// Cluster is what `snapshift cluster restart|check` and RUNBOOK.md's
+	// staged restart are computed from (restart.Plan).
+	Cluster *restart.Input `json:"cluster,omitempty"`
 	// Checksums are the sha256 of every regular file under kubernetes/ and
 	// etcd/, by path relative to the bundle.
 	Checksums map[string]string `json:"checksums"`
@@ -76,7 +80,7 @@ func (r *run) provenance() error {
 // operation fills the report's operation block from the finished bundle.
 func (r *run) operation() error {
 	op := &Operation{EtcdDataDir: r.cfg.Etcd.DataDir, CAChanged: r.cfg.NewPKI(), CNI: r.cnis, Restart: r.restart, Webhooks: r.webhooks,
-		Checksums: map[string]string{}}
+		Cluster: r.clusterInput(), Checksums: map[string]string{}}
 	if p := r.report.Plan; p != nil && p.Service != nil && p.Service.DNS.IsValid() {
 		op.ClusterDNS = p.Service.DNS.String()
 		if p.Service.Bridge.IsValid() {

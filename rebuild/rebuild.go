@@ -98,6 +98,7 @@ type run struct {
 	// restart and cnis are what the snapshot runs (operation.go).
 	restart  []Workload
 	cnis     []string
+	detected *detected
 	webhooks []rules.WebhookChange
 }
 
