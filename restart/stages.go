@@ -95,8 +95,13 @@ func Plan(in Input) []Stage {
 	add(cni)
 	add(Stage{Name: "kube-proxy", Title: "kube-proxy", Actions: append(restarts(byStage[StageKubeProxy]), pods[StageKubeProxy]...)})
 	add(dnsStage(in, byStage[StageDNS], pods[StageDNS]))
-	add(Stage{Name: "node-local-dns", Title: "NodeLocal DNSCache (its Corefile and args name the cluster DNS address)",
-		Actions: append(restarts(byStage[StageNodeLocal]), pods[StageNodeLocal]...)})
+	nld := Stage{Name: "node-local-dns", Title: "NodeLocal DNSCache (its Corefile and args name the cluster DNS address)",
+		Actions: append(restarts(byStage[StageNodeLocal]), pods[StageNodeLocal]...)}
+	if d := in.DNS; d != nil && d.Kept && d.Bridge != "" && len(nld.Actions) > 0 {
+		nld.Notes = append(nld.Notes, fmt.Sprintf("its ConfigMap and DaemonSet still name %s (kept with %s), which the handover released: "+
+			"replace %s by %s in both before this restart, or it forwards to nothing", orOld(d.Address), d.Service, orOld(d.Address), d.BridgeAddress))
+	}
+	add(nld)
 	add(backendStage(in, byStage[stageBackends], pods[stageBackends]))
 	rest := Stage{Name: "workloads", Title: "every other workload: the pods no controller restarts first, then each controller"}
 	rest.Actions = append(pods[StageRest], restarts(byStage[StageRest])...)
