@@ -247,7 +247,7 @@ func deletePods(ctx context.Context, cfg *Config, a restart.Action) (bool, strin
 		if err != nil {
 			return false, "", fmt.Errorf("reading pod %s/%s: %w", a.Namespace, name, err)
 		}
-		if a.Role == "" && len(newRanges) > 0 && p.Status.PodIP != "" && inAny(p.Status.PodIP, newRanges) {
+		if p.DeletionTimestamp != nil || a.Role == "" && len(newRanges) > 0 && p.Status.PodIP != "" && inAny(p.Status.PodIP, newRanges) {
 			gone++
 			continue
 		}

@@ -3,6 +3,7 @@ package rebuild
 import (
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/snapshift/snapshift/restart"
 	"github.com/snapshift/snapshift/rules"
@@ -18,7 +19,9 @@ func (r *run) clusterInput() *restart.Input {
 	if dnsService == "" {
 		dnsService = "kube-system/kube-dns"
 	}
-	return buildInput(r.detected, r.report.Plan, dnsService)
+	in := buildInput(r.detected, r.report.Plan, dnsService)
+	in.Created = r.opts.Now().UTC().Truncate(time.Second)
+	return in
 }
 
 // buildInput is clusterInput without the run (tests).
