@@ -315,8 +315,11 @@ func (r *run) runbookFollowUp(b *runbook) {
 		b.w("")
 	}
 	b.step("Check")
-	b.sh("kubectl get svc -A -o wide; kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDRS:.spec.podCIDRs",
-		"kubectl get events -A --field-selector reason=ClusterIPOutOfRange   # must be empty")
+	b.w("One line per check, exit 5 naming the checks that failed and what to read (Nodes Ready with new podCIDRs, pods on new")
+	b.w("addresses, `default/kubernetes` at the new first address, the DNS Service at the kubelets' clusterDNS, a DNS lookup from a")
+	b.w("short-lived pod, no ClusterIPOutOfRange/ClusterIPNotAllocated events, the CNI's and the DNS's pods Ready):")
+	b.sh(fmt.Sprintf("snapshift cluster check --bundle %s", r.cfg.Output),
+		"kubectl get svc -A -o wide; kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDRS:.spec.podCIDRs")
 	b.w("")
 }
 
