@@ -16,7 +16,11 @@ func (a Action) String() string {
 		}
 		return s
 	case ActDeletePods:
-		return fmt.Sprintf("delete %d pods -n %s (%s): %s", len(a.Pods), a.Namespace, a.Why, capList(a.Pods, 10))
+		noun := "pods"
+		if len(a.Pods) == 1 {
+			noun = "pod"
+		}
+		return fmt.Sprintf("delete %d %s -n %s (%s): %s", len(a.Pods), noun, a.Namespace, a.Why, capList(a.Pods, 10))
 	case ActDNSHandover:
 		return fmt.Sprintf("DNS handover: delete Service %s/%s (%s) and the bridge %s (%s), recreate %s/%s at %s, the kubelets' clusterDNS",
 			a.Namespace, a.Name, orOld(a.OldAddress), a.Bridge, a.Address, a.Namespace, a.Name, a.Address)

@@ -50,7 +50,7 @@ func TestClusterRestartDryRun(t *testing.T) {
 		t.Fatalf("cluster restart --dry-run: exit %d: %s", r.code, r.stderr)
 	}
 	last := -1
-	for _, want := range []string{"[stage 1 cni] would   delete 1 pods -n kube-flannel", "[stage 3 dns] would   restart deploy/coredns",
+	for _, want := range []string{"[stage 1 cni] would   delete 1 pod -n kube-flannel", "[stage 3 dns] would   restart deploy/coredns",
 		"DNS handover: delete Service kube-system/kube-dns (192.168.0.10) and the bridge kube-system/kube-dns-bridge (172.24.0.10)",
 		"[stage 4 node-local-dns]", "kubectl -n kube-system delete svc kube-dns kube-dns-bridge && kubectl create -f kube-dns-new.json"} {
 		i := strings.Index(r.stdout, want)
