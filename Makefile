@@ -8,8 +8,17 @@ PKGS    := ./...
 
 all: build
 
+# The version, commit and date from git, as kubectl's build stamps them: a
+# build the Go toolchain does not stamp (GOFLAGS=-buildvcs=false, a source
+# tree copied without .git but built by a checkout's make) still says which
+# snapshift it is. Outside a git checkout nothing is set (the toolchain's own
+# stamp, or "devel").
+BUILDINFO := github.com/snapshift/snapshift/internal/buildinfo
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS ?= $(if $(GIT_COMMIT),-X $(BUILDINFO).version=$(shell git describe --tags --dirty 2>/dev/null || echo devel+$$(git rev-parse --short=12 HEAD)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty)) -X $(BUILDINFO).commit=$(GIT_COMMIT) -X $(BUILDINFO).date=$(shell git log -1 --format=%cI))
+
 build:
-	$(GO) build -o $(BIN) ./cmd/snapshift
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/snapshift
 
 # Unit, golden, conformance and real-etcd end-to-end tests, with the fuzz
 # seed corpora. Well under 15 minutes on 2 cores.

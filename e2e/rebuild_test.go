@@ -80,7 +80,7 @@ manifests: {kubernetesVersion: %s}
 
 	var restored []etcdtest.RestoredConfig
 	for _, m := range ms {
-		restored = append(restored, etcdtest.RestoredConfig{DataDir: filepath.Join(bundle, "etcd", m.name), Name: m.name, PeerURL: m.peerURL})
+		restored = append(restored, etcdtest.RestoredConfig{DataDir: filepath.Join(bundle, "etcd", m.name), Name: m.node, PeerURL: m.peerURL})
 	}
 	members := etcdtest.StartRestoredClusterT(t, restored)
 	t.Logf("[rebuild] PASS the three restored members form one cluster")

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/rand"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"golang.org/x/crypto/nacl/secretbox"
@@ -206,9 +207,11 @@ func (c *Config) keyNames(provider string) string {
 }
 
 // Encrypt encrypts plaintext for storage under etcdKey the way kube-apiserver does with the
-// given provider and key name: "k8s:enc:<provider>:v1:<name>:" + random nonce/IV + ciphertext.
-// aesgcm binds the ciphertext to etcdKey (authenticated data); aescbc and secretbox do not use
-// it. Provider "identity" returns a copy of plaintext; "kms" returns an error wrapping [ErrKMS].
+// given provider and key name: "k8s:enc:<provider>:v1:<name>:" + nonce/IV + ciphertext. The
+// nonce/IV is derived from the data key, etcdKey and plaintext (synthetic IV, see the package
+// doc), so the same value under the same key always gives the same bytes, and a different one a
+// different nonce. aesgcm also binds the ciphertext to etcdKey (authenticated data); aescbc and
+// secretbox only derive their IV from it. Provider "identity" returns a copy of plaintext; "kms" returns an error wrapping [ErrKMS].
 // A key name the configuration does not have for that provider returns an error wrapping
 // [ErrUnknownKey].
 func (c *Config) Encrypt(etcdKey string, plaintext []byte, info Info) ([]byte, error) {
@@ -264,7 +267,8 @@ func (k *keyEntry) String() string   { return k.provider + ":" + k.name + " (" +
 func (k *keyEntry) GoString() string { return k.String() }
 
 // keyCipher turns the payload after "k8s:enc:<provider>:v1:<name>:" into plaintext and back.
-// aad is the etcd key; only AES-GCM uses it.
+// aad is the etcd key; only AES-GCM authenticates it, every provider's encrypt derives its
+// IV or nonce from it and the plaintext (sivKey.nonce).
 type keyCipher interface {
 	decrypt(payload, aad []byte) ([]byte, error)
 	encrypt(aad, plaintext []byte) ([]byte, error)
@@ -278,18 +282,18 @@ func newKeyCipher(provider string, secret []byte) (keyCipher, error) {
 			return nil, fmt.Errorf("cannot create an AES cipher from a %d-byte key", len(secret))
 		}
 		if provider == ProviderAESCBC {
-			return cbcCipher{block: block}, nil
+			return cbcCipher{block: block, siv: newSIVKey(provider, secret)}, nil
 		}
 		aead, err := cipher.NewGCM(block)
 		if err != nil || aead.NonceSize() != gcmNonceSize {
 			return nil, errors.New("cannot create an AES-GCM cipher")
 		}
-		return gcmCipher{aead: aead}, nil
+		return gcmCipher{aead: aead, siv: newSIVKey(provider, secret)}, nil
 	case ProviderSecretbox:
 		if len(secret) != secretboxKeySize {
 			return nil, fmt.Errorf("secretbox needs a %d-byte key, got %d bytes", secretboxKeySize, len(secret))
 		}
-		var k secretboxCipher
+		k := secretboxCipher{siv: newSIVKey(provider, secret)}
 		copy(k.key[:], secret)
 		return &k, nil
 	}
@@ -302,9 +306,41 @@ const (
 	secretboxKeySize   = 32
 )
 
+// sivKey derives the IV or nonce of a value from its etcd key and plaintext, synthetic-IV
+// style (the package doc's "Deterministic IVs and nonces" says why this is safe per
+// provider): HMAC-SHA256 under a key of its own, derived from the data key.
+type sivKey []byte
+
+// sivLabel separates the IV key from every other use of the data key.
+const sivLabel = "snapshift encryption: synthetic IV key v1 for provider "
+
+// newSIVKey is HMAC-SHA256(data key, label || provider): a PRF output, so the IV key is
+// independent of the cipher key in every way that matters here and differs per provider.
+func newSIVKey(provider string, secret []byte) sivKey {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(sivLabel + provider))
+	return m.Sum(nil)
+}
+
+// nonce is the first n bytes (n <= 32) of HMAC-SHA256(IV key, len(etcd key) as 8 bytes
+// big-endian || etcd key || plaintext): the length prefix makes (key, plaintext) pairs
+// encode uniquely, so two different pairs never feed the PRF the same input.
+func (k sivKey) nonce(n int, etcdKey, plaintext []byte) []byte {
+	m := hmac.New(sha256.New, k)
+	var l [8]byte
+	binary.BigEndian.PutUint64(l[:], uint64(len(etcdKey)))
+	m.Write(l[:])
+	m.Write(etcdKey)
+	m.Write(plaintext)
+	return m.Sum(nil)[:n]
+}
+
 // cbcCipher mirrors [apiserver] encrypt/aes cbc: IV(16) + CBC(plaintext + PKCS#7), no
-// authentication, no authenticated data.
-type cbcCipher struct{ block cipher.Block }
+// authentication, no authenticated data. The IV is derived (sivKey), not random.
+type cbcCipher struct {
+	block cipher.Block
+	siv   sivKey
+}
 
 func (t cbcCipher) decrypt(payload, _ []byte) ([]byte, error) {
 	const bs = aes.BlockSize
@@ -333,13 +369,11 @@ func (t cbcCipher) decrypt(payload, _ []byte) ([]byte, error) {
 	return out[:len(out)-pad], nil
 }
 
-func (t cbcCipher) encrypt(_, plaintext []byte) ([]byte, error) {
+func (t cbcCipher) encrypt(aad, plaintext []byte) ([]byte, error) {
 	const bs = aes.BlockSize
 	pad := bs - len(plaintext)%bs // 1..16
 	out := make([]byte, bs+len(plaintext)+pad)
-	if _, err := io.ReadFull(rand.Reader, out[:bs]); err != nil {
-		return nil, errors.New("unable to read random bytes for the IV")
-	}
+	copy(out, t.siv.nonce(bs, aad, plaintext))
 	copy(out[bs:], plaintext)
 	for i := bs + len(plaintext); i < len(out); i++ {
 		out[i] = byte(pad)
@@ -349,8 +383,11 @@ func (t cbcCipher) encrypt(_, plaintext []byte) ([]byte, error) {
 }
 
 // gcmCipher mirrors [apiserver] encrypt/aes gcm (NewGCMTransformer): nonce(12) + Seal(plaintext,
-// additional data = etcd key).
-type gcmCipher struct{ aead cipher.AEAD }
+// additional data = etcd key). The nonce is derived from both (sivKey), not random.
+type gcmCipher struct {
+	aead cipher.AEAD
+	siv  sivKey
+}
 
 func (t gcmCipher) decrypt(payload, aad []byte) ([]byte, error) {
 	n := t.aead.NonceSize()
@@ -367,15 +404,16 @@ func (t gcmCipher) decrypt(payload, aad []byte) ([]byte, error) {
 func (t gcmCipher) encrypt(aad, plaintext []byte) ([]byte, error) {
 	n := t.aead.NonceSize()
 	out := make([]byte, n, n+len(plaintext)+t.aead.Overhead())
-	if _, err := io.ReadFull(rand.Reader, out); err != nil {
-		return nil, errors.New("unable to read random bytes for the nonce")
-	}
+	copy(out, t.siv.nonce(n, aad, plaintext))
 	return t.aead.Seal(out, out[:n], plaintext, aad), nil
 }
 
 // secretboxCipher mirrors [apiserver] encrypt/secretbox: nonce(24) + secretbox.Seal; no
-// authenticated data.
-type secretboxCipher struct{ key [secretboxKeySize]byte }
+// authenticated data. The nonce is derived (sivKey), not random.
+type secretboxCipher struct {
+	key [secretboxKeySize]byte
+	siv sivKey
+}
 
 func (t *secretboxCipher) decrypt(payload, _ []byte) ([]byte, error) {
 	if len(payload) < secretboxNonceSize+secretbox.Overhead {
@@ -390,10 +428,8 @@ func (t *secretboxCipher) decrypt(payload, _ []byte) ([]byte, error) {
 	return pt, nil
 }
 
-func (t *secretboxCipher) encrypt(_, plaintext []byte) ([]byte, error) {
+func (t *secretboxCipher) encrypt(aad, plaintext []byte) ([]byte, error) {
 	var nonce [secretboxNonceSize]byte
-	if _, err := io.ReadFull(rand.Reader, nonce[:]); err != nil {
-		return nil, errors.New("unable to read random bytes for the nonce")
-	}
+	copy(nonce[:], t.siv.nonce(secretboxNonceSize, aad, plaintext))
 	return secretbox.Seal(nonce[:], plaintext, &nonce, &t.key), nil
 }

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# make e2e: build (once, cached) kube-apiserver and kube-controller-manager for
+# make e2e: build (once, cached) kube-apiserver, kube-controller-manager and kubeadm for
 # each version and the etcd server, then run the e2e tests inside a network namespace that has only
 # loopback (when unshare and ip are available), so nothing can leave the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 versions=${SNAPSHIFT_E2E_K8S:-"v1.36.3 v1.30.14"}
 for v in $versions; do
-  bash hack/build-k8s.sh "$v"
+  # kubeadm: the oracle the certificates, kubeconfigs and manifests of a
+  # rebuild are compared with (e2e/kubeadm_oracle_test.go).
+  bash hack/build-k8s.sh "$v" kube-apiserver kube-controller-manager kubeadm
 done
+bash hack/build-kubeadm-check.sh "${versions%% *}"
 bash hack/build-etcd.sh
 mkdir -p bin
 go test -tags e2e -c -o bin/e2e.test ./e2e

@@ -25,7 +25,8 @@ import (
 // operator rehearsing on a copy sees what the rules did not cover.
 type LeftoverScan struct {
 	plan *rules.Plan
-	// MaxExamples bounds the keys listed per resource. Default 10.
+	// MaxExamples bounds the keys listed per resource. Default 10; a
+	// negative value lists every key.
 	MaxExamples int
 	// Encryption, when set, decrypts values encrypted at rest so they are
 	// scanned too; without it (or for KMS) they are counted, not scanned.
@@ -277,7 +278,7 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 			g.perNS[ns]++
 		}
 	}
-	if len(g.Examples) < s.MaxExamples {
+	if s.MaxExamples < 0 || len(g.Examples) < s.MaxExamples {
 		l := Leftover{Key: key, Addresses: found}
 		switch {
 		case note != "":

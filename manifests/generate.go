@@ -155,6 +155,14 @@ type GenerateConfig struct {
 	// kube-scheduler, sorted by name (kubeadm copies its own *_proxy
 	// variables there). Default none.
 	Env []corev1.EnvVar `json:"env,omitempty"`
+	// Extra environment variables per component (kubeadm's extraEnvs:
+	// apiServer, controllerManager, scheduler, etcd.local), merged after
+	// Env (one of the same name replaces it) and sorted by name, as
+	// kubeadm's MergeKubeadmEnvVars. etcd gets only EtcdEnv.
+	APIServerEnv         []corev1.EnvVar `json:"apiServerEnv,omitempty"`
+	ControllerManagerEnv []corev1.EnvVar `json:"controllerManagerEnv,omitempty"`
+	SchedulerEnv         []corev1.EnvVar `json:"schedulerEnv,omitempty"`
+	EtcdEnv              []corev1.EnvVar `json:"etcdEnv,omitempty"`
 
 	// Components are the manifests to build. Default all four; leave out
 	// etcd for an external etcd.
@@ -511,10 +519,14 @@ func cpuRequest(cpu string) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}
 }
 
-func sortedEnv(env []corev1.EnvVar) []corev1.EnvVar {
+// sortedEnv is kubeadm's MergeKubeadmEnvVars: the lists merged by name (a
+// later one wins), sorted by name.
+func sortedEnv(envs ...[]corev1.EnvVar) []corev1.EnvVar {
 	byName := map[string]corev1.EnvVar{}
-	for _, e := range env {
-		byName[e.Name] = e
+	for _, env := range envs {
+		for _, e := range env {
+			byName[e.Name] = e
+		}
 	}
 	var out []corev1.EnvVar
 	for _, e := range byName {
@@ -594,7 +606,7 @@ func apiServerPod(c GenerateConfig) *corev1.Pod {
 		ReadinessProbe:  readinessProbe(host, "/readyz", corev1.URISchemeHTTPS),
 		StartupProbe:    startupProbe(host, "/livez", corev1.URISchemeHTTPS),
 		Resources:       cpuRequest("250m"),
-		Env:             sortedEnv(c.Env),
+		Env:             sortedEnv(c.Env, c.APIServerEnv),
 		Ports:           []corev1.ContainerPort{{Name: probePort, ContainerPort: c.BindPort, Protocol: corev1.ProtocolTCP}},
 	}
 	return componentPod(ctr, m.volumes(), map[string]string{
@@ -648,7 +660,7 @@ func controllerManagerPod(c GenerateConfig) *corev1.Pod {
 		LivenessProbe:   livenessProbe(host, "/healthz", corev1.URISchemeHTTPS),
 		StartupProbe:    startupProbe(host, "/healthz", corev1.URISchemeHTTPS),
 		Resources:       cpuRequest("200m"),
-		Env:             sortedEnv(c.Env),
+		Env:             sortedEnv(c.Env, c.ControllerManagerEnv),
 		Ports:           []corev1.ContainerPort{{Name: probePort, ContainerPort: kubeControllerManagerPort, Protocol: corev1.ProtocolTCP}},
 	}
 	return componentPod(ctr, m.volumes(), nil)
@@ -671,7 +683,7 @@ func schedulerPod(c GenerateConfig) *corev1.Pod {
 		ReadinessProbe:  readinessProbe(host, "/readyz", corev1.URISchemeHTTPS),
 		StartupProbe:    startupProbe(host, "/livez", corev1.URISchemeHTTPS),
 		Resources:       cpuRequest("100m"),
-		Env:             sortedEnv(c.Env),
+		Env:             sortedEnv(c.Env, c.SchedulerEnv),
 		Ports:           []corev1.ContainerPort{{Name: probePort, ContainerPort: kubeSchedulerPort, Protocol: corev1.ProtocolTCP}},
 	}
 	return componentPod(ctr, m.volumes(), nil)
@@ -775,6 +787,7 @@ func etcdPod(c GenerateConfig, local EtcdMember) *corev1.Pod {
 		LivenessProbe:  livenessProbe(host, "/livez", scheme),
 		ReadinessProbe: readinessProbe(host, "/readyz", scheme),
 		StartupProbe:   startupProbe(host, "/readyz", scheme),
+		Env:            sortedEnv(c.EtcdEnv),
 		Ports:          []corev1.ContainerPort{{Name: probePort, ContainerPort: port, Protocol: corev1.ProtocolTCP}},
 	}
 	volumes := []corev1.Volume{

@@ -374,3 +374,35 @@ func TestGenerateExtraVolumes(t *testing.T) {
 		t.Error("a relative hostPath accepted")
 	}
 }
+
+// TestGenerateEnvPerComponent: kubeadm's extraEnvs go to their own
+// component, merged after the shared (proxy) variables, one of the same
+// name replacing it, sorted by name (kubeadm's MergeKubeadmEnvVars); etcd
+// gets its own only.
+func TestGenerateEnvPerComponent(t *testing.T) {
+	cfg := ipv4Config()
+	cfg.Env = []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "SHARED", Value: "proxy"}}
+	cfg.APIServerEnv = []corev1.EnvVar{{Name: "SHARED", Value: "api"}, {Name: "API_ONLY", Value: "a"}}
+	cfg.ControllerManagerEnv = []corev1.EnvVar{{Name: "KCM_ONLY", Value: "k"}}
+	cfg.SchedulerEnv = []corev1.EnvVar{{Name: "SCHED_ONLY", Value: "s"}}
+	cfg.EtcdEnv = []corev1.EnvVar{{Name: "ETCD_ONLY", Value: "e"}}
+	set, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		KubeAPIServer:         "API_ONLY=a HTTPS_PROXY=http://proxy:3128 SHARED=api",
+		KubeControllerManager: "HTTPS_PROXY=http://proxy:3128 KCM_ONLY=k SHARED=proxy",
+		KubeScheduler:         "HTTPS_PROXY=http://proxy:3128 SCHED_ONLY=s SHARED=proxy",
+		Etcd:                  "ETCD_ONLY=e",
+	}
+	for _, m := range set.Manifests {
+		var got []string
+		for _, e := range m.Pod.Spec.Containers[0].Env {
+			got = append(got, e.Name+"="+e.Value)
+		}
+		if strings.Join(got, " ") != want[m.Component] {
+			t.Errorf("%s: env %v, want %s", m.Component, got, want[m.Component])
+		}
+	}
+}

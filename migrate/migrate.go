@@ -74,6 +74,10 @@ type Config struct {
 	// Observers see every output value beside the leftover scan (rebuild's
 	// old-address scan). Optional.
 	Observers []Observer
+	// LeftoverExamples bounds the keys the leftover scan lists per
+	// resource. Default 10; -1 lists every one (the CLI's -o json, for
+	// scripts).
+	LeftoverExamples int
 }
 
 // Result is what one run did: the engine's report, the network plan the
@@ -98,6 +102,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	scan := leftovers.NewLeftoverScan(plan)
 	scan.Encryption = cfg.Encryption
+	if cfg.LeftoverExamples != 0 {
+		scan.MaxExamples = cfg.LeftoverExamples
+	}
 	tc := transform.Config{
 		Input: cfg.Input, Output: cfg.Output, Force: cfg.Force, DryRun: cfg.DryRun,
 		Restore: cfg.Restore, Route: cfg.Route, KeepAlarms: cfg.KeepAlarms,

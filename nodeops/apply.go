@@ -51,7 +51,7 @@ func Apply(ctx context.Context, cfg Config) error {
 		a.rec = nil
 	}
 	if err := a.preflight(ctx); err != nil {
-		return fmt.Errorf("[preflight] %w", err)
+		return refused{fmt.Errorf("[preflight] %w", err)}
 	}
 	if cfg.PreflightOnly {
 		a.logf("preflight", "passed; nothing changed (--preflight-only)")

@@ -25,7 +25,7 @@ func Rollback(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if rec == nil || !rec.Done[stepBackup] {
-		return fmt.Errorf("no backup of this bundle on this node (%s): apply never got as far as backing up, nothing to roll back", filepath.Join(dir, RecordFile))
+		return refused{fmt.Errorf("no backup of this bundle on this node (%s): apply never got as far as backing up, nothing to roll back", filepath.Join(dir, RecordFile))}
 	}
 	if !rec.Done["rolled-back"] {
 		if err := h.stopStaticPods(ctx, rollbackDir); err != nil {

@@ -98,6 +98,17 @@ func GenerateKey(alg KeyAlgorithm) (crypto.Signer, error) {
 	return nil, fmt.Errorf("unknown key algorithm %q (valid: %s)", alg, joinAlgs())
 }
 
+// KeyAlgorithmOf is the algorithm of key, false when it is none of
+// KeyAlgorithms.
+func KeyAlgorithmOf(key crypto.Signer) (KeyAlgorithm, bool) {
+	for _, alg := range KeyAlgorithms() {
+		if keyMatches(key, alg) {
+			return alg, true
+		}
+	}
+	return "", false
+}
+
 // keyMatches reports whether key is of algorithm alg.
 func keyMatches(key crypto.Signer, alg KeyAlgorithm) bool {
 	switch k := key.(type) {
@@ -205,6 +216,11 @@ type Config struct {
 	// Force lets GenerateAll write into a non-empty CertDir (replaced files
 	// are still kept as .bak).
 	Force bool
+	// NoBackup replaces files without keeping a .bak: for a directory that
+	// is itself a copy (a rebuild bundle, whose old files stay on the node
+	// and in the node's backup), where a .bak would put an old private key
+	// where it does not belong.
+	NoBackup bool
 }
 
 // SetDefaults fills the defaulted fields that are zero.

@@ -228,7 +228,7 @@ func writeKubeconfigsFor(cfg Config, dir string, specs []KubeconfigSpec, require
 	if err := mkdirs(dir); err != nil {
 		return res, err
 	}
-	if err := commit(dir, outs, &res); err != nil {
+	if err := commit(dir, outs, &res, cfg.NoBackup); err != nil {
 		return res, fmt.Errorf("%s: %w", OpKubeconfigs, err)
 	}
 	return res, nil

@@ -67,7 +67,7 @@ func GenerateAll(cfg Config) (Result, error) {
 	if err := mkdirs(cfg.CertDir); err != nil {
 		return res, err
 	}
-	if err := commit(cfg.CertDir, outs, &res); err != nil {
+	if err := commit(cfg.CertDir, outs, &res, cfg.NoBackup); err != nil {
 		return res, fmt.Errorf("%s: %w", OpGenerateAll, err)
 	}
 	return res, nil
@@ -209,7 +209,7 @@ func RenewAPIServer(cfg Config) (Result, error) {
 	if old.CheckSignatureFrom(ca.Cert) != nil {
 		res.Changes = append(res.Changes, "apiserver: the replaced certificate was not signed by ca.crt; the new one is")
 	}
-	if err := commit(cfg.CertDir, outs, &res); err != nil {
+	if err := commit(cfg.CertDir, outs, &res, cfg.NoBackup); err != nil {
 		return res, fmt.Errorf("%s: %w", OpRenewAPIServer, err)
 	}
 	return res, nil
@@ -312,7 +312,7 @@ func RenewEtcd(cfg Config) (Result, error) {
 		outs = append(outs, o...)
 	}
 	res.Reused = caFiles(cfg.CertDir, EtcdCACertAndKeyBaseName)
-	if err := commit(cfg.CertDir, outs, &res); err != nil {
+	if err := commit(cfg.CertDir, outs, &res, cfg.NoBackup); err != nil {
 		return res, fmt.Errorf("%s: %w", OpRenewEtcd, err)
 	}
 	return res, nil
@@ -377,7 +377,7 @@ func IssueNode(cfg Config, names ...string) (Result, error) {
 		}
 		outs = append(outs, o...)
 	}
-	if err := commit(cfg.CertDir, outs, &res); err != nil {
+	if err := commit(cfg.CertDir, outs, &res, cfg.NoBackup); err != nil {
 		return res, fmt.Errorf("%s: %w", OpIssueNode, err)
 	}
 	return res, nil

@@ -64,8 +64,9 @@ func preflight(dir string, outs []output) error {
 // file complete under a temporary name first, each existing file kept as
 // a backup, then the renames back to back in order (a key and its
 // certificate are never left a run apart). It records every file in res;
-// on error res lists what was renamed into place before it.
-func commit(dir string, outs []output, res *Result) error {
+// on error res lists what was renamed into place before it. With noBackup
+// the backups are removed once the new files are in place.
+func commit(dir string, outs []output, res *Result, noBackup bool) error {
 	if err := preflight(dir, outs); err != nil {
 		return err
 	}
@@ -77,6 +78,17 @@ func commit(dir string, outs []output, res *Result) error {
 		}
 	}
 	n, err := fsutil.WriteSet(set)
+	if noBackup {
+		for i := range set[:n] {
+			if set[i].Backup == "" {
+				continue
+			}
+			if rerr := os.Remove(set[i].Backup); rerr != nil && err == nil {
+				err = rerr
+			}
+			set[i].Backup = ""
+		}
+	}
 	for i, o := range outs[:n] {
 		f := o.info
 		f.Path, f.Backup, f.Mode = set[i].Path, set[i].Backup, fmt.Sprintf("%04o", o.perm)

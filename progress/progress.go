@@ -3,6 +3,8 @@
 // "[phase] ..." lines otherwise, nothing with --quiet); libraries never print.
 package progress
 
+import "time"
+
 // Reporter receives progress events. Implementations must be cheap: Add is
 // called from hot loops (callers batch, but not by much).
 type Reporter interface {
@@ -13,6 +15,14 @@ type Reporter interface {
 	Add(n int64)
 	// Done ends the current phase.
 	Done()
+}
+
+// Ender is a Reporter that can also report a phase that ended a while ago,
+// while another phase ran: a phase whose Done was held back until a check
+// running beside it passed (the index, until the input's hash matched).
+// Reporters that are not Enders get Done instead.
+type Ender interface {
+	Ended(phase, unit string, done int64, took time.Duration)
 }
 
 // Nop is a Reporter that does nothing.

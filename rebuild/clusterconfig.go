@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/codec"
@@ -49,20 +50,29 @@ type ClusterConfiguration struct {
 	Scheduler         ControlPlaneComponent `json:"scheduler"`
 	Etcd              struct {
 		Local *struct {
-			ImageRepository string    `json:"imageRepository,omitempty"`
-			ImageTag        string    `json:"imageTag,omitempty"`
-			DataDir         string    `json:"dataDir,omitempty"`
-			ExtraArgs       ExtraArgs `json:"extraArgs,omitempty"`
-			ServerCertSANs  []string  `json:"serverCertSANs,omitempty"`
-			PeerCertSANs    []string  `json:"peerCertSANs,omitempty"`
+			ImageRepository string          `json:"imageRepository,omitempty"`
+			ImageTag        string          `json:"imageTag,omitempty"`
+			DataDir         string          `json:"dataDir,omitempty"`
+			ExtraArgs       ExtraArgs       `json:"extraArgs,omitempty"`
+			ExtraEnvs       []corev1.EnvVar `json:"extraEnvs,omitempty"`
+			ServerCertSANs  []string        `json:"serverCertSANs,omitempty"`
+			PeerCertSANs    []string        `json:"peerCertSANs,omitempty"`
 		} `json:"local,omitempty"`
 		External *struct {
 			Endpoints []string `json:"endpoints"`
 		} `json:"external,omitempty"`
 	} `json:"etcd"`
 	// FeatureGates are kubeadm's own feature gates (not the components'):
-	// reported, not turned into flags.
+	// reported, not turned into flags (PublicKeysECDSA picks the key
+	// algorithm, as kubeadm's EncryptionAlgorithmType).
 	FeatureGates map[string]bool `json:"featureGates,omitempty"`
+	// EncryptionAlgorithm is the type of every private key (v1beta4:
+	// RSA-2048, RSA-3072, RSA-4096, ECDSA-P256, ECDSA-P384).
+	EncryptionAlgorithm string `json:"encryptionAlgorithm,omitempty"`
+	// CertificateValidityPeriod and CACertificateValidityPeriod are the
+	// lifetimes of new leaf and CA certificates (v1beta4).
+	CertificateValidityPeriod   *metav1.Duration `json:"certificateValidityPeriod,omitempty"`
+	CACertificateValidityPeriod *metav1.Duration `json:"caCertificateValidityPeriod,omitempty"`
 }
 
 // ControlPlaneComponent is kubeadm's per-component settings.

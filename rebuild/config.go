@@ -74,7 +74,9 @@ type Config struct {
 // file; and dnsDomain.
 type Networking struct {
 	rules.Options `json:"-"`
-	// DNSDomain is the cluster domain. Default cluster.local.
+	// DNSDomain is the cluster domain. Default: kubeadm-config's
+	// networking.dnsDomain, else cluster.local; another value than
+	// kubeadm-config's is refused (a rebuild does not change the domain).
 	DNSDomain string `json:"dnsDomain,omitempty"`
 }
 
@@ -143,7 +145,10 @@ type Etcd struct {
 	InitialClusterToken string `json:"initialClusterToken,omitempty"`
 	// RevisionBump for every member. Default 1000000000 (always marked compacted).
 	RevisionBump uint64 `json:"revisionBump,omitempty"`
-	// DataDir is where the data dir goes on each node. Default /var/lib/etcd.
+	// DataDir is where the data dir goes on each node. Default:
+	// kubeadm-config's etcd.local.dataDir, else /var/lib/etcd; another
+	// value than kubeadm-config's is refused (the next kubeadm upgrade
+	// would start etcd on kubeadm-config's).
 	DataDir string `json:"dataDir,omitempty"`
 }
 
@@ -152,6 +157,10 @@ type Etcd struct {
 // kubernetes/<nodeName>/ with that node's certificates, kubeconfigs and
 // manifests.
 type Member struct {
+	// Name names the member's data dir in the bundle (etcd/<name>). etcd
+	// itself runs the member under NodeName, as kubeadm names every
+	// stacked member after its node: the restore, --name and
+	// --initial-cluster all use NodeName.
 	Name      string `json:"name"`
 	PeerURL   string `json:"peerURL"`
 	ClientURL string `json:"clientURL"`
@@ -269,6 +278,12 @@ func (c *Config) Validate() error {
 	if len(c.Etcd.Members) == 0 {
 		add("etcd.members needs at least one member")
 	}
+	if d := c.Networking.DNSDomain; d != "" && len(validation.IsDNS1123Subdomain(d)) > 0 {
+		add("networking.dnsDomain: %q is not a valid DNS name", d)
+	}
+	if d := c.Etcd.DataDir; d != "" && !filepath.IsAbs(d) {
+		add("etcd.dataDir %q is not an absolute path", d)
+	}
 	c.validateMembers(add)
 	c.validateEndpoint(add)
 	switch c.ServiceAccountTokens {
@@ -309,9 +324,9 @@ func (c *Config) setDefaults() {
 		}
 	}
 	def(&c.Etcd.InitialClusterToken, "etcd-cluster")
-	def(&c.Etcd.DataDir, "/var/lib/etcd")
 	def(&c.Networking.DNSService, "kube-system/kube-dns")
-	def(&c.Networking.DNSDomain, "cluster.local")
+	// etcd.dataDir and networking.dnsDomain default to kubeadm-config's,
+	// read from the snapshot (the run's config phase).
 	def(&c.Networking.Webhooks, rules.WebhooksList) // the runbook names the webhooks that would block the restart
 	if c.Etcd.RevisionBump == 0 {
 		c.Etcd.RevisionBump = snapshot.DefaultRevisionBump
@@ -425,11 +440,17 @@ type Node = Member
 // Nodes are the control-plane nodes, in member order (after Validate).
 func (c *Config) Nodes() []Node { return c.Etcd.Members }
 
-// InitialCluster is etcd's --initial-cluster for the members.
+// InitialCluster is etcd's --initial-cluster for the members, each named
+// after its node as kubeadm names stacked etcd members (after Validate,
+// which fills the node names).
 func (c *Config) InitialCluster() string {
 	var parts []string
 	for _, m := range c.Etcd.Members {
-		parts = append(parts, m.Name+"="+m.PeerURL)
+		name := m.NodeName
+		if name == "" {
+			name = m.Name
+		}
+		parts = append(parts, name+"="+m.PeerURL)
 	}
 	return strings.Join(parts, ",")
 }

@@ -45,6 +45,10 @@ func (r *run) readConfig(ctx context.Context) error {
 	r.restart, r.cnis, r.detected = rec.workloads.workloads, rec.workloads.cnis, rec.workloads
 	cc := rec.cc
 	r.cc, r.etcdPrefix = cc, rec.etcdPrefix
+	if err := r.honourClusterConfiguration(cc); err != nil {
+		return err
+	}
+	r.noteMemberNames()
 	if cc == nil {
 		r.report.ClusterConfiguration = append(r.report.ClusterConfiguration, "the snapshot has no kubeadm-config ClusterConfiguration: manifests are kubeadm's defaults plus this rebuild's values")
 		return nil
@@ -67,11 +71,11 @@ func (r *run) readConfig(ctx context.Context) error {
 		comp ControlPlaneComponent
 	}{{"apiServer", cc.APIServer.ControlPlaneComponent}, {"controllerManager", cc.ControllerManager}, {"scheduler", cc.Scheduler}} {
 		if len(c.comp.ExtraArgs)+len(c.comp.ExtraVolumes)+len(c.comp.ExtraEnvs) > 0 {
-			note("%s: %d extraArgs, %d extraVolumes, %d extraEnvs carried over", c.name, len(c.comp.ExtraArgs), len(c.comp.ExtraVolumes), len(c.comp.ExtraEnvs))
+			note("%s: %d extraArgs, %d extraVolumes, %d extraEnvs %s", c.name, len(c.comp.ExtraArgs), len(c.comp.ExtraVolumes), len(c.comp.ExtraEnvs), r.carried())
 		}
 	}
-	if l := cc.Etcd.Local; l != nil && len(l.ExtraArgs) > 0 {
-		note("etcd.local: %d extraArgs carried over (member flags are this rebuild's)", len(l.ExtraArgs))
+	if l := cc.Etcd.Local; l != nil && len(l.ExtraArgs)+len(l.ExtraEnvs) > 0 {
+		note("etcd.local: %d extraArgs, %d extraEnvs %s (member flags are this rebuild's)", len(l.ExtraArgs), len(l.ExtraEnvs), r.carried())
 	}
 	if cc.Etcd.External != nil {
 		note("etcd.external: the cluster uses an external etcd; the bundle's etcd manifests are for the restored members")
@@ -83,6 +87,29 @@ func (r *run) readConfig(ctx context.Context) error {
 		note("kubeadm featureGates %v are kubeadm's own, not component flags: not applied", cc.FeatureGates)
 	}
 	return nil
+}
+
+// carried says where kubeadm-config's per-component settings went: into
+// the generated manifests, or nowhere (the nodes' own manifests are
+// rewritten, and hold what they hold).
+func (r *run) carried() string {
+	if r.cfg.Manifests.Source != "" {
+		return "in kubeadm-config, not applied: manifests.source's manifests are kept as they are but for the migration's flags"
+	}
+	return "carried into that component's generated manifest"
+}
+
+// noteMemberNames notes each etcd member that runs under its node's name
+// (etcd --name, the restore's member name and --initial-cluster), as
+// kubeadm renders it: the next kubeadm upgrade renders --name=<node>.
+func (r *run) noteMemberNames() {
+	for _, n := range r.cfg.Nodes() {
+		if n.Name != n.NodeName {
+			r.report.ClusterConfiguration = append(r.report.ClusterConfiguration, fmt.Sprintf(
+				"etcd member %s is restored and run as %s, its node's name, as kubeadm names every stacked etcd member (its data dir in the bundle keeps the name %s)",
+				n.Name, n.NodeName, n.Name))
+		}
+	}
 }
 
 // noteMoves records the nodes whose recorded address is not their new one:
@@ -153,7 +180,7 @@ func (r *run) nodeManifests(n Node, src *manifests.Set) error {
 		var err error
 		set, changes, err = manifests.Update(src, manifests.Changes{
 			ServiceCIDR: c.Networking.ServiceCIDR, PodCIDR: c.Networking.PodNetworkCIDR,
-			EtcdMember:     manifests.EtcdMember{Name: n.Name, PeerURL: n.PeerURL, ClientURL: n.ClientURL},
+			EtcdMember:     manifests.EtcdMember{Name: n.NodeName, PeerURL: n.PeerURL, ClientURL: n.ClientURL},
 			InitialCluster: c.InitialCluster(), DataDir: c.Etcd.DataDir, AdvertiseAddress: n.AdvertiseAddress,
 		})
 		if err != nil {
@@ -170,7 +197,7 @@ func (r *run) nodeManifests(n Node, src *manifests.Set) error {
 		if set, err = manifests.Generate(gc); err != nil {
 			return err
 		}
-		r.report.Manifests = append(r.report.Manifests, fmt.Sprintf("%s: generated kubeadm-equivalent manifests (advertise %s, etcd member %s)", n.NodeName, n.AdvertiseAddress, n.Name))
+		r.report.Manifests = append(r.report.Manifests, fmt.Sprintf("%s: generated kubeadm-equivalent manifests (advertise %s, etcd member %s)", n.NodeName, n.AdvertiseAddress, n.NodeName))
 	}
 	res := NodeResult{Name: n.NodeName, EtcdMember: n.Name, AdvertiseAddress: n.AdvertiseAddress, Dir: filepath.Join(KubeDir, n.NodeName)}
 	if err := r.placeEncryptionConfig(n, set, &res); err != nil {
@@ -196,11 +223,11 @@ func (r *run) generateConfig(n Node) (manifests.GenerateConfig, error) {
 	c := r.cfg
 	var ms []manifests.EtcdMember
 	for _, m := range c.Etcd.Members {
-		ms = append(ms, manifests.EtcdMember{Name: m.Name, PeerURL: m.PeerURL, ClientURL: m.ClientURL})
+		ms = append(ms, manifests.EtcdMember{Name: m.NodeName, PeerURL: m.PeerURL, ClientURL: m.ClientURL})
 	}
 	gc := manifests.GenerateConfig{
 		KubernetesVersion: c.Manifests.KubernetesVersion, ImageRepository: c.Manifests.ImageRepository,
-		NodeName: n.Name, AdvertiseAddress: n.AdvertiseAddress,
+		NodeName: n.NodeName, AdvertiseAddress: n.AdvertiseAddress,
 		ServiceCIDR: r.serviceCIDR(), PodCIDR: r.podCIDR(), DNSDomain: c.Networking.DNSDomain,
 		EtcdMembers: ms, EtcdDataDir: c.Etcd.DataDir,
 	}
@@ -211,7 +238,7 @@ func (r *run) generateConfig(n Node) (manifests.GenerateConfig, error) {
 		gc.APIServerExtraVolumes = cc.APIServer.ExtraVolumes
 		gc.ControllerManagerExtraVolumes = cc.ControllerManager.ExtraVolumes
 		gc.SchedulerExtraVolumes = cc.Scheduler.ExtraVolumes
-		gc.Env = cc.APIServer.ExtraEnvs // kubeadm merges extraEnvs per component; one list here
+		gc.APIServerEnv, gc.ControllerManagerEnv, gc.SchedulerEnv = cc.APIServer.ExtraEnvs, cc.ControllerManager.ExtraEnvs, cc.Scheduler.ExtraEnvs
 		if cc.ClusterName != "" {
 			gc.ClusterName = cc.ClusterName
 		}
@@ -222,6 +249,7 @@ func (r *run) generateConfig(n Node) (manifests.GenerateConfig, error) {
 			gc.EtcdExtraArgs = r.ownArgs(l.ExtraArgs, "name", "initial-cluster", "initial-cluster-state", "initial-advertise-peer-urls",
 				"advertise-client-urls", "listen-client-urls", "listen-peer-urls", "data-dir")
 			gc.EtcdImageTag, gc.EtcdImageRepository = l.ImageTag, l.ImageRepository
+			gc.EtcdEnv = l.ExtraEnvs
 		}
 	}
 	if p := r.etcdPrefix; p != "" && p != wellknown.DefaultPrefix {
@@ -380,7 +408,7 @@ func (r *run) missingFiles() []MissingFile {
 			}
 			for _, p := range strings.Split(f.value, ",") {
 				if !filepath.IsAbs(p) || (!r.cfg.NewPKI() && strings.HasSuffix(p, ".conf")) {
-					continue // planned: the nodes keep their kubeconfigs
+					continue // planned: the nodes keep theirs, or get new ones (moved)
 				}
 				if _, err := os.Stat(r.path(bundleFor(n, p))); err == nil {
 					continue

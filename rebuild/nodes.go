@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
@@ -98,10 +101,13 @@ func completeList(named, recorded string) string {
 func (r *run) pkiConfig(n Node) pki.Config {
 	c := pki.Config{
 		CertDir: r.nodePath(n, "pki"), ServiceCIDR: r.serviceCIDR(),
-		DNSDomain: r.cfg.Networking.DNSDomain, NodeName: n.NodeName,
+		DNSDomain: r.cfg.Networking.DNSDomain, ClusterName: r.ks.clusterName, NodeName: n.NodeName,
 		AdvertiseAddress: n.AdvertiseAddress, ControlPlaneEndpoint: r.cfg.Networking.ControlPlaneEndpoint,
 		APIServerCertSANs: r.cfg.PKI.CertSANs, Now: r.opts.Now,
-		EtcdMembers: []pki.EtcdMember{{Name: n.Name, PeerURL: n.PeerURL, ClientURL: n.ClientURL}},
+		EtcdMembers:  []pki.EtcdMember{{Name: n.NodeName, PeerURL: n.PeerURL, ClientURL: n.ClientURL}},
+		KeyAlgorithm: r.ks.keyAlgorithm, CertValidity: r.ks.certValidity, CAValidity: r.ks.caValidity,
+		// The bundle is a copy: the node's old files stay in its backup.
+		NoBackup: true,
 	}
 	if cc := r.cc; cc != nil {
 		c.APIServerCertSANs = append(append([]string(nil), c.APIServerCertSANs...), cc.APIServer.CertSANs...)
@@ -177,20 +183,19 @@ func (r *run) joinToken(first Node) error {
 }
 
 // renewCerts reuses an existing PKI (pki.source, the certificate dir of
-// pki.nodeName): each node gets a copy; on that node only the apiserver
-// certificate (for a new service range) and the etcd certificates (new
-// members) are reissued; every other node gets its own apiserver and etcd
-// certificates from the same CAs. The source directory is only read.
+// pki.nodeName; only read). The first node gets a copy of it (no backups),
+// with its apiserver certificate reissued when the service range moved
+// and, when the node itself moved, rebuilt from its new identity (as the
+// other nodes'), and its etcd certificates for its member. Every other
+// node gets the shared files (CAs, sa.key) and, as `kubeadm join
+// --control-plane` makes them, its own leaf certificates from those CAs.
+// Every node that moved gets new kubeconfigs pointing at its new address.
 func (r *run) renewCerts(context.Context) error {
 	if r.cfg.NewPKI() {
 		return nil
 	}
 	first := r.firstNode()
 	for _, n := range r.cfg.Nodes() {
-		dst := r.nodePath(n, "pki")
-		if err := copyTree(r.cfg.PKI.Source, dst); err != nil {
-			return fmt.Errorf("copying %s: %w", r.cfg.PKI.Source, err)
-		}
 		var err error
 		if n.NodeName == first.NodeName {
 			err = r.renewFirst(n)
@@ -200,22 +205,43 @@ func (r *run) renewCerts(context.Context) error {
 		if err != nil {
 			return fmt.Errorf("node %s: %w", n.NodeName, err)
 		}
-		if _, err := os.Stat(filepath.Join(dst, "etcd", "ca.key")); err == nil {
-			res, err := pki.RenewEtcd(r.pkiConfig(n))
-			if err != nil {
-				return fmt.Errorf("node %s: %w", n.NodeName, err)
-			}
-			r.report.PKI = append(r.report.PKI, res)
-		}
+	}
+	if err := r.movedKubeconfigs(first); err != nil {
+		return err
 	}
 	r.logf("certs", "reused the CA of %s; certificates reissued per node in %s/<node>/pki", r.cfg.PKI.Source, KubeDir)
 	return nil
 }
 
-// renewFirst reissues the source node's apiserver certificate when the
-// service range moved, keeping its other SANs.
+// renewFirst copies the source PKI for the source node and reissues what
+// changed: its apiserver certificate from its new identity when it moved
+// (its old address out, the new one in: kubeadm's SANs for the node, as
+// on the other nodes), else with its SANs kept and the first service IP
+// replaced when the service range moved; its etcd certificates for its
+// member.
 func (r *run) renewFirst(n Node) error {
 	c := r.pkiConfig(n)
+	if err := copyPKI(r.cfg.PKI.Source, c.CertDir); err != nil {
+		return fmt.Errorf("copying %s: %w", r.cfg.PKI.Source, err)
+	}
+	if r.nodeMoved(n) {
+		if c.ServiceCIDR == "" {
+			return errors.New("rebuilding its apiserver certificate for its new address needs networking.serviceSubnet (the snapshot's kubeadm-config records none)")
+		}
+		res, err := pki.IssueNode(c, "apiserver")
+		if err != nil {
+			return err
+		}
+		r.report.PKI = append(r.report.PKI, res)
+	} else if err := r.renewServiceIP(c); err != nil {
+		return err
+	}
+	return r.renewEtcd(c)
+}
+
+// renewServiceIP reissues the apiserver certificate when the service
+// range moved, keeping its other SANs.
+func (r *run) renewServiceIP(c pki.Config) error {
 	if r.report.Plan == nil || r.report.Plan.Service == nil || r.cfg.Networking.ServiceCIDR == "" {
 		return nil
 	}
@@ -235,24 +261,158 @@ func (r *run) renewFirst(n Node) error {
 	return nil
 }
 
-// renewOther gives another node its own apiserver certificate (the copied
-// one is the source node's, with its name and address).
-func (r *run) renewOther(n Node) error {
-	c := r.pkiConfig(n)
-	if c.ServiceCIDR == "" {
-		return errors.New("issuing its apiserver certificate needs networking.serviceSubnet (the snapshot's kubeadm-config records none)")
+// renewEtcd reissues the etcd certificates for the node's member when the
+// PKI holds the etcd CA's key (a stacked etcd).
+func (r *run) renewEtcd(c pki.Config) error {
+	if _, err := os.Stat(filepath.Join(c.CertDir, "etcd", "ca.key")); err != nil {
+		return nil
 	}
-	for _, f := range []string{"apiserver.crt", "apiserver.key"} {
-		if err := os.Remove(filepath.Join(c.CertDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	res, err := pki.IssueNode(c, "apiserver")
+	res, err := pki.RenewEtcd(c)
 	if err != nil {
 		return err
 	}
 	r.report.PKI = append(r.report.PKI, res)
 	return nil
+}
+
+// renewOther gives another node what `kubeadm join --control-plane`
+// gives it: the shared files of the source and its own leaf certificates
+// from those CAs. A leaf whose CA key the source lacks (an external CA)
+// is copied from the source as it is.
+func (r *run) renewOther(n Node) error {
+	c := r.pkiConfig(n)
+	if c.ServiceCIDR == "" {
+		return errors.New("issuing its apiserver certificate needs networking.serviceSubnet (the snapshot's kubeadm-config records none)")
+	}
+	var shared []string
+	for _, f := range sharedPKI {
+		if _, err := os.Stat(filepath.Join(r.cfg.PKI.Source, f)); err == nil {
+			shared = append(shared, f)
+		}
+	}
+	if err := copyFiles(r.cfg.PKI.Source, c.CertDir, shared); err != nil {
+		return err
+	}
+	var issue, copied []string
+	for _, name := range pki.NodeLeaves() {
+		spec, err := pki.CertByName(name)
+		if err != nil {
+			return err
+		}
+		caSpec, err := pki.CertByName(spec.CAName)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(c.CertDir, caSpec.BaseName+".key")); err == nil {
+			issue = append(issue, name)
+			continue
+		}
+		for _, ext := range []string{".crt", ".key"} {
+			if _, err := os.Stat(filepath.Join(r.cfg.PKI.Source, spec.BaseName+ext)); err == nil {
+				copied = append(copied, spec.BaseName+ext)
+			}
+		}
+	}
+	if err := copyFiles(r.cfg.PKI.Source, c.CertDir, copied); err != nil {
+		return err
+	}
+	res, err := pki.IssueNode(c, issue...)
+	if err != nil {
+		return err
+	}
+	r.report.PKI = append(r.report.PKI, res)
+	return nil
+}
+
+// nodeMoved reports whether the snapshot records node n at another
+// address than its new one.
+func (r *run) nodeMoved(n Node) bool {
+	a, err := netip.ParseAddr(n.AdvertiseAddress)
+	if err != nil {
+		return false
+	}
+	for _, to := range r.moved {
+		if to == a.Unmap() {
+			return true
+		}
+	}
+	return false
+}
+
+// movedKubeconfigs writes, with the existing CA, new kubeconfigs for every
+// node that moved (their kubelet.conf, controller-manager.conf and
+// scheduler.conf name the old address) and, when the control-plane
+// endpoint changed (moved with its node, or given anew), for every node
+// (admin.conf names it): as kubeadm writes them, super-admin.conf on the
+// first node only.
+func (r *run) movedKubeconfigs(first Node) error {
+	endpointMoved := r.cc != nil && r.cc.ControlPlaneEndpoint != "" && r.cfg.Networking.ControlPlaneEndpoint != r.cc.ControlPlaneEndpoint
+	for _, n := range r.cfg.Nodes() {
+		if !endpointMoved && !r.nodeMoved(n) {
+			continue
+		}
+		write := pki.WriteJoinedKubeconfigs
+		if n.NodeName == first.NodeName {
+			write = pki.WriteKubeconfigs
+		}
+		res, err := write(r.pkiConfig(n), r.nodePath(n))
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.NodeName, err)
+		}
+		r.report.PKI = append(r.report.PKI, res)
+		why := "it moved to " + n.AdvertiseAddress
+		if !r.nodeMoved(n) {
+			why = "the control-plane endpoint changed to " + r.cfg.Networking.ControlPlaneEndpoint
+		}
+		r.report.ClusterConfiguration = append(r.report.ClusterConfiguration, fmt.Sprintf(
+			"node %s: new kubeconfigs signed by the existing CA (%s), beside its certificates", n.NodeName, why))
+	}
+	return nil
+}
+
+// copyPKI copies a certificate directory of regular files (anything else
+// is refused), keeping their modes, without its backups (*.bak, *.bak.N):
+// an old private key has no place in the bundle.
+func copyPKI(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			return os.MkdirAll(target, 0o700)
+		case !info.Mode().IsRegular():
+			return fmt.Errorf("%s is not a regular file", p)
+		case isBackup(d.Name()):
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, info.Mode().Perm())
+	})
+}
+
+// isBackup reports whether a file name is a backup (<file>.bak, .bak.N).
+func isBackup(name string) bool {
+	if strings.HasSuffix(name, ".bak") {
+		return true
+	}
+	i := strings.LastIndex(name, ".bak.")
+	if i < 0 {
+		return false
+	}
+	_, err := strconv.Atoi(name[i+len(".bak."):])
+	return err == nil
 }
 
 // copyFiles copies the named files (relative paths) from src to dst,

@@ -53,7 +53,7 @@ func checkNodes(t *testing.T, out string, ms []rebuild.Member, endpointHost stri
 		}
 		for _, f := range []string{"etcd/server.crt", "etcd/peer.crt"} {
 			c := readCert(t, filepath.Join(dir, "pki", f))
-			if c.Subject.CommonName != nodeName(m) || !containsIP(c.IPAddresses, m.AdvertiseAddress) || !slices.Contains(c.DNSNames, m.Name) {
+			if c.Subject.CommonName != nodeName(m) || !containsIP(c.IPAddresses, m.AdvertiseAddress) || !slices.Contains(c.DNSNames, nodeName(m)) {
 				t.Errorf("%s: %s CN %q SANs %v %v", nodeName(m), f, c.Subject.CommonName, c.DNSNames, c.IPAddresses)
 			}
 		}
@@ -136,7 +136,7 @@ func checkManifests(t *testing.T, dir string, m rebuild.Member, ms []rebuild.Mem
 	t.Helper()
 	var ic []string
 	for _, o := range ms {
-		ic = append(ic, o.Name+"="+o.PeerURL)
+		ic = append(ic, nodeName(o)+"="+o.PeerURL) // members named after their nodes, as kubeadm's
 	}
 	api := podCommand(t, filepath.Join(dir, "manifests", "kube-apiserver.yaml"))
 	etcd := podCommand(t, filepath.Join(dir, "manifests", "etcd.yaml"))
@@ -145,7 +145,7 @@ func checkManifests(t *testing.T, dir string, m rebuild.Member, ms []rebuild.Mem
 		flag string
 	}{
 		{api, "--advertise-address=" + m.AdvertiseAddress},
-		{etcd, "--name=" + m.Name},
+		{etcd, "--name=" + nodeName(m)},
 		{etcd, "--initial-cluster=" + strings.Join(ic, ",")},
 		{etcd, "--initial-advertise-peer-urls=" + m.PeerURL},
 		{etcd, "--advertise-client-urls=" + m.ClientURL},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -89,6 +88,8 @@ type run struct {
 	caPEM  []byte
 	// cc is the snapshot's kubeadm ClusterConfiguration; nil when absent.
 	cc *ClusterConfiguration
+	// ks are the cluster-wide values it sets (kubeadmconfig.go).
+	ks kubeadmSettings
 	// etcdPrefix is where the snapshot keeps the objects (its kube-apiserver's --etcd-prefix).
 	etcdPrefix string
 	// tokenExpires is when the bootstrap token the rules write expires.
@@ -200,11 +201,12 @@ func (r *run) apiEndpoint() string {
 
 func (r *run) transform(ctx context.Context) error {
 	o := r.cfg.RuleOptions()
-	now := r.opts.Now() // one instant for every stamp the rules write
-	o.Now = func() time.Time { return now }
 	if r.cfg.NewPKI() {
+		// The token's expiry is the one thing the rules write that follows
+		// the clock, not the input: it is given to them (they read none).
+		r.token.Expires = r.opts.Now().UTC().Truncate(time.Second).Add(rules.DefaultTokenTTL)
 		o.ClusterCA, o.BootstrapToken = r.caPEM, r.token
-		r.tokenExpires = r.token.Expires(now.UTC().Truncate(time.Second)) // as the cluster-info rule writes it
+		r.tokenExpires = r.token.Expires
 		o.ClusterInfoServer = "https://" + r.apiEndpoint()
 	}
 	addrScan := leftovers.NewAddressScan(r.moved)
@@ -246,41 +248,12 @@ func (r *run) members() ([]snapshot.RestoreConfig, error) {
 	var out []snapshot.RestoreConfig
 	for _, m := range r.cfg.Etcd.Members {
 		out = append(out, snapshot.RestoreConfig{
-			Name: m.Name, DataDir: r.path(EtcdDir, m.Name), PeerURLs: []string{m.PeerURL},
+			Name: m.NodeName, DataDir: r.path(EtcdDir, m.Name), PeerURLs: []string{m.PeerURL},
 			InitialCluster: r.cfg.InitialCluster(), InitialClusterToken: r.cfg.Etcd.InitialClusterToken,
 			RevisionBump: r.cfg.Etcd.RevisionBump, MarkCompacted: true,
 		})
 	}
 	return out, nil
-}
-
-// copyTree copies a directory of regular files, keeping their modes.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o700)
-		case !info.Mode().IsRegular():
-			return fmt.Errorf("%s is not a regular file", p)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, info.Mode().Perm())
-	})
 }
 
 func writeJSONFile(path string, v any) error {

@@ -69,10 +69,10 @@ func startMembers(t *testing.T, out string, ms []rebuild.Member) []*etcdtest.Ser
 	var cfgs []etcdtest.RestoredConfig
 	var ic []string
 	for _, m := range ms {
-		ic = append(ic, m.Name+"="+m.PeerURL)
+		ic = append(ic, nodeName(m)+"="+m.PeerURL)
 	}
 	for _, m := range ms {
-		cfgs = append(cfgs, etcdtest.RestoredConfig{DataDir: filepath.Join(out, rebuild.EtcdDir, m.Name), Name: m.Name,
+		cfgs = append(cfgs, etcdtest.RestoredConfig{DataDir: filepath.Join(out, rebuild.EtcdDir, m.Name), Name: nodeName(m),
 			PeerURL: m.PeerURL, InitialCluster: strings.Join(ic, ",")})
 	}
 	return etcdtest.StartRestoredClusterT(t, cfgs)
@@ -228,6 +228,15 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	if err != nil || len(list.Members) != 3 {
 		t.Fatalf("member list: %v %v", list, err)
 	}
+	// Every member is restored under its node's name, the --name its
+	// manifest renders (kubeadm's): node-b, not cp2.
+	var names []string
+	for _, m := range list.Members {
+		names = append(names, m.Name)
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"cp1", "cp3", "node-b"}) {
+		t.Errorf("restored members %v, want cp1 cp3 node-b", names)
+	}
 	if _, err := srvs[0].Put(context.Background(), "/snapshift-test", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -289,8 +298,14 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	src := filepath.Join(dir, "etc-kubernetes")
 	ms := members(t, 2)
 	ms[1].AdvertiseAddress = "127.0.0.2"
-	old := pki.Config{CertDir: filepath.Join(src, "pki"), ServiceCIDR: "192.168.0.0/16", NodeName: "cp1", AdvertiseAddress: "127.0.0.1"}
+	// The source PKI is cp1's at its recorded address, 10.0.0.10.
+	old := pki.Config{CertDir: filepath.Join(src, "pki"), ServiceCIDR: "192.168.0.0/16", NodeName: "cp1", AdvertiseAddress: "10.0.0.10"}
 	if _, err := pki.GenerateAll(old); err != nil {
+		t.Fatal(err)
+	}
+	// A backup an earlier renewal left in the source: an old key that must
+	// not travel into the bundle.
+	if err := os.WriteFile(filepath.Join(src, "pki", "apiserver.key.bak"), []byte("old key"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	mdir := filepath.Join(src, "manifests")
@@ -321,6 +336,15 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	if !containsIP(api.IPAddresses, "172.24.0.1") || containsIP(api.IPAddresses, "192.168.0.1") {
 		t.Errorf("apiserver SANs %v", api.IPAddresses)
 	}
+	// cp1 moved: its apiserver certificate is rebuilt from its new
+	// identity, as kubeadm's join-time check wants it (valid for the new
+	// address, the old one gone), not from the old certificate's SANs.
+	if err := api.VerifyHostname("127.0.0.1"); err != nil {
+		t.Errorf("cp1 apiserver certificate: %v", err)
+	}
+	if api.VerifyHostname("10.0.0.10") == nil {
+		t.Errorf("cp1 apiserver certificate still valid for its old address: %v", api.IPAddresses)
+	}
 	b, err := os.ReadFile(filepath.Join(kdir, "manifests", "kube-apiserver.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -341,11 +365,38 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	if p := readCert(t, filepath.Join(k2, "pki", "etcd", "peer.crt")); p.Subject.CommonName != "cp2" {
 		t.Errorf("cp2 etcd peer certificate is %s's", p.Subject.CommonName)
 	}
-	if _, err := os.Stat(filepath.Join(k2, "pki", "apiserver.crt.bak")); err == nil {
-		t.Error("cp2 holds a backup of cp1's apiserver certificate")
-	}
-	if _, err := os.Stat(filepath.Join(k2, "kubelet.conf")); err == nil {
-		t.Error("a planned migration wrote kubeconfigs")
+	// No backup of a key or certificate anywhere in the bundle (the
+	// node's own backup keeps its old files).
+	filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".bak") {
+			t.Errorf("backup in the bundle: %s", p)
+		}
+		return nil
+	})
+	// cp1 moved from 10.0.0.10 (also kubeadm-config's endpoint) to
+	// 127.0.0.1: every node's kubeconfigs are new, signed by the kept CA,
+	// pointing at the new addresses (super-admin.conf on cp1 only).
+	for i, m := range ms {
+		kd := filepath.Join(out, rebuild.KubeDir, m.Name)
+		checkKubelet(t, kd, m)
+		for _, f := range []string{"admin.conf", "controller-manager.conf", "scheduler.conf"} {
+			kc, err := clientcmd.LoadFromFile(filepath.Join(kd, f))
+			if err != nil {
+				t.Fatalf("%s %s: %v", m.Name, f, err)
+			}
+			want := "https://" + m.AdvertiseAddress + ":6443"
+			if f == "admin.conf" {
+				want = "https://127.0.0.1:6443" // the endpoint, moved with cp1
+			}
+			for _, cl := range kc.Clusters {
+				if cl.Server != want || string(cl.CertificateAuthorityData) != string(oldCA) {
+					t.Errorf("%s %s: server %s (want %s), CA kept %v", m.Name, f, cl.Server, want, string(cl.CertificateAuthorityData) == string(oldCA))
+				}
+			}
+		}
+		if _, err := os.Stat(filepath.Join(kd, "super-admin.conf")); (err == nil) != (i == 0) {
+			t.Errorf("%s: super-admin.conf present %v", m.Name, err == nil)
+		}
 	}
 	checkManifests(t, k2, ms[1], ms)
 	srvs := startMembers(t, out, ms)
@@ -480,5 +531,49 @@ func TestCustomEtcdPrefix(t *testing.T) {
 	svc, ok := decode(t, srv, "/kubernetes.io/services/specs/kube-system/kube-dns").(*corev1.Service)
 	if !ok || svc.Spec.ClusterIP != "172.24.0.10" {
 		t.Errorf("restored kube-dns under /kubernetes.io/: %+v", svc)
+	}
+}
+
+// TestExistingCAKubeconfigs: with the existing CA, kubeconfigs are written
+// only where an old one would name an address or endpoint that is gone:
+// nothing when no node moves and the endpoint stays; every node's when the
+// endpoint changes (admin.conf names it).
+func TestExistingCAKubeconfigs(t *testing.T) {
+	for _, tc := range []struct {
+		name, endpoint string
+		want           bool
+	}{
+		{"nothing moves", "", false},
+		{"new endpoint", "k8s-api.internal:6443", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(dir, "pki")
+			if _, err := pki.GenerateAll(pki.Config{CertDir: src, ServiceCIDR: "192.168.0.0/16", NodeName: "cp1", AdvertiseAddress: "10.0.0.10"}); err != nil {
+				t.Fatal(err)
+			}
+			ms := members(t, 1)
+			cfg := baseConfig(t, filepath.Join(dir, "bundle"), ms)
+			cfg.PKI.AdvertiseAddress = "10.0.0.10" // cp1 where the snapshot records it
+			cfg.PKI.Source = src
+			cfg.Networking.ControlPlaneEndpoint = tc.endpoint
+			if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			kd := filepath.Join(dir, "bundle", rebuild.KubeDir, "cp1")
+			kc, err := clientcmd.LoadFromFile(filepath.Join(kd, "admin.conf"))
+			if (err == nil) != tc.want {
+				t.Fatalf("admin.conf written %v, want %v", err == nil, tc.want)
+			}
+			if !tc.want {
+				return
+			}
+			for _, cl := range kc.Clusters {
+				if cl.Server != "https://k8s-api.internal:6443" {
+					t.Errorf("admin.conf server %s", cl.Server)
+				}
+			}
+			checkKubelet(t, kd, cfg.Etcd.Members[0])
+		})
 	}
 }

@@ -407,7 +407,7 @@ func checkAffinitiesAndHandles(t *testing.T, c *codec.Codec, live map[string][]b
 // allocated, at its offset, to the same handle.
 func TestCalicoSample(t *testing.T) {
 	t.Parallel()
-	m := migrateSample(t, rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}, Now: nowFunc})
+	m := migrateSample(t, rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}})
 	live := map[string][]byte{}
 	for k, kv := range m.etcd {
 		if strings.HasPrefix(k, "/registry/") {

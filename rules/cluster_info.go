@@ -23,16 +23,16 @@ import (
 // into the snapshot so nodes can rejoin at once after a new CA.
 type BootstrapToken struct {
 	ID, Secret string
-	TTL        time.Duration // default 24h
+	// Expires is when the token stops working, written as given: the
+	// caller reads its own clock (rebuild: its start plus 24 hours,
+	// kubeadm's default TTL), the rules read none. Zero: 24 hours after the
+	// stamp the created objects carry (Plan.creationStamp), for tests.
+	Expires time.Time
 }
 
-// Expires is when a token written at now expires (TTL, default 24h).
-func (t BootstrapToken) Expires(now time.Time) time.Time {
-	if t.TTL == 0 {
-		return now.Add(defaultTokenTTL)
-	}
-	return now.Add(t.TTL)
-}
+// DefaultTokenTTL is how long a bootstrap token lasts when kubeadm's
+// default TTL is kept.
+const DefaultTokenTTL = 24 * time.Hour
 
 // ValidBootstrapToken checks that t is a bootstrap token kube-apiserver
 // accepts: "[a-z0-9]{6}.[a-z0-9]{16}", checked as k8s.io/cluster-bootstrap
@@ -54,7 +54,8 @@ type ClusterInfo struct {
 	ca     []byte
 	server string
 	token  *BootstrapToken
-	now    func() time.Time
+	plan   *Plan
+	stamp  time.Time // Plan.creationStamp, read in Prepare
 	notes  []string
 }
 
@@ -99,9 +100,22 @@ func (r *ClusterInfo) Apply(_ context.Context, obj *state.Object) (transform.Res
 
 // kubeadm's defaults for a bootstrap token (cmd/kubeadm/app/apis/bootstraptoken/v1).
 const (
-	defaultTokenTTL   = 24 * time.Hour
 	defaultTokenGroup = "system:bootstrappers:kubeadm:default-node-token"
 )
+
+// Lists: the Services, whose newest creationTimestamp the bootstrap token
+// Secret carries.
+func (r *ClusterInfo) Lists() []string { return []string{wellknown.PrefixServices} }
+
+// Prepare reads the stamp the bootstrap token Secret carries.
+func (r *ClusterInfo) Prepare(_ context.Context, v *state.View) error {
+	if r.token == nil {
+		return nil
+	}
+	var err error
+	r.stamp, err = r.plan.creationStamp(v)
+	return err
+}
 
 // Finish writes the bootstrap token Secret, as kubeadm creates one.
 func (r *ClusterInfo) Finish(context.Context) ([]transform.NewObject, error) {
@@ -110,8 +124,11 @@ func (r *ClusterInfo) Finish(context.Context) ([]transform.NewObject, error) {
 	}
 	name := bootstraputil.BootstrapTokenSecretName(r.token.ID)
 	key := wellknown.PrefixSecrets + metav1.NamespaceSystem + "/" + name
-	now := r.now().UTC().Truncate(time.Second)
-	expires := r.token.Expires(now)
+	now := r.stamp // from the input, not a clock: the same bytes on every run
+	expires := r.token.Expires.UTC().Truncate(time.Second)
+	if r.token.Expires.IsZero() {
+		expires = now.Add(DefaultTokenTTL)
+	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem, UID: newUID(key, r.token.ID), CreationTimestamp: metav1.NewTime(now)},
 		Type:       bootstrapapi.SecretTypeBootstrapToken,
@@ -158,8 +175,8 @@ var clusterInfoEntry = Entry{
 	Summary: "put a new cluster CA (and server) into kube-public/cluster-info; optionally write a bootstrap token so nodes can rejoin",
 	Touches: []string{"configmaps kube-public/cluster-info (kubeconfig)", "secrets kube-system/bootstrap-token-<id> (created)"},
 	Enabled: func(o *Options) bool { return len(o.ClusterCA) > 0 },
-	New: func(o Options, _ *Plan) transform.Rule {
-		return &ClusterInfo{ca: o.ClusterCA, server: o.ClusterInfoServer, token: o.BootstrapToken, now: o.Now}
+	New: func(o Options, p *Plan) transform.Rule {
+		return &ClusterInfo{ca: o.ClusterCA, server: o.ClusterInfoServer, token: o.BootstrapToken, plan: p}
 	},
 	Example: func() Options {
 		return Options{ClusterInfoOptions: ClusterInfoOptions{ClusterCA: []byte("-----BEGIN CERTIFICATE-----\nRVhBTVBMRQ==\n-----END CERTIFICATE-----\n")}}

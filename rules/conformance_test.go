@@ -24,7 +24,6 @@ func enablingOptions(name string) (rules.Options, bool) {
 		return rules.Options{}, false
 	}
 	o := e.Example()
-	o.Now = nowFunc
 	return o, e.Enabled(&o)
 }
 
@@ -250,7 +249,6 @@ func TestIdempotentVariants(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			c.opts.Now = nowFunc
 			out := filepath.Join(t.TempDir(), "out.db")
 			rep, _, _, err := runRules(t, in, out, c.opts)
 			if err != nil {

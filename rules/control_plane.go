@@ -15,6 +15,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/internal/textdist"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
@@ -46,7 +47,7 @@ var controlPlaneEntry = Entry{
 	Validate: func(o *Options) error { _, err := o.ControlPlaneOptions.parse(); return err },
 	New: func(o Options, _ *Plan) transform.Rule {
 		m, _ := o.ControlPlaneOptions.parse()
-		return &ControlPlaneAddress{opts: o.ControlPlaneOptions, nodes: m}
+		return &ControlPlaneAddress{opts: o.ControlPlaneOptions, nodes: m, recordedOnly: o.RecordedNodesOnly}
 	},
 	Example: func() Options {
 		return Options{ControlPlaneOptions: ControlPlaneOptions{ControlPlaneEndpoint: "k8s-api.internal:6443", ControlPlaneAddresses: []string{"cp1=10.1.0.10"}}}
@@ -104,8 +105,9 @@ func splitHostPort(e string) (host, port string, err error) {
 // ControlPlaneAddress moves the control plane to new addresses, consistently:
 // every copy of a moved node's address and of the control-plane endpoint.
 type ControlPlaneAddress struct {
-	opts  ControlPlaneOptions
-	nodes map[string]netip.Addr
+	opts         ControlPlaneOptions
+	nodes        map[string]netip.Addr
+	recordedOnly bool // Options.RecordedNodesOnly
 	// addrs maps each moved node's recorded address to its new one;
 	// endpoint maps the recorded control-plane endpoint to the new one.
 	addrs          map[netip.Addr]netip.Addr
@@ -143,6 +145,8 @@ func (r *ControlPlaneAddress) Prepare(_ context.Context, v *state.View) error {
 			r.known[old] = true
 		}
 		switch {
+		case !old.IsValid() && r.recordedOnly:
+			return unrecordedNode(v, node, r.nodes[node])
 		case !old.IsValid():
 			r.notes = append(r.notes, fmt.Sprintf("node %s: no recorded address in the snapshot (a new node): nothing to move", node))
 		case old != r.nodes[node]:
@@ -188,6 +192,31 @@ func recordedAddress(v *state.View, node string) (netip.Addr, error) {
 		}
 	}
 	return netip.Addr{}, nil
+}
+
+// unrecordedNode refuses --control-plane-address for a node the snapshot
+// records no address of, with the recorded nodes nearest in spelling.
+func unrecordedNode(v *state.View, node string, a netip.Addr) error {
+	var names []string
+	for _, prefix := range []string{wellknown.PrefixAPIServerPods, wellknown.PrefixNodes} {
+		for _, kr := range v.Keys(prefix) {
+			if n := strings.TrimPrefix(kr.Key, prefix); n != "" && !strings.Contains(n, "/") && !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
+	var near []string
+	for _, n := range names {
+		if d := textdist.Distance(strings.ToLower(n), strings.ToLower(node)); d <= max(1, min(3, len(node)/3)) {
+			near = append(near, n)
+		}
+	}
+	hint := ""
+	if len(near) > 0 {
+		hint = "; did you mean " + strings.Join(near, " or ") + "?"
+	}
+	return option.Errorf("ControlPlaneAddresses", "{} %s=%s: the snapshot records no node %q%s (its nodes: %s)", node, a, node, hint, strings.Join(names, ", "))
 }
 
 // recordedEndpoint is kubeadm-config's controlPlaneEndpoint ("" when absent).

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapshift/snapshift/internal/testfile"
 
@@ -435,7 +436,7 @@ func restoreAndServe(t *testing.T, path string) *etcdtest.Server {
 
 func TestEndToEndSample(t *testing.T) {
 	t.Parallel()
-	m := migrateSample(t, rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String()}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}, Now: nowFunc})
+	m := migrateSample(t, rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String()}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}})
 	m.checkServices(t, nil)
 	if got := m.svcs["kube-system/kube-dns"].Spec.ClusterIP; got != "172.24.0.10" {
 		t.Errorf("kube-dns clusterIP %s, want 172.24.0.10", got)
@@ -468,7 +469,7 @@ func TestEndToEndSample(t *testing.T) {
 // a DNS bridge.
 func TestEndToEndSampleDNSBridge(t *testing.T) {
 	t.Parallel()
-	m := migrateSample(t, rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String(), KeepServiceIPs: []string{"kube-system/kube-dns"}, DNSBridge: true}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}, Now: nowFunc})
+	m := migrateSample(t, rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String(), KeepServiceIPs: []string{"kube-system/kube-dns"}, DNSBridge: true}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: newPodCIDR.String()}})
 	v4 := m.checkServices(t, map[string]string{"kube-system/kube-dns": sample.DNSServiceIP})
 	dns, bridge := m.svcs["kube-system/kube-dns"], m.svcs["kube-system/kube-dns-bridge"]
 	if dns.Spec.ClusterIP != sample.DNSServiceIP {
@@ -486,8 +487,15 @@ func TestEndToEndSampleDNSBridge(t *testing.T) {
 	if jsonString(bridge.Spec.Ports) != jsonString(dns.Spec.Ports) {
 		t.Errorf("bridge ports %s, kube-dns %s", jsonString(bridge.Spec.Ports), jsonString(dns.Spec.Ports))
 	}
-	if bridge.UID == "" || bridge.UID == dns.UID || !bridge.CreationTimestamp.Time.Equal(fixedNow) {
-		t.Errorf("bridge uid %q (kube-dns %q), created %s", bridge.UID, dns.UID, bridge.CreationTimestamp)
+	// Stamped from the input, not the clock: the newest Service's creation.
+	var newest time.Time
+	for k, svc := range m.svcs {
+		if c := svc.CreationTimestamp.Time; k != "kube-system/kube-dns-bridge" && c.After(newest) {
+			newest = c
+		}
+	}
+	if bridge.UID == "" || bridge.UID == dns.UID || newest.IsZero() || !bridge.CreationTimestamp.Time.Equal(newest) {
+		t.Errorf("bridge uid %q (kube-dns %q), created %s, want the newest Service's creation %s", bridge.UID, dns.UID, bridge.CreationTimestamp, newest)
 	}
 	if v4[netip.MustParseAddr("172.24.0.10")] != "kube-system/kube-dns-bridge" {
 		t.Errorf("172.24.0.10 belongs to %q", v4[netip.MustParseAddr("172.24.0.10")])

@@ -3,6 +3,10 @@ package rules_test
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -90,7 +94,7 @@ func TestEncryptedAtRest(t *testing.T) {
 	}
 	in := encryptSample(t, enc)
 	seedRules := func() []transform.Rule {
-		rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}, Now: nowFunc})
+		rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"}, PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,4 +209,78 @@ func (strictRule) Name() string       { return "strict" }
 func (strictRule) Prefixes() []string { return []string{"/registry/secrets/"} }
 func (strictRule) Apply(context.Context, *state.Object) (transform.Result, error) {
 	return transform.Result{}, nil
+}
+
+// touchRule replaces every Service with itself: the same bytes.
+type touchRule struct{}
+
+func (touchRule) Name() string       { return "touch" }
+func (touchRule) Prefixes() []string { return []string{"/registry/services/specs/"} }
+func (touchRule) Apply(context.Context, *state.Object) (transform.Result, error) {
+	return transform.Result{Action: transform.Replace}, nil
+}
+
+// TestReplacedBySameBytesKeepsCiphertext: a value a rule replaces without
+// changing its plaintext keeps its stored ciphertext (kube-apiserver's
+// random IV included), at a new revision; nothing is re-encrypted.
+func TestReplacedBySameBytesKeepsCiphertext(t *testing.T) {
+	enc, err := encryption.Parse([]byte(encConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Services encrypted as kube-apiserver encrypts them: a random IV
+	// (this package's Encrypt would derive the IV, and re-encrypting would
+	// then give the same bytes, keeping or not).
+	key, _ := base64.StdEncoding.DecodeString("c2VydmljZXMtYWVzY2JjLWtleS0zMi1ieXRlcy0xMjM=") // encConfig's svc-key
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := testfile.RewriteLive(t, samplePath, filepath.Join(t.TempDir(), "in.db"), func(k string, v []byte) ([]byte, error) {
+		if !strings.HasPrefix(k, "/registry/services/specs/") {
+			return v, nil
+		}
+		pad := aes.BlockSize - len(v)%aes.BlockSize
+		buf := append(bytes.Clone(v), bytes.Repeat([]byte{byte(pad)}, pad)...)
+		iv := make([]byte, aes.BlockSize)
+		if _, err := rand.Read(iv); err != nil {
+			return nil, err
+		}
+		cipher.NewCBCEncrypter(block, iv).CryptBlocks(buf, buf)
+		return append(append([]byte("k8s:enc:aescbc:v1:svc-key:"), iv...), buf...), nil
+	})
+	out := filepath.Join(t.TempDir(), "out.db")
+	rep, err := transform.Run(context.Background(), transform.Config{Input: in, Output: out, Rules: []transform.Rule{touchRule{}}, Encryption: enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inState, outState := readState(t, in), readState(t, out)
+	n, kept := 0, 0
+	for _, k := range outState.keys() {
+		if !strings.HasPrefix(k, "/registry/services/specs/") {
+			continue
+		}
+		n++
+		got, was := outState.Live[k], inState.Live[k]
+		gotPlain, _, err := enc.Decrypt(k, got.KV.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wasPlain, _, _ := enc.Decrypt(k, was.KV.Value)
+		if got.Rev == was.Rev {
+			t.Errorf("%s: replaced, but at its old revision %v", k, was.Rev)
+		}
+		// Objects an older apiserver wrote (an empty clusterName the
+		// current encoding drops) re-encode to other bytes, as
+		// kube-apiserver's next write would: those are re-encrypted.
+		if bytes.Equal(gotPlain, wasPlain) {
+			kept++
+			if !bytes.Equal(got.KV.Value, was.KV.Value) {
+				t.Errorf("%s: replaced by the same plaintext, but re-encrypted instead of keeping its stored value", k)
+			}
+		}
+	}
+	if n == 0 || rep.Replaced != n || kept < n/2 {
+		t.Fatalf("%d Services, %d replaced, %d by the same plaintext", n, rep.Replaced, kept)
+	}
 }

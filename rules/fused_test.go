@@ -53,7 +53,6 @@ func fusedMembers(t *testing.T, dir string, n int) ([]snapshot.RestoreConfig, []
 // data dirs, checking the first one's database with verify as the CLI does.
 func fusedRestore(t *testing.T, in string, opts rules.Options, members []snapshot.RestoreConfig, route string) (*transform.Report, error) {
 	t.Helper()
-	opts.Now = nowFunc
 	rs, _, err := rules.Build(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +238,7 @@ func TestFusedRestoreLeavesNothing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	in := testfile.Copy(t, samplePath, dir)
-	rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String()}, Now: nowFunc})
+	rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: newServiceCIDR.String()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func parseCaseFlags(b []byte) (caseFlags, error) {
 	if err := sigyaml.UnmarshalStrict(b, &raw); err != nil {
 		return caseFlags{}, err
 	}
-	f := caseFlags{opts: rules.Options{Now: nowFunc}}
+	f := caseFlags{opts: rules.Options{}}
 	byName := map[string]rules.Option{}
 	for _, o := range rules.AllOptions(&f.opts) {
 		byName[o.Name] = o

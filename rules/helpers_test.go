@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -35,11 +34,6 @@ import (
 // samplePath is the committed kubeadm-style sample snapshot
 // (internal/sample written by a real etcd).
 const samplePath = "../testdata/sample.db"
-
-// fixedNow stamps every object the rules create in these tests.
-var fixedNow = time.Date(2026, time.January, 2, 3, 4, 5, 0, time.UTC)
-
-func nowFunc() time.Time { return fixedNow }
 
 // inputEntry is one key of a golden input.yaml: the etcd key and the object
 // as readable YAML. Built-in kinds are stored as protobuf (as kube-apiserver
@@ -333,9 +327,6 @@ func lineDiff(want, got string) string {
 // report, the plan and the leftover scan.
 func runRules(t testing.TB, in, out string, opts rules.Options) (*transform.Report, *rules.Plan, *leftovers.LeftoverScan, error) {
 	t.Helper()
-	if opts.Now == nil {
-		opts.Now = nowFunc
-	}
 	rs, plan, err := rules.Build(opts)
 	if err != nil {
 		return nil, nil, nil, err

@@ -124,8 +124,16 @@ func (r *K3sNodeArgs) Apply(_ context.Context, obj *state.Object) (transform.Res
 	if !ok || r.dist == nil {
 		return transform.Result{}, nil
 	}
+	// Each Node's own prefix: the distribution's, else the other
+	// program's (a Node that ran the other one).
 	ann := r.dist.NodeArgsAnnotation()
 	val, ok := node.Annotations[ann]
+	for _, other := range []string{"k3s.io/node-args", "rke2.io/node-args"} {
+		if !ok {
+			ann = other
+			val, ok = node.Annotations[ann]
+		}
+	}
 	if !ok {
 		return transform.Result{}, nil
 	}

@@ -1,10 +1,14 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
 	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/option"
@@ -33,6 +37,56 @@ type Plan struct {
 	// (state.NodesWithoutKubelet), read by the first range rule that asks.
 	NoKubelet     []string `json:"nodesWithoutKubelet,omitempty"`
 	noKubeletRead bool
+	// stamp is the time every object the rules create carries, read from
+	// the input (creationStamp), never from a clock.
+	stamp *time.Time
+}
+
+// creationStamp is the time the objects the rules create carry
+// (creationTimestamp, and deletionTimestamp and condition times where they
+// have them): the newest creationTimestamp among the input's Services, so
+// a created Service, IPAddress, ServiceCIDR or Secret is no older than any
+// Service it joins, and two runs of the same migration write the same
+// bytes whenever they run (docs/ARCHITECTURE.md §19). With no Service
+// that records one (hand-written inputs), the Unix epoch. Read once: the
+// service-cidr rule hands it over from its own pass over the Services.
+func (p *Plan) creationStamp(v *state.View) (time.Time, error) {
+	if p.stamp == nil {
+		var newest time.Time
+		for _, kr := range v.Keys(wellknown.PrefixServices) {
+			o, ok, err := v.Get(kr.Key)
+			if errors.Is(err, state.ErrEncrypted) {
+				continue // unreadable here (KMS): the newest of the others, on every run alike
+			}
+			if err != nil {
+				return time.Time{}, err
+			}
+			if ok {
+				newest = newerStamp(newest, o)
+			}
+		}
+		p.setStamp(newest)
+	}
+	return *p.stamp, nil
+}
+
+// setStamp records the newest creationTimestamp the Services hold.
+func (p *Plan) setStamp(newest time.Time) {
+	if newest.IsZero() {
+		newest = time.Unix(0, 0)
+	}
+	t := newest.UTC().Truncate(time.Second)
+	p.stamp = &t
+}
+
+// newerStamp is the later of t and o's creationTimestamp.
+func newerStamp(t time.Time, o *state.Object) time.Time {
+	if m, ok := o.Value.Obj.(metav1.Object); ok {
+		if c := m.GetCreationTimestamp().Time; c.After(t) {
+			return c
+		}
+	}
+	return t
 }
 
 // noteNoKubelet is the note naming the Nodes without a kubelet, for the

@@ -96,12 +96,16 @@ func planPods(w podWish) (*podLayout, error) {
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
+		// The message lists the first ones (one readable line, as the
+		// Service refusal); -o json prints every one (Details).
 		const msg = "%w: kube-controller-manager would exit at start with these node CIDRs: %s"
 		if misfitCount > 0 && !w.Repack {
-			return nil, option.Errorf("RepackNodes", msg+"; choose a larger range, or pass {RepackNodes} to give the nodes that do not fit free blocks of their size",
-				transform.ErrRefused, capList(problems, 20, "; "))
+			err := option.Errorf("RepackNodes", msg+"; choose a larger range, or pass {RepackNodes} to give the nodes that do not fit free blocks of their size",
+				transform.ErrRefused, capList(problems, maxListed, "; "))
+			err.Details = problems
+			return nil, err
 		}
-		return nil, fmt.Errorf(msg, transform.ErrRefused, capList(problems, 20, "; "))
+		return nil, fmt.Errorf(msg, transform.ErrRefused, capList(problems, maxListed, "; "))
 	}
 	return lay, nil
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/transform"
@@ -24,9 +23,11 @@ type Options struct {
 	UserRulesOptions
 	CNIOptions
 	WebhooksOptions
-
-	// Now stamps objects the rules create. Default time.Now.
-	Now func() time.Time `json:"-"`
+	// RecordedNodesOnly refuses a --control-plane-address for a node the
+	// snapshot does not record (a misspelt name on the command line)
+	// instead of noting it as a new node. The CLI sets it; a rebuild,
+	// whose members may be new nodes, does not.
+	RecordedNodesOnly bool `json:"-"`
 }
 
 // registry lists every rule, in the order they run when no prerequisite
@@ -180,9 +181,6 @@ func OptionByField(field string) (Option, bool) {
 // Build returns the rules Options select, in dependency order, and the plan
 // they share.
 func Build(o Options) ([]transform.Rule, *Plan, error) {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	defaults(&o)
 	if err := validate(&o); err != nil {
 		return nil, nil, err

@@ -54,7 +54,7 @@ func TestRegistryComplete(t *testing.T) {
 	for i := 0; i < ov.NumField(); i++ {
 		f := ov.Type().Field(i)
 		if !f.Anonymous {
-			continue // Now: not an option
+			continue
 		}
 		frag := ov.Field(i)
 		for j := 0; j < frag.NumField(); j++ {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -42,6 +43,7 @@ type ServiceCIDR struct {
 	ipaddrs   []netip.Addr
 	bridgeSvc *corev1.Service
 	keptCIDR  *keptCIDR // the terminating ServiceCIDR over the kept addresses, if any
+	stamp     time.Time // what the objects it creates carry (Plan.creationStamp)
 	notes     []string
 }
 
@@ -106,6 +108,10 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	// Service's addresses alive through the stream (6 MB for 32k Services).
 	inUse := svcs.inUse
 	r.plan.serviceInUse = &inUse
+	r.plan.setStamp(svcs.newest)
+	if r.stamp, err = r.plan.creationStamp(v); err != nil {
+		return err
+	}
 	if err := r.plan.checkClashes(v, "ServiceCIDR", "service", oldP, newP); err != nil {
 		return err
 	}
@@ -178,6 +184,8 @@ type services struct {
 	ips   map[string][]netip.Addr // cluster IPs by key
 	inUse []inUse                 // external and load-balancer IPs
 	dns   *corev1.Service         // the DNS Service, if there is one
+	// newest is the newest creationTimestamp (Plan.creationStamp).
+	newest time.Time
 }
 
 func readServices(v *state.View, dnsKey string) (*services, error) {
@@ -196,6 +204,7 @@ func readServices(v *state.View, dnsKey string) (*services, error) {
 			as = append(as, a)
 		}
 		out.ips[o.Key] = as
+		out.newest = newerStamp(out.newest, o)
 		out.inUse = append(out.inUse, externalIPs(svc)...)
 		if o.Key == dnsKey {
 			out.dns = svc
@@ -242,7 +251,7 @@ func (r *ServiceCIDR) newBridge(src *corev1.Service, a netip.Addr) *corev1.Servi
 		ObjectMeta: metav1.ObjectMeta{
 			Name: bridgeName, Namespace: bridgeNS,
 			UID:               newUID(bridgeKey, string(src.UID)),
-			CreationTimestamp: metav1.NewTime(r.opts.Now().UTC().Truncate(1e9)),
+			CreationTimestamp: metav1.NewTime(r.stamp),
 			Labels:            map[string]string{"app.kubernetes.io/managed-by": "snapshift"},
 			Annotations: map[string]string{state.AnnotationBridgeFor: r.opts.DNSService,
 				"snapshift.io/note": fmt.Sprintf("serves cluster DNS at %s in the new range while %s keeps its old address; delete once %s has moved", a, r.opts.DNSService, r.opts.DNSService)},
@@ -540,7 +549,7 @@ func (r *ServiceCIDR) Finish(context.Context) ([]transform.NewObject, error) {
 func (r *ServiceCIDR) newIPAddress(a netip.Addr, svcKey string) (transform.NewObject, error) {
 	ns, name, _ := strings.Cut(strings.TrimPrefix(svcKey, wellknown.PrefixServices), "/")
 	key := wellknown.PrefixIPAddresses + a.String()
-	meta := metav1.ObjectMeta{Name: a.String(), UID: newUID(key, svcKey), CreationTimestamp: metav1.NewTime(r.opts.Now().UTC().Truncate(1e9)),
+	meta := metav1.ObjectMeta{Name: a.String(), UID: newUID(key, svcKey), CreationTimestamp: metav1.NewTime(r.stamp),
 		Labels: map[string]string{"ipaddress.kubernetes.io/ip-family": familyLabel(a), "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}}
 	var obj runtime.Object
 	switch r.ipaddrGVK.Version {

@@ -114,7 +114,7 @@ type keptCIDR struct {
 // one's version.
 func (r *ServiceCIDR) newKeptServiceCIDR() (transform.NewObject, error) {
 	key := wellknown.PrefixServiceCIDRs + KeptServiceCIDRName
-	now := metav1.NewTime(r.opts.Now().UTC().Truncate(1e9))
+	now := metav1.NewTime(r.stamp) // from the input: the same bytes on every run
 	zero := int64(0)
 	meta := metav1.ObjectMeta{Name: KeptServiceCIDRName, UID: newUID(key, cidr.Join(r.keptCIDR.cidrs)), Generation: 1,
 		CreationTimestamp: now, DeletionTimestamp: &now, DeletionGracePeriodSeconds: &zero,

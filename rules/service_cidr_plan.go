@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/internal/textdist"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/wellknown"
@@ -107,7 +108,7 @@ func checkKept(keep []string, ips map[string][]netip.Addr) error {
 	}
 	var problems []string
 	if len(missing) > 0 {
-		problems = append(problems, strings.Join(missing, ", ")+": no such Service with a cluster IP in the snapshot")
+		problems = append(problems, strings.Join(missing, ", ")+": no such Service with a cluster IP in the snapshot"+nearServices(missing, ips))
 	}
 	if len(headless) > 0 {
 		problems = append(problems, strings.Join(headless, ", ")+": the Service has no cluster IP to keep (headless or ExternalName)")
@@ -116,6 +117,28 @@ func checkKept(keep []string, ips map[string][]netip.Addr) error {
 		return option.Errorf("KeepServiceIPs", "{} %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// nearServices is "; did you mean kube-system/kube-dns?" for the Services
+// with a cluster IP nearest in spelling to the missing ones, or "".
+func nearServices(missing []string, ips map[string][]netip.Addr) string {
+	var near []string
+	for k, as := range ips {
+		if len(as) == 0 {
+			continue
+		}
+		n := svcName(k)
+		for _, m := range missing {
+			if d := textdist.Distance(m, n); d <= max(1, min(3, len(m)/4)) && !slices.Contains(near, n) {
+				near = append(near, n)
+			}
+		}
+	}
+	if len(near) == 0 {
+		return ""
+	}
+	sort.Strings(near)
+	return "; did you mean " + strings.Join(near, " or ") + "?"
 }
 
 // mapOffsets gives every address that moves the address at its offset in

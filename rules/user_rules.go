@@ -255,6 +255,11 @@ func (r *UserRules) try(v *state.View, rule *ruleset.Rule, key string) error {
 		st.acts++
 	}
 	if err := checkResult(v.Codec(), obj.Value, doc, next); err != nil {
+		if field, got, want, ok := typeMismatch(err); ok {
+			// A value of the wrong type is a mistake in the rules file
+			// (exit 2), said in the object's terms, not Go's.
+			return option.Errorf("Rules", "{}: %s sets %s of %s to %s, but that field takes %s", rule, field, wellknown.KubectlName(key), got, want)
+		}
 		return fmt.Errorf("%w: %s would make %s invalid: %v", transform.ErrRefused, rule, key, err)
 	}
 	return nil

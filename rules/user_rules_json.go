@@ -139,16 +139,59 @@ func userChange(rule *ruleset.Rule, d ruleset.Diff, secret bool, m *ruleset.Mapp
 }
 
 // textEdit shows a change inside a long text (a replace in a ConfigMap's
-// file) by the part that differs, with a little context on each side:
-// "…host = 192.168.10.21…" -> "…host = 10.20.10.21…", the context kept
-// to the changed line. ok is false when the text is short or the
-// differing part is long or spans lines.
+// file, a long image name) by the part that differs, with a little
+// context on each side, kept to its line: "…host = 192.168.10.21…" ->
+// "…host = 10.20.10.21…". A text whose lines changed in several places
+// shows each changed line's part, "; "-separated (up to maxTextEdits).
+// ok is false when both values are short (they are shown whole) or the
+// change is too large to show in parts (lines added or removed, a long
+// differing part).
 func textEdit(d ruleset.Diff) (old, new string, ok bool) {
 	o, okO := d.Old.(string)
 	n, okN := d.New.(string)
-	if !okO || !okN || d.Added || d.Removed || !isLong(o) {
+	if !okO || !okN || d.Added || d.Removed || (!isLong(o) && !isLong(n)) {
 		return "", "", false
 	}
+	ol, nl := strings.Split(o, "\n"), strings.Split(n, "\n")
+	if len(ol) != len(nl) {
+		return "", "", false
+	}
+	var olds, news []string
+	for i := range ol {
+		if ol[i] == nl[i] {
+			continue
+		}
+		if len(olds) == maxTextEdits {
+			return "", "", false
+		}
+		po, pn, ok := lineEdit(ol[i], nl[i])
+		if !ok {
+			return "", "", false
+		}
+		// "…" where the text goes on, before or after the line's part.
+		if i > 0 && !strings.HasPrefix(po, "…") {
+			po, pn = "…"+po, "…"+pn
+		}
+		if i < len(ol)-1 && !strings.HasSuffix(po, "…") {
+			po += "…"
+		}
+		if i < len(nl)-1 && !strings.HasSuffix(pn, "…") {
+			pn += "…"
+		}
+		olds, news = append(olds, po), append(news, pn)
+	}
+	if len(olds) == 0 {
+		return "", "", false
+	}
+	return strings.Join(olds, "; "), strings.Join(news, "; "), true
+}
+
+// maxTextEdits bounds the changed lines textEdit shows in parts.
+const maxTextEdits = 5
+
+// lineEdit is the part of one line that differs, with up to 12 characters
+// of context on each side, "…" where the line goes on.
+func lineEdit(o, n string) (old, new string, ok bool) {
 	ro, rn := []rune(o), []rune(n)
 	pre := 0
 	for pre < len(ro) && pre < len(rn) && ro[pre] == rn[pre] {
@@ -159,15 +202,15 @@ func textEdit(d ruleset.Diff) (old, new string, ok bool) {
 		suf++
 	}
 	from := pre
-	for from > 0 && pre-from < 12 && ro[from-1] != '\n' {
-		from-- // context before, on the same line
+	for from > 0 && pre-from < 12 {
+		from-- // context before
 	}
 	toO, toN := len(ro)-suf, len(rn)-suf
-	for k := 0; k < 12 && toO < len(ro) && ro[toO] != '\n'; k++ {
+	for k := 0; k < 12 && toO < len(ro); k++ {
 		toO, toN = toO+1, toN+1 // context after (the common suffix)
 	}
 	old, new = string(ro[from:toO]), string(rn[from:toN])
-	if isLong(old) || isLong(new) || strings.ContainsAny(old+new, "\n") {
+	if len(old) > 100 || len(new) > 100 {
 		return "", "", false
 	}
 	if from > 0 {
@@ -197,4 +240,84 @@ func display(v any) string {
 		return `""`
 	}
 	return s
+}
+
+// typeMismatch finds, in a decoding error, a value of the wrong JSON type
+// for its field (the JSON decoders' UnmarshalTypeError, whose sigs.k8s.io
+// copy is internal to its module: read by its field names) and says it
+// in words: the field's path, what it was given, what it takes.
+func typeMismatch(err error) (field, got, want string, ok bool) {
+	for _, e := range unwrapAll(err) {
+		v := reflect.ValueOf(e)
+		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct || v.Elem().Type().Name() != "UnmarshalTypeError" {
+			continue
+		}
+		s := v.Elem()
+		f, val, typ := s.FieldByName("Field"), s.FieldByName("Value"), s.FieldByName("Type")
+		if f.Kind() != reflect.String || val.Kind() != reflect.String || !typ.IsValid() || f.String() == "" {
+			continue
+		}
+		t, _ := typ.Interface().(reflect.Type)
+		if t == nil {
+			continue
+		}
+		return f.String(), jsonValueWords(val.String()), goTypeWords(t), true
+	}
+	return "", "", "", false
+}
+
+// unwrapAll is err and every error it wraps, depth first.
+func unwrapAll(err error) []error {
+	if err == nil {
+		return nil
+	}
+	out := []error{err}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		out = append(out, unwrapAll(u.Unwrap())...)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, unwrapAll(e)...)
+		}
+	}
+	return out
+}
+
+// jsonValueWords names a JSON value as the decoders describe it ("string",
+// "number 3.5", "array", "object", "bool").
+func jsonValueWords(v string) string {
+	switch {
+	case v == "string":
+		return "a string"
+	case v == "array":
+		return "a list"
+	case v == "object":
+		return "an object"
+	case v == "bool":
+		return "true or false"
+	case strings.HasPrefix(v, "number"):
+		return "the " + v
+	}
+	return v
+}
+
+// goTypeWords names what a field of type t takes, in YAML's words.
+func goTypeWords(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "an object"
 }

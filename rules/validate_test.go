@@ -89,7 +89,6 @@ func TestValidationErrors(t *testing.T) {
 			want: []string{"refused: the new service range 172.24.0.0/24 is too small", "demo/api (192.168.200.14, offset 51214)", "pass --repack"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			c.opts.Now = nowFunc
 			_, _, buildErr := rules.Build(c.opts)
 			var err error
 			if c.snapshot {

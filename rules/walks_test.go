@@ -17,7 +17,7 @@ import (
 // key bucket, which costs a pass over every entry each time.
 func TestPrepareWalksNothing(t *testing.T) {
 	rs, _, err := rules.Build(rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16"},
-		PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}, Now: nowFunc})
+		PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}})
 	if err != nil {
 		t.Fatal(err)
 	}

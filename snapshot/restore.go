@@ -124,7 +124,7 @@ func (c *RestoreConfig) Validate() error {
 			continue
 		}
 		if st, err := os.Stat(filepath.Dir(d)); err != nil || !st.IsDir() {
-			return fmt.Errorf("parent directory of %s does not exist", d)
+			return fmt.Errorf("parent directory of %s does not exist: create it first (mkdir -p %s)", d, filepath.Dir(d))
 		}
 	}
 	c.validated = true

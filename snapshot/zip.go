@@ -141,13 +141,19 @@ func isFlateError(err error) bool {
 	return errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "flate: corrupt input")
 }
 
+// ZipEpoch is the entry time of an archive whose caller gives none: the
+// first time a zip header can hold (1980-01-01, MS-DOS's epoch), as
+// reproducible builds stamp archives.
+var ZipEpoch = time.Date(1980, time.January, 1, 0, 0, 0, 0, time.UTC)
+
 // ZipOptions configure Zip.
 type ZipOptions struct {
 	// Entry is the entry's name; default: dst's base name without ".zip",
 	// as k3s names it.
 	Entry string
 	// Mode and Modified go into the entry's header; defaults 0600 (k3s's
-	// snapshot files) and now.
+	// snapshot files) and ZipEpoch (no clock: the same input and options
+	// give the same archive, byte for byte).
 	Mode     fs.FileMode
 	Modified time.Time
 	// Force replaces an existing dst.
@@ -179,7 +185,7 @@ func Zip(src, dst string, opts ZipOptions) (err error) {
 		h.Name = strings.TrimSuffix(filepath.Base(dst), CompressedExtension)
 	}
 	if h.Modified.IsZero() {
-		h.Modified = time.Now().Round(time.Second)
+		h.Modified = ZipEpoch
 	}
 	mode := opts.Mode
 	if mode == 0 {

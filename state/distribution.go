@@ -92,6 +92,11 @@ type Distribution struct {
 	Agents  []string   `json:"agents,omitempty"`
 	// KeysOutsideRegistry are the k3s/RKE2 keys outside /registry.
 	KeysOutsideRegistry []string `json:"keysOutsideRegistry,omitempty"`
+
+	// byNodes: the Nodes' node-args annotations named the program (what
+	// each server and agent ran with); other evidence (keys, HelmCharts)
+	// is then listed but does not change it.
+	byNodes bool
 }
 
 // IsK3sFamily reports whether d is k3s or RKE2.
@@ -219,6 +224,7 @@ func detectNodeArgs(v *View, d *Distribution) error {
 				continue
 			}
 			d.setK3s(prog, fmt.Sprintf("Node %s annotation %s.io/node-args", node.Name, prog))
+			d.byNodes = true
 			sub, na, err := ParseNodeArgs(node.Name, ann)
 			if err != nil {
 				return fmt.Errorf("%s: %w", o.Key, err)
@@ -234,14 +240,20 @@ func detectNodeArgs(v *View, d *Distribution) error {
 	})
 }
 
-// setK3s records k3s-family evidence; RKE2's wins over k3s's (RKE2 is
-// k3s inside, and RKE2 evidence is never written by k3s).
+// setK3s records k3s-family evidence. The Nodes' node-args annotations
+// decide (a k3s cluster may hold a HelmChart annotated for RKE2, copied
+// from elsewhere): once they have named the program, other evidence is
+// only listed. Among equals RKE2's wins over k3s's (RKE2 is k3s inside,
+// and RKE2 evidence is never written by k3s).
 func (d *Distribution) setK3s(program, why string) {
 	name := DistK3s
 	if program == "rke2" {
 		name = DistRKE2
 	}
-	if d.Name != DistRKE2 {
+	switch {
+	case d.byNodes && !strings.HasPrefix(why, "Node "):
+		// the Nodes have decided
+	case d.Name != DistRKE2:
 		d.Name, d.Program = name, program
 	}
 	if !slices.Contains(d.FoundBy, why) && len(d.FoundBy) < 8 {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
 )
 
@@ -148,4 +149,41 @@ func (t *phaseTimer) timing() *Timing {
 		emit(name)
 	}
 	return out
+}
+
+// heldDone holds back a phase's Done until release: the index phase is
+// only done once the input's hash, checked at the same time, has matched.
+// By then another phase may have run (plan streams beside the hash): the
+// held phase is reported as it ended (progress.Ender), not as a second
+// Done of whatever phase runs at release.
+type heldDone struct {
+	progress.Reporter
+	held        bool
+	phase, unit string
+	done        int64
+	start, end  time.Time
+}
+
+func (h *heldDone) Start(phase, unit string, total int64) {
+	h.phase, h.unit, h.done, h.start = phase, unit, 0, time.Now()
+	h.Reporter.Start(phase, unit, total)
+}
+
+func (h *heldDone) Add(n int64) {
+	h.done += n
+	h.Reporter.Add(n)
+}
+
+func (h *heldDone) Done() { h.held, h.end = true, time.Now() }
+
+func (h *heldDone) release() {
+	if !h.held {
+		return
+	}
+	h.held = false
+	if e, ok := h.Reporter.(progress.Ender); ok {
+		e.Ended(h.phase, h.unit, h.done, h.end.Sub(h.start))
+		return
+	}
+	h.Reporter.Done()
 }

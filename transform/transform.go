@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -586,7 +587,11 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	}
 	e.report.Replaced++
 	e.observe(ent.KV.Key, b, true)
-	if b, err = e.encrypt(stored, b, info); err != nil {
+	if bytes.Equal(b, plain) {
+		// The rules replaced it with the same bytes: the stored value (its
+		// ciphertext, if encrypted) is kept as it is.
+		b = ent.KV.Value
+	} else if b, err = e.encrypt(stored, b, info); err != nil {
 		return err
 	}
 	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "replace", Rules: e.sharedNames(names), Changes: changes})
@@ -823,22 +828,6 @@ func (r *router) match(key []byte) []int {
 		}
 	}
 	return out
-}
-
-// heldDone holds back a phase's Done until release: the index phase is
-// only done once the input's hash, checked at the same time, has matched.
-type heldDone struct {
-	progress.Reporter
-	held bool
-}
-
-func (h *heldDone) Done() { h.held = true }
-
-func (h *heldDone) release() {
-	if h.held {
-		h.held = false
-		h.Reporter.Done()
-	}
 }
 
 // tolerated asks the rules that claim key whether they can do without its

@@ -136,3 +136,35 @@ func Resource(key string) string {
 	}
 	return ResourceByStored(first)
 }
+
+// KubectlName is a key as kubectl names the object: RESOURCE/[NAMESPACE/]NAME
+// with the resource's first short name, else its plural[.group]
+// ("svc/prod/web", "deploy/kube-system/coredns", "no/cp1",
+// "ippools.crd.projectcalico.org/default"). KeyOf reads it back. A key
+// outside the layout (allocator ranges, /registry/masterleases/, another
+// prefix) is returned as it is. A resource's prefix is "svc/".
+func KubectlName(key string) string {
+	res := Resource(key)
+	if strings.HasPrefix(res, "(") || strings.HasPrefix(res, "ranges/") {
+		return key
+	}
+	r, ok := LookupResource(res)
+	stored := res
+	if ok {
+		stored = r.Stored()
+	} else if !strings.Contains(res, ".") {
+		return key
+	}
+	rest, ok := strings.CutPrefix(key, Prefix(stored))
+	if !ok {
+		return key
+	}
+	name := res
+	if len(r.Short) > 0 {
+		name = r.Short[0]
+	}
+	if back, err := KeyOf(name + "/" + rest); err != nil || back != key {
+		return key
+	}
+	return name + "/" + rest
+}

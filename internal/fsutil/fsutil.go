@@ -15,22 +15,34 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrExists is wrapped when an output exists and force was not given.
 var ErrExists = errors.New("already exists")
 
+// ErrOutputDir is wrapped when an output's directory does not exist, is
+// not a directory or cannot be written: a path the user gave that cannot
+// hold the output (the CLI's exit 2), found before any work.
+var ErrOutputDir = errors.New("cannot hold the output")
+
 // CheckNew fails when path exists and force is false. It also fails when
-// path's directory does not exist, so that a long run does not end with a
-// rename into nowhere.
+// path's directory does not exist or cannot be written (ErrOutputDir), so
+// that a long run does not end with a rename into nowhere.
 func CheckNew(path string, force bool) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("output directory %s: %w", dir, err)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return outputDirError{fmt.Errorf("output directory %s does not exist: create it first (mkdir -p %s)", dir, dir)}
+	case err != nil:
+		return outputDirError{fmt.Errorf("output directory %s: %w", dir, err)}
+	case !st.IsDir():
+		return outputDirError{fmt.Errorf("output directory %s is not a directory", dir)}
 	}
-	if !st.IsDir() {
-		return fmt.Errorf("output directory %s is not a directory", dir)
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return outputDirError{fmt.Errorf("output directory %s is not writable (%w): choose another, or run as a user who may write there", dir, err)}
 	}
 	if _, err := os.Lstat(path); err == nil {
 		if !force {
@@ -41,6 +53,12 @@ func CheckNew(path string, force bool) error {
 	}
 	return nil
 }
+
+// outputDirError is an ErrOutputDir with its own message.
+type outputDirError struct{ error }
+
+func (e outputDirError) Unwrap() error        { return e.error }
+func (e outputDirError) Is(target error) bool { return target == ErrOutputDir }
 
 // WriteFile writes data to path atomically (temp, fsync, rename) with perm.
 func WriteFile(path string, data []byte, perm os.FileMode, force bool) error {

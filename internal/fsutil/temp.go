@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Temporary names. Every file or directory snapshift writes before
@@ -94,6 +95,18 @@ func CreateTemp(path string, perm os.FileMode) (*os.File, error) {
 		f, err := os.OpenFile(TempName(path, ".tmp"), os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
+		}
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrNotExist) {
+			dir := filepath.Dir(path)
+			cause := err
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				cause = pe.Err // the temporary name says nothing to the user
+			}
+			if errors.Is(err, fs.ErrNotExist) { // a directory that takes no new files (/proc), or one removed meanwhile
+				return nil, outputDirError{fmt.Errorf("output directory %s takes no new file (%w): choose another", dir, cause)}
+			}
+			return nil, outputDirError{fmt.Errorf("output directory %s is not writable (%w): choose another, or run as a user who may write there", dir, cause)}
 		}
 		if err != nil {
 			return nil, err

@@ -13,6 +13,8 @@
 package strictyaml
 
 import (
+	"encoding"
+	"encoding/json"
 	"fmt"
 	"github.com/snapshift/snapshift/internal/textdist"
 	"reflect"
@@ -58,6 +60,9 @@ func walk(n *yaml.Node, t reflect.Type, path, tag string) error {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
+	if err := checkKind(n, t, path); err != nil {
+		return err
+	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		return walkStruct(n, t, path, tag)
@@ -74,7 +79,74 @@ func walk(n *yaml.Node, t reflect.Type, path, tag string) error {
 			}
 		}
 	}
-	return nil // scalars, any, and type mismatches (the decoder reports those)
+	return nil // scalars and any
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+	textUnmarshaler = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
+	yamlUnmarshaler = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+)
+
+// checkKind reports a value of the wrong kind for its key — a list where
+// a string goes, a word where a number goes — with the key's path and
+// line and what it takes, in the file's terms: the decoders say "cannot
+// unmarshal array into Go value of type string" without a line. Types
+// that decode themselves are left to their decoders.
+func checkKind(n *yaml.Node, t reflect.Type, path string) error {
+	if path == "" || n.Kind == yaml.AliasNode || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
+		return nil
+	}
+	pt := reflect.PointerTo(t)
+	if t.Kind() == reflect.Interface || pt.Implements(jsonUnmarshaler) || pt.Implements(textUnmarshaler) ||
+		pt.Implements(yamlUnmarshaler) || pt.Implements(keyerType) {
+		return nil
+	}
+	var want string
+	ok := true
+	switch t.Kind() {
+	case reflect.String:
+		want, ok = "a string", n.Kind == yaml.ScalarNode
+	case reflect.Bool:
+		want, ok = "true or false", n.Kind == yaml.ScalarNode && n.Tag == "!!bool"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want, ok = "a whole number", n.Kind == yaml.ScalarNode && n.Tag == "!!int"
+	case reflect.Float32, reflect.Float64:
+		want, ok = "a number", n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float")
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil // []byte: base64 text
+		}
+		want, ok = "a list", n.Kind == yaml.SequenceNode
+	case reflect.Struct, reflect.Map:
+		want, ok = "a mapping (key: value)", n.Kind == yaml.MappingNode
+	}
+	if ok {
+		return nil
+	}
+	return &Error{Path: path, Line: n.Line, Msg: fmt.Sprintf("takes %s, not %s", want, describe(n))}
+}
+
+// describe names a YAML value's kind as the user wrote it.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	}
+	v := n.Value
+	if len(v) > 40 {
+		v = v[:37] + "..."
+	}
+	switch n.Tag {
+	case "!!int", "!!float":
+		return "the number " + v
+	case "!!bool":
+		return v
+	}
+	return fmt.Sprintf("%q", v)
 }
 
 // Keyer is a type that decodes itself, whose keys are not its fields: it

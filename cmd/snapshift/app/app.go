@@ -19,6 +19,7 @@ import (
 
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/migrate"
+	"github.com/snapshift/snapshift/nodeops"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
@@ -39,10 +40,12 @@ const (
 
 const exitCodeHelp = `EXIT CODES:
    0    success
-   1    unexpected failure (I/O error, bug)
-   2    bad command line or configuration file (a flag, a rebuild or rules file key, a value this snapshot cannot take)
+   1    unexpected failure (an I/O error during the run, a bug)
+   2    bad command line or configuration file (a flag, a rebuild or rules file key or value, a path that does
+        not fit, a name the input does not have, a value this snapshot cannot take)
    3    the input is not a usable etcd snapshot (corrupt, truncated, wrong hash, not bbolt)
-   4    refused: an existing output without --force, a non-empty data dir, or a change that is unsafe
+   4    refused: an existing output without --force, a non-empty data dir, a change that is unsafe, or this
+        host's state (node apply's preflight, node rollback without a backup)
    5    verification failed (verify, or transform's check of its own output: nothing was published)
    130  interrupted (SIGINT/SIGTERM); temporary files were removed
 `
@@ -63,23 +66,22 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Description: "snapshift reads an etcd snapshot (etcdctl snapshot save) read-only, streams every live key\n" +
 			"through rules (service CIDR, pod CIDR, ...), writes a new snapshot, and restores it into new\n" +
 			"etcd data dirs. The input is never modified; outputs appear only when complete.\n\n" + exitCodeHelp,
-		Reader:               stdin,
-		Writer:               stdout,
-		ErrWriter:            stderr,
-		EnableBashCompletion: true,                         // --generate-bash-completion, for `snapshift completion`
-		ExitErrHandler:       func(*cli.Context, error) {}, // Main decides exit codes
-		Flags:                []cli.Flag{&cli.BoolFlag{Name: versionFlag, Aliases: []string{"v"}, Usage: "print the version (the version command, as text)"}},
+		Reader:         stdin,
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		ExitErrHandler: func(*cli.Context, error) {}, // Main decides exit codes
+		Flags:          []cli.Flag{&cli.BoolFlag{Name: versionFlag, Aliases: []string{"v"}, Usage: "print the version (the version command, as text)"}},
 		Action: func(c *cli.Context) error {
 			if c.Bool(versionFlag) {
 				return showVersion(c)
 			}
 			if c.NArg() > 0 {
-				return usagef("unknown command %q (see snapshift --help)", c.Args().First())
+				return unknownCommand(c.App.Name, c.Args().First(), c.App.Commands)
 			}
 			return cli.ShowAppHelp(c)
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{err}
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return flagUsageError(c, err)
 		},
 		Commands: []*cli.Command{
 			inspectCommand(),
@@ -101,11 +103,16 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			helpCommand(),
 		},
 	}
-	for _, c := range app.Commands {
-		if c.OnUsageError == nil {
-			c.OnUsageError = app.OnUsageError
+	var setUsage func([]*cli.Command)
+	setUsage = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.OnUsageError == nil {
+				c.OnUsageError = app.OnUsageError
+			}
+			setUsage(c.Subcommands)
 		}
 	}
+	setUsage(app.Commands)
 	return app
 }
 
@@ -118,9 +125,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stop() // the first signal cancels cleanly; a second one kills at once
 	}()
 	app := New(stdin, stdout, stderr)
+	if len(args) > 1 && args[1] == completeCommand {
+		complete(app, args[2:], stdout)
+		return ExitOK
+	}
+	help, isHelp := helpAnywhere(app, args)
 	args, err := dryRunSpelling(args)
+	if isHelp {
+		args, err = help, nil
+	}
 	if err == nil {
-		err = app.RunContext(ctx, completionArgs(app, args))
+		err = app.RunContext(ctx, interspersed(app, args))
 	}
 	if err == nil {
 		return ExitOK
@@ -147,7 +162,7 @@ func ExitCode(ctx context.Context, err error) int {
 		return ExitOK
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.Is(err, fsutil.ErrOutputDir):
 		return ExitUsage
 	case errors.Is(err, snapshot.ErrInvalidInput):
 		return ExitBadInput
@@ -166,7 +181,7 @@ var errRefused = errors.New("refused")
 // refusal reports whether err is a refusal (exit 4).
 func refusal(err error) bool {
 	return errors.Is(err, fsutil.ErrExists) || errors.Is(err, migrate.ErrRefused) || errors.Is(err, errRefused) ||
-		errors.Is(err, state.ErrEncrypted)
+		errors.Is(err, state.ErrEncrypted) || errors.Is(err, nodeops.ErrRefused)
 }
 
 // renderedError is an error whose message was rendered for the user (its
@@ -230,6 +245,10 @@ var libraryFlags = map[string]string{
 	"EtcdDataDir":          "--etcd-data-dir",
 	"EtcdMember":           "--etcd-member",
 	"GenerateAll":          "--all",
+	"KeyAlgorithm":         "--encryption-algorithm",
+	"CertValidity":         "--certificate-validity-period",
+	"CAValidity":           "--ca-certificate-validity-period",
+	"ClusterName":          "--cluster-name",
 }
 
 // flagName renders an option field as the flag that sets it; a field no

@@ -611,7 +611,7 @@ func TestPlanTextBoundsChanges(t *testing.T) {
 	listed := 0
 	for _, l := range strings.Split(txt.stdout, "\n") {
 		f := strings.Fields(l)
-		if len(f) == 3 && (f[0] == "replace" || f[0] == "create" || f[0] == "delete") && strings.HasPrefix(f[1], "/registry/") {
+		if len(f) == 3 && (f[0] == "replace" || f[0] == "create" || f[0] == "delete") && strings.HasPrefix(f[2], "[") { // kubectl names: svc/NS/NAME
 			listed++
 		}
 	}

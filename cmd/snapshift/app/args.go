@@ -45,7 +45,12 @@ func interspersed(app *cli.App, args []string) []string {
 		case strings.HasPrefix(a, "-") && a != "-":
 			flags = append(flags, a)
 			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && !noValue[name] && i+1 < len(rest) {
+			if !strings.Contains(name, "=") && !noValue[name] {
+				if i+1 == len(rest) {
+					// A flag without its value, last: the parser says so
+					// (the arguments would be taken for its value).
+					return append(append([]string{}, args[:ci+1]...), flags...)
+				}
 				i++
 				flags = append(flags, rest[i])
 			}

@@ -559,7 +559,7 @@ func badRows() []badRow {
 
 		// Outputs that cannot be written. A path under a regular file fails with ENOTDIR for
 		// root too (CI runs as root, which a chmod 0500 directory does not stop).
-		{name: "output directory is a regular file", code: ExitError, want: "not a directory",
+		{name: "output directory is a regular file", code: ExitUsage, want: "not a directory",
 			args: func(in, work string) []string {
 				return []string{"transform", in, "--out", filepath.Join(work, "file.txt", "out.db")}
 			},
@@ -568,7 +568,7 @@ func badRows() []badRow {
 					t.Fatal(err)
 				}
 			}},
-		{name: "output directory missing", code: ExitError, want: "no such file",
+		{name: "output directory missing", code: ExitUsage, want: "does not exist: create it first (mkdir -p",
 			args: func(in, work string) []string {
 				return []string{"transform", in, "--out", filepath.Join(work, "missing", "out.db")}
 			}},
@@ -686,6 +686,7 @@ func TestBadInputTable(t *testing.T) {
 			}
 
 			cmdline := "snapshift " + strings.Join(args, " ")
+			want := strings.NewReplacer("IN", in, "WORK", work).Replace(row.want)
 			t.Logf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
 			if r.code != row.code {
 				t.Errorf("%s: exit %d, want %d (stderr %q)", cmdline, r.code, row.code, r.stderr)
@@ -694,8 +695,8 @@ func TestBadInputTable(t *testing.T) {
 			switch {
 			case len(lines) != 1:
 				t.Errorf("%s: stderr has %d lines, want one:\n%s", cmdline, len(lines), r.stderr)
-			case !strings.HasPrefix(lines[0], "snapshift: ") || !strings.Contains(lines[0], row.want):
-				t.Errorf("%s: stderr %q, want one line \"snapshift: ...%s...\"", cmdline, lines[0], row.want)
+			case !strings.HasPrefix(lines[0], "snapshift: ") || !strings.Contains(lines[0], want):
+				t.Errorf("%s: stderr %q, want one line \"snapshift: ...%s...\"", cmdline, lines[0], want)
 			}
 			if len(lines) > 0 {
 				if n := goIdentifierIn(names, lines[0]); n != "" {

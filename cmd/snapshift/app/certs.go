@@ -17,9 +17,11 @@ type certsOptions struct {
 	common
 	cfg           pki.Config
 	renew         string
+	alg           string
 	all           bool
 	kubeconfigDir string
-	sans, members cli.StringSlice
+	sans          cli.StringSlice
+	members       repeated // NAME=PEER_URL,CLIENT_URL holds a comma: not a StringSlice
 	// --kubeconfig-user: one kubeconfig for a named identity.
 	kubeUser, kubeOut string
 	kubeGroups        cli.StringSlice
@@ -37,8 +39,13 @@ func (o *certsOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "apiserver-advertise-address", Destination: &o.cfg.AdvertiseAddress, Usage: "this node's API server address"},
 		&cli.StringFlag{Name: "control-plane-endpoint", Destination: &o.cfg.ControlPlaneEndpoint, Usage: "the shared endpoint host[:port]"},
 		&cli.StringSliceFlag{Name: "apiserver-cert-extra-sans", Destination: &o.sans, Usage: "extra apiserver certificate SANs"},
-		&cli.StringSliceFlag{Name: "etcd-member", Destination: &o.members, Usage: "NAME=PEER_URL[,CLIENT_URL] (repeatable)"},
+		&cli.GenericFlag{Name: "etcd-member", Value: &o.members, Usage: "NAME=PEER_URL[,CLIENT_URL] (repeatable)"},
 		&cli.StringFlag{Name: "service-dns-domain", Value: "cluster.local", Destination: &o.cfg.DNSDomain, Usage: "the cluster DNS domain"},
+		&cli.StringFlag{Name: "cluster-name", Value: pki.DefaultClusterName, Destination: &o.cfg.ClusterName, Usage: "the kubeconfigs' cluster name (kubeadm-config's clusterName)"},
+		&cli.StringFlag{Name: "encryption-algorithm", Destination: &o.alg,
+			Usage: "the type of every new key, as kubeadm-config's encryptionAlgorithm: RSA-2048, RSA-3072, RSA-4096, ECDSA-P256 or ECDSA-P384 (default: --renew the CA key's type, else RSA-2048)"},
+		&cli.DurationFlag{Name: "certificate-validity-period", Value: pki.DefaultCertValidity, Destination: &o.cfg.CertValidity, Usage: "the lifetime of new leaf certificates (kubeadm-config's certificateValidityPeriod)"},
+		&cli.DurationFlag{Name: "ca-certificate-validity-period", Value: pki.DefaultCAValidity, Destination: &o.cfg.CAValidity, Usage: "--all: the lifetime of the new CAs (kubeadm-config's caCertificateValidityPeriod)"},
 		&cli.BoolFlag{Name: "force", Destination: &o.cfg.Force, Usage: "--all: write into a non-empty --cert-dir (replaced files kept as .bak)"},
 		&cli.StringFlag{Name: "kubeconfig-user", Destination: &o.kubeUser, Usage: "write one kubeconfig for this user (a client certificate CN signed by --cert-dir's ca.crt/ca.key), e.g. system:kube-proxy"},
 		&cli.StringSliceFlag{Name: "kubeconfig-group", Destination: &o.kubeGroups, Usage: "--kubeconfig-user: a group (the certificate's O), repeatable"},
@@ -52,7 +59,8 @@ func (o *certsOptions) setup(c *cli.Context) error {
 		return err
 	}
 	o.cfg.APIServerCertSANs = o.sans.Value()
-	for _, m := range o.members.Value() {
+	o.cfg.KeyAlgorithm = pki.KeyAlgorithm(o.alg)
+	for _, m := range o.members {
 		em, err := parseEtcdMember(m)
 		if err != nil {
 			return err
@@ -82,11 +90,29 @@ func (o *certsOptions) Validate() error {
 	case o.kubeUser == "" && !o.all && o.renew != "apiserver" && o.renew != "etcd":
 		return usagef("certs needs --renew apiserver, --renew etcd, --all or --kubeconfig-user")
 	}
+	if o.cfg.KeyAlgorithm == "" && o.renew != "" {
+		o.cfg.KeyAlgorithm = o.caKeyAlgorithm()
+	}
 	o.cfg.SetDefaults()
 	if err := o.cfg.Validate(); err != nil {
 		return usagef("%w", err)
 	}
 	return nil
+}
+
+// caKeyAlgorithm is the type of the key of the CA --renew signs with (""
+// when it cannot be read: the renewal says why).
+func (o *certsOptions) caKeyAlgorithm() pki.KeyAlgorithm {
+	base := pki.CACertAndKeyBaseName
+	if o.renew == "etcd" {
+		base = pki.EtcdCACertAndKeyBaseName
+	}
+	ca, err := pki.LoadCA(o.cfg.CertDir, base)
+	if err != nil {
+		return ""
+	}
+	alg, _ := pki.KeyAlgorithmOf(ca.Key)
+	return alg
 }
 
 func (o *certsOptions) Run(context.Context) error {
@@ -148,6 +174,26 @@ func certsCommand() *cli.Command {
 			"Example:\n   snapshift certs --renew apiserver --cert-dir /etc/kubernetes/pki \\\n" +
 			"     --old-service-cidr 192.168.0.0/16 --service-cidr 172.24.0.0/16",
 	})
+}
+
+// repeated is a flag given once per value, each value whole: urfave/cli's
+// StringSlice splits every value at its commas (and its
+// DisableSliceFlagSeparator is one switch for the whole program), which
+// cut NAME=PEER_URL,CLIENT_URL in two.
+type repeated []string
+
+// Set appends one occurrence's value.
+func (r *repeated) Set(v string) error {
+	*r = append(*r, v)
+	return nil
+}
+
+// String is the values, one occurrence each, for --help's default (none).
+func (r *repeated) String() string {
+	if r == nil {
+		return ""
+	}
+	return strings.Join(*r, " ")
 }
 
 // parseEtcdMember reads NAME=PEER_URL[,CLIENT_URL].

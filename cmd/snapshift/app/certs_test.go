@@ -1,14 +1,19 @@
 package app
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/keyutil"
 )
 
 // TestCertsKubeconfigUser: after a new CA, certs writes a kubeconfig for a
@@ -67,4 +72,119 @@ func TestCertsKubeconfigUser(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d (usage)\n%s", bad, r.code, ExitUsage, r.stderr)
 		}
 	}
+}
+
+// TestCertsEtcdMemberWithClientURL: --etcd-member NAME=PEER_URL,CLIENT_URL,
+// the form --help and docs/CLI.md show, is one member (the value is not
+// split at its comma), repeatable: the local member's client URL host is
+// a SAN of its etcd certificates.
+func TestCertsEtcdMemberWithClientURL(t *testing.T) {
+	dir := t.TempDir()
+	certDir := filepath.Join(dir, "pki")
+	if r := run(t, "certs", "--all", "--cert-dir", certDir, "--kubeconfig-dir", dir, "--service-cidr", "172.24.0.0/16",
+		"--node-name", "cp1", "--apiserver-advertise-address", "10.0.0.10"); r.code != 0 {
+		t.Fatalf("certs --all: exit %d\n%s", r.code, r.stderr)
+	}
+	r := run(t, "certs", "--renew", "etcd", "--cert-dir", certDir, "--node-name", "cp1",
+		"--etcd-member", "cp1=https://10.1.0.11:2380,https://10.2.0.11:2379",
+		"--etcd-member", "cp2=https://10.1.0.12:2380,https://10.2.0.12:2379")
+	if r.code != 0 {
+		t.Fatalf("certs --renew etcd with NAME=PEER_URL,CLIENT_URL: exit %d\n%s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(certDir, "etcd", "server.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, ip := range cert.IPAddresses {
+		ips = append(ips, ip.String())
+	}
+	if !slices.Contains(ips, "10.1.0.11") || !slices.Contains(ips, "10.2.0.11") || slices.Contains(ips, "10.1.0.12") {
+		t.Errorf("etcd/server.crt IP SANs %v: want cp1's peer and client hosts 10.1.0.11 and 10.2.0.11, not cp2's", ips)
+	}
+}
+
+// TestCertsKeyAlgorithmValidityClusterName: kubeadm-config's
+// encryptionAlgorithm, certificateValidityPeriod, caCertificateValidityPeriod
+// and clusterName as flags: every key of --all is of that type, every
+// certificate that long-lived, every kubeconfig's cluster so named;
+// --renew keeps the CA's key type when no algorithm is given.
+func TestCertsKeyAlgorithmValidityClusterName(t *testing.T) {
+	dir := t.TempDir()
+	certDir := filepath.Join(dir, "pki")
+	start := time.Now()
+	if r := run(t, "certs", "--all", "--cert-dir", certDir, "--kubeconfig-dir", dir, "--service-cidr", "192.168.0.0/16",
+		"--node-name", "cp1", "--apiserver-advertise-address", "10.0.0.10", "--encryption-algorithm", "ECDSA-P384",
+		"--certificate-validity-period", "2160h", "--ca-certificate-validity-period", "43800h", "--cluster-name", "prod-eu"); r.code != 0 {
+		t.Fatalf("certs --all: exit %d\n%s", r.code, r.stderr)
+	}
+	checkP384 := func(what string, pemKey []byte) {
+		t.Helper()
+		k, err := keyutil.ParsePrivateKeyPEM(pemKey)
+		if ek, ok := k.(*ecdsa.PrivateKey); err != nil || !ok || ek.Curve != elliptic.P384() {
+			t.Errorf("%s: not an ECDSA P-384 key (%T, %v)", what, k, err)
+		}
+	}
+	checkExpiry := func(what string, c *x509.Certificate, d time.Duration) {
+		t.Helper()
+		if want := start.Add(d); c.NotAfter.Before(want.Add(-time.Minute)) || c.NotAfter.After(want.Add(time.Minute)) {
+			t.Errorf("%s: NotAfter %s, want about %s", what, c.NotAfter, want)
+		}
+	}
+	for _, base := range []string{"ca", "apiserver", "etcd/ca", "etcd/peer", "front-proxy-client", "sa"} {
+		b, err := os.ReadFile(filepath.Join(certDir, base+".key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkP384(base+".key", b)
+		if base == "sa" {
+			continue
+		}
+		c := readCertFile(t, filepath.Join(certDir, base+".crt"))
+		if c.IsCA {
+			checkExpiry(base, c, 43800*time.Hour)
+		} else {
+			checkExpiry(base, c, 2160*time.Hour)
+		}
+	}
+	kc, err := clientcmd.LoadFromFile(filepath.Join(dir, "kubelet.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := kc.Clusters["prod-eu"]; !ok || kc.CurrentContext != "system:node:cp1@prod-eu" {
+		t.Errorf("kubelet.conf: context %q, clusters %v", kc.CurrentContext, kc.Clusters)
+	}
+	for _, ai := range kc.AuthInfos {
+		checkP384("kubelet.conf client key", ai.ClientKeyData)
+	}
+	// --renew without --encryption-algorithm: the CA key's type.
+	if r := run(t, "certs", "--renew", "apiserver", "--cert-dir", certDir, "--old-service-cidr", "192.168.0.0/16", "--service-cidr", "172.24.0.0/16"); r.code != 0 {
+		t.Fatalf("certs --renew apiserver: exit %d\n%s", r.code, r.stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(certDir, "apiserver.key"))
+	checkP384("renewed apiserver.key", b)
+	r := run(t, "certs", "--all", "--cert-dir", filepath.Join(dir, "x"), "--service-cidr", "10.96.0.0/12", "--node-name", "cp1",
+		"--apiserver-advertise-address", "10.0.0.10", "--encryption-algorithm", "ED25519")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "--encryption-algorithm") {
+		t.Errorf("an unknown algorithm: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+func readCertFile(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

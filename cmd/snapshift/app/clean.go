@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 
@@ -35,7 +38,20 @@ func (o *cleanOptions) setup(c *cli.Context) error {
 	return nil
 }
 
-func (o *cleanOptions) Validate() error { return o.validateFormat() }
+func (o *cleanOptions) Validate() error {
+	if err := o.validateFormat(); err != nil {
+		return err
+	}
+	switch st, err := os.Stat(o.dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return usagef("clean: %s does not exist: give the directory that holds the outputs (snapshift clean /var/lib)", o.dir)
+	case err != nil:
+		return usagef("clean: %w", err)
+	case !st.IsDir():
+		return usagef("clean: %s is a file: give the directory that holds it (snapshift clean %s)", o.dir, filepath.Dir(o.dir))
+	}
+	return nil
+}
 
 func (o *cleanOptions) Run(context.Context) error {
 	ls, err := fsutil.FindLeftoversUnder(o.dir)

@@ -3,59 +3,201 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
 
-// The bash and zsh scripts are urfave/cli's own (autocomplete/ in its
-// repository, MIT licence), with the program name filled in: they ask the
-// binary for candidates with --generate-bash-completion. fish's is
-// generated from the command tree by urfave/cli.
+// The bash and zsh scripts ask the binary for the candidates of the word
+// under the cursor: `snapshift __complete WORDS... CURRENT` prints what
+// to complete (complete below), and the script hands it to the shell. They
+// need nothing else: no bash-completion package (_get_comp_words_by_ref,
+// _init_completion), as kubectl's scripts need none. fish's is generated
+// from the command tree by urfave/cli.
 const bashCompletion = `# snapshift bash completion: source <(snapshift completion bash)
-_snapshift_bash_autocomplete() {
-  if [[ "${COMP_WORDS[0]}" != "source" ]]; then
-    local cur opts base words
-    COMPREPLY=()
-    cur="${COMP_WORDS[COMP_CWORD]}"
-    if declare -F _init_completion >/dev/null 2>&1; then
-      _init_completion -n "=:" || return
-    else
-      COMPREPLY=()
-      _get_comp_words_by_ref -n "=:" cur prev words cword
-    fi
-    words=("${words[@]:0:$cword}")
-    if [[ "$cur" == "-"* ]]; then
-      requestComp="${words[*]} ${cur} --generate-bash-completion"
-    else
-      requestComp="${words[*]} --generate-bash-completion"
-    fi
-    opts=$(eval "${requestComp}" 2>/dev/null)
-    COMPREPLY=($(compgen -W "${opts}" -- ${cur}))
-    return 0
-  fi
+# Needs bash 4 or later, and no bash-completion package.
+_snapshift_func() {
+  local cur=${COMP_WORDS[COMP_CWORD]} IFS=$'\n' kind
+  [[ $cur == "=" ]] && cur=
+  local -a out
+  out=($("${COMP_WORDS[0]}" __complete "${COMP_WORDS[@]:1:COMP_CWORD-1}" "$cur" 2>/dev/null))
+  kind=${out[0]}
+  case $kind in
+    files) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
+    dirs) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
+    words) COMPREPLY=($(compgen -W "${out[*]:1}" -- "$cur")) ;;
+    *) COMPREPLY=() ;;
+  esac
 }
-complete -o bashdefault -o default -o nospace -F _snapshift_bash_autocomplete snapshift
+complete -F _snapshift_func snapshift
 `
 
 const zshCompletion = `#compdef snapshift
 # snapshift zsh completion: source <(snapshift completion zsh)
-_snapshift_zsh_autocomplete() {
-  local -a opts
-  local cur
-  cur=${words[-1]}
-  if [[ "$cur" == "-"* ]]; then
-    opts=("${(@f)$(${words[@]:0:#words[@]-1} ${cur} --generate-bash-completion)}")
-  else
-    opts=("${(@f)$(${words[@]:0:#words[@]-1} --generate-bash-completion)}")
-  fi
-  if [[ "${opts[1]}" != "" ]]; then
-    _describe 'values' opts
-  else
-    _files
-  fi
+_snapshift() {
+  local -a out
+  out=("${(@f)$(${words[1]} __complete ${words[2,CURRENT-1]} "${words[CURRENT]}" 2>/dev/null)}")
+  case ${out[1]} in
+    files) _files ;;
+    dirs) _files -/ ;;
+    words) compadd -- ${out[2,-1]} ;;
+  esac
 }
-compdef _snapshift_zsh_autocomplete snapshift
+compdef _snapshift snapshift
 `
+
+// completeCommand is the hidden command the scripts call.
+const completeCommand = "__complete"
+
+// complete prints the candidates for the last of words (the word under the
+// cursor, possibly empty), the others being the command line before it:
+// a first line saying what they are (words, files, dirs or none), then
+// the words. Commands, then subcommands; a flag's name after a dash; a
+// flag's values after the flag (-o: the formats, --renew: what it renews;
+// files or directories where the flag takes a path); then the command's
+// arguments (completion: the shells; the rest: files).
+func complete(app *cli.App, words []string, w io.Writer) {
+	cur := ""
+	if len(words) > 0 {
+		cur, words = words[len(words)-1], words[:len(words)-1]
+	}
+	// bash splits --output=json at "=": --output, =, json.
+	if len(words) >= 1 && words[len(words)-1] == "=" {
+		words = words[:len(words)-1]
+	} else if name, value, ok := strings.Cut(cur, "="); ok && strings.HasPrefix(name, "-") {
+		words, cur = append(words, name), value
+	}
+	cmds, flags := app.Commands, app.Flags
+	var cmd *cli.Command
+	afterDashes := false
+	for i := 0; i < len(words); i++ {
+		a := words[i]
+		switch {
+		case a == "--":
+			afterDashes = true
+		case strings.HasPrefix(a, "-") && !afterDashes:
+			if f := findFlag(flags, a); f != nil && takesValue(f) && !strings.Contains(a, "=") {
+				i++ // its value
+			}
+		case cmd == nil || len(subcommands(cmd)) > 0:
+			next := findCommand(cmds, a)
+			if next == nil {
+				if cmd == nil {
+					return // an unknown command: nothing to offer
+				}
+				break
+			}
+			cmd, cmds, flags = next, next.Subcommands, next.Flags
+		}
+	}
+	// A flag's value.
+	if len(words) > 0 && !afterDashes {
+		if f := findFlag(flags, words[len(words)-1]); f != nil && takesValue(f) {
+			kind, vals := flagValues(f)
+			writeCandidates(w, kind, vals)
+			return
+		}
+	}
+	switch {
+	case strings.HasPrefix(cur, "-") && !afterDashes:
+		var names []string
+		for _, f := range flags {
+			for _, n := range f.Names() {
+				names = append(names, dashed(n))
+			}
+		}
+		writeCandidates(w, "words", append(names, "--help"))
+	case cmd == nil:
+		writeCandidates(w, "words", commandNames(app.Commands))
+	case len(subcommands(cmd)) > 0:
+		writeCandidates(w, "words", subcommandNames(cmd))
+	case cmd.Name == "completion":
+		writeCandidates(w, "words", []string{"bash", "zsh", "fish"})
+	case cmd.Name == "help":
+		writeCandidates(w, "words", commandNames(app.Commands))
+	default:
+		writeCandidates(w, "files", nil)
+	}
+}
+
+func writeCandidates(w io.Writer, kind string, words []string) {
+	fmt.Fprintln(w, kind)
+	for _, c := range words {
+		fmt.Fprintln(w, c)
+	}
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+func subcommands(cmd *cli.Command) []*cli.Command {
+	var out []*cli.Command
+	for _, s := range cmd.Subcommands {
+		if s.Name != "help" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// findFlag is the flag a word names (--name, -n, --name=value).
+func findFlag(flags []cli.Flag, word string) cli.Flag {
+	name, _, _ := strings.Cut(strings.TrimLeft(word, "-"), "=")
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return f
+		}
+	}
+	return nil
+}
+
+func takesValue(f cli.Flag) bool {
+	_, isBool := f.(*cli.BoolFlag)
+	return !isBool
+}
+
+// valueChoices are the flags whose values are a fixed list.
+var valueChoices = map[string][]string{
+	"renew":           {"apiserver", "etcd"},
+	"webhooks":        {"list", "ignore"},
+	"leave-cni-state": {"calico", "cilium"},
+	"route":           {"rewrite"},
+}
+
+// dirFlags are the flags that take a directory.
+var dirFlags = []string{"tmp-dir", "data-dir", "wal-dir", "cert-dir", "manifest-dir", "out-dir", "bundle", "root"}
+
+// flagValues are what a flag takes: its choices (-o: the formats its usage
+// lists), a directory, or a file.
+func flagValues(f cli.Flag) (string, []string) {
+	name := f.Names()[0]
+	if name == "output" {
+		if df, ok := f.(cli.DocGenerationFlag); ok {
+			if list, ok := strings.CutPrefix(df.GetUsage(), "report format: "); ok {
+				return "words", strings.Split(strings.NewReplacer(" or ", ",", ", ", ",").Replace(list), ",")
+			}
+		}
+	}
+	if v, ok := valueChoices[name]; ok {
+		return "words", v
+	}
+	if slices.Contains(dirFlags, name) {
+		return "dirs", nil
+	}
+	if df, ok := f.(cli.DocGenerationFlag); ok && !strings.Contains(strings.ToLower(df.GetUsage()), "file") &&
+		!strings.Contains(name, "config") && name != "out" && name != "rules" {
+		return "none", nil // an address, a range, a name: nothing to offer
+	}
+	return "files", nil
+}
 
 // completionOptions are the completion command's: the shell.
 type completionOptions struct {
@@ -105,7 +247,8 @@ func completionCommand() *cli.Command {
 		Name:      "completion",
 		Usage:     "print a shell completion script (bash, zsh or fish)",
 		ArgsUsage: "bash|zsh|fish",
-		Description: "Commands, flags and file names complete as you type.\n\n" +
+		Description: "Commands, flags, flag values (-o: text json yaml) and file names complete as you type. The bash\n" +
+			"script needs bash 4 and nothing else (no bash-completion package).\n\n" +
 			"Example:\n   source <(snapshift completion bash)             # this shell\n" +
 			"   snapshift completion bash > /etc/bash_completion.d/snapshift\n" +
 			"   snapshift completion zsh > \"${fpath[1]}/_snapshift\"\n" +

@@ -34,6 +34,9 @@ func (o *common) tmpDirFlag() cli.Flag {
 // input and its directory are only read. cleanup removes the extraction.
 func (o *common) unpack(path *string) error {
 	o.in.original = *path
+	if err := checkTmpDir(o.in.tmpDir); err != nil {
+		return err
+	}
 	zipped, err := snapshot.IsZip(*path)
 	if err != nil || !zipped {
 		return err
@@ -51,6 +54,23 @@ func (o *common) unpack(path *string) error {
 	p.Done()
 	o.in.unzipped = u
 	*path = u.Path
+	return nil
+}
+
+// checkTmpDir refuses a --tmp-dir that is no directory (exit 2), whether
+// or not the snapshot needs it: a mistake in the command line.
+func checkTmpDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	switch st, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return usagef("--tmp-dir %s does not exist: create it, or leave the flag out (default: $TMPDIR, else /tmp)", dir)
+	case err != nil:
+		return usagef("--tmp-dir: %w", err)
+	case !st.IsDir():
+		return usagef("--tmp-dir %s is not a directory", dir)
+	}
 	return nil
 }
 
@@ -107,7 +127,8 @@ func (o *transformOptions) plainOutput() (string, error) {
 func (o *transformOptions) finishZip(plain string) (string, error) {
 	zo := snapshot.ZipOptions{Force: o.force}
 	if u := o.in.unzipped; u != nil {
-		zo.Mode = u.Mode
+		// The input entry's time, not the clock: two runs write the same archive.
+		zo.Mode, zo.Modified = u.Mode, u.Modified
 	}
 	if err := snapshot.Zip(plain, o.out, zo); err != nil {
 		return "", fmt.Errorf("compressing the new snapshot to %s: %w", o.out, err)

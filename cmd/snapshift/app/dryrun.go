@@ -2,19 +2,7 @@ package app
 
 import (
 	"strings"
-
-	"github.com/urfave/cli/v2"
 )
-
-// completionArgs is interspersed, but leaves a completion request as it is:
-// urfave/cli answers it only when --generate-bash-completion is the last
-// argument.
-func completionArgs(app *cli.App, args []string) []string {
-	if len(args) > 0 && args[len(args)-1] == "--generate-bash-completion" {
-		return args
-	}
-	return interspersed(app, args)
-}
 
 // dryRunSpelling accepts kubectl's --dry-run=client for the plain switch
 // --dry-run (snapshift never talks to a server, so a dry run is always

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/inspect"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // getOptions are get's options. Like kubectl's, -o yaml|json prints the
@@ -17,7 +19,8 @@ import (
 type getOptions struct {
 	common
 	path, key   string
-	keyErr      error // KEY is no RESOURCE/… either: an error unless it is a raw key
+	arg         string // KEY as given
+	keyErr      error  // KEY is no RESOURCE/… either: an error unless it is a raw key
 	showSecrets bool
 	showEntry   bool
 }
@@ -29,6 +32,7 @@ func (o *getOptions) setup(c *cli.Context) error {
 		return err
 	}
 	o.path = a[0]
+	o.arg = a[1]
 	o.key, o.keyErr = keyOf(a[1]) // a raw key: compact_rev_key, if the snapshot has it
 	return o.unpack(&o.path)
 }
@@ -43,6 +47,9 @@ func (o *getOptions) Run(ctx context.Context) error {
 	r, err := inspect.Get(ctx, inspect.GetConfig{Path: o.path, Key: o.key, SkipHashCheck: o.skipHash, ShowSecrets: o.showSecrets, Encryption: enc})
 	if o.keyErr != nil && errors.Is(err, inspect.ErrNotFound) {
 		return usagef("KEY: %v", o.keyErr)
+	}
+	if errors.Is(err, inspect.ErrNotFound) {
+		return o.notFound(ctx, err)
 	}
 	if err != nil {
 		return err
@@ -90,4 +97,38 @@ func getCommand() *cli.Command {
 			"deployments.apps, ippools.crd.projectcalico.org).\n\n" +
 			"Example:\n   snapshift get snapshot.db svc/kube-system/kube-dns -o json | jq .spec.clusterIP",
 	})
+}
+
+// notFound is get's error for a key that is not live: a bad command line
+// (exit 2), naming the nearest live key (in the form it was asked for:
+// svc/NS/NAME or the raw key) and the ls that lists its neighbours.
+func (o *getOptions) notFound(ctx context.Context, err error) error {
+	dir, listed := o.key, "/"
+	var near []string
+	for strings.Count(dir, "/") > 1 {
+		dir = dir[:strings.LastIndex(strings.TrimSuffix(dir, "/"), "/")+1]
+		entries, lerr := inspect.List(ctx, inspect.ListConfig{Path: o.path, Prefix: dir, SkipHashCheck: o.skipHash})
+		if lerr != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		var keys []string
+		for _, e := range entries {
+			keys = append(keys, e.Key)
+		}
+		near, listed = closest(o.key, keys), dir
+		break // the nearest level that holds keys
+	}
+	asTyped := func(k string) string {
+		if strings.HasPrefix(o.arg, "/") {
+			return k
+		}
+		return wellknown.KubectlName(k)
+	}
+	for i := range near {
+		near[i] = asTyped(near[i])
+	}
+	return usagef("%s %w%s (snapshift ls %s %s lists what is there)", o.arg, inspect.ErrNotFound, didYouMean(near), o.in.original, asTyped(listed))
 }

@@ -26,11 +26,16 @@ import (
 // k3sCorpus writes the k3s (or RKE2) corpus to a real embedded etcd, saves it as etcdctl (and k3s's
 // snapshotv3.Save) does, and compresses it as k3s's --etcd-snapshot-compress does, under k3s's
 // names: <root>/server/db/snapshots/etcd-snapshot-server-1-<unix>.zip.
-func k3sCorpus(t *testing.T, program string) (zipPath, root string) {
+func k3sCorpus(t *testing.T, program string, extra ...sample.Entry) (zipPath, root string) {
 	t.Helper()
 	srv := etcdtest.StartT(t)
 	if err := sample.WriteK3s(t.Context(), srv, program); err != nil {
 		t.Fatal(err)
+	}
+	for _, e := range extra {
+		if _, err := srv.Put(t.Context(), e.Key, e.Value); err != nil {
+			t.Fatal(err)
+		}
 	}
 	root = t.TempDir()
 	snaps := filepath.Join(root, "server", "db", "snapshots")
@@ -229,5 +234,32 @@ func TestRKE2SeedMigration(t *testing.T) {
 	vc, _, _ := unstructured.NestedString(hcc.Object, "spec", "valuesContent")
 	if wantVC := "# the operator's overrides\nflannel:\n  iface: \"eth1\"   # the private NIC\ncalico:\n  ipv4pool:\n    cidr: 10.55.0.0/16\n  vethuMTU: 1450\n"; vc != wantVC {
 		t.Errorf("valuesContent:\n%s\nwant (every other byte kept):\n%s", vc, wantVC)
+	}
+}
+
+// TestK3sWithAnRKE2Chart: the Nodes' node-args annotations decide the distribution. A k3s cluster
+// that holds one HelmChart annotated rke2.cattle.io/inject-cluster-config (copied from an RKE2
+// cluster) is k3s, with the chart listed as evidence, and migrates: its node-args are mapped
+// (issue 35: it was reported as RKE2, the node-args rule mapped nothing and transform's own
+// check refused the output, exit 5).
+func TestK3sWithAnRKE2Chart(t *testing.T) {
+	chart := `{"apiVersion":"helm.cattle.io/v1","kind":"HelmChart","metadata":{"name":"copied-chart","namespace":"kube-system",` +
+		`"uid":"7d1c0b7e-0000-4000-8000-000000000001","annotations":{"rke2.cattle.io/inject-cluster-config":"true"}},` +
+		`"spec":{"chart":"copied","set":{"global.clusterCIDR":"10.42.0.0/16","global.serviceCIDR":"10.43.0.0/16","global.clusterDNS":"10.43.0.10"}}}`
+	in, _ := k3sCorpus(t, "k3s", sample.Entry{Key: "/registry/helm.cattle.io/helmcharts/kube-system/copied-chart", Value: []byte(chart + "\n")})
+	r := run(t, "inspect", in, "--quiet")
+	for _, want := range []string{"Distribution: k3s", "found by: Node server-1 annotation k3s.io/node-args",
+		"HelmChart kube-system/copied-chart annotated rke2.cattle.io/inject-cluster-config"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("inspect: exit %d, want %q in:\n%s%s", r.code, want, r.stdout, r.stderr)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "migrated.zip")
+	if r = run(t, append([]string{"transform", in, "--out", out, "--quiet"}, seedFlags...)...); r.code != 0 {
+		t.Fatalf("transform: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	node := decodeKV[*corev1.Node](t, unzipped(t, out), "/registry/minions/server-1")
+	if args := node.Annotations["k3s.io/node-args"]; !strings.Contains(args, "172.24.0.0/16") || !strings.Contains(args, "10.55.0.0/16") {
+		t.Errorf("server-1's k3s.io/node-args after the migration: %s", args)
 	}
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -14,7 +15,8 @@ import (
 type lsOptions struct {
 	common
 	path, prefix string
-	prefixErr    error // PREFIX is no RESOURCE either: an error unless keys start with it
+	arg          string // PREFIX as given
+	prefixErr    error  // PREFIX is no RESOURCE either: an error unless keys start with it
 }
 
 func (o *lsOptions) setup(c *cli.Context) error {
@@ -25,6 +27,7 @@ func (o *lsOptions) setup(c *cli.Context) error {
 	}
 	o.path = a[0]
 	if len(a) == 2 {
+		o.arg = a[1]
 		o.prefix, o.prefixErr = keyOf(a[1]) // a raw prefix, if keys start with it
 	}
 	return o.unpack(&o.path)
@@ -50,6 +53,11 @@ func (o *lsOptions) Run(ctx context.Context) error {
 	}
 	if o.prefixErr != nil && len(entries) == 0 {
 		return usagef("PREFIX: %v", o.prefixErr)
+	}
+	if len(entries) == 0 && o.prefix != "" && !o.json() {
+		// As kubectl's "No resources found": not an error (exit 0), said
+		// on stderr, with the prefix probably meant.
+		return o.nothingUnder(ctx)
 	}
 	if o.json() {
 		if entries == nil {
@@ -80,4 +88,33 @@ func lsCommand() *cli.Command {
 			"ingresses.networking.k8s.io), optionally in one namespace (deploy/kube-system/).\n\n" +
 			"Example:\n   snapshift ls snapshot.db svc",
 	})
+}
+
+// nothingUnder says that no live key starts with the prefix, naming the
+// nearest prefix that has keys (cut at the same depth).
+func (o *lsOptions) nothingUnder(ctx context.Context) error {
+	all, err := inspect.List(ctx, inspect.ListConfig{Path: o.path, SkipHashCheck: o.skipHash})
+	if err != nil {
+		return err
+	}
+	depth := strings.Count(o.prefix, "/")
+	var prefixes []string
+	for _, e := range all {
+		parts := strings.SplitAfterN(e.Key, "/", depth+1)
+		if len(parts) > depth {
+			p := strings.Join(parts[:depth], "")
+			if len(prefixes) == 0 || prefixes[len(prefixes)-1] != p {
+				prefixes = append(prefixes, p)
+			}
+		}
+	}
+	arg := o.arg
+	near := closest(o.prefix, prefixes)
+	if !strings.HasPrefix(arg, "/") {
+		for i := range near {
+			near[i] = wellknown.KubectlName(near[i])
+		}
+	}
+	fmt.Fprintf(o.stderr, "nothing under %s in %s%s\n", arg, o.in.original, didYouMean(near))
+	return nil
 }

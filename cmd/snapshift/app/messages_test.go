@@ -116,7 +116,7 @@ func cmdline(args ...string) func(in, work string) []string {
 // messageRows are the rows of issue 24, by group.
 func messageRows() []badRow {
 	var rows []badRow
-	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows()} {
+	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows(), kubectlRows()} {
 		rows = append(rows, group...)
 	}
 	return rows
@@ -268,6 +268,97 @@ func commandLineRows() []badRow {
 	}
 }
 
+// miniBundle writes a bundle directory whose report.json names the nodes cp1, cp2 and master-a (enough for
+// the command line's checks, which come before nodeops reads the bundle).
+func miniBundle(t *testing.T, work string) {
+	t.Helper()
+	if err := os.Mkdir(filepath.Join(work, "bundle"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(work, "bundle", "report.json"), `{"nodes": [{"name": "cp1"}, {"name": "cp2"}, {"name": "master-a"}]}`)
+}
+
+// realBundle runs a one-member rebuild of the sample into work/bundle (node cp1 at 10.0.0.10,
+// an address this host does not have: apply's preflight refuses).
+func realBundle(t *testing.T, work string) {
+	t.Helper()
+	_, prepare := rebuildFile("rebuild-for-bundle.yaml", nil)
+	dir := t.TempDir()
+	prepare(t, dir)
+	if r := run(t, "rebuild", "--config", filepath.Join(dir, "rebuild-for-bundle.yaml"), "--quiet"); r.code != ExitOK {
+		t.Fatalf("rebuild: exit %d: %s", r.code, r.stderr)
+	}
+	if err := os.Rename(filepath.Join(dir, "bundle"), filepath.Join(work, "bundle")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(work, "root"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubectlRows are issue 35's: every command's mistakes answered as kubectl answers them (one exit
+// code per kind of mistake, the README's table: 2 a bad command line or file, 4 a refusal of
+// this host's or snapshot's state), with what was probably meant.
+func kubectlRows() []badRow {
+	const typeRules = "apiVersion: snapshift.io/v1alpha1\nkind: RuleSet\nrules:\n- name: x\n  match: {resource: deployments}\n  mergePatch: {spec: {replicas: three}}\n"
+	return []badRow{
+		{name: "misspelt flag", args: cmdline("plan", "IN", "--serivce-cidr", newSvc), code: ExitUsage,
+			want: "unknown flag --serivce-cidr; did you mean --service-cidr?"},
+		{name: "another tool's name for a flag", args: cmdline("plan", "IN", "--pod-cidr", "10.55.0.0/16"), code: ExitUsage,
+			want: "unknown flag --pod-cidr; did you mean --pod-network-cidr?"},
+		{name: "k3s's name for the pod range flag", args: cmdline("transform", "IN", "--out", "WORK/o.db", "--cluster-cidr", "10.55.0.0/16"), code: ExitUsage,
+			want: "unknown flag --cluster-cidr; did you mean --pod-network-cidr?"},
+		{name: "misspelt command", args: cmdline("tranform", "IN"), code: ExitUsage, want: `unknown command "tranform" for "snapshift"; did you mean transform?`},
+		{name: "node without apply or rollback", args: cmdline("node", "--bundle", "WORK", "--node", "cp1"), code: ExitUsage,
+			want: "snapshift node needs a subcommand first: apply or rollback"},
+		{name: "misspelt node subcommand", args: cmdline("node", "aply", "--bundle", "WORK"), code: ExitUsage,
+			want: `unknown command "aply" for "snapshift node"; did you mean apply?`},
+		{name: "flag value that does not parse", args: cmdline("node", "apply", "--timeout", "soon"), code: ExitUsage,
+			want: `invalid value "soon" for flag --timeout`},
+		{name: "kept Service that does not exist", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--keep-service-ip", "kube-system/kube-dnz"), code: ExitUsage,
+			want: "--keep-service-ip kube-system/kube-dnz: no such Service with a cluster IP in the snapshot; did you mean kube-system/kube-dns?"},
+		{name: "get of a missing key", args: cmdline("get", "IN", "/registry/services/specs/kube-system/kube-dnz"), code: ExitUsage,
+			want: "/registry/services/specs/kube-system/kube-dnz not found in the snapshot (or deleted); did you mean /registry/services/specs/kube-system/kube-dns? (snapshift ls "},
+		{name: "get of a missing object by resource", args: cmdline("get", "IN", "svc/kube-system/kube-dnz"), code: ExitUsage,
+			want: "did you mean svc/kube-system/kube-dns? (snapshift ls "},
+		{name: "ls of an unknown resource", args: cmdline("ls", "IN", "svcs/"), code: ExitUsage, want: `"svcs" is no resource kube-apiserver serves (did you mean`},
+		{name: "verify with a malformed range", args: cmdline("verify", "IN", "--service-cidr", "172.24.0.0/33"), code: ExitUsage, want: "--service-cidr"},
+		{name: "rules with an argument", args: cmdline("rules", "service-cidr"), code: ExitUsage, want: "rules takes no arguments"},
+		{name: "completion for an unknown shell", args: cmdline("completion", "tcsh"), code: ExitUsage, want: `"tcsh" is not bash, zsh or fish`},
+		rebuildRow("rebuild value of the wrong type", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: [172.24.0.0/16]"), ExitUsage,
+			"networking.serviceSubnet (line 6): takes a string, not a list"),
+		rebuildRow("rebuild encryptionConfig that does not exist", replace("networking:", "encryptionConfig: /nonexistent/enc.yaml\nnetworking:"), ExitUsage,
+			"encryptionConfig: encryption configuration: open /nonexistent/enc.yaml: no such file or directory (remove the line"),
+		rulesFileRow("rules patch value of the wrong type", typeRules,
+			`sets spec.replicas of deploy/demo/web to a string, but that field takes a whole number`),
+		{name: "node apply with a directory that is no bundle", args: cmdline("node", "apply", "--bundle", "WORK", "--node", "cp1"), code: ExitUsage,
+			want: "--bundle WORK holds no report.json: give the output directory of snapshift rebuild"},
+		{name: "node rollback with a bundle that does not exist", args: cmdline("node", "rollback", "--bundle", "WORK/nowhere", "--node", "cp1"), code: ExitUsage,
+			want: "--bundle WORK/nowhere is not a directory"},
+		{name: "node apply with a node the bundle does not have", args: cmdline("node", "apply", "--bundle", "WORK/bundle", "--node", "cp3"), code: ExitUsage,
+			prepare: miniBundle, want: `--node "cp3" is not a node of the bundle WORK/bundle; did you mean cp1 or cp2? (it has cp1, cp2, master-a)`},
+		{name: "node apply whose preflight fails", args: cmdline("node", "apply", "--bundle", "WORK/bundle", "--node", "cp1", "--root", "WORK/root", "--preflight-only"),
+			code: ExitRefused, prepare: realBundle, want: "[preflight] this host does not have node cp1's address 10.0.0.10"},
+		{name: "node rollback without a backup", args: cmdline("node", "rollback", "--bundle", "WORK/bundle", "--node", "cp1", "--root", "WORK/root"),
+			code: ExitRefused, prepare: realBundle, want: "no backup of this bundle on this node"},
+		{name: "clean of a directory that does not exist", args: cmdline("clean", "WORK/nowhere"), code: ExitUsage,
+			want: "clean: WORK/nowhere does not exist"},
+		{name: "clean of a file", args: cmdline("clean", "IN"), code: ExitUsage, want: "is a file: give the directory that holds it"},
+		{name: "a --tmp-dir that does not exist", input: zippedSample(nil), args: cmdline("inspect", "IN", "--tmp-dir", "WORK/nowhere"), code: ExitUsage,
+			want: "--tmp-dir WORK/nowhere does not exist: create it, or leave the flag out"},
+		{name: "an output directory that does not exist", args: cmdline("transform", "IN", "--out", "WORK/nowhere/out.db", "--service-cidr", newSvc), code: ExitUsage,
+			want: "output directory WORK/nowhere does not exist: create it first (mkdir -p WORK/nowhere)"},
+		{name: "an output directory that is a file", args: cmdline("transform", "IN", "--out", "IN/out.db"), code: ExitUsage,
+			want: "is not a directory"},
+		{name: "an empty range", args: cmdline("plan", "IN", "--service-cidr", ""), code: ExitUsage,
+			want: "--service-cidr is empty: give it a value (see snapshift plan --help) or leave the flag out"},
+		{name: "an empty range with =", args: cmdline("transform", "IN", "--out", "WORK/o.db", "--pod-network-cidr="), code: ExitUsage,
+			want: "--pod-network-cidr is empty"},
+		{name: "a control-plane node the snapshot does not record", args: cmdline("plan", "IN", "--control-plane-address", "cpX=10.1.0.10"), code: ExitUsage,
+			want: `--control-plane-address cpX=10.1.0.10: the snapshot records no node "cpX"; did you mean cp1? (its nodes: cp1, `},
+	}
+}
+
 // ---------------------------------------------------------------------------------------------
 // No Go identifiers in messages.
 
@@ -415,7 +506,7 @@ func TestDryRunClientSpelling(t *testing.T) {
 
 // TestCompletionAndHelp: the completion scripts and help for a command.
 func TestCompletionAndHelp(t *testing.T) {
-	for shell, want := range map[string]string{"bash": "complete -o bashdefault", "zsh": "compdef _snapshift_zsh_autocomplete snapshift",
+	for shell, want := range map[string]string{"bash": "complete -F _snapshift_func snapshift", "zsh": "compdef _snapshift snapshift",
 		"fish": "complete -c snapshift"} {
 		if r := run(t, "completion", shell); r.code != ExitOK || !strings.Contains(r.stdout, want) {
 			t.Errorf("completion %s: exit %d, want a script with %q:\n%.300s", shell, r.code, want, r.stdout)

@@ -2,11 +2,16 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/nodeops"
+	"github.com/snapshift/snapshift/rebuild"
 )
 
 // nodeOptions are node apply's and node rollback's options.
@@ -42,7 +47,43 @@ func (o *nodeOptions) Validate() error {
 	if !o.quiet {
 		o.cfg.Out = o.stdout
 	}
+	if err := checkBundle(o.cfg.Bundle, o.cfg.Node); err != nil {
+		return err
+	}
 	return o.cfg.Validate()
+}
+
+// checkBundle is the command line's part of a node operation: --bundle is
+// a directory with the report.json of a rebuild, and --node one of its
+// nodes (exit 2, with the nodes it has and the one probably meant).
+func checkBundle(dir, node string) error {
+	b, err := os.ReadFile(filepath.Join(dir, rebuild.ReportFile))
+	if err != nil {
+		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
+			return usagef("--bundle %s is not a directory: give the output directory of snapshift rebuild", dir)
+		}
+		return usagef("--bundle %s holds no %s: give the output directory of snapshift rebuild (the directory with report.json and RUNBOOK.md)", dir, rebuild.ReportFile)
+	}
+	var r struct {
+		Nodes []struct {
+			Name string `json:"name"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return usagef("--bundle %s: %s is not a rebuild report: %v", dir, rebuild.ReportFile, err)
+	}
+	var names []string
+	for _, n := range r.Nodes {
+		if n.Name == node {
+			return nil
+		}
+		names = append(names, n.Name)
+	}
+	near := closest(node, names)
+	if len(near) == len(names) {
+		near = nil // "did you mean any of them" says nothing
+	}
+	return usagef("--node %q is not a node of the bundle %s%s (it has %s)", node, dir, didYouMean(near), strings.Join(names, ", "))
 }
 
 func (o *nodeOptions) Run(ctx context.Context) error {
@@ -57,6 +98,12 @@ func nodeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "node",
 		Usage: "put one control-plane node's part of a rebuild bundle in place, or take it out again",
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return cli.ShowSubcommandHelp(c)
+			}
+			return unknownCommand(commandPath(c), c.Args().First(), c.Command.Subcommands)
+		},
 		Subcommands: []*cli.Command{{
 			Name:  "apply",
 			Usage: "preflight, back up, stop the static pods and the kubelet, install, clean the CNI's host state, start, wait for health",

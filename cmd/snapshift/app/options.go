@@ -47,6 +47,9 @@ func action(cmd command) cli.ActionFunc {
 		if cl, ok := cmd.(interface{ cleanup() }); ok {
 			defer cl.cleanup() // what setup extracted (a compressed snapshot)
 		}
+		if err := emptyFlags(c); err != nil {
+			return err
+		}
 		if err := cmd.setup(c); err != nil {
 			return err
 		}
@@ -64,6 +67,20 @@ func action(cmd command) cli.ActionFunc {
 		}
 		return err
 	}
+}
+
+// emptyFlags refuses a string flag given an empty value (--service-cidr
+// "", --service-cidr=): it would read as the flag left out, and the run
+// would quietly do less than was asked.
+func emptyFlags(c *cli.Context) error {
+	for _, f := range c.Command.Flags {
+		sf, ok := f.(*cli.StringFlag)
+		if !ok || !c.IsSet(sf.Name) || c.String(sf.Name) != "" {
+			continue
+		}
+		return usagef("--%s is empty: give it a value (see %s --help) or leave the flag out", sf.Name, commandPath(c))
+	}
+	return nil
 }
 
 // machineOutput is a command with -o json (common's methods).

@@ -52,35 +52,71 @@ type renderer struct {
 	phase, unit string
 	total, done int64
 	start, last time.Time
+	// now is the clock (tests: a fake one); every is how often a line is
+	// printed during a phase without a terminal (default lineEvery).
+	now   func() time.Time
+	every time.Duration
+}
+
+const (
+	// lineEvery: without a terminal (CI, nohup, a pipe) a long phase
+	// prints a line this often, so that a run does not look hung.
+	lineEvery = 5 * time.Second
+	// rateAfter: a rate and an ETA are shown only after this long in a
+	// phase (the first tick's rate is noise: "ETA 0s, 1.3 TiB/s").
+	rateAfter = time.Second
+)
+
+func (r *renderer) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
 }
 
 func (r *renderer) Start(phase, unit string, total int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.phase, r.unit, r.total, r.done = phase, unit, total, 0
-	r.start, r.last = time.Now(), time.Time{}
+	r.start, r.last = r.clock(), time.Time{}
 }
 
 func (r *renderer) Add(n int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done += n
-	if !r.tty {
+	if r.json {
 		return
 	}
-	now := time.Now()
-	if now.Sub(r.last) < 100*time.Millisecond {
+	now := r.clock()
+	if r.tty {
+		if now.Sub(r.last) < 100*time.Millisecond {
+			return
+		}
+		r.last = now
+		r.draw(now, false)
 		return
 	}
-	r.last = now
-	r.draw(now, false)
+	every := r.every
+	if every == 0 {
+		every = lineEvery
+	}
+	if r.last.IsZero() {
+		r.last = r.start
+	}
+	if now.Sub(r.last) >= every {
+		r.last = now
+		fmt.Fprintf(r.w, "[%s] %s\n", r.phase, r.status(now, false))
+	}
 }
 
-func (r *renderer) draw(now time.Time, final bool) {
-	el := now.Sub(r.start).Seconds()
+// status is the phase's progress: percent and amount of the total when it
+// is known, the rate and the ETA once the phase has run for rateAfter.
+func (r *renderer) status(now time.Time, final bool) string {
+	el := now.Sub(r.start)
 	rate := 0.0
 	if el > 0 {
-		rate = float64(r.done) / el
+		rate = float64(r.done) / el.Seconds()
 	}
 	amount := func(n int64) string {
 		if r.unit == "bytes" {
@@ -88,34 +124,73 @@ func (r *renderer) draw(now time.Time, final bool) {
 		}
 		return fmt.Sprintf("%d %s", n, r.unit)
 	}
-	line := fmt.Sprintf("[%s] %s", r.phase, amount(r.done))
-	if r.total > 0 && !final {
+	line := amount(r.done)
+	if r.total > 0 {
 		pct := min(100, float64(r.done)*100/float64(r.total))
-		bar := strings.Repeat("#", int(pct/5)) + strings.Repeat(".", 20-int(pct/5))
-		eta := ""
-		if rate > 0 && r.done < r.total {
-			eta = fmt.Sprintf(" ETA %s", time.Duration(float64(r.total-r.done)/rate*float64(time.Second)).Round(time.Second))
+		if final {
+			pct = 100 // the phase is over, whatever the estimate of its total was
 		}
-		line = fmt.Sprintf("[%s] %s %3.0f%% %s of %s%s", r.phase, bar, pct, amount(r.done), amount(r.total), eta)
+		bar := strings.Repeat("#", int(pct/5)) + strings.Repeat(".", 20-int(pct/5))
+		if r.tty {
+			line = fmt.Sprintf("%s %3.0f%% %s", bar, pct, line)
+		} else {
+			line = fmt.Sprintf("%3.0f%% %s", pct, line)
+		}
+		if !final {
+			line += " of " + amount(r.total)
+			if el >= rateAfter && rate > 0 && r.done < r.total {
+				line += fmt.Sprintf(" ETA %s", time.Duration(float64(r.total-r.done)/rate*float64(time.Second)).Round(time.Second))
+			}
+		}
 	}
-	if r.unit == "bytes" {
-		line += fmt.Sprintf(", %s/s", humanBytes(int64(rate)))
-	} else {
-		line += fmt.Sprintf(", %.0f %s/s", rate, r.unit)
+	if el >= rateAfter || final {
+		if r.unit == "bytes" {
+			line += fmt.Sprintf(", %s/s", humanBytes(int64(rate)))
+		} else {
+			line += fmt.Sprintf(", %.0f %s/s", rate, r.unit)
+		}
 	}
 	if final {
-		line += fmt.Sprintf(" in %s", now.Sub(r.start).Round(time.Millisecond))
+		line += fmt.Sprintf(" in %s", el.Round(time.Millisecond))
 	}
-	fmt.Fprintf(r.w, "\r\033[K%s", line)
+	return line
+}
+
+func (r *renderer) draw(now time.Time, final bool) {
+	fmt.Fprintf(r.w, "\r\033[K[%s] %s", r.phase, r.status(now, final))
 	if final {
 		fmt.Fprintln(r.w)
 	}
 }
 
+// Ended reports a phase that ended while another ran (progress.Ender):
+// the index, whose end waited for the input's hash.
+func (r *renderer) Ended(phase, unit string, done int64, took time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type state struct {
+		phase, unit string
+		total, done int64
+		start, last time.Time
+	}
+	saved := state{r.phase, r.unit, r.total, r.done, r.start, r.last}
+	now := r.clock()
+	r.phase, r.unit, r.total, r.done, r.start = phase, unit, 0, done, now.Add(-took)
+	switch {
+	case r.tty:
+		r.draw(now, true)
+	case r.json:
+		_ = json.NewEncoder(r.w).Encode(map[string]any{"phase": phase, "unit": unit, "done": done, "seconds": took.Seconds()})
+	default:
+		fmt.Fprintf(r.w, "[%s] %d %s in %s\n", phase, done, unit, took.Round(time.Millisecond))
+	}
+	r.phase, r.unit, r.total, r.done, r.start, r.last = saved.phase, saved.unit, saved.total, saved.done, saved.start, saved.last
+}
+
 func (r *renderer) Done() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := time.Now()
+	now := r.clock()
 	switch {
 	case r.tty:
 		r.draw(now, true)

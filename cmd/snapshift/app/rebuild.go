@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rebuild"
@@ -40,6 +41,13 @@ func (o *rebuildOptions) Validate() error {
 	cfg, err := rebuild.Load(o.config)
 	if err != nil {
 		return configError(err)
+	}
+	if cfg.EncryptionConfig != "" {
+		// Read before any work, as plan reads --encryption-config: a
+		// missing or broken file is the user's mistake (exit 2).
+		if _, err := encryption.Load(cfg.EncryptionConfig); err != nil {
+			return usagef("encryptionConfig: %w (remove the line when the cluster does not encrypt at rest)", err)
+		}
 	}
 	o.cfg = cfg
 	return nil

@@ -45,6 +45,10 @@ func (r *ruleFlags) options() rules.Options {
 	for field, s := range r.lists {
 		*field = s.Value()
 	}
+	// A node named on the command line must be one the snapshot records
+	// (a misspelt --control-plane-address cpX= is refused, not taken for
+	// a new node).
+	r.opts.RecordedNodesOnly = true
 	return r.opts
 }
 

@@ -116,8 +116,12 @@ func (o *common) migrateConfig(input string, ropts rules.Options) (migrate.Confi
 	if err != nil {
 		return migrate.Config{}, err
 	}
-	return migrate.Config{Input: input, Rules: ropts, SkipHashCheck: o.skipHash, Progress: o.progress(),
-		EtcdPrefix: o.etcdPrefix, Encryption: enc}, nil
+	cfg := migrate.Config{Input: input, Rules: ropts, SkipHashCheck: o.skipHash, Progress: o.progress(),
+		EtcdPrefix: o.etcdPrefix, Encryption: enc}
+	if o.json() {
+		cfg.LeftoverExamples = -1 // a script reads every key; the text lists ten per resource
+	}
+	return cfg, nil
 }
 
 func planCommand() *cli.Command {
@@ -168,20 +172,7 @@ func printTransform(out io.Writer, res *migrate.Result) {
 	printCompressed(out, res)
 	printKeys(out, r, verb)
 	printAlarms(out, r.Alarms, r.AlarmsCleared, r.DryRun)
-	if len(r.Rules) > 0 {
-		fmt.Fprintln(out, "\nRules:")
-		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "  RULE\tSEEN\tCHANGED\tDELETED\tCREATED")
-		for _, rr := range r.Rules {
-			fmt.Fprintf(w, "  %s\t%d\t%d\t%d\t%d\n", rr.Name, rr.Seen, rr.Changed, rr.Deleted, rr.Created)
-		}
-		w.Flush()
-		for _, rr := range r.Rules {
-			for _, n := range rr.Notes {
-				fmt.Fprintf(out, "  note (%s): %s\n", rr.Name, n)
-			}
-		}
-	}
+	printRules(out, r)
 	if len(r.Objects) > 0 {
 		fmt.Fprintln(out, "\nChanges:")
 		shown, hidden := map[string]int{}, 0
@@ -194,7 +185,8 @@ func printTransform(out io.Writer, res *migrate.Result) {
 				continue
 			}
 			shown[rule]++
-			fmt.Fprintf(out, "  %-7s %s  [%s]\n", o.Action, o.Key, strings.Join(o.Rules, ","))
+			// As kubectl names objects (svc/prod/web); -o json has the etcd key.
+			fmt.Fprintf(out, "  %-7s %s  [%s]\n", o.Action, wellknown.KubectlName(o.Key), strings.Join(o.Rules, ","))
 			for _, ch := range o.Changes {
 				fmt.Fprintf(out, "          %s\n", ch)
 			}
@@ -203,27 +195,71 @@ func printTransform(out io.Writer, res *migrate.Result) {
 			fmt.Fprintf(out, "  ... and %d more changes (%d shown per rule; --output json lists every one)\n", hidden, maxChangesPerRule)
 		}
 	}
-	if lo := res.Leftovers; lo != nil {
-		fmt.Fprintf(out, "\nLeftovers: addresses of the old ranges (%s) that no rule moves:\n", strings.Join(lo.Ranges, ", "))
-		if len(lo.Groups) == 0 {
-			fmt.Fprintln(out, "  none")
+	if r.DryRun {
+		printLiveAlternative(out, res.Plan) // advice before the change: plan's
+	}
+	printLeftoverScan(out, res.Leftovers)
+}
+
+// printRules prints the rules that acted and every rule's notes.
+func printRules(out io.Writer, r *migrate.Report) {
+	// A rule that did nothing gets no row (k3s-applied on a kubeadm
+	// cluster); -o json lists every rule that ran.
+	acted := r.Rules[:0:0]
+	for _, rr := range r.Rules {
+		if rr.Changed+rr.Deleted+rr.Created > 0 {
+			acted = append(acted, rr)
 		}
-		for _, g := range lo.Groups {
-			fmt.Fprintf(out, "  %s: %d keys\n", g.Resource, g.Keys)
-			if len(g.Namespaces) > 0 {
-				fmt.Fprintf(out, "    recreated by their controllers once the pods restart; by namespace, in restart order: %s\n", namespaceCounts(g.Namespaces))
+	}
+	if len(r.Rules) > 0 {
+		fmt.Fprintln(out, "\nRules:")
+		if len(acted) == 0 {
+			fmt.Fprintln(out, "  no rule changed anything")
+		}
+	}
+	if len(acted) > 0 {
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "  RULE\tSEEN\tCHANGED\tDELETED\tCREATED")
+		for _, rr := range acted {
+			fmt.Fprintf(w, "  %s\t%d\t%d\t%d\t%d\n", rr.Name, rr.Seen, rr.Changed, rr.Deleted, rr.Created)
+		}
+		w.Flush()
+	}
+	for _, rr := range r.Rules {
+		for _, n := range rr.Notes {
+			fmt.Fprintf(out, "  note (%s): %s\n", rr.Name, n)
+		}
+	}
+}
+
+// printLeftoverScan prints the leftover scan: per resource, its keys (ten
+// examples; -o json has every one).
+func printLeftoverScan(out io.Writer, lo *leftovers.LeftoverReport) {
+	if lo == nil {
+		return
+	}
+	fmt.Fprintf(out, "\nLeftovers: addresses of the old ranges (%s) that no rule moves:\n", strings.Join(lo.Ranges, ", "))
+	if len(lo.Groups) == 0 {
+		fmt.Fprintln(out, "  none")
+	}
+	for _, g := range lo.Groups {
+		fmt.Fprintf(out, "  %s: %d keys\n", g.Resource, g.Keys)
+		if len(g.Namespaces) > 0 {
+			fmt.Fprintf(out, "    recreated by their controllers once the pods restart; by namespace, in restart order: %s\n", namespaceCounts(g.Namespaces))
+		}
+		for _, e := range g.Examples {
+			if e.Note != "" {
+				fmt.Fprintf(out, "      %s (%s)\n", wellknown.KubectlName(e.Key), e.Note)
+			} else {
+				fmt.Fprintf(out, "      %s: %s\n", wellknown.KubectlName(e.Key), strings.Join(e.Addresses, ", "))
 			}
-			for _, e := range g.Examples {
-				if e.Note != "" {
-					fmt.Fprintf(out, "      %s (%s)\n", e.Key, e.Note)
-				} else {
-					fmt.Fprintf(out, "      %s: %s\n", e.Key, strings.Join(e.Addresses, ", "))
-				}
-			}
 		}
-		if lo.Encrypted > 0 {
-			fmt.Fprintf(out, "  (%d encrypted values not scanned)\n", lo.Encrypted)
+		if more := g.Keys - len(g.Examples); more > 0 && len(g.Examples) > 0 {
+			fmt.Fprintf(out, "      … and %d more (--output json lists every one)\n", more)
 		}
+	}
+	if lo.Encrypted > 0 {
+		fmt.Fprintf(out, "  (%d encrypted values not scanned)\n", lo.Encrypted)
 	}
 }
 

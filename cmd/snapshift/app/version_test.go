@@ -56,14 +56,14 @@ func TestVersionOfABuiltBinary(t *testing.T) {
 	if short, err := exec.Command(bin, "-v").Output(); err != nil || string(short) != string(text) {
 		t.Errorf("snapshift -v: %v\n%s", err, short)
 	}
-	// The candidates the completion scripts ask for (urfave/cli reads os.Args: a real process).
-	cands, err := exec.Command(bin, "--generate-bash-completion").Output()
-	for _, c := range []string{"transform", "rebuild", "version", "completion", "help"} {
+	// The candidates the completion scripts ask for (TestBashCompletion drives them in bash).
+	cands, err := exec.Command(bin, "__complete", "").Output()
+	for _, c := range []string{"words", "transform", "rebuild", "version", "completion"} {
 		if !slices.Contains(strings.Fields(string(cands)), c) {
-			t.Errorf("snapshift --generate-bash-completion: %v, candidates %q lack %s", err, cands, c)
+			t.Errorf("snapshift __complete '': %v, candidates %q lack %s", err, cands, c)
 		}
 	}
-	flags, err := exec.Command(bin, "transform", "--serv", "--generate-bash-completion").Output()
+	flags, err := exec.Command(bin, "__complete", "transform", "--serv").Output()
 	if !slices.Contains(strings.Fields(string(flags)), "--service-cidr") {
 		t.Errorf("snapshift transform --serv<TAB>: %v, candidates %q lack --service-cidr", err, flags)
 	}

@@ -5,6 +5,14 @@
 //	go run . a.yaml 'aescbc-key2||secrets|/registry/secrets/default/tok' ...
 //
 // Each argument is name|group|resource|etcd key; group and resource select the transformer.
+//
+// With "read" first it is the other way round, for encryption/testdata/derived-v0.36.3.json:
+// kube-apiserver's transformers read values snapshift wrote. The input (stdin) is that file's
+// fixtures, written by `go test ./encryption -run TestDerivedReadByApiserver -derived-input`; each
+// stored value is read with TransformFromStorage under its etcd key, must give its plaintext
+// (else the command panics), and the file is written to stdout with "readBy" set:
+//
+//	go run . read a=a.yaml b=b.yaml < input.json > derived-v0.36.3.json
 
 package main
 
@@ -29,6 +37,10 @@ type fixture struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "read" {
+		read(context.Background(), os.Args[2:])
+		return
+	}
 	ctx := context.Background()
 	cfg, err := encryptionconfig.LoadEncryptionConfig(ctx, os.Args[1], false, "test")
 	if err != nil {
@@ -60,5 +72,55 @@ func main() {
 		out = append(out, fixture{c.name, c.res, c.key, pt, stored})
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
+	os.Stdout.Write(append(b, '\n'))
+}
+
+// derived is one value snapshift wrote, read back by kube-apiserver.
+type derived struct {
+	Name      string `json:"name"`
+	Config    string `json:"config"`
+	Group     string `json:"group"`
+	Resource  string `json:"resource"`
+	EtcdKey   string `json:"etcdKey"`
+	Plaintext []byte `json:"plaintext"`
+	Stored    []byte `json:"stored"`
+}
+
+type derivedFile struct {
+	Comment  string    `json:"comment"`
+	ReadBy   string    `json:"readBy"`
+	Fixtures []derived `json:"fixtures"`
+}
+
+func read(ctx context.Context, configs []string) {
+	trs := map[string]map[schema.GroupResource]value.Transformer{}
+	for _, a := range configs {
+		name, path, _ := strings.Cut(a, "=")
+		cfg, err := encryptionconfig.LoadEncryptionConfig(ctx, path, false, "test")
+		if err != nil {
+			panic(err)
+		}
+		trs[name] = cfg.Transformers
+	}
+	var f derivedFile
+	if err := json.NewDecoder(os.Stdin).Decode(&f); err != nil {
+		panic(err)
+	}
+	for _, d := range f.Fixtures {
+		m := trs[d.Config]
+		tr := m[schema.GroupResource{Group: d.Group, Resource: d.Resource}]
+		if tr == nil { // a wildcard entry, as the apiserver resolves one
+			tr = m[schema.GroupResource{Group: d.Group, Resource: "*"}]
+		}
+		if tr == nil {
+			panic(d.Config + " " + d.Resource)
+		}
+		got, _, err := tr.TransformFromStorage(ctx, d.Stored, value.DefaultContext(d.EtcdKey))
+		if err != nil || string(got) != string(d.Plaintext) {
+			panic(fmt.Sprintf("%s: kube-apiserver read %q, %v", d.Name, got, err))
+		}
+	}
+	f.ReadBy = "k8s.io/apiserver v0.36.3 TransformFromStorage: every stored value read back to its plaintext"
+	b, _ := json.MarshalIndent(f, "", "  ")
 	os.Stdout.Write(append(b, '\n'))
 }

@@ -1,0 +1,101 @@
+package app
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock the test moves.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time      { return c.t }
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+func newFakeClock() *fakeClock           { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
+func lastLine(s string) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\r\033[K")
+	return l[len(l)-1]
+}
+func (r *renderer) with(c *fakeClock) *renderer { r.now = c.now; return r }
+
+// TestProgressBar: on a terminal the first tick shows no rate or ETA (issue 35: "ETA 0s,
+// 1.3 TiB/s"), later ticks do, and a phase whose total was an estimate ends at 100%.
+func TestProgressBar(t *testing.T) {
+	var out bytes.Buffer
+	c := newFakeClock()
+	r := (&renderer{w: &out, tty: true}).with(c)
+	r.Start("index", "bytes", 100<<20)
+	c.add(time.Millisecond)
+	r.Add(4 << 20)
+	first := lastLine(out.String())
+	if strings.Contains(first, "ETA") || strings.Contains(first, "/s") || !strings.Contains(first, "4%") {
+		t.Errorf("first tick %q: want 4%% and no rate or ETA", first)
+	}
+	c.add(2 * time.Second)
+	r.Add(40 << 20)
+	if l := lastLine(out.String()); !strings.Contains(l, "44%") || !strings.Contains(l, "ETA 3s") || !strings.Contains(l, "MiB/s") {
+		t.Errorf("tick after 2s %q: want 44%%, ETA 3s and a rate", l)
+	}
+	c.add(time.Second)
+	r.Add(44 << 20) // 88 MiB of an estimated 100 MiB: the phase ends here
+	r.Done()
+	if l := strings.TrimSpace(lastLine(out.String())); !strings.HasPrefix(l, "[index] #################### 100% 88.0 MiB") || !strings.HasSuffix(l, " in 3.001s") {
+		t.Errorf("final line %q: want a full bar at 100%% with the amount done and the time", l)
+	}
+}
+
+// TestProgressLinesWithoutTerminal: without a terminal (CI, nohup) a long phase prints a line
+// every few seconds, not only when it ends (issue 35: runs looked hung), and a short one prints
+// only its end.
+func TestProgressLinesWithoutTerminal(t *testing.T) {
+	var out bytes.Buffer
+	c := newFakeClock()
+	r := (&renderer{w: &out}).with(c)
+	r.Start("stream", "keys", 1000)
+	for i := 0; i < 120; i++ { // 12 s, a tick every 100 ms
+		c.add(100 * time.Millisecond)
+		r.Add(5)
+	}
+	r.Done()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "[stream]  25% 250 keys of 1000 keys ETA 15s, 50 keys/s") ||
+		!strings.HasPrefix(lines[1], "[stream]  50% 500 keys") || lines[2] != "[stream] 600 keys in 12s" {
+		t.Errorf("lines:\n%s\nwant one at 5 s, one at 10 s and the end", out.String())
+	}
+	out.Reset()
+	r.Start("open", "bytes", 0)
+	c.add(time.Second)
+	r.Add(10)
+	r.Done()
+	if got := out.String(); got != "[open] 10 bytes in 1s\n" {
+		t.Errorf("short phase: %q", got)
+	}
+}
+
+// TestPlanPhasesOnce: every phase of a plan is reported once (issue 35: plan, which streams
+// beside the input's hash, printed "[transform] N keys in T" twice and its index never).
+func TestPlanPhasesOnce(t *testing.T) {
+	in := copySample(t)
+	for _, args := range [][]string{
+		{"plan", in, "--service-cidr", newSvc},
+		{"transform", in, "--out", filepath.Join(t.TempDir(), "out.db"), "--service-cidr", newSvc},
+	} {
+		r := run(t, args...)
+		if r.code != ExitOK {
+			t.Fatalf("%s: exit %d: %s", args[0], r.code, r.stderr)
+		}
+		seen := map[string]int{}
+		for _, l := range r.stderrLines() {
+			if phase, _, ok := strings.Cut(l, "]"); ok && strings.HasPrefix(phase, "[") {
+				seen[phase[1:]]++
+			}
+		}
+		for _, p := range []string{"index", "transform"} {
+			if seen[p] != 1 {
+				t.Errorf("%s: phase %s reported %d times:\n%s", args[0], p, seen[p], r.stderr)
+			}
+		}
+	}
+}
