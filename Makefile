@@ -21,14 +21,17 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/snapshift
 
 # Unit, golden, conformance and real-etcd end-to-end tests, with the fuzz
-# seed corpora. Well under 15 minutes on 2 cores.
+# seed corpora; then the goldens again on the reference writer (bbolt's own
+# Put; the snapshot package's writer tests run on both writers themselves).
+# Well under 15 minutes on 2 cores.
 test:
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+	SNAPSHIFT_WRITER=bbolt $(GO) test -count=1 -run '^TestGolden$$' ./rules
 
 # The binary with etcd's gofail failpoints compiled in (bin/snapshift-failpoints,
 # for the crash suite): `gofail enable` runs on a copy of the tree, so the
 # sources here never hold generated code; the copy is removed after the build.
-FAILPOINT_PKGS := internal/fsutil snapshot
+FAILPOINT_PKGS := internal/fsutil snapshot nodeops
 failpoints:
 	@mkdir -p bin
 	@src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && \
@@ -50,7 +53,8 @@ crash: failpoints build
 	  echo "make crash: the whole log is out/crash.log"; exit $$status
 
 # Against the real thing: kube-apiserver and kube-controller-manager built from
-# k8s.io/kubernetes (newest, and 1.30 with the bitmap allocator), cached in
+# k8s.io/kubernetes (newest, and 1.30 with the bitmap allocator), and etcd +
+# etcdutl 3.5, 3.6 and 3.7 (the version matrix), cached in
 # ~/.cache/snapshift-e2e; run in a loopback-only network namespace.
 e2e:
 	bash hack/e2e.sh

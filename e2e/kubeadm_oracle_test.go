@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/testfile"
 	sspki "github.com/snapshift/snapshift/pki"
@@ -184,7 +185,7 @@ func runOracleCase(t *testing.T, kubeadm string, tc oracleCase) []string {
 	}
 	var table []string
 	for _, n := range tc.nodes {
-		nodeDir := filepath.Join(out, rebuild.KubeDir, n.name)
+		nodeDir := filepath.Join(out, bundle.KubeDir, n.name)
 		o := &oracleRun{t: t, kubeadm: kubeadm, cc: tc.cc, node: n, first: tc.nodes[0], dir: dir, row: tc.name + " × " + n.name}
 		o.certsAndKubeconfigs(nodeDir, filepath.Join(dir, n.name+"-kubeadm"))
 		o.validate(nodeDir, filepath.Join(dir, n.name+"-validate"))

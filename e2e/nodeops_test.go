@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/nodeops"
 	"github.com/snapshift/snapshift/rebuild"
@@ -506,9 +507,9 @@ func inode(t *testing.T, p string) uint64 {
 }
 
 // checkRunbook: the bundle's report and runbook for this cluster.
-func (c *nodeOpsCase) checkRunbook(bundle string) {
+func (c *nodeOpsCase) checkRunbook(dir string) {
 	t := c.t
-	rb, err := os.ReadFile(filepath.Join(bundle, rebuild.RunbookFile))
+	rb, err := os.ReadFile(filepath.Join(dir, bundle.RunbookFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +520,7 @@ func (c *nodeOpsCase) checkRunbook(bundle string) {
 		}
 	}
 	var rep rebuild.Report
-	b, _ := os.ReadFile(filepath.Join(bundle, rebuild.ReportFile))
+	b, _ := os.ReadFile(filepath.Join(dir, bundle.ReportFile))
 	if err := json.Unmarshal(b, &rep); err != nil || rep.Provenance == nil || rep.Provenance.ConfigSHA256 == "" || rep.Operation == nil || !slices.Contains(rep.Operation.CNI, "flannel") {
 		t.Fatalf("[nodeops] FAIL report.json's provenance/operation: %v %+v", err, rep.Provenance)
 	}

@@ -78,6 +78,10 @@ type Config struct {
 	// resource. Default 10; -1 lists every one (the CLI's -o json, for
 	// scripts).
 	LeftoverExamples int
+	// Writer is how the output's (or the first member's) `key` bucket is
+	// written: snapshot.WriterBulk (the default, "") or snapshot.WriterBbolt,
+	// bbolt's own Put, the fallback if a future bbolt changes its format.
+	Writer snapshot.WriterKind
 }
 
 // Result is what one run did: the engine's report, the network plan the
@@ -109,7 +113,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Input: cfg.Input, Output: cfg.Output, Force: cfg.Force, DryRun: cfg.DryRun,
 		Restore: cfg.Restore, Route: cfg.Route, KeepAlarms: cfg.KeepAlarms,
 		SkipHashCheck: cfg.SkipHashCheck, Progress: cfg.Progress, EtcdPrefix: cfg.EtcdPrefix, Encryption: cfg.Encryption,
-		Rules: rs, Observers: append([]Observer{scan}, cfg.Observers...),
+		Rules: rs, Observers: append([]Observer{scan}, cfg.Observers...), Writer: cfg.Writer,
 		VerifyOutput: verifyOutput(cfg.Rules, cfg.Encryption),
 	}
 	r, err := transform.Run(ctx, tc)

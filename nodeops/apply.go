@@ -9,15 +9,6 @@ import (
 	"strings"
 )
 
-// Step names in backup.json.
-const (
-	stepBackup    = "backup"
-	stepStopped   = "static-pods-stopped"
-	stepEtcdMoved = "etcd-moved"
-	stepEtcd      = "etcd-installed"
-	stepInstalled = "installed"
-)
-
 // stoppedDir is where apply moves the old manifests (the kubelet reads
 // only the manifests directory).
 const stoppedDir = "/etc/kubernetes/manifests.snapshift-stopped"
@@ -25,7 +16,7 @@ const stoppedDir = "/etc/kubernetes/manifests.snapshift-stopped"
 // applyRun is one apply.
 type applyRun struct {
 	*host
-	b      *bundle
+	b      *nodeBundle
 	backup string // host path of the backup directory
 	rec    *Record
 }
@@ -40,7 +31,7 @@ func Apply(ctx context.Context, cfg Config) error {
 	if a.rec, err = a.loadRecord(a.backup); err != nil {
 		return err
 	}
-	if a.rec != nil && a.rec.Done["rolled-back"] {
+	if a.rec != nil && a.rec.RolledBack {
 		// Rolled back before: that backup is the old state, kept under
 		// another name; this apply starts a new one.
 		old := a.backup + ".rolled-back-" + cfg.Now().UTC().Format("20060102T150405")
@@ -57,23 +48,17 @@ func Apply(ctx context.Context, cfg Config) error {
 		a.logf("preflight", "passed; nothing changed (--preflight-only)")
 		return nil
 	}
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
-		{"backup", a.doBackup}, {"stop", a.stop}, {"install", a.install},
-		{"cni", func(ctx context.Context) error { return a.cleanCNI(ctx, b.op.CNI) }},
-		{"start", func(ctx context.Context) error { return a.systemctl(ctx, "start") }},
-	}
-	if !cfg.SkipHealth {
-		steps = append(steps, struct {
-			name string
-			fn   func(context.Context) error
-		}{"health", func(ctx context.Context) error { return a.gates(ctx, len(b.report.Nodes)) }})
-	}
-	for _, s := range steps {
-		if err := s.fn(ctx); err != nil {
-			return fmt.Errorf("[%s] %w\nthe backup and its record are in %s (snapshift node rollback puts them back)", s.name, err, filepath.Join(cfg.Root, a.backup))
+	for _, st := range a.steps() {
+		if st.once && a.rec.done(st.id) {
+			continue
+		}
+		if err := st.run(ctx); err != nil {
+			return fmt.Errorf("[%s] %w\nthe backup and its record are in %s (snapshift node rollback puts them back)", st.phase, err, filepath.Join(cfg.Root, a.backup))
+		}
+		failpointStepDone()
+		a.rec.finish(st.id)
+		if err := a.saveRecord(a.backup, a.rec); err != nil {
+			return fmt.Errorf("[%s] recording it in %s: %w", st.phase, filepath.Join(a.backup, RecordFile), err)
 		}
 	}
 	a.logf("apply", "done: %s runs the bundle's control plane (backup in %s)", b.node.Name, a.backup)
@@ -129,7 +114,7 @@ func (a *applyRun) checkSpace() error {
 		}
 		need += n
 	}
-	member, err := treeSize(filepath.Join(a.b.dir, a.b.memberPrefix()))
+	member, err := treeSize(a.b.memberDir())
 	if err != nil {
 		return err
 	}
@@ -147,17 +132,4 @@ func (a *applyRun) checkSpace() error {
 	}
 	a.logf("preflight", "disk: %d bytes needed, %d free", need, free)
 	return nil
-}
-
-func doneList(r *Record) string {
-	var out []string
-	for _, s := range []string{stepBackup, stepStopped, stepEtcdMoved, stepEtcd, stepInstalled} {
-		if r.Done[s] {
-			out = append(out, s)
-		}
-	}
-	if len(out) == 0 {
-		return "none"
-	}
-	return strings.Join(out, ", ")
 }

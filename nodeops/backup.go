@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
 // How a path was backed up.
@@ -30,21 +33,37 @@ type Entry struct {
 	Bytes  int64  `json:"bytes"`
 }
 
-// Record is backup.json: what apply replaced and how far it got. It is
-// written after every step, so a second run resumes and never backs up
-// the new files over the old ones.
+// Record is backup.json: what apply replaced and how far apply and
+// rollback got. It is published (temporary file, fsync, rename, directory
+// fsync) after every step, so a run killed at any point is resumed by the
+// next one, which never backs up the new files over the old ones.
 type Record struct {
 	Node         string    `json:"node"`
 	Bundle       string    `json:"bundle"`
 	ReportSHA256 string    `json:"reportSHA256"`
 	Created      time.Time `json:"created"`
 	Entries      []Entry   `json:"entries"`
-	// Done are the steps finished, by name.
-	Done map[string]bool `json:"done"`
+	// Steps are apply's steps finished, in the order they finished.
+	Steps []Step `json:"steps"`
+	// Restored is how many entries rollback has put back (the last
+	// entry first).
+	Restored int `json:"restored,omitempty"`
+	// RolledBack is set once rollback has put every entry back.
+	RolledBack bool `json:"rolledBack,omitempty"`
 }
 
 // RecordFile is the backup's record, in the backup directory.
 const RecordFile = "backup.json"
+
+// done says whether step s is recorded as finished.
+func (r *Record) done(s Step) bool { return r != nil && slices.Contains(r.Steps, s) }
+
+// finish records step s as finished.
+func (r *Record) finish(s Step) {
+	if !r.done(s) {
+		r.Steps = append(r.Steps, s)
+	}
+}
 
 // backupDir is the bundle's backup directory on this node (host path):
 // one per node and bundle, so a second bundle never mixes with the first.
@@ -54,35 +73,51 @@ func backupDir(node, reportSum string) string {
 
 // loadRecord reads backup.json; nil when there is none.
 func (h *host) loadRecord(dir string) (*Record, error) {
-	b, err := os.ReadFile(filepath.Join(h.path(dir), RecordFile))
+	p := filepath.Join(dir, RecordFile)
+	if ok, err := exists(h.path(dir)); err != nil || !ok {
+		return nil, err
+	}
+	// A run killed while publishing the record left its temporary file.
+	if _, err := fsutil.CleanFor(h.path(p)); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(h.path(p))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var r Record
+	var r struct {
+		Record
+		// Done is the record of a snapshift before the steps were typed:
+		// step names, "restored <path>" and "rolled-back".
+		Done map[string]bool `json:"done"`
+	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, RecordFile), err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	if r.Done == nil {
-		r.Done = map[string]bool{}
+	for k, v := range r.Done {
+		switch {
+		case !v:
+		case k == "rolled-back":
+			r.RolledBack = true
+		case strings.HasPrefix(k, "restored "):
+			r.Restored++
+		default:
+			r.finish(Step(k))
+		}
 	}
-	return &r, nil
+	return &r.Record, nil
 }
 
-// saveRecord writes backup.json through a temporary file.
+// saveRecord publishes backup.json as every output is published.
 func (h *host) saveRecord(dir string, r *Record) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(h.path(dir), RecordFile)
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return fsutil.WriteFile(filepath.Join(h.path(dir), RecordFile), append(b, '\n'), 0o600, true)
 }
 
 // backupName is where host path p goes in the backup directory.
@@ -110,8 +145,10 @@ func (h *host) backupCopy(dir string, r *Record, p string) error {
 	}
 	name := backupName(p)
 	dst := filepath.Join(h.path(dir), name)
-	os.RemoveAll(dst) // a copy a dead run left half done
-	if err := copyTree(h.path(p), dst); err != nil {
+	if err := os.RemoveAll(dst); err != nil { // a copy a killed run left half done
+		return err
+	}
+	if err := copyExact(h.path(p), dst); err != nil {
 		return fmt.Errorf("backing up %s: %w", p, err)
 	}
 	n, err := treeSize(dst)
@@ -124,19 +161,46 @@ func (h *host) backupCopy(dir string, r *Record, p string) error {
 }
 
 // backupMove moves host path p into the backup directory and records it.
+// A run killed after the rename and before the record left p in the
+// backup already: that is recorded as moved, not as absent.
 func (h *host) backupMove(dir string, r *Record, p string) error {
+	name := backupName(p)
+	dst := filepath.Join(h.path(dir), name)
+	there, err := exists(h.path(p))
+	if err != nil {
+		return err
+	}
+	if moved, err := exists(dst); err != nil || (moved && !there) {
+		if err == nil {
+			n, _ := treeSize(dst)
+			r.Entries = append(r.Entries, Entry{Path: p, How: Moved, Backup: name, Bytes: n})
+			h.logf("backup", "%s was moved to %s by an earlier run", p, filepath.Join(dir, name))
+		}
+		return err
+	}
 	if absent, err := h.recordAbsent(r, p); absent || err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dst); err != nil { // a copy to another file system a killed run left half done
 		return err
 	}
 	n, err := treeSize(h.path(p))
 	if err != nil {
 		return err
 	}
-	name := backupName(p)
-	if err := moveTree(h.path(p), filepath.Join(h.path(dir), name)); err != nil {
+	if err := moveTree(h.path(p), dst); err != nil {
 		return fmt.Errorf("moving %s aside: %w", p, err)
 	}
 	r.Entries = append(r.Entries, Entry{Path: p, How: Moved, Backup: name, Bytes: n})
 	h.logf("backup", "moved %s to %s (%d bytes)", p, filepath.Join(dir, name), n)
 	return nil
+}
+
+// failpointStepDone runs after each step of apply, and each entry rollback
+// puts back, before backup.json records it (etcd's gofail, compiled in
+// only by `make failpoints`: the crash suite kills `node apply` and `node
+// rollback` there; see fsutil.Crash).
+func failpointStepDone() {
+	// gofail: var nodeopsStepDone string
+	// fsutil.Crash("nodeopsStepDone", nodeopsStepDone)
 }

@@ -3,62 +3,53 @@ package nodeops
 import (
 	"context"
 	"os"
-	"slices"
+	"strings"
 
-	"github.com/snapshift/snapshift/rebuild"
+	"github.com/snapshift/snapshift/bundle"
 )
 
-// cleanCNI removes the host network state of the CNIs the snapshot shows
-// (a link that does not exist is skipped: the step can run again).
+// cleanCNI removes the host network state of the CNIs the snapshot shows,
+// by bundle's table (the runbook prints the same actions for the workers);
+// a link that does not exist is skipped, so the step can run again.
 func (h *host) cleanCNI(ctx context.Context, cnis []string) error {
 	for _, name := range cnis {
-		st, ok := rebuild.CNIHostStates[name]
+		st, ok := bundle.CNIHostStateOf(name)
 		if !ok {
 			h.logf("cni", "%s: no host state known to clean", name)
 			continue
 		}
-		for _, l := range st.Links {
-			if _, err := h.run(ctx, "ip", "link", "show", l); err != nil {
-				continue // absent
-			}
-			h.logf("cni", "%s: ip link delete %s", name, l)
-			if _, err := h.run(ctx, "ip", "link", "delete", l); err != nil {
+		for _, a := range st.Actions() {
+			if err := h.cniAction(ctx, name, a); err != nil {
 				return err
-			}
-		}
-		for _, l := range st.Flush {
-			if _, err := h.run(ctx, "ip", "link", "show", l); err != nil {
-				continue
-			}
-			h.logf("cni", "%s: ip addr flush dev %s", name, l)
-			if _, err := h.run(ctx, "ip", "addr", "flush", "dev", l); err != nil {
-				return err
-			}
-		}
-		for _, p := range st.RouteProtos {
-			h.logf("cni", "%s: ip route flush proto %s", name, p)
-			if _, err := h.run(ctx, "ip", "route", "flush", "proto", p); err != nil {
-				return err
-			}
-		}
-		for _, p := range st.Paths {
-			if ok, _ := exists(h.path(p)); ok {
-				h.logf("cni", "%s: rm -rf %s", name, p)
-				if err := os.RemoveAll(h.path(p)); err != nil {
-					return err
-				}
 			}
 		}
 	}
 	return nil
 }
 
-// KnownCNIs are the CNIs whose host state cleanCNI knows.
-func KnownCNIs() []string {
-	var out []string
-	for k := range rebuild.CNIHostStates {
-		out = append(out, k)
+// cniAction does one action of a CNI's cleanup.
+func (h *host) cniAction(ctx context.Context, cni string, a bundle.CNIAction) error {
+	switch a.Kind {
+	case bundle.DeleteLink, bundle.FlushAddresses:
+		if _, err := h.run(ctx, "ip", "link", "show", a.Arg); err != nil {
+			return nil // absent
+		}
+		args := []string{"link", "delete", a.Arg}
+		if a.Kind == bundle.FlushAddresses {
+			args = []string{"addr", "flush", "dev", a.Arg}
+		}
+		h.logf("cni", "%s: ip %s", cni, strings.Join(args, " "))
+		_, err := h.run(ctx, "ip", args...)
+		return err
+	case bundle.FlushRoutes:
+		h.logf("cni", "%s: ip route flush proto %s", cni, a.Arg)
+		_, err := h.run(ctx, "ip", "route", "flush", "proto", a.Arg)
+		return err
+	default:
+		if ok, _ := exists(h.path(a.Arg)); !ok {
+			return nil
+		}
+		h.logf("cni", "%s: rm -rf %s", cni, a.Arg)
+		return os.RemoveAll(h.path(a.Arg))
 	}
-	slices.Sort(out)
-	return out
 }

@@ -1,6 +1,6 @@
 // Package nodeops puts one control-plane node's part of a rebuild bundle
 // in place, and takes it out again: `snapshift node apply` and
-// `snapshift node rollback` (DESIGN decision 22: the operation is code,
+// `snapshift node rollback` (docs/DESIGN.md decision 22: the operation is code,
 // tested by running it).
 //
 // Apply, on the node named by the bundle: preflight (the right host, every
@@ -16,6 +16,13 @@
 // certificate, kube-apiserver /readyz with admin.conf). Rollback puts back
 // every path backup.json records, byte for byte, and restarts the old
 // control plane.
+//
+// Apply is a list of typed steps (steps.go); after each one backup.json,
+// published like every output (fsutil.WriteFile), records it, so that a
+// second apply, or a rollback, finishes from wherever a killed run
+// stopped (the crash suite's TestNodeCrash proves it). The bundle is read
+// through package bundle, its versioned contract: nodeops imports nothing
+// of the engine that wrote it (docs/DESIGN.md decision 31).
 //
 // Every host path is under Config.Root (default /), and the host's service
 // manager and container runtime are reached through PATH (systemctl,

@@ -2,106 +2,49 @@ package nodeops
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
-// copyTree copies src (a file, a symlink or a directory) to dst, which
+// copyExact copies src (a file, a symlink or a directory) to dst, which
 // must not exist, keeping every file's bytes, mode, owner and modification
-// time and every symlink's target: what rollback puts back is what was
-// there.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(link, target); err != nil {
-				return err
-			}
-		case info.IsDir():
-			if err := os.Mkdir(target, info.Mode().Perm()); err != nil {
-				return err
-			}
-		case info.Mode().IsRegular():
-			if err := copyFile(p, target, info.Mode().Perm()); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s is neither a file, a directory nor a symlink", p)
-		}
-		return keepMeta(target, info)
-	})
-}
-
-// keepMeta gives target the owner, mode and times of info (the mode and
-// times of a symlink are its target's: left alone).
-func keepMeta(target string, info fs.FileInfo) error {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-		if err := os.Lchown(target, int(st.Uid), int(st.Gid)); err != nil {
-			return err
-		}
-	}
-	if info.Mode()&fs.ModeSymlink != 0 {
-		return nil
-	}
-	if err := os.Chmod(target, info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+// time and every symlink's target, and makes the copy durable (every file
+// and directory fsynced, then dst's parent) before it returns: what
+// rollback puts back is what was there, and a record written after it
+// never names a copy a power loss could take away.
+func copyExact(src, dst string) error {
+	if err := fsutil.Copy(src, dst, fsutil.CopyOptions{Symlinks: true, KeepOwner: true, KeepTimes: true}); err != nil {
 		return err
 	}
-	return os.Chtimes(target, info.ModTime(), info.ModTime())
-}
-
-func copyFile(src, dst string, mode os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
+	if err := fsutil.SyncTree(dst); err != nil {
 		return err
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return fsutil.SyncDir(filepath.Dir(dst))
 }
 
 // moveTree renames src to dst, or copies and removes it when they are on
-// different file systems.
+// different file systems, and makes the move durable (both parents
+// fsynced).
 func moveTree(src, dst string) error {
 	err := os.Rename(src, dst)
 	var le *os.LinkError
-	if err == nil || !errors.As(err, &le) || !errors.Is(le.Err, syscall.EXDEV) {
+	if err != nil && errors.As(err, &le) && errors.Is(le.Err, syscall.EXDEV) {
+		if err := copyExact(src, dst); err != nil {
+			return err
+		}
+		err = os.RemoveAll(src)
+	}
+	if err != nil {
 		return err
 	}
-	if err := copyTree(src, dst); err != nil {
+	if err := fsutil.SyncDir(filepath.Dir(dst)); err != nil {
 		return err
 	}
-	return os.RemoveAll(src)
+	return fsutil.SyncDir(filepath.Dir(src))
 }
 
 // treeSize is the bytes of every regular file under p (0 if p is absent).
@@ -138,12 +81,11 @@ func installFile(src, dst string, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	tmp := dst + ".snapshift-new"
-	os.Remove(tmp)
-	if err := copyFile(src, tmp, mode); err != nil {
+	if _, err := fsutil.CleanFor(dst); err != nil { // a killed run's temporary file
 		return err
 	}
-	if err := os.Chmod(tmp, mode); err != nil {
+	tmp := fsutil.TempName(dst, "")
+	if err := fsutil.Copy(src, tmp, fsutil.CopyOptions{FileMode: mode, Sync: true}); err != nil {
 		return err
 	}
 	if os.Geteuid() == 0 {
@@ -151,7 +93,7 @@ func installFile(src, dst string, mode os.FileMode) error {
 			return err
 		}
 	}
-	return os.Rename(tmp, dst)
+	return fsutil.Publish(tmp, dst, true)
 }
 
 // freeBytes is the space available to root on the file system holding p

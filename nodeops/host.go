@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
 // Config is one apply or rollback on one node.
@@ -137,6 +139,14 @@ func (h *host) stopStaticPods(ctx context.Context, aside string) error {
 	}
 	for _, e := range entries {
 		if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(h.path(aside), e.Name())); err != nil {
+			return err
+		}
+	}
+	if len(entries) > 0 { // durable before it is recorded: a reboot must not bring the old pods back
+		if err := fsutil.SyncDir(h.path(aside)); err != nil {
+			return err
+		}
+		if err := fsutil.SyncDir(dir); err != nil {
 			return err
 		}
 	}

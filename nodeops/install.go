@@ -8,23 +8,22 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
 var lookPath = exec.LookPath
 
 // doBackup copies what apply changes in place, once.
 func (a *applyRun) doBackup(context.Context) error {
-	if a.rec != nil && a.rec.Done[stepBackup] {
-		return nil
-	}
 	if err := os.MkdirAll(a.path(a.backup), 0o700); err != nil {
 		return err
 	}
-	a.rec = &Record{Node: a.b.node.Name, Bundle: a.b.dir, ReportSHA256: a.b.reportSum, Created: a.cfg.Now().UTC(), Done: map[string]bool{}}
+	a.rec = &Record{Node: a.b.node.Name, Bundle: a.b.dir, ReportSHA256: a.b.reportSum, Created: a.cfg.Now().UTC()}
 	paths := []string{KubernetesDir, KubeletConfig, KubeletPKI}
 	for _, f := range a.b.files() {
-		if !strings.HasPrefix(f.host, KubernetesDir+"/") { // an encryption configuration elsewhere
-			p, err := a.firstMissing(f.host)
+		if !strings.HasPrefix(f.Host, KubernetesDir+"/") { // an encryption configuration elsewhere
+			p, err := a.firstMissing(f.Host)
 			if err != nil {
 				return err
 			}
@@ -38,8 +37,7 @@ func (a *applyRun) doBackup(context.Context) error {
 			return err
 		}
 	}
-	a.rec.Done[stepBackup] = true
-	return a.saveRecord(a.backup, a.rec)
+	return nil
 }
 
 // firstMissing is the highest directory on the way to host path p that
@@ -58,39 +56,14 @@ func (a *applyRun) firstMissing(p string) (string, error) {
 	return p, nil
 }
 
-// stop stops the static pods and the kubelet, then moves the etcd data
-// dir into the backup, once each.
-func (a *applyRun) stop(ctx context.Context) error {
-	if !a.rec.Done[stepStopped] {
-		if err := a.stopStaticPods(ctx, stoppedDir); err != nil {
-			return err
-		}
-		a.rec.Done[stepStopped] = true
-		if err := a.saveRecord(a.backup, a.rec); err != nil {
-			return err
-		}
-	}
-	if a.rec.Done[stepEtcdMoved] {
-		return nil
-	}
-	if err := a.backupMove(a.backup, a.rec, a.b.op.EtcdDataDir); err != nil {
-		return err
-	}
-	a.rec.Done[stepEtcdMoved] = true
-	return a.saveRecord(a.backup, a.rec)
-}
-
 // install puts the node's files in place (every run: it writes the same
-// bytes again), the etcd member once, then moves the old-CA kubelet
-// client certificates aside and sets clusterDNS.
+// bytes again), then moves the old-CA kubelet client certificates aside
+// and sets clusterDNS.
 func (a *applyRun) install(context.Context) error {
-	if err := a.installEtcd(); err != nil {
-		return err
-	}
 	files := a.b.files()
 	for _, f := range files {
-		if err := installFile(filepath.Join(a.b.dir, f.rel), a.path(f.host), f.mode); err != nil {
-			return fmt.Errorf("installing %s: %w", f.host, err)
+		if err := installFile(filepath.Join(a.b.dir, filepath.FromSlash(f.Rel)), a.path(f.Host), f.Mode); err != nil {
+			return fmt.Errorf("installing %s: %w", f.Host, err)
 		}
 	}
 	a.logf("install", "%d files of %s installed under %s (root-owned; keys, kubeconfigs and manifests 0600, certificates 0644)", len(files), a.b.node.Dir, KubernetesDir)
@@ -115,36 +88,24 @@ func (a *applyRun) install(context.Context) error {
 			a.logf("install", "%s: clusterDNS %s", KubeletConfig, dns)
 		}
 	}
-	a.rec.Done[stepInstalled] = true
-	return a.saveRecord(a.backup, a.rec)
+	return nil
 }
 
 // installEtcd copies the bundle's member into the data dir (0700) under a
-// temporary name, then renames it into place, once.
-func (a *applyRun) installEtcd() error {
-	if a.rec.Done[stepEtcd] {
-		return nil
-	}
+// temporary name, then renames it into place.
+func (a *applyRun) installEtcd(context.Context) error {
 	dst := a.path(a.b.op.EtcdDataDir)
-	tmp := dst + ".snapshift-new"
-	if err := os.RemoveAll(tmp); err != nil {
+	if _, err := fsutil.CleanFor(dst); err != nil { // a killed run's temporary member
 		return err
 	}
+	tmp := fsutil.TempName(dst, "")
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	src := filepath.Join(a.b.dir, strings.TrimSuffix(a.b.memberPrefix(), "/"))
-	if err := copyTree(src, tmp); err != nil {
+	// Copied as the running user (root on a node: root-owned); PublishDir
+	// fsyncs every file before the rename.
+	if err := fsutil.Copy(a.b.memberDir(), tmp, fsutil.CopyOptions{}); err != nil {
 		return fmt.Errorf("installing etcd member %s: %w", a.b.node.EtcdMember, err)
-	}
-	err := filepath.Walk(tmp, func(p string, info os.FileInfo, err error) error {
-		if err != nil || os.Geteuid() != 0 {
-			return err
-		}
-		return os.Lchown(p, 0, 0)
-	})
-	if err != nil {
-		return err
 	}
 	if err := os.Chmod(tmp, 0o700); err != nil {
 		return err
@@ -152,10 +113,9 @@ func (a *applyRun) installEtcd() error {
 	if err := os.RemoveAll(dst); err != nil { // an empty dir left by the kubelet's DirectoryOrCreate
 		return err
 	}
-	if err := os.Rename(tmp, dst); err != nil {
+	if err := fsutil.PublishDir(tmp, dst); err != nil {
 		return err
 	}
 	a.logf("install", "etcd member %s in %s (0700)", a.b.node.EtcdMember, a.b.op.EtcdDataDir)
-	a.rec.Done[stepEtcd] = true
-	return a.saveRecord(a.backup, a.rec)
+	return nil
 }

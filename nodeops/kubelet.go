@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
 // moveOldClientCerts moves the kubelet's rotated client certificates
@@ -36,7 +38,10 @@ func (h *host) moveOldClientCerts(backup string) (int, error) {
 			return 0, err
 		}
 	}
-	return len(matches), nil
+	if err := fsutil.SyncDir(dst); err != nil {
+		return 0, err
+	}
+	return len(matches), fsutil.SyncDir(h.path(KubeletPKI))
 }
 
 var (
@@ -49,6 +54,9 @@ var (
 // other byte is kept. It reports whether the file changed.
 func (h *host) setClusterDNS(addr string) (bool, error) {
 	p := h.path(KubeletConfig)
+	if _, err := fsutil.CleanFor(p); err != nil { // a killed run's temporary file
+		return false, err
+	}
 	b, err := os.ReadFile(p)
 	if os.IsNotExist(err) {
 		return false, nil
@@ -73,5 +81,7 @@ func (h *host) setClusterDNS(addr string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return true, os.WriteFile(p, []byte(out), st.Mode().Perm())
+	// Replaced whole (temporary file, fsync, rename): a crash never leaves
+	// the kubelet half a configuration.
+	return true, fsutil.WriteFile(p, []byte(out), st.Mode().Perm(), true)
 }

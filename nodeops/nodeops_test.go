@@ -2,18 +2,15 @@ package nodeops_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/snapshift/snapshift/internal/nodetest"
 	"github.com/snapshift/snapshift/nodeops"
-	"github.com/snapshift/snapshift/rebuild"
 )
 
 // The end-to-end proof with real etcd and kube-apiserver processes is
@@ -21,91 +18,33 @@ import (
 // in-process on a small hand-made bundle, with recorders for systemctl,
 // crictl and ip first in PATH and no health gates.
 
-func write(t *testing.T, p, s string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(s), mode); err != nil {
-		t.Fatal(err)
-	}
-}
+func write(t *testing.T, p, s string, mode os.FileMode) { nodetest.Write(t, p, s, mode) }
 
-// bundle makes a one-node bundle (node n1 at 127.0.0.1, member m1).
-func bundle(t *testing.T) string {
+// makeBundle makes a one-node bundle (node n1 at 127.0.0.1, member m1).
+func makeBundle(t *testing.T) string {
 	dir := t.TempDir()
-	files := map[string]string{
-		"kubernetes/n1/pki/ca.crt": "new ca\n", "kubernetes/n1/pki/ca.key": "new ca key\n",
-		"kubernetes/n1/admin.conf": "new admin.conf\n", "kubernetes/n1/manifests/etcd.yaml": "new etcd manifest\n",
-		"kubernetes/n1/host/etc/enc/config.yaml": "encryption config\n", "etcd/m1/member/snap/db": "new member db\n",
-	}
-	sums := map[string]string{}
-	for rel, s := range files {
-		write(t, filepath.Join(dir, rel), s, 0o600)
-		sum := sha256.Sum256([]byte(s))
-		sums[rel] = hex.EncodeToString(sum[:])
-	}
-	rep := rebuild.Report{Nodes: []rebuild.NodeResult{{Name: "n1", EtcdMember: "m1", AdvertiseAddress: "127.0.0.1", Dir: "kubernetes/n1"}},
-		Operation: &rebuild.Operation{EtcdDataDir: "/var/lib/etcd", CAChanged: true, CNI: []string{"flannel"}, ClusterDNS: "172.24.0.10", Checksums: sums}}
-	b, _ := json.Marshal(rep)
-	write(t, filepath.Join(dir, rebuild.ReportFile), string(b), 0o600)
+	nodetest.Bundle(t, dir)
 	return dir
 }
 
-// node makes a kubeadm-shaped root and recorders; it returns the root.
+// node makes a kubeadm-shaped root and recorders (logging to calls.log,
+// first in PATH); it returns the root.
 func node(t *testing.T) string {
 	root := t.TempDir()
-	write(t, filepath.Join(root, "etc/kubernetes/pki/ca.crt"), "old ca\n", 0o644)
-	write(t, filepath.Join(root, "etc/kubernetes/admin.conf"), "old admin.conf\n", 0o600)
-	write(t, filepath.Join(root, "etc/kubernetes/manifests/etcd.yaml"), "old etcd manifest\n", 0o600)
-	write(t, filepath.Join(root, "etc/kubernetes/audit/policy.yaml"), "kept: the bundle does not replace it\n", 0o640)
-	write(t, filepath.Join(root, "var/lib/etcd/member/snap/db"), "old member db\n", 0o600)
-	write(t, filepath.Join(root, "var/lib/kubelet/config.yaml"), "kind: KubeletConfiguration\nclusterDNS:\n- 192.168.0.10\nclusterDomain: cluster.local\n", 0o644)
-	write(t, filepath.Join(root, "var/lib/kubelet/pki/kubelet-client-2020-01-01.pem"), "old client cert\n", 0o600)
-	if err := os.Symlink("/var/lib/kubelet/pki/kubelet-client-2020-01-01.pem", filepath.Join(root, "var/lib/kubelet/pki/kubelet-client-current.pem")); err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(root, "run/flannel/subnet.env"), "FLANNEL_SUBNET=10.244.1.1/24\n", 0o644)
+	nodetest.Node(t, root)
 	bin := filepath.Join(root, "recorder")
-	log := filepath.Join(root, "calls.log")
-	for _, tool := range []string{"systemctl", "crictl", "ip"} {
-		script := fmt.Sprintf("#!/bin/sh\necho \"%s $*\" >> %s\n", tool, log)
-		if tool == "ip" {
-			script += "[ \"$1 $2 $3\" = \"link show cni0\" ] && exit 0\n[ \"$2\" = show ] && exit 1\nexit 0\n"
-		}
-		write(t, filepath.Join(bin, tool), script, 0o755)
-	}
+	nodetest.Recorders(t, bin, filepath.Join(root, "calls.log"))
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	return root
 }
 
 // tree is every path under root/dirs with its mode and content or target.
 func tree(t *testing.T, root string, dirs ...string) map[string]string {
-	out := map[string]string{}
-	for _, d := range dirs {
-		filepath.WalkDir(filepath.Join(root, d), func(p string, _ fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			info, _ := os.Lstat(p)
-			v := info.Mode().String()
-			if info.Mode()&fs.ModeSymlink != 0 {
-				l, _ := os.Readlink(p)
-				v += " -> " + l
-			} else if info.Mode().IsRegular() {
-				b, _ := os.ReadFile(p)
-				v += " " + string(b)
-			}
-			rel, _ := filepath.Rel(root, p)
-			out[rel] = v
-			return nil
-		})
-	}
-	return out
+	return nodetest.Tree(t, root, dirs...)
 }
 
 func TestApplyRefusesATamperedBundle(t *testing.T) {
-	b, root := bundle(t), node(t)
+	b, root := makeBundle(t), node(t)
 	before := tree(t, root, "etc", "var")
 	write(t, filepath.Join(b, "kubernetes/n1/pki/ca.key"), "another key\n", 0o600)
 	err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true})
@@ -121,7 +60,7 @@ func TestApplyRefusesATamperedBundle(t *testing.T) {
 }
 
 func TestApplyRollback(t *testing.T) {
-	b, root := bundle(t), node(t)
+	b, root := makeBundle(t), node(t)
 	before := tree(t, root, "etc", "var")
 	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
 	for round := 1; round <= 2; round++ { // the second round applies again after a rollback
@@ -177,5 +116,38 @@ func checkApplied(t *testing.T, root string) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "run/flannel/subnet.env")); err == nil {
 		t.Errorf("flannel's subnet.env is still there")
+	}
+}
+
+// TestRollbackReadsAnOldRecord: a backup.json written before the steps
+// were typed (a map of step names) is read: rollback puts everything back.
+func TestRollbackReadsAnOldRecord(t *testing.T) {
+	b, root := makeBundle(t), node(t)
+	before := tree(t, root, "etc", "var")
+	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
+	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := filepath.Glob(filepath.Join(root, "var/lib/snapshift/backup/n1-*", nodeops.RecordFile))
+	var rec map[string]any
+	raw, _ := os.ReadFile(recs[0])
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	delete(rec, "steps")
+	rec["done"] = map[string]bool{"backup": true, "static-pods-stopped": true, "etcd-moved": true, "etcd-installed": true, "installed": true}
+	raw, _ = json.Marshal(rec)
+	write(t, recs[0], string(raw), 0o600)
+	if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+		t.Fatalf("Rollback with an old record: %v", err)
+	}
+	after := tree(t, root, "etc", "var")
+	for p, v := range before {
+		if after[p] != v {
+			t.Errorf("after rollback %s is %q, was %q", p, after[p], v)
+		}
+	}
+	if raw, _ := os.ReadFile(recs[0]); !strings.Contains(string(raw), `"rolledBack": true`) || !strings.Contains(string(raw), `"steps": [`) {
+		t.Errorf("the record after rollback:\n%s", raw)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
 // rollbackDir is where rollback moves the bundle's manifests to stop the
@@ -24,17 +26,22 @@ func Rollback(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if rec == nil || !rec.Done[stepBackup] {
+	if !rec.done(StepBackup) {
 		return refused{fmt.Errorf("no backup of this bundle on this node (%s): apply never got as far as backing up, nothing to roll back", filepath.Join(dir, RecordFile))}
 	}
-	if !rec.Done["rolled-back"] {
-		if err := h.stopStaticPods(ctx, rollbackDir); err != nil {
-			return fmt.Errorf("[stop] %w", err)
+	if !rec.RolledBack {
+		if rec.Restored == 0 { // once: a second stop would move the old manifests a killed run put back
+			if err := h.stopStaticPods(ctx, rollbackDir); err != nil {
+				return fmt.Errorf("[stop] %w", err)
+			}
+		}
+		if err := h.unrecorded(dir, rec, b); err != nil {
+			return fmt.Errorf("[restore] %w", err)
 		}
 		if err := h.restore(dir, rec); err != nil {
 			return fmt.Errorf("[restore] %w", err)
 		}
-		rec.Done["rolled-back"] = true
+		rec.RolledBack = true
 		if err := h.saveRecord(dir, rec); err != nil {
 			return err
 		}
@@ -55,41 +62,85 @@ func Rollback(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// restore puts every recorded path back, the last backed up first: a
-// copied tree replaces what is there, a moved one is renamed back, an
-// absent one is removed. Each entry is done once (recorded).
-func (h *host) restore(dir string, rec *Record) error {
-	for i := len(rec.Entries) - 1; i >= 0; i-- {
-		e := rec.Entries[i]
-		key := "restored " + e.Path
-		if rec.Done[key] {
-			continue
-		}
-		target := h.path(e.Path)
-		if err := os.RemoveAll(target); err != nil {
+// unrecorded adds to rec what a killed apply did after its last record:
+// the etcd data dir moved into the backup is recorded as moved (so that
+// it is put back), and the temporaries of an install are removed.
+func (h *host) unrecorded(dir string, rec *Record, b *nodeBundle) error {
+	if rec.Restored == 0 && !rec.done(StepMoveEtcd) {
+		there, err := exists(h.path(b.op.EtcdDataDir))
+		if err != nil {
 			return err
 		}
-		switch e.How {
-		case Copied:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		if !there {
+			if err := h.backupMove(dir, rec, b.op.EtcdDataDir); err != nil {
 				return err
 			}
-			if err := copyTree(filepath.Join(h.path(dir), e.Backup), target); err != nil {
-				return fmt.Errorf("restoring %s: %w", e.Path, err)
-			}
-		case Moved:
-			if err := moveTree(filepath.Join(h.path(dir), e.Backup), target); err != nil {
-				return fmt.Errorf("restoring %s: %w", e.Path, err)
-			}
-		case Absent:
-		default:
-			return fmt.Errorf("%s: unknown backup kind %q for %s", RecordFile, e.How, e.Path)
+			rec.finish(StepMoveEtcd)
 		}
-		h.logf("restore", "%s %s", e.Path, map[string]string{Copied: "restored from its copy", Moved: "moved back", Absent: "removed (it did not exist before)"}[e.How])
-		rec.Done[key] = true
+	}
+	paths := []string{b.op.EtcdDataDir, KubeletConfig}
+	for _, f := range b.files() {
+		paths = append(paths, f.Host)
+	}
+	for _, p := range paths {
+		if ok, _ := exists(h.path(filepath.Dir(p))); !ok {
+			continue
+		}
+		if _, err := fsutil.CleanFor(h.path(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restore puts every recorded path back, the last backed up first: a
+// copied tree replaces what is there, a moved one is renamed back, an
+// absent one is removed. Each entry is done once: the record counts them.
+func (h *host) restore(dir string, rec *Record) error {
+	for rec.Restored < len(rec.Entries) {
+		if err := h.restoreEntry(dir, rec.Entries[len(rec.Entries)-1-rec.Restored]); err != nil {
+			return err
+		}
+		failpointStepDone()
+		rec.Restored++
 		if err := h.saveRecord(dir, rec); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// restoreEntry puts one recorded path back.
+func (h *host) restoreEntry(dir string, e Entry) error {
+	target, backup := h.path(e.Path), filepath.Join(h.path(dir), e.Backup)
+	if e.How == Moved {
+		// A run killed after the rename back left the backup gone and the
+		// path in place: done.
+		if ok, err := exists(backup); err != nil || !ok {
+			if there, _ := exists(target); there {
+				return err
+			}
+		}
+	}
+	if err := os.RemoveAll(target); err != nil {
+		return err
+	}
+	switch e.How {
+	case Copied:
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		if err := copyExact(backup, target); err != nil {
+			return fmt.Errorf("restoring %s: %w", e.Path, err)
+		}
+	case Moved:
+		if err := moveTree(backup, target); err != nil {
+			return fmt.Errorf("restoring %s: %w", e.Path, err)
+		}
+	case Absent:
+	default:
+		return fmt.Errorf("%s: unknown backup kind %q for %s", RecordFile, e.How, e.Path)
+	}
+	h.logf("restore", "%s %s", e.Path, map[string]string{Copied: "restored from its copy", Moved: "moved back", Absent: "removed (it did not exist before)"}[e.How])
 	return nil
 }

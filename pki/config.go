@@ -409,17 +409,12 @@ func validateSANs(what string, sans []string) error {
 	return nil
 }
 
-// splitEndpoint parses "host", "host:port" or "[ipv6]:port" as kubeadm's
-// ParseHostPort; port is "" when absent.
+// splitEndpoint parses an endpoint (cidr.SplitHostPort) whose host is an
+// IP address or a DNS name.
 func splitEndpoint(ep string) (host, port string, err error) {
-	host, port, err = net.SplitHostPort(ep)
+	host, port, err = cidr.SplitHostPort(ep)
 	if err != nil {
-		host, port = ep, ""
-	}
-	if port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return "", "", fmt.Errorf("%q: port %q is not a number in 1-65535", ep, port)
-		}
+		return "", "", err
 	}
 	if _, err := parseIP(host); err != nil {
 		if err := dnsName(host, false); err != nil {

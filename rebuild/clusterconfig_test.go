@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/testfile"
 	"github.com/snapshift/snapshift/manifests"
@@ -178,7 +179,7 @@ func TestCarriedClusterConfiguration(t *testing.T) {
 			if !slices.Equal(missing, want) {
 				t.Errorf("missing files %v, want %v", missing, want)
 			}
-			rb, _ := os.ReadFile(filepath.Join(dir, "bundle", rebuild.RunbookFile))
+			rb, _ := os.ReadFile(filepath.Join(dir, "bundle", bundle.RunbookFile))
 			for _, w := range []string{"`/etc/ssl/oidc/ca.pem` (kube-apiserver --oidc-ca-file)", filepath.Join(dir, "bundle", "kubernetes", "cp2") + " root@"} {
 				if !strings.Contains(string(rb), w) {
 					t.Errorf("RUNBOOK.md does not say %q", w)
@@ -190,7 +191,7 @@ func TestCarriedClusterConfiguration(t *testing.T) {
 
 func checkCarried(t *testing.T, out string, m rebuild.Member, encPath string) {
 	t.Helper()
-	dir := filepath.Join(out, rebuild.KubeDir, m.Name)
+	dir := filepath.Join(out, bundle.KubeDir, m.Name)
 	b, err := os.ReadFile(filepath.Join(dir, "manifests", "kube-apiserver.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +283,7 @@ func TestCustomClusterConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, m := range ms {
-		kd := filepath.Join(out, rebuild.KubeDir, m.Name)
+		kd := filepath.Join(out, bundle.KubeDir, m.Name)
 		// networking.dnsDomain: the apiserver certificate and the issuer.
 		api := readCert(t, filepath.Join(kd, "pki", "apiserver.crt"))
 		if !slices.Contains(api.DNSNames, "kubernetes.default.svc.corp.example") || slices.Contains(api.DNSNames, "kubernetes.default.svc.cluster.local") {
@@ -341,7 +342,7 @@ func TestCustomClusterConfiguration(t *testing.T) {
 	if rep.Operation.EtcdDataDir != "/data/etcd" {
 		t.Errorf("report.json operation.etcdDataDir %q", rep.Operation.EtcdDataDir)
 	}
-	rb, _ := os.ReadFile(filepath.Join(out, rebuild.RunbookFile))
+	rb, _ := os.ReadFile(filepath.Join(out, bundle.RunbookFile))
 	if !strings.Contains(string(rb), "`/data/etcd` (moved)") || strings.Contains(string(rb), "/var/lib/etcd") {
 		t.Errorf("RUNBOOK.md does not name /data/etcd alone")
 	}
@@ -478,7 +479,7 @@ func TestServiceAccountIssuerKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	var issuers []string
-	for _, a := range podCommand(t, filepath.Join(dir, "bundle", rebuild.KubeDir, "cp1", "manifests", "kube-apiserver.yaml")) {
+	for _, a := range podCommand(t, filepath.Join(dir, "bundle", bundle.KubeDir, "cp1", "manifests", "kube-apiserver.yaml")) {
 		if v, ok := strings.CutPrefix(a, "--service-account-issuer="); ok {
 			issuers = append(issuers, v)
 		}

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/manifests"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/wellknown"
@@ -199,7 +200,7 @@ func (r *run) nodeManifests(n Node, src *manifests.Set) error {
 		}
 		r.report.Manifests = append(r.report.Manifests, fmt.Sprintf("%s: generated kubeadm-equivalent manifests (advertise %s, etcd member %s)", n.NodeName, n.AdvertiseAddress, n.NodeName))
 	}
-	res := NodeResult{Name: n.NodeName, EtcdMember: n.Name, AdvertiseAddress: n.AdvertiseAddress, Dir: filepath.Join(KubeDir, n.NodeName)}
+	res := bundle.Node{Name: n.NodeName, EtcdMember: n.Name, AdvertiseAddress: n.AdvertiseAddress, Dir: bundle.NodeDir(n.NodeName)}
 	if err := r.placeEncryptionConfig(n, set, &res); err != nil {
 		return err
 	}
@@ -213,7 +214,7 @@ func (r *run) nodeManifests(n Node, src *manifests.Set) error {
 		r.report.Manifests = append(r.report.Manifests, "wrote "+p)
 	}
 	r.report.Nodes = append(r.report.Nodes, res)
-	r.logf("manifests", "%s: %d manifests in %s", n.NodeName, len(w.Written()), filepath.Join(KubeDir, n.NodeName, "manifests"))
+	r.logf("manifests", "%s: %d manifests in %s", n.NodeName, len(w.Written()), filepath.Join(bundle.KubeDir, n.NodeName, "manifests"))
 	return nil
 }
 
@@ -322,14 +323,14 @@ func under(p, dir string) bool {
 func bundleFor(n Node, p string) string {
 	if under(p, "/etc/kubernetes") {
 		rel, _ := filepath.Rel("/etc/kubernetes", p)
-		return filepath.Join(KubeDir, n.NodeName, rel)
+		return filepath.Join(bundle.KubeDir, n.NodeName, rel)
 	}
-	return filepath.Join(KubeDir, n.NodeName, "host", p)
+	return filepath.Join(bundle.KubeDir, n.NodeName, bundle.HostDir, p)
 }
 
 // placeEncryptionConfig copies the EncryptionConfiguration (it holds keys:
 // 0600) to where the node's kube-apiserver flag names it.
-func (r *run) placeEncryptionConfig(n Node, set *manifests.Set, res *NodeResult) error {
+func (r *run) placeEncryptionConfig(n Node, set *manifests.Set, res *bundle.Node) error {
 	if r.cfg.EncryptionConfig == "" {
 		return nil
 	}
@@ -349,7 +350,7 @@ func (r *run) placeEncryptionConfig(n Node, set *manifests.Set, res *NodeResult)
 	if err := os.WriteFile(r.path(rel), b, 0o600); err != nil {
 		return err
 	}
-	res.Files = append(res.Files, HostFile{Bundle: rel, Host: p})
+	res.Files = append(res.Files, bundle.HostFile{Bundle: rel, Host: p})
 	return nil
 }
 

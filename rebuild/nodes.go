@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -13,29 +12,12 @@ import (
 
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/rules"
 )
-
-// NodeResult is one control-plane node's part of the bundle.
-type NodeResult struct {
-	Name             string `json:"name"`
-	EtcdMember       string `json:"etcdMember"`
-	AdvertiseAddress string `json:"advertiseAddress"`
-	// Dir is kubernetes/<name>, inside the bundle: what goes to the node's
-	// /etc/kubernetes.
-	Dir string `json:"dir"`
-	// Files are extra files the node needs outside the kubeconfigs, PKI
-	// and manifests (the encryption configuration), with their host path.
-	Files []HostFile `json:"files,omitempty"`
-}
-
-// HostFile is a file of the bundle and where it goes on the node.
-type HostFile struct {
-	Bundle string `json:"bundle"` // relative to the bundle
-	Host   string `json:"host"`
-}
 
 // sharedPKI are the files every control-plane node holds the same bytes
 // of: the three CAs and the service-account key pair (what kubeadm's
@@ -45,7 +27,7 @@ var sharedPKI = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-
 
 // nodePath is a path under kubernetes/<node>/ in the bundle being built.
 func (r *run) nodePath(n Node, parts ...string) string {
-	return r.path(append([]string{KubeDir, n.NodeName}, parts...)...)
+	return r.path(append([]string{bundle.KubeDir, n.NodeName}, parts...)...)
 }
 
 // firstNode is the node pki.nodeName names (the one whose PKI Source is).
@@ -178,7 +160,7 @@ func (r *run) joinToken(first Node) error {
 	id, secret, _ := strings.Cut(token, ".")
 	r.token = &rules.BootstrapToken{ID: id, Secret: secret}
 	r.report.JoinCommand = fmt.Sprintf("kubeadm join %s --token %s.<secret: see RUNBOOK.md> --discovery-token-ca-cert-hash %s", r.apiEndpoint(), id, r.report.CAHash)
-	r.logf("pki", "new PKI for %d control-plane nodes in %s/<node>/pki (CAs and sa.key shared), kubeconfigs in %s/<node>", len(r.cfg.Nodes()), KubeDir, KubeDir)
+	r.logf("pki", "new PKI for %d control-plane nodes in %s/<node>/pki (CAs and sa.key shared), kubeconfigs in %s/<node>", len(r.cfg.Nodes()), bundle.KubeDir, bundle.KubeDir)
 	return nil
 }
 
@@ -209,7 +191,7 @@ func (r *run) renewCerts(context.Context) error {
 	if err := r.movedKubeconfigs(first); err != nil {
 		return err
 	}
-	r.logf("certs", "reused the CA of %s; certificates reissued per node in %s/<node>/pki", r.cfg.PKI.Source, KubeDir)
+	r.logf("certs", "reused the CA of %s; certificates reissued per node in %s/<node>/pki", r.cfg.PKI.Source, bundle.KubeDir)
 	return nil
 }
 
@@ -374,32 +356,7 @@ func (r *run) movedKubeconfigs(first Node) error {
 // is refused), keeping their modes, without its backups (*.bak, *.bak.N):
 // an old private key has no place in the bundle.
 func copyPKI(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		switch {
-		case err != nil:
-			return err
-		case d.IsDir():
-			return os.MkdirAll(target, 0o700)
-		case !info.Mode().IsRegular():
-			return fmt.Errorf("%s is not a regular file", p)
-		case isBackup(d.Name()):
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, info.Mode().Perm())
-	})
+	return fsutil.Copy(src, dst, fsutil.CopyOptions{Merge: true, DirMode: 0o700, Skip: isBackup})
 }
 
 // isBackup reports whether a file name is a backup (<file>.bak, .bak.N).
@@ -419,19 +376,7 @@ func isBackup(name string) bool {
 // keeping their modes.
 func copyFiles(src, dst string, names []string) error {
 	for _, name := range names {
-		from, to := filepath.Join(src, name), filepath.Join(dst, name)
-		st, err := os.Stat(from)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(from)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
-			return err
-		}
-		if err := os.WriteFile(to, b, st.Mode().Perm()); err != nil {
+		if err := fsutil.Copy(filepath.Join(src, name), filepath.Join(dst, name), fsutil.CopyOptions{Merge: true, DirMode: 0o700}); err != nil {
 			return err
 		}
 	}

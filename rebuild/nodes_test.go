@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/rebuild"
 )
 
@@ -30,9 +31,9 @@ func nodeName(m rebuild.Member) string {
 // certificate holds.
 func checkNodes(t *testing.T, out string, ms []rebuild.Member, endpointHost string) {
 	t.Helper()
-	first := filepath.Join(out, rebuild.KubeDir, nodeName(ms[0]), "pki")
+	first := filepath.Join(out, bundle.KubeDir, nodeName(ms[0]), "pki")
 	for _, m := range ms {
-		dir := filepath.Join(out, rebuild.KubeDir, nodeName(m))
+		dir := filepath.Join(out, bundle.KubeDir, nodeName(m))
 		for _, f := range []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "etcd/ca.crt", "etcd/ca.key", "sa.key", "sa.pub"} {
 			a, _ := os.ReadFile(filepath.Join(first, f))
 			b, err := os.ReadFile(filepath.Join(dir, "pki", f))

@@ -1,18 +1,13 @@
 package rebuild
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/internal/buildinfo"
-	"github.com/snapshift/snapshift/restart"
-	"github.com/snapshift/snapshift/rules"
 )
 
 // Provenance names the maker of a bundle (ARCHITECTURE.md, DESIGN decision
@@ -28,46 +23,16 @@ type Provenance struct {
 	InputSHA256 string `json:"inputSHA256"`
 }
 
-// Operation is what `snapshift node apply|rollback` (package nodeops) needs
-// from report.json to put one node's part of the bundle in place: where the
-// etcd data dir goes, whether the CA changed (old kubelet client
-// certificates must go), the CNI whose host state is cleaned, and the
-// sha256 of every file of the bundle, checked before anything is touched.
-type Operation struct {
-	// EtcdDataDir is the etcd data dir on every node (etcd.dataDir).
-	EtcdDataDir string `json:"etcdDataDir"`
-	// CAChanged is true when the bundle holds a new cluster CA.
-	CAChanged bool `json:"caChanged"`
-	// CNI are the CNIs the snapshot shows (state.DetectCNI's names).
-	CNI []string `json:"cni,omitempty"`
-	// Restart are the DaemonSets and Deployments to restart, in order
-	// (RUNBOOK.md's staged restart).
-	Restart []Workload `json:"restart,omitempty"`
-	// ClusterDNS is the kubelets' new clusterDNS address when the service
-	// range moved ("" otherwise): apply writes it into the node's
-	// /var/lib/kubelet/config.yaml.
-	ClusterDNS string `json:"clusterDNS,omitempty"`
-	// Webhooks are the admission webhooks that would block the restart;
-	// those Ignored were Fail and the runbook's last step sets them back.
-	Webhooks []rules.WebhookChange `json:"webhooks,omitempty"`
-	// Cluster is what `snapshift cluster restart|check` and RUNBOOK.md's
-	// staged restart are computed from (restart.Plan).
-	Cluster *restart.Input `json:"cluster,omitempty"`
-	// Checksums are the sha256 of every regular file under kubernetes/ and
-	// etcd/, by path relative to the bundle.
-	Checksums map[string]string `json:"checksums"`
-}
-
 // provenance fills the report's provenance block.
 func (r *run) provenance() error {
 	p := &Provenance{Snapshift: buildinfo.Get(), ConfigFile: r.cfg.File, Input: r.cfg.Snapshot}
-	sum, err := FileSHA256(r.cfg.Snapshot)
+	sum, err := bundle.FileSHA256(r.cfg.Snapshot)
 	if err != nil {
 		return fmt.Errorf("hashing the input: %w", err)
 	}
 	p.InputSHA256 = sum
 	if r.cfg.File != "" {
-		sum, err := FileSHA256(r.cfg.File)
+		sum, err := bundle.FileSHA256(r.cfg.File)
 		if err != nil {
 			return fmt.Errorf("hashing the configuration file: %w", err)
 		}
@@ -79,15 +44,19 @@ func (r *run) provenance() error {
 
 // operation fills the report's operation block from the finished bundle.
 func (r *run) operation() error {
-	op := &Operation{EtcdDataDir: r.cfg.Etcd.DataDir, CAChanged: r.cfg.NewPKI(), CNI: r.cnis, Restart: r.restart, Webhooks: r.webhooks,
+	op := &bundle.Operation{EtcdDataDir: r.cfg.Etcd.DataDir, CAChanged: r.cfg.NewPKI(), CNI: r.cnis, Restart: r.restart,
 		Cluster: r.clusterInput(), Checksums: map[string]string{}}
+	for _, w := range r.webhooks {
+		op.Webhooks = append(op.Webhooks, bundle.Webhook{Kind: w.Kind, Configuration: w.Configuration, Webhook: w.Webhook, Index: w.Index,
+			Why: w.Why, Deadlock: w.Deadlock, Ignored: w.Ignored})
+	}
 	if p := r.report.Plan; p != nil && p.Service != nil && p.Service.DNS.IsValid() {
 		op.ClusterDNS = p.Service.DNS.String()
 		if p.Service.Bridge.IsValid() {
 			op.ClusterDNS = p.Service.Bridge.String()
 		}
 	}
-	for _, top := range []string{KubeDir, EtcdDir} {
+	for _, top := range []string{bundle.KubeDir, bundle.EtcdDir} {
 		err := filepath.WalkDir(r.path(top), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
 				return err
@@ -96,7 +65,7 @@ func (r *run) operation() error {
 			if err != nil {
 				return err
 			}
-			sum, err := FileSHA256(p)
+			sum, err := bundle.FileSHA256(p)
 			op.Checksums[filepath.ToSlash(rel)] = sum
 			return err
 		})
@@ -106,21 +75,6 @@ func (r *run) operation() error {
 	}
 	r.report.Operation = op
 	return nil
-}
-
-// FileSHA256 is a file's sha256 in hex, as sha256sum prints it (the
-// checksums of report.json; nodeops checks a bundle against them).
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // sortedKeys is a map's keys in order.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/leftovers"
@@ -32,18 +33,22 @@ type Options struct {
 	Now func() time.Time
 	// Log receives "[phase] ..." lines. Optional.
 	Log io.Writer
+	// Writer is how the members' `key` bucket is written
+	// (migrate.Config.Writer). Default snapshot.WriterBulk.
+	Writer snapshot.WriterKind
 }
 
-// Report is what a rebuild did; it is also written as report.json.
+// Report is what a rebuild did; it is also written as report.json. Its
+// first part, bundle.Report (apiVersion, kind, members, nodes, operation),
+// is the versioned contract the node-side commands read; the rest is the
+// engine's account of the run, for people and tools that want it.
 type Report struct {
+	bundle.Report
 	Output    string                    `json:"output"`
 	DryRun    bool                      `json:"dryRun"`
 	Transform *migrate.Report           `json:"transform"`
 	Plan      *rules.Plan               `json:"plan,omitempty"`
 	Leftovers *leftovers.LeftoverReport `json:"leftovers,omitempty"`
-	Members   []MemberResult            `json:"members"`
-	// Nodes are the control-plane nodes, one bundle directory each.
-	Nodes []NodeResult `json:"nodes"`
 	// ClusterConfiguration says what was carried over from the snapshot's
 	// kubeadm-config (or that it has none).
 	ClusterConfiguration []string `json:"clusterConfiguration,omitempty"`
@@ -59,24 +64,9 @@ type Report struct {
 	// is in RUNBOOK.md, not here).
 	JoinCommand string `json:"joinCommand,omitempty"`
 	CAHash      string `json:"caCertHash,omitempty"`
-	// Provenance and Operation: operation.go.
+	// Provenance: operation.go.
 	Provenance *Provenance `json:"provenance,omitempty"`
-	Operation  *Operation  `json:"operation,omitempty"`
 }
-
-// MemberResult is one restored member.
-type MemberResult struct {
-	Name    string `json:"name"`
-	DataDir string `json:"dataDir"` // inside the bundle
-}
-
-// Bundle paths, relative to the output directory.
-const (
-	KubeDir     = "kubernetes"
-	EtcdDir     = "etcd"
-	RunbookFile = "RUNBOOK.md"
-	ReportFile  = "report.json"
-)
 
 type run struct {
 	cfg    *Config
@@ -97,7 +87,7 @@ type run struct {
 	// moved maps the recorded address of each node that moves to its new one.
 	moved map[netip.Addr]netip.Addr
 	// restart and cnis are what the snapshot runs (operation.go).
-	restart  []Workload
+	restart  []bundle.Workload
 	cnis     []string
 	detected *detected
 	webhooks []rules.WebhookChange
@@ -142,7 +132,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp) // after a successful rename there is nothing left here
-	r := &run{cfg: cfg, opts: opts, tmp: tmp, report: &Report{Output: cfg.Output, DryRun: opts.DryRun}}
+	r := &run{cfg: cfg, opts: opts, tmp: tmp, report: &Report{Report: bundle.NewReport(), Output: cfg.Output, DryRun: opts.DryRun}}
 	if cfg.EncryptionConfig != "" {
 		if r.enc, err = encryption.Load(cfg.EncryptionConfig); err != nil {
 			return nil, err
@@ -218,7 +208,7 @@ func (r *run) transform(ctx context.Context) error {
 	// migrated snapshot file in between).
 	res, err := migrate.Run(ctx, migrate.Config{
 		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck, Rules: o,
-		Observers: []migrate.Observer{addrScan}, Encryption: r.enc, Progress: r.opts.Progress,
+		Observers: []migrate.Observer{addrScan}, Encryption: r.enc, Progress: r.opts.Progress, Writer: r.opts.Writer,
 	})
 	if err != nil {
 		return err
@@ -233,8 +223,8 @@ func (r *run) transform(ctx context.Context) error {
 	}
 	r.logf("transform", "%d replaced, %d created, %d deleted; verified", rep.Replaced, rep.Created, rep.Deleted)
 	for _, m := range r.cfg.Etcd.Members {
-		r.report.Members = append(r.report.Members, MemberResult{Name: m.Name, DataDir: filepath.Join(EtcdDir, m.Name)})
-		r.logf("restore", "member %s into %s", m.Name, filepath.Join(EtcdDir, m.Name))
+		r.report.Members = append(r.report.Members, bundle.Member{Name: m.Name, DataDir: bundle.MemberDir(m.Name)})
+		r.logf("restore", "member %s into %s", m.Name, bundle.MemberDir(m.Name))
 	}
 	return nil
 }
@@ -242,13 +232,13 @@ func (r *run) transform(ctx context.Context) error {
 // members are the restore configurations of every etcd member, their data
 // dirs in the bundle's etcd/.
 func (r *run) members() ([]snapshot.RestoreConfig, error) {
-	if err := os.MkdirAll(r.path(EtcdDir), 0o700); err != nil {
+	if err := os.MkdirAll(r.path(bundle.EtcdDir), 0o700); err != nil {
 		return nil, err
 	}
 	var out []snapshot.RestoreConfig
 	for _, m := range r.cfg.Etcd.Members {
 		out = append(out, snapshot.RestoreConfig{
-			Name: m.NodeName, DataDir: r.path(EtcdDir, m.Name), PeerURLs: []string{m.PeerURL},
+			Name: m.NodeName, DataDir: r.path(bundle.EtcdDir, m.Name), PeerURLs: []string{m.PeerURL},
 			InitialCluster: r.cfg.InitialCluster(), InitialClusterToken: r.cfg.Etcd.InitialClusterToken,
 			RevisionBump: r.cfg.Etcd.RevisionBump, MarkCompacted: true,
 		})

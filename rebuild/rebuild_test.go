@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
@@ -72,7 +73,7 @@ func startMembers(t *testing.T, out string, ms []rebuild.Member) []*etcdtest.Ser
 		ic = append(ic, nodeName(m)+"="+m.PeerURL)
 	}
 	for _, m := range ms {
-		cfgs = append(cfgs, etcdtest.RestoredConfig{DataDir: filepath.Join(out, rebuild.EtcdDir, m.Name), Name: nodeName(m),
+		cfgs = append(cfgs, etcdtest.RestoredConfig{DataDir: filepath.Join(out, bundle.EtcdDir, m.Name), Name: nodeName(m),
 			PeerURL: m.PeerURL, InitialCluster: strings.Join(ic, ",")})
 	}
 	return etcdtest.StartRestoredClusterT(t, cfgs)
@@ -145,7 +146,7 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	if !slices.Contains(rep.ClusterConfiguration, "controlPlaneEndpoint 10.0.0.10:6443 -> 127.0.0.1:6443: its node moved (give networking.controlPlaneEndpoint to choose another)") {
 		t.Errorf("report: %q", rep.ClusterConfiguration)
 	}
-	kdir := filepath.Join(out, rebuild.KubeDir, "cp1")
+	kdir := filepath.Join(out, bundle.KubeDir, "cp1")
 	ca := readCert(t, filepath.Join(kdir, "pki", "ca.crt"))
 	api := readCert(t, filepath.Join(kdir, "pki", "apiserver.crt"))
 	pool := x509.NewCertPool()
@@ -191,11 +192,11 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 		}
 	}
 	// The runbook names the real paths and the join command with its token.
-	rb, err := os.ReadFile(filepath.Join(out, rebuild.RunbookFile))
+	rb, err := os.ReadFile(filepath.Join(out, bundle.RunbookFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{filepath.Join(out, rebuild.EtcdDir, "cp2"), "/var/lib/kubelet/config.yaml", "reads clusterDNS 172.24.0.10",
+	for _, want := range []string{filepath.Join(out, bundle.EtcdDir, "cp2"), "/var/lib/kubelet/config.yaml", "reads clusterDNS 172.24.0.10",
 		"kubeadm join 127.0.0.1:6443 --token ", rep.CAHash, "# node-b (etcd member cp2)", "snapshift node apply --bundle /root/snapshift-bundle --node node-b",
 		"The token expires at " + fixedNow().Add(24*time.Hour).Format(time.RFC3339)} { // the token Secret's own expiration
 		if !strings.Contains(string(rb), want) {
@@ -211,11 +212,11 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	if c := rep.Operation.Cluster; c == nil || c.DNS == nil || c.DNS.Address != "172.24.0.10" || len(c.Pod.New) != 1 {
 		t.Errorf("report.json operation.cluster: %+v", c)
 	}
-	if st, _ := os.Stat(filepath.Join(out, rebuild.RunbookFile)); st.Mode().Perm() != 0o600 {
+	if st, _ := os.Stat(filepath.Join(out, bundle.RunbookFile)); st.Mode().Perm() != 0o600 {
 		t.Errorf("RUNBOOK.md holds a join token: mode %v, want 0600", st.Mode().Perm())
 	}
 	// report.json holds no secret.
-	rj, _ := os.ReadFile(filepath.Join(out, rebuild.ReportFile))
+	rj, _ := os.ReadFile(filepath.Join(out, bundle.ReportFile))
 	for _, v := range sample.SecretValues() {
 		if strings.Contains(string(rj), v) {
 			t.Errorf("report.json contains a Secret value")
@@ -326,7 +327,7 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	if after := snapshotTree(t, src); after != before {
 		t.Error("the source PKI or manifests changed")
 	}
-	kdir := filepath.Join(out, rebuild.KubeDir, "cp1")
+	kdir := filepath.Join(out, bundle.KubeDir, "cp1")
 	oldCA, _ := os.ReadFile(filepath.Join(src, "pki", "ca.crt"))
 	newCA, _ := os.ReadFile(filepath.Join(kdir, "pki", "ca.crt"))
 	if string(oldCA) != string(newCA) {
@@ -354,7 +355,7 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	}
 	// The second node: the same CA, its own apiserver certificate and
 	// etcd certificates, its own flags; no kubeconfigs (the nodes keep theirs).
-	k2 := filepath.Join(out, rebuild.KubeDir, "cp2")
+	k2 := filepath.Join(out, bundle.KubeDir, "cp2")
 	if ca2, _ := os.ReadFile(filepath.Join(k2, "pki", "ca.crt")); string(ca2) != string(oldCA) {
 		t.Error("cp2 does not hold the reused CA")
 	}
@@ -377,7 +378,7 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	// 127.0.0.1: every node's kubeconfigs are new, signed by the kept CA,
 	// pointing at the new addresses (super-admin.conf on cp1 only).
 	for i, m := range ms {
-		kd := filepath.Join(out, rebuild.KubeDir, m.Name)
+		kd := filepath.Join(out, bundle.KubeDir, m.Name)
 		checkKubelet(t, kd, m)
 		for _, f := range []string{"admin.conf", "controller-manager.conf", "scheduler.conf"} {
 			kc, err := clientcmd.LoadFromFile(filepath.Join(kd, f))
@@ -523,7 +524,7 @@ func TestCustomEtcdPrefix(t *testing.T) {
 	if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow}); err != nil {
 		t.Fatal(err)
 	}
-	api := podCommand(t, filepath.Join(out, rebuild.KubeDir, "cp1", "manifests", "kube-apiserver.yaml"))
+	api := podCommand(t, filepath.Join(out, bundle.KubeDir, "cp1", "manifests", "kube-apiserver.yaml"))
 	if !slices.Contains(api, "--etcd-prefix=/kubernetes.io") {
 		t.Errorf("kube-apiserver command %v lacks --etcd-prefix=/kubernetes.io", api)
 	}
@@ -560,7 +561,7 @@ func TestExistingCAKubeconfigs(t *testing.T) {
 			if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			kd := filepath.Join(dir, "bundle", rebuild.KubeDir, "cp1")
+			kd := filepath.Join(dir, "bundle", bundle.KubeDir, "cp1")
 			kc, err := clientcmd.LoadFromFile(filepath.Join(kd, "admin.conf"))
 			if (err == nil) != tc.want {
 				t.Fatalf("admin.conf written %v, want %v", err == nil, tc.want)

@@ -57,7 +57,7 @@ func buildInput(d *detected, plan *rules.Plan, dnsService string) *restart.Input
 	}
 	for _, w := range d.workloads {
 		in.Workloads = append(in.Workloads, restart.Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Selector: w.Selector, Role: w.Role,
-			Backs: backs(w.Namespace, w.labels)})
+			Backs: backs(w.Namespace, d.labels[workloadKey(w)])})
 	}
 	for i, p := range d.pods {
 		p.Backs = backs(p.Namespace, d.podLabels[i])

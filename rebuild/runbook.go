@@ -9,13 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/restart"
 )
-
-// NodeBundleDir is where the runbook copies a node's part of the bundle
-// on that node.
-const NodeBundleDir = "/root/snapshift-bundle"
 
 // writeRunbook writes report.json and RUNBOOK.md: the order of the whole
 // operation across the nodes, with this cluster's real names and paths.
@@ -32,7 +29,7 @@ func (r *run) writeRunbook(context.Context) error {
 	if err := r.operation(); err != nil {
 		return err
 	}
-	if err := writeJSONFile(r.path(ReportFile), r.report); err != nil {
+	if err := writeJSONFile(r.path(bundle.ReportFile), r.report); err != nil {
 		return err
 	}
 	b := runbook{}
@@ -45,7 +42,7 @@ func (r *run) writeRunbook(context.Context) error {
 	r.runbookRestart(&b)
 	r.runbookFollowUp(&b)
 	r.runbookRollback(&b)
-	return os.WriteFile(r.path(RunbookFile), []byte(b.String()), 0o600)
+	return os.WriteFile(r.path(bundle.RunbookFile), []byte(b.String()), 0o600)
 }
 
 // runbook is RUNBOOK.md being written; steps are numbered as they are
@@ -116,9 +113,9 @@ func (r *run) runbookChanges(b *runbook) {
 		}
 	}
 	if c.NewPKI() {
-		b.w("- A new PKI: a new cluster CA and sa.key (the same on every node); each control-plane node has its own serving certificates and kubeconfigs in `%s/<node>/`.", filepath.Join(c.Output, KubeDir))
+		b.w("- A new PKI: a new cluster CA and sa.key (the same on every node); each control-plane node has its own serving certificates and kubeconfigs in `%s/<node>/`.", filepath.Join(c.Output, bundle.KubeDir))
 	} else {
-		b.w("- Certificates reissued per node from the CA of `%s` in `%s/<node>/pki` (see report.json for every SAN).", c.PKI.Source, filepath.Join(c.Output, KubeDir))
+		b.w("- Certificates reissued per node from the CA of `%s` in `%s/<node>/pki` (see report.json for every SAN).", c.PKI.Source, filepath.Join(c.Output, bundle.KubeDir))
 	}
 	for _, n := range r.report.ClusterConfiguration {
 		b.w("- %s", n)
@@ -136,10 +133,10 @@ func (r *run) runbookPrepare(b *runbook) {
 	for _, n := range r.report.Nodes {
 		h := "root@" + n.AdvertiseAddress
 		lines = append(lines, fmt.Sprintf("# %s (etcd member %s)", n.Name, n.EtcdMember),
-			fmt.Sprintf("ssh %s mkdir -p %s/%s %s/%s", h, NodeBundleDir, KubeDir, NodeBundleDir, EtcdDir),
-			fmt.Sprintf("scp -p %s %s:%s/", filepath.Join(out, ReportFile), h, NodeBundleDir),
-			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, n.Dir), h, NodeBundleDir, KubeDir),
-			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, EtcdDir, n.EtcdMember), h, NodeBundleDir, EtcdDir),
+			fmt.Sprintf("ssh %s mkdir -p %s/%s %s/%s", h, bundle.NodeBundleDir, bundle.KubeDir, bundle.NodeBundleDir, bundle.EtcdDir),
+			fmt.Sprintf("scp -p %s %s:%s/", filepath.Join(out, bundle.ReportFile), h, bundle.NodeBundleDir),
+			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, n.Dir), h, bundle.NodeBundleDir, bundle.KubeDir),
+			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, bundle.EtcdDir, n.EtcdMember), h, bundle.NodeBundleDir, bundle.EtcdDir),
 			fmt.Sprintf("scp -p \"$(command -v snapshift)\" %s:/usr/local/bin/snapshift", h))
 	}
 	b.sh(lines...)
@@ -147,7 +144,7 @@ func (r *run) runbookPrepare(b *runbook) {
 	b.w("report.json, disk space for the backups, `crictl` and `systemctl` present:")
 	var checks []string
 	for _, n := range r.report.Nodes {
-		checks = append(checks, fmt.Sprintf("snapshift node apply --bundle %s --node %s --preflight-only   # on %s", NodeBundleDir, n.Name, n.Name))
+		checks = append(checks, fmt.Sprintf("snapshift node apply --bundle %s --node %s --preflight-only   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
 	b.sh(checks...)
 	if len(r.report.MissingFiles) > 0 {
@@ -165,7 +162,7 @@ func (r *run) runbookStopWorkers(b *runbook) {
 	b.step("Stop the kubelet on every worker node")
 	lines := []string{"systemctl stop kubelet"}
 	for _, c := range r.cnis {
-		if st, ok := CNIHostStates[c]; ok {
+		if st, ok := bundle.CNIHostStateOf(c); ok {
 			lines = append(lines, "# "+c+"'s host state holds the old pod range (the control-plane nodes' apply removes theirs):")
 			lines = append(lines, st.Commands()...)
 		}
@@ -182,7 +179,7 @@ func (r *run) runbookApply(b *runbook) {
 	b.w("control-plane node within a few minutes of each other (one terminal each).")
 	var lines []string
 	for _, n := range r.report.Nodes {
-		lines = append(lines, fmt.Sprintf("snapshift node apply --bundle %s --node %s   # on %s", NodeBundleDir, n.Name, n.Name))
+		lines = append(lines, fmt.Sprintf("snapshift node apply --bundle %s --node %s   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
 	b.sh(lines...)
 	b.w("On each node, in order, it: checks (as above); backs up `/etc/kubernetes`, `/var/lib/kubelet/config.yaml` and")
@@ -232,7 +229,7 @@ func (r *run) runbookKubelets(b *runbook) {
 		b.w("calico-kube-controllers releases the deleted node's IPAM blocks. Wait for `NotReady` instead (about a minute).")
 		b.w("Kubelets with serverTLSBootstrap ask for serving certificates: `kubectl get csr`, then `kubectl certificate approve <csr>`.")
 		b.w("Hosts outside the cluster that run only kube-proxy or a CNI agent with their own kubeconfigs need ones signed by the new CA:")
-		b.sh(fmt.Sprintf("snapshift certs --cert-dir %s --control-plane-endpoint %s \\", filepath.Join(r.cfg.Output, KubeDir, r.firstNode().NodeName, "pki"), r.apiEndpoint()),
+		b.sh(fmt.Sprintf("snapshift certs --cert-dir %s --control-plane-endpoint %s \\", filepath.Join(r.cfg.Output, bundle.KubeDir, r.firstNode().NodeName, "pki"), r.apiEndpoint()),
 			"  --kubeconfig-user system:kube-proxy --kubeconfig-out kube-proxy.conf")
 	} else {
 		b.step("Start the kubelet on every worker node")
@@ -330,7 +327,7 @@ func (r *run) runbookRollback(b *runbook) {
 	b.w("control-plane node, all at once (the old etcd members need their quorum too):")
 	var lines []string
 	for _, n := range r.report.Nodes {
-		lines = append(lines, fmt.Sprintf("snapshift node rollback --bundle %s --node %s   # on %s", NodeBundleDir, n.Name, n.Name))
+		lines = append(lines, fmt.Sprintf("snapshift node rollback --bundle %s --node %s   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
 	b.sh(lines...)
 	b.w("It stops the new static pods and the kubelet, puts back every path `backup.json` records byte for byte (the old")

@@ -9,32 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/restart"
 	"github.com/snapshift/snapshift/state"
 )
-
-// Workload is a DaemonSet, Deployment or StatefulSet the restart rolls,
-// with the label selector of its pods (from the snapshot's spec.selector).
-type Workload struct {
-	Kind      string `json:"kind"` // DaemonSet, Deployment or StatefulSet
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	// Selector is spec.selector.matchLabels as kubectl's -l (sorted).
-	Selector string `json:"selector"`
-	// Stage orders the restart (restart.Classify).
-	Stage int `json:"stage"`
-	// Role says what it is ("cilium-operator", "calico-node", "kube-proxy",
-	// "cluster DNS", ""...).
-	Role string `json:"role,omitempty"`
-	// labels are its pods' labels (the webhooks' backends are found by
-	// them).
-	labels map[string]string
-}
-
-// Resource is kubectl's name for it (ds/<name>, deploy/<name>, sts/<name>).
-func (w Workload) Resource() string {
-	return restart.Workload{Kind: w.Kind, Name: w.Name}.Ref()
-}
 
 // The restart stages (package restart holds the order and its reasons).
 const (
@@ -65,7 +43,10 @@ func workloadKeys(key string) bool {
 // in restart order, the pods none of them restarts, the CNIs, and the
 // Services' selectors (to find the webhooks' backends).
 type detected struct {
-	workloads []Workload
+	workloads []bundle.Workload
+	// labels are the workloads' pods' labels by kind/namespace/name (the
+	// webhooks' backends are found by them; not part of the bundle).
+	labels    map[string]map[string]string
 	pods      []restart.Pod
 	podLabels []map[string]string // pods[i]'s labels
 	cnis      []string
@@ -76,7 +57,7 @@ type detected struct {
 // StatefulSets in restart order, the pods they do not restart, the
 // Services' selectors and the CNIs.
 func detectWorkloads(ctx context.Context, v *state.View) (*detected, error) {
-	d := &detected{selectors: map[string]map[string]string{}}
+	d := &detected{labels: map[string]map[string]string{}, selectors: map[string]map[string]string{}}
 	for _, p := range []struct{ kind, prefix string }{{"DaemonSet", "/registry/daemonsets/"}, {"Deployment", "/registry/deployments/"}, {"StatefulSet", "/registry/statefulsets/"}} {
 		objs, err := v.List(p.prefix)
 		if err != nil {
@@ -96,7 +77,8 @@ func detectWorkloads(ctx context.Context, v *state.View) (*detected, error) {
 			default:
 				continue
 			}
-			w := Workload{Kind: p.kind, Namespace: meta.Namespace, Name: meta.Name, labels: tmpl}
+			w := bundle.Workload{Kind: p.kind, Namespace: meta.Namespace, Name: meta.Name}
+			d.labels[workloadKey(w)] = tmpl
 			if sel != nil {
 				w.Selector = selectorString(sel.MatchLabels)
 			}
@@ -143,7 +125,7 @@ func detectWorkloads(ctx context.Context, v *state.View) (*detected, error) {
 // controllers, as the sample does), each with its role by its labels.
 // Mirror pods (the kubelet's), finished pods and host-network pods
 // without a role (on their node's address) are left out.
-func unrestartedPods(v *state.View, known []Workload) ([]restart.Pod, []map[string]string, error) {
+func unrestartedPods(v *state.View, known []bundle.Workload) ([]restart.Pod, []map[string]string, error) {
 	seen := map[string]bool{}
 	for _, w := range known {
 		seen[w.Kind+"/"+w.Namespace+"/"+w.Name] = true
@@ -184,6 +166,9 @@ func unrestartedPods(v *state.View, known []Workload) ([]restart.Pod, []map[stri
 	}
 	return out, labels, nil
 }
+
+// workloadKey is detected.labels' key of w.
+func workloadKey(w bundle.Workload) string { return w.Kind + "/" + w.Namespace + "/" + w.Name }
 
 func merged(a, b map[string]string) map[string]string {
 	out := map[string]string{}

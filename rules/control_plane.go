@@ -8,13 +8,13 @@ import (
 	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/internal/textdist"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
@@ -65,7 +65,7 @@ var controlPlaneEntry = Entry{
 // parse checks the options and returns node -> new address.
 func (o ControlPlaneOptions) parse() (map[string]netip.Addr, error) {
 	if e := o.ControlPlaneEndpoint; e != "" {
-		if _, _, err := splitHostPort(e); err != nil {
+		if _, _, err := cidr.SplitHostPort(e); err != nil {
 			return nil, option.Errorf("ControlPlaneEndpoint", "{} %q: %v", e, err)
 		}
 	}
@@ -83,23 +83,6 @@ func (o ControlPlaneOptions) parse() (map[string]netip.Addr, error) {
 		seen[a], out[node] = node, a.Unmap()
 	}
 	return out, nil
-}
-
-// splitHostPort parses "host" or "host:port" ("[v6]:port"); port "" when absent.
-func splitHostPort(e string) (host, port string, err error) {
-	host, port, err = net.SplitHostPort(e)
-	if err != nil {
-		host, port = e, ""
-	}
-	if port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return "", "", fmt.Errorf("port %q is not in 1-65535", port)
-		}
-	}
-	if host == "" || strings.ContainsAny(host, "/ ") {
-		return "", "", fmt.Errorf("%q is not host[:port]", e)
-	}
-	return host, port, nil
 }
 
 // ControlPlaneAddress moves the control plane to new addresses, consistently:
@@ -242,7 +225,7 @@ func (r *ControlPlaneAddress) mapAddr(a netip.Addr) (netip.Addr, bool) {
 
 // mapHostPort maps "host:port" or "host" whose host is a moved address.
 func (r *ControlPlaneAddress) mapHostPort(s string) string {
-	host, port, err := splitHostPort(s)
+	host, port, err := cidr.SplitHostPort(s)
 	if err != nil {
 		return s
 	}
@@ -287,8 +270,8 @@ func (r *ControlPlaneAddress) mapServer(u *url.URL) string {
 	if r.opts.ControlPlaneEndpoint == "" || !names {
 		return r.mapHostPort(u.Host)
 	}
-	if _, port, _ := splitHostPort(r.newEP); port == "" && u.Port() != "" {
-		h, _, _ := splitHostPort(r.newEP)
+	if _, port, _ := cidr.SplitHostPort(r.newEP); port == "" && u.Port() != "" {
+		h, _, _ := cidr.SplitHostPort(r.newEP)
 		return net.JoinHostPort(strings.Trim(h, "[]"), u.Port())
 	}
 	return r.newEP

@@ -324,7 +324,10 @@ func lineDiff(want, got string) string {
 }
 
 // runRules runs transform.Run with the rules opts select and returns the
-// report, the plan and the leftover scan.
+// report, the plan and the leftover scan. SNAPSHIFT_WRITER=bbolt writes
+// the output with the reference writer (bbolt's own Put) instead of the
+// bulk loader: `make test` runs TestGolden with both, as bbolt runs its
+// suite on both freelists.
 func runRules(t testing.TB, in, out string, opts rules.Options) (*transform.Report, *rules.Plan, *leftovers.LeftoverScan, error) {
 	t.Helper()
 	rs, plan, err := rules.Build(opts)
@@ -334,6 +337,7 @@ func runRules(t testing.TB, in, out string, opts rules.Options) (*transform.Repo
 	scan := leftovers.NewLeftoverScan(plan)
 	rep, err := transform.Run(context.Background(), transform.Config{
 		Input: in, Output: out, DryRun: out == "", Rules: rs, Observers: []transform.Observer{scan},
+		Writer: snapshot.WriterKind(os.Getenv("SNAPSHIFT_WRITER")),
 	})
 	return rep, plan, scan, err
 }

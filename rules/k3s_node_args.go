@@ -20,7 +20,7 @@ import (
 // NameK3sNodeArgs is the k3s-node-args rule.
 const NameK3sNodeArgs = "k3s-node-args"
 
-// K3sNodeArgs is the k3s and RKE2 side of a range move (ARCHITECTURE.md
+// K3sNodeArgs is the k3s and RKE2 side of a range move (DESIGN.md
 // decision 25). Each node keeps its argv in the Node annotation
 // <program>.io/node-args (k3s pkg/nodeconfig): the rule maps the ranges in
 // it (--cluster-cidr, --service-cidr, --cluster-dns values) so that the

@@ -275,15 +275,13 @@ func (r *ServiceCIDR) newBridge(src *corev1.Service, a netip.Addr) *corev1.Servi
 // planRanges recomputes the RangeAllocation bitmaps for the new ranges.
 func (r *ServiceCIDR) planRanges(v *state.View, owner map[netip.Addr]string) error {
 	r.ranges = map[string]rangeUpdate{}
-	for _, key := range []string{wellknown.KeyServiceIPRange, wellknown.KeySecondaryIPRange} {
-		o, ok, err := v.Get(key)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		ra, err := state.As[*corev1.RangeAllocation](o, "a RangeAllocation")
+	ars, err := state.ServiceAllocatorRanges(v)
+	if err != nil {
+		return err
+	}
+	for _, ar := range ars {
+		key := ar.Key
+		ra, err := state.As[*corev1.RangeAllocation](ar.Object, "a RangeAllocation")
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // A bulkLoader writes the `key` bucket of a new bbolt database as pages,
@@ -20,8 +22,9 @@ import (
 // transaction in memory (BenchmarkPageSize and BenchmarkBulkLoader measure
 // the two).
 //
-// The format is bbolt's (go.etcd.io/bbolt internal/common page.go,
-// meta.go and inode.go, and db.go's init): a 16-byte page header (id,
+// The format is bbolt's (go.etcd.io/bbolt bboltFormatVersion,
+// internal/common page.go, meta.go and inode.go, and db.go's init; the
+// constants below cite each): a 16-byte page header (id,
 // flags, count, overflow), then count 16-byte elements, then the elements'
 // keys and values; an element's pos is the offset of its key from the
 // element itself. A page larger than a page (one big value) runs on into
@@ -87,8 +90,19 @@ func (r *pageRefs) key(i int) []byte {
 
 func (r *pageRefs) len() int { return len(r.ids) }
 
-// bbolt's page format (internal/common).
+// bboltFormatVersion is the bbolt release whose on-disk format the bulk
+// loader writes, checked against that release's sources: the constants
+// below, bulkLoader's page layout, writeFixed and writeMetas.
+// TestBboltFormatVersion fails when go.mod's go.etcd.io/bbolt is another
+// version: re-check what the constants cite, then update this.
+const bboltFormatVersion = "v1.5.0"
+
+// bbolt's on-disk format, as of bboltFormatVersion. The files are bbolt's.
 const (
+	// internal/common/page.go: PageHeaderSize (id 8, flags 2, count 2,
+	// overflow 4), BranchPageElementSize (pos 4, ksize 4, pgid 8) and
+	// LeafPageElementSize (flags 4, pos 4, ksize 4, vsize 4); the page
+	// flags; BucketLeafFlag, a leaf element that is a bucket.
 	pageHeaderSize   = 16
 	elementSize      = 16 // a leaf or a branch page element
 	branchPageFlag   = 0x01
@@ -96,14 +110,30 @@ const (
 	metaPageFlag     = 0x04
 	freelistPageFlag = 0x10
 	bucketLeafFlag   = 0x01
-	boltVersion      = 2
-	metaChecksumOff  = 56 // the meta fields a checksum covers
-	maxPageCount     = 0xFFFF - 1
-	firstFreePage    = 4 // after two metas, the freelist and the root leaf
-	rootLeafPage     = 3
-	freelistPage     = 2
-	chunkBytes       = 1 << 20
+	// internal/common/types.go: Version (the file format's; Magic is
+	// boltMagic, open.go).
+	boltVersion = 2
+	// internal/common/meta.go: Meta (magic, version, pageSize, flags,
+	// root InBucket {root pgid, sequence}, freelist, pgid, txid, checksum)
+	// and Sum64, FNV-64a of the fields before the checksum.
+	metaChecksumOff = 56 // the meta fields a checksum covers
+	// node.go (node.write): a page's count is a uint16, and 0xFFFF means
+	// the count is in the first element (freelist pages only).
+	maxPageCount = 0xFFFF - 1
+	// db.go (DB.init): metas at pages 0 and 1, the empty freelist at page
+	// 2, the root bucket's empty leaf at page 3, the next page 4. The
+	// freelist stays empty, every page below the high-water mark being in
+	// use: bbolt reads it from page 2 (db.go loadFreelist), and the first
+	// commit with NoFreelistSync (etcd's and writeSmall's option) marks it
+	// unsynced, so later opens rebuild it from the reachable pages (db.go
+	// freepages).
+	firstFreePage = 4 // after two metas, the freelist and the root leaf
+	rootLeafPage  = 3
+	freelistPage  = 2
 )
+
+// chunkBytes is how much the loader writes at once.
+const chunkBytes = 1 << 20
 
 func newBulkLoader(f *os.File, pageSize int, txBytes int64) *bulkLoader {
 	return &bulkLoader{
@@ -114,11 +144,25 @@ func newBulkLoader(f *os.File, pageSize int, txBytes int64) *bulkLoader {
 	}
 }
 
+// maxBulkKey is the longest key the loader lays out at pageSize: three
+// children, each named by its first key, must fit in a branch page, so
+// that push, which writes a full level's page but for its last child,
+// never writes a branch page of one child (bbolt's minimum is two, and
+// its rebalance panics, "parent must have at least 2 children", on
+// fewer). etcd's `key` bucket keys are 17- or 18-byte revisions.
+func maxBulkKey(pageSize int) int {
+	return (pageSize-pageHeaderSize)/3 - elementSize
+}
+
 // add appends one entry; keys must be non-empty and increasing (the
-// Writer checks the order).
+// Writer checks the order). A key or value the format cannot hold is
+// refused, before anything of it is written.
 func (b *bulkLoader) add(k, v []byte) error {
 	if len(k) == 0 {
 		return errors.New("internal error: an empty key")
+	}
+	if len(k) > maxBulkKey(b.pageSize) || len(v) > bolt.MaxValueSize {
+		return tooLarge(len(k), len(v), b.pageSize)
 	}
 	sz := elementSize + len(k) + len(v)
 	if len(b.pend) > 0 && (b.used+sz > b.pageSize || len(b.pend) == maxPageCount) {
@@ -129,6 +173,19 @@ func (b *bulkLoader) add(k, v []byte) error {
 	b.pend = append(b.pend, kv{k, v})
 	b.used += sz
 	return nil
+}
+
+// tooLarge is the refusal of an entry the bulk loader cannot lay out, in
+// one sentence: what is too large, and whether the bbolt writer takes it.
+func tooLarge(keyLen, valueLen, pageSize int) error {
+	switch {
+	case keyLen > bolt.MaxKeySize:
+		return fmt.Errorf("a key of %d bytes is longer than bbolt allows (%d bytes)", keyLen, bolt.MaxKeySize)
+	case valueLen > bolt.MaxValueSize:
+		return fmt.Errorf("a value of %d bytes is longer than bbolt allows (%d bytes)", valueLen, bolt.MaxValueSize)
+	}
+	return fmt.Errorf("a key of %d bytes is longer than the bulk writer lays out in %d-byte pages (%d bytes); write with --writer %s, which does",
+		keyLen, pageSize, maxBulkKey(pageSize), WriterBbolt)
 }
 
 // writeLeaf writes the pending entries as one leaf page (with overflow
@@ -237,11 +294,24 @@ func (b *bulkLoader) writeBranch(lv, n int) error {
 	return b.push(lv+1, l.key(0), id)
 }
 
-// finish writes the last leaf, what is left of each branch level, the
+// finish writes the rest of the database (finishPages) and closes the
+// file, whether or not that succeeded.
+func (b *bulkLoader) finish() error {
+	err := b.finishPages()
+	if cerr := b.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// abort closes the file, unfinished.
+func (b *bulkLoader) abort() { b.f.Close() }
+
+// finishPages writes the last leaf, what is left of each branch level, the
 // freelist and root leaf (pages 2 and 3) and the two metas: the whole
 // database bbolt then opens. With no entry at all the root leaf is empty,
 // and bbolt creates the `key` bucket.
-func (b *bulkLoader) finish() error {
+func (b *bulkLoader) finishPages() error {
 	if len(b.pend) > 0 {
 		if err := b.writeLeaf(); err != nil {
 			return err

@@ -23,11 +23,20 @@ type bulkCase struct {
 	edge bool
 }
 
-// TestBulkLoader writes databases through the Writer, whose `key` bucket
-// is laid out page by page without bbolt, and holds them to what bbolt
-// itself makes of the same entries: bbolt opens them, Tx.Check finds
-// nothing wrong, every entry reads back in order, and bbolt can go on
-// writing (puts, deletes, a bucket) with Tx.Check still clean after.
+// writerKinds are the two ways a Writer writes the `key` bucket. The
+// writer tests run on both, as bbolt runs its whole suite on both of its
+// freelists: a bug in one shows as a difference from the other.
+func writerKinds() []snapshot.WriterKind {
+	return []snapshot.WriterKind{snapshot.WriterBulk, snapshot.WriterBbolt}
+}
+
+// TestBulkLoader writes databases through the Writer, with each writer:
+// the bulk loader, which lays the `key` bucket out page by page without
+// bbolt, and the reference, bbolt's own Put. Each is held to what bbolt
+// makes of the same entries: bbolt opens them, Tx.Check finds nothing
+// wrong, every branch page has two children or more, every entry reads back
+// in order, and bbolt can go on writing (puts, deletes, a bucket) with
+// Tx.Check still clean after.
 func TestBulkLoader(t *testing.T) {
 	cases := []bulkCase{
 		{"empty", 0, 0, false},
@@ -40,16 +49,18 @@ func TestBulkLoader(t *testing.T) {
 		{"overflow", 400, 70_000, false}, // values over a page, some over four
 		{"page-edges", 600, 0, true},
 	}
-	for _, pageSize := range []int{4 << 10, 16 << 10, 64 << 10} {
-		for _, c := range cases {
-			t.Run(fmt.Sprintf("%s/%dK", c.name, pageSize>>10), func(t *testing.T) {
-				checkBulk(t, c, pageSize)
-			})
+	for _, kind := range writerKinds() {
+		for _, pageSize := range []int{4 << 10, 16 << 10, 64 << 10} {
+			for _, c := range cases {
+				t.Run(fmt.Sprintf("%s/%s/%dK", kind, c.name, pageSize>>10), func(t *testing.T) {
+					checkBulk(t, kind, c, pageSize)
+				})
+			}
 		}
 	}
 }
 
-func checkBulk(t *testing.T, c bulkCase, pageSize int) {
+func checkBulk(t *testing.T, kind snapshot.WriterKind, c bulkCase, pageSize int) {
 	rng := rand.New(rand.NewPCG(uint64(c.n), uint64(pageSize)))
 	keys, values := make([][]byte, c.n), make([][]byte, c.n)
 	for i := range keys {
@@ -65,7 +76,7 @@ func checkBulk(t *testing.T, c bulkCase, pageSize int) {
 			values[i][j] = byte(rng.IntN(256))
 		}
 	}
-	path := writeBulk(t, pageSize, keys, values)
+	path := writeBulk(t, kind, pageSize, keys, values)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		t.Fatal(err)
@@ -110,13 +121,14 @@ func checkBulk(t *testing.T, c bulkCase, pageSize int) {
 	readBack(t, db, keys, values)
 }
 
-// writeBulk writes keys and values through the Writer (TxBytes 64 KiB: its
-// failpoint count wraps many times), with one entry in a meta bucket, and
-// returns the database's path.
-func writeBulk(t *testing.T, pageSize int, keys, values [][]byte) string {
+// writeBulk writes keys and values through the Writer of kind (TxBytes 64
+// KiB: the bulk loader's failpoint count wraps many times, and the bbolt
+// writer commits as often), with one entry in a meta bucket, and returns
+// the database's path.
+func writeBulk(t *testing.T, kind snapshot.WriterKind, pageSize int, keys, values [][]byte) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "db")
-	w, err := snapshot.Create(snapshot.WriterConfig{Path: path, Raw: true, PageSize: pageSize, TxBytes: 1 << 16})
+	w, err := snapshot.Create(snapshot.WriterConfig{Path: path, Raw: true, PageSize: pageSize, TxBytes: 1 << 16, Writer: kind})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,12 +214,13 @@ func readBack(t *testing.T, db *bolt.DB, keys, values [][]byte) {
 	}
 }
 
-// FuzzBulkLoader: whatever the sizes of the values, in whatever mix, the
-// bulk loader writes a database that bbolt opens, Tx.Check accepts, whose
-// branch pages have two children or more, and that reads back entry for
-// entry. The first byte picks the page size; every two bytes after it are
-// one value's size (under 4 KiB, or from 0xF000 on up to 3 pages of 64 KiB;
-// 16 MiB in all at most).
+// FuzzBulkLoader: whatever the sizes of the values, in whatever mix, each
+// writer (the bulk loader and the reference, bbolt's Put) writes a
+// database that bbolt opens, Tx.Check accepts, whose branch pages have two
+// children or more, and that reads back entry for entry. The first byte
+// picks the page size; every two bytes after it are one value's size
+// (under 4 KiB, or from 0xF000 on up to 3 pages of 64 KiB; 16 MiB in all
+// at most).
 func FuzzBulkLoader(f *testing.F) {
 	f.Add([]byte{0, 0, 10, 0, 200, 16, 0, 255, 255})
 	f.Add([]byte{1, 0xf5, 0x55, 0xf5, 0x55, 0, 0, 0xf5, 0x56, 0xf5, 0x54}) // values of about 16 KiB
@@ -231,13 +244,15 @@ func FuzzBulkLoader(f *testing.F) {
 			keys = append(keys, snapshot.RevisionKey(snapshot.Revision{Main: int64(len(keys) + 2)}))
 			values = append(values, bytes.Repeat([]byte{byte(len(values))}, size))
 		}
-		db, err := bolt.Open(writeBulk(t, pageSize, keys, values), 0o600, &bolt.Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
+		for _, kind := range writerKinds() {
+			db, err := bolt.Open(writeBulk(t, kind, pageSize, keys, values), 0o600, &bolt.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTx(t, db)
+			checkBranches(t, db)
+			readBack(t, db, keys, values)
+			db.Close()
 		}
-		defer db.Close()
-		checkTx(t, db)
-		checkBranches(t, db)
-		readBack(t, db, keys, values)
 	})
 }

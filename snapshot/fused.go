@@ -5,14 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 
-	"github.com/snapshift/snapshift/internal/fsutil"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/server/v3/storage/schema"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
 // A fused restore writes a migration straight into the members' data dirs
@@ -47,6 +47,9 @@ type FusedRestore struct {
 	// Timing, if set, receives the wall time of the writer's steps and of
 	// Commit's (StepMembers, StepPublish). Set it before Rewrite.
 	Timing Timing
+	// Writer is how the first member's `key` bucket is written
+	// (WriterConfig.Writer). Set it before Rewrite.
+	Writer WriterKind
 
 	tiny    string // the small snapshot of every bucket but key
 	tinyDir string
@@ -150,7 +153,7 @@ func (f *FusedRestore) Rewrite(sizeHint int64) (*Writer, error) {
 	if f.membership, err = readBuckets(first.db()); err != nil {
 		return nil, err
 	}
-	w, err := Create(WriterConfig{Path: first.dbNew(), Raw: true, SizeHint: sizeHint, BeforePublish: f.BeforePublish, Timing: f.Timing})
+	w, err := Create(WriterConfig{Path: first.dbNew(), Raw: true, SizeHint: sizeHint, BeforePublish: f.BeforePublish, Timing: f.Timing, Writer: f.Writer})
 	if err != nil {
 		return nil, err
 	}
@@ -370,8 +373,8 @@ func (f *FusedRestore) copyMember(first, m *memberDirs) error {
 	if err != nil {
 		return err
 	}
-	if err := copyFile(first.db(), m.dbNew()); err != nil {
-		return err
+	if err := fsutil.Copy(first.db(), m.dbNew(), fsutil.CopyOptions{FileMode: 0o600}); err != nil {
+		return fmt.Errorf("restore: %w", err)
 	}
 	if !sameBuckets(mine, f.membership) {
 		if err := applyBuckets(m.dbNew(), mine, m.cfg.KeepAlarms); err != nil {
@@ -422,23 +425,6 @@ func applyBuckets(path string, data bucketData, keepAlarms bool) error {
 		err = cerr
 	}
 	return err
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	defer out.Close()
-	if _, err := io.Copy(out, in); err != nil {
-		return fmt.Errorf("restore: copying %s: %w", src, err)
-	}
-	return out.Close()
 }
 
 func syncFile(path string) error {

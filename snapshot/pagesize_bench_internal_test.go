@@ -55,9 +55,16 @@ func BenchmarkPageSize(b *testing.B) {
 // whose bulkLoader lays out the key bucket's pages itself (up to the
 // database closed: no trailer, no fsync, as there). Run the two together
 // (-bench 'PageSize|BulkLoader') to compare them in one run.
-func BenchmarkBulkLoader(b *testing.B) {
+func BenchmarkBulkLoader(b *testing.B) { benchWriter(b, WriterBulk) }
+
+// BenchmarkBoltWriter is BenchmarkBulkLoader with the reference writer,
+// --writer bbolt (bbolt's own Put, a commit every 4 MiB): what the
+// fallback costs.
+func BenchmarkBoltWriter(b *testing.B) { benchWriter(b, WriterBbolt) }
+
+func benchWriter(b *testing.B, kind WriterKind) {
 	eachPageSize(b, func(b *testing.B, path string, ps int, value []byte) func() {
-		w, err := Create(WriterConfig{Path: path, Raw: true, PageSize: ps})
+		w, err := Create(WriterConfig{Path: path, Raw: true, PageSize: ps, Writer: kind})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,10 +18,11 @@ import (
 	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
-// DefaultTxBytes is how often, in bytes of pages written, the writer passes
-// the crash suite's snapshotTxCommitted failpoint. (It bounded each bbolt
-// write transaction until the `key` bucket was written page by page,
-// without bbolt: see bulkLoader.)
+// DefaultTxBytes is how often, in bytes of pages written, the bulk writer
+// passes the crash suite's snapshotTxCommitted failpoint, and how large,
+// in bytes of keys and values, the bbolt writer lets a write transaction
+// grow before it commits it (bbolt keeps every dirty page of a
+// transaction in memory).
 const DefaultTxBytes = 4 << 20
 
 // DefaultPageSize is the bbolt page size of a written database: 16 KiB.
@@ -43,7 +44,8 @@ type WriterConfig struct {
 	// an error before anything is written.
 	Force bool
 	// TxBytes is how often the crash suite's failpoint is passed, in bytes
-	// written. Default DefaultTxBytes.
+	// written, and the bbolt writer's transaction size. Default
+	// DefaultTxBytes.
 	TxBytes int64
 	// PageSize is the database's bbolt page size, a power of two from 4
 	// KiB (what etcd itself creates on amd64) to 64 KiB. Default
@@ -64,6 +66,45 @@ type WriterConfig struct {
 	// Timing receives the wall time of the writer's steps (StepWrite,
 	// StepCheck, StepTrailer, StepFsync, StepPublish). Optional.
 	Timing Timing
+	// Writer is how the `key` bucket is written: WriterBulk (the default,
+	// "") or WriterBbolt.
+	Writer WriterKind
+}
+
+// WriterKind names how a Writer writes the `key` bucket.
+type WriterKind string
+
+const (
+	// WriterBulk lays out bbolt's pages itself, in key order (bulkLoader):
+	// the default, and the faster.
+	WriterBulk WriterKind = "bulk"
+	// WriterBbolt puts every entry through bbolt's own Bucket.Put, in
+	// transactions committed every TxBytes as bbolt's Compact does
+	// (boltWriter): the reference the bulk loader is tested against, and the
+	// fallback if a future bbolt changes its on-disk format.
+	WriterBbolt WriterKind = "bbolt"
+)
+
+// ParseWriterKind reads a writer's name ("" is the default, WriterBulk).
+func ParseWriterKind(s string) (WriterKind, error) {
+	switch WriterKind(s) {
+	case "", WriterBulk:
+		return WriterBulk, nil
+	case WriterBbolt:
+		return WriterBbolt, nil
+	}
+	return "", fmt.Errorf("writer %q is neither %s nor %s", s, WriterBulk, WriterBbolt)
+}
+
+// keyWriter writes the `key` bucket of a new database, the entries in
+// increasing key order. After finish, which releases the file whether or
+// not it succeeded, the file is a closed bbolt database holding the `key`
+// bucket and nothing else (the bulk loader's, with no entry, not even
+// that: writeSmall creates it); abort releases it unfinished.
+type keyWriter interface {
+	add(k, v []byte) error
+	finish() error
+	abort()
 }
 
 // Timing receives the wall time of one step of a write, on the caller's
@@ -104,14 +145,14 @@ func (t Timing) step(name string, fn func() error) error {
 
 // Writer builds a new snapshot file under a temporary name beside Path.
 // Nothing appears at Path until Commit succeeds; Abort (or a failed Commit)
-// removes every temporary file. The `key` bucket is written page by page
-// as the entries come (bulkLoader); every other bucket is held until
-// Commit, when one bbolt transaction writes it.
+// removes every temporary file. The `key` bucket is written as the entries
+// come, page by page (bulkLoader) or through bbolt's Put (boltWriter, with
+// WriterBbolt); every other bucket is held until Commit, when one bbolt
+// transaction writes it.
 type Writer struct {
 	cfg   WriterConfig
 	tmp   string
-	f     *os.File
-	keys  *bulkLoader
+	keys  keyWriter
 	small smallBuckets
 	last  []byte
 	done  bool
@@ -142,6 +183,10 @@ func Create(cfg WriterConfig) (*Writer, error) {
 	if cfg.PageSize < 4<<10 || cfg.PageSize > 64<<10 || cfg.PageSize&(cfg.PageSize-1) != 0 {
 		return nil, fmt.Errorf("page size %d is not a power of two from 4096 to 65536", cfg.PageSize)
 	}
+	kind, err := ParseWriterKind(string(cfg.Writer))
+	if err != nil {
+		return nil, err
+	}
 	if err := fsutil.CheckNew(cfg.Path, cfg.Force); err != nil {
 		return nil, err
 	}
@@ -149,7 +194,25 @@ func Create(cfg WriterConfig) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating output: %w", err)
 	}
-	return &Writer{cfg: cfg, tmp: f.Name(), f: f, keys: newBulkLoader(f, cfg.PageSize, cfg.TxBytes), small: smallBuckets{}}, nil
+	w := &Writer{cfg: cfg, tmp: f.Name(), small: smallBuckets{}}
+	if kind == WriterBulk {
+		w.keys = newBulkLoader(f, cfg.PageSize, cfg.TxBytes)
+		return w, nil
+	}
+	f.Close()
+	if w.keys, err = newBoltWriter(w.tmp, cfg.PageSize, cfg.TxBytes, w.mmapSize()); err != nil {
+		os.Remove(w.tmp)
+		return nil, fmt.Errorf("creating output: %w", err)
+	}
+	return w, nil
+}
+
+// mmapSize is the initial mmap size bbolt gets: the expected size, with room.
+func (w *Writer) mmapSize() int {
+	if w.cfg.SizeHint > 0 && w.cfg.SizeHint < 1<<40 {
+		return int(w.cfg.SizeHint + w.cfg.SizeHint/8)
+	}
+	return 0
 }
 
 // Put stores one `key` bucket entry. revKey and raw must stay valid until
@@ -263,13 +326,11 @@ func (w *Writer) Commit() (*Result, error) {
 // database's high-water mark.
 func (w *Writer) close() (size int64, err error) {
 	err = w.cfg.Timing.step(StepWrite, func() error {
-		if err := w.keys.finish(); err != nil {
+		keys := w.keys
+		w.keys = nil
+		if err := keys.finish(); err != nil {
 			return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 		}
-		if err := w.f.Close(); err != nil {
-			return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
-		}
-		w.f = nil
 		if size, err = w.writeSmall(); err != nil {
 			return fmt.Errorf("writing %s: %w", w.cfg.Path, err)
 		}
@@ -278,19 +339,15 @@ func (w *Writer) close() (size int64, err error) {
 	return size, err
 }
 
-// writeSmall opens the database the bulk loader wrote with bbolt and
+// writeSmall opens the database the key writer wrote with bbolt and
 // writes every bucket but `key` (creating `key` too if no entry came).
 func (w *Writer) writeSmall() (int64, error) {
-	mmap := 0
-	if w.cfg.SizeHint > 0 && w.cfg.SizeHint < 1<<40 {
-		mmap = int(w.cfg.SizeHint + w.cfg.SizeHint/8)
-	}
 	db, err := bolt.Open(w.tmp, 0o600, &bolt.Options{
 		NoSync:          true, // one fsync at the end, of the finished file
 		NoGrowSync:      true,
 		NoFreelistSync:  true, // as etcd writes its backend
 		FreelistType:    bolt.FreelistMapType,
-		InitialMmapSize: mmap,
+		InitialMmapSize: w.mmapSize(),
 	})
 	if err != nil {
 		return 0, err
@@ -418,9 +475,9 @@ func (w *Writer) Abort() {
 		return
 	}
 	w.done = true
-	if w.f != nil {
-		w.f.Close()
-		w.f = nil
+	if w.keys != nil {
+		w.keys.abort()
+		w.keys = nil
 	}
 	os.Remove(w.tmp)
 }

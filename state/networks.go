@@ -189,20 +189,44 @@ func ServiceCIDRSpec(obj any) (cidrs []string, ok bool) {
 	return nil, false
 }
 
-// detectRangeAllocations reads the service IP allocator's ranges, primary
-// then secondary family, as one Source.
-func detectRangeAllocations(v *View, n *Networks) error {
-	var ranges []string
+// AllocatorRange is one of the service IP allocator's keys and what it
+// holds.
+type AllocatorRange struct {
+	Key    string
+	Object *Object
+	// Range is the decoded RangeAllocation; nil when the value is not one.
+	Range *corev1.RangeAllocation
+}
+
+// ServiceAllocatorRanges reads the service IP allocator's keys that exist,
+// primary then secondary family: the one reader of them (network
+// detection, the service-cidr rule and verify).
+func ServiceAllocatorRanges(v *View) ([]AllocatorRange, error) {
+	var out []AllocatorRange
 	for _, k := range []string{wellknown.KeyServiceIPRange, wellknown.KeySecondaryIPRange} {
 		o, ok, err := v.Get(k)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if !ok {
-			continue
+		if ok {
+			ra, _ := o.Value.Obj.(*corev1.RangeAllocation)
+			out = append(out, AllocatorRange{Key: k, Object: o, Range: ra})
 		}
-		if ra, ok := o.Value.Obj.(*corev1.RangeAllocation); ok && ra.Range != "" {
-			ranges = append(ranges, ra.Range)
+	}
+	return out, nil
+}
+
+// detectRangeAllocations reads the service IP allocator's ranges, primary
+// then secondary family, as one Source.
+func detectRangeAllocations(v *View, n *Networks) error {
+	ars, err := ServiceAllocatorRanges(v)
+	if err != nil {
+		return err
+	}
+	var ranges []string
+	for _, ar := range ars {
+		if ar.Range != nil && ar.Range.Range != "" {
+			ranges = append(ranges, ar.Range.Range)
 		}
 	}
 	if len(ranges) > 0 {

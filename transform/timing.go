@@ -26,8 +26,11 @@ type PhaseTime struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// The phases, in the order a run goes through them (Timing.Phases keeps
-// this order). A phase the run did not go through is absent.
+// The phases, in the order a run that writes goes through them
+// (Timing.Phases keeps this order; a phase the run did not go through is
+// absent): the rules' Prepare reads the input while its hash finishes on
+// the other core, and the hash is waited for before the stream writes
+// anything. A plan, which writes nothing, streams before it waits.
 const (
 	// PhaseOpen: the input opened and mapped (its pages read in).
 	PhaseOpen = "open"
@@ -41,15 +44,17 @@ const (
 	PhaseHashWait = "hash wait"
 	// PhasePrepare: the rules' Prepare.
 	PhasePrepare = "prepare"
-	// PhaseStream: every live key through the rules and into the writer,
-	// less the writer's commits (PhaseWrite).
+	// PhaseStream: every live key through the rules and into the writer
+	// (the `key` bucket's pages are written as the entries come, so their
+	// writes count here).
 	PhaseStream = "stream"
 	// PhaseScanWait: waiting for the leftover scan after the stream.
 	PhaseScanWait = "scan wait"
 	// PhaseGC: the garbage collection between stream and check.
 	PhaseGC = "gc"
-	// PhaseWrite: bbolt's commits of the write transactions (page writes),
-	// and closing the database.
+	// PhaseWrite: starting the output (the other buckets copied) and the
+	// end of the database (its last pages, the other buckets in one bbolt
+	// transaction, the meta pages: snapshot.StepWrite).
 	PhaseWrite = snapshot.StepWrite
 	// PhaseCheck: the output's check (verify) before it is published.
 	PhaseCheck = snapshot.StepCheck
@@ -63,8 +68,12 @@ const (
 	PhasePublish = snapshot.StepPublish
 )
 
-var phaseOrder = []string{PhaseOpen, PhaseBootstrap, PhaseIndex, PhaseHashWait, PhasePrepare, PhaseStream, PhaseScanWait,
+var phaseOrder = []string{PhaseOpen, PhaseBootstrap, PhaseIndex, PhasePrepare, PhaseHashWait, PhaseStream, PhaseScanWait,
 	PhaseGC, PhaseWrite, PhaseCheck, PhaseTrailer, PhaseFsync, PhaseMembers, PhasePublish}
+
+// Phases are the phases' names in the order Timing.Phases lists them
+// (docs/ARCHITECTURE.md names them; internal/archtest compares).
+func Phases() []string { return append([]string(nil), phaseOrder...) }
 
 // phaseTimer measures a run phase by phase. The run enters each phase in
 // turn; steps inside the snapshot package (a commit during the stream, the

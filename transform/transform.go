@@ -48,6 +48,9 @@ type Config struct {
 	// TxBytes is the writer's failpoint interval (snapshot.WriterConfig).
 	// Default snapshot.DefaultTxBytes.
 	TxBytes int64
+	// Writer is how the output's (or the first member's) `key` bucket is
+	// written: snapshot.WriterBulk (the default, "") or snapshot.WriterBbolt.
+	Writer snapshot.WriterKind
 	// Observers see every output value (e.g. the leftover scan). Optional.
 	Observers []Observer
 	// Encryption decrypts values encrypted at rest that a rule claims, and
@@ -102,6 +105,9 @@ func (c *Config) Validate() error {
 		return option.Errorf("Route", "{} %q was removed: the fused restore writes the live state anew (%s), which was the faster on every size and profile", c.Route, RouteRewrite)
 	case c.Route != "" && c.Route != RouteRewrite:
 		return option.Errorf("Route", "{} is %q: the only route is %s", c.Route, RouteRewrite)
+	}
+	if _, err := snapshot.ParseWriterKind(string(c.Writer)); err != nil {
+		return option.Errorf("Writer", "{} %q is neither %s nor %s", c.Writer, snapshot.WriterBulk, snapshot.WriterBbolt)
 	}
 	seen := map[string]bool{}
 	for _, r := range c.Rules {
@@ -334,7 +340,7 @@ func (e *engine) useFused(ctx context.Context, f *snapshot.FusedRestore) error {
 		f.BeforePublish = func(db string) error { return e.cfg.VerifyOutput(ctx, db, e.prefix) }
 	}
 	e.timer.enter(PhaseBootstrap)
-	f.Timing = e.timer.add
+	f.Timing, f.Writer = e.timer.add, e.cfg.Writer
 	e.fused, e.out = f, f
 	e.report.Route = RouteRewrite
 	w, err := f.Rewrite(e.snap.DBSize)
@@ -425,7 +431,7 @@ func (e *engine) prepare(ctx context.Context) error {
 func (e *engine) startOutput(ctx context.Context) error {
 	cfg := e.cfg
 	e.timer.enter(PhaseWrite)
-	wc := snapshot.WriterConfig{Path: cfg.Output, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: e.snap.DBSize, Timing: e.timer.add}
+	wc := snapshot.WriterConfig{Path: cfg.Output, Force: cfg.Force, TxBytes: cfg.TxBytes, SizeHint: e.snap.DBSize, Timing: e.timer.add, Writer: cfg.Writer}
 	if cfg.VerifyOutput != nil {
 		wc.BeforePublish = func(tmp string) error { return cfg.VerifyOutput(ctx, tmp, e.prefix) }
 	}

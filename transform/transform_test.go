@@ -133,7 +133,7 @@ func TestIdentitySample(t *testing.T) {
 	}
 
 	// Secret material that only lives in old revisions of the input is gone
-	// from the output file (decision 2), while every live value is kept.
+	// from the output file (DESIGN.md decision 2), while every live value is kept.
 	inData, err := os.ReadFile(in)
 	if err != nil {
 		t.Fatal(err)

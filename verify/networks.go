@@ -266,17 +266,14 @@ func readServiceIPs(v *state.View, dnsKey string) ([]serviceIP, error) {
 
 // readRanges reads the primary and secondary service IP RangeAllocations.
 func readRanges(v *state.View) ([]rangeAlloc, error) {
+	ars, err := state.ServiceAllocatorRanges(v)
+	if err != nil {
+		return nil, err
+	}
 	var out []rangeAlloc
-	for _, key := range []string{wellknown.KeyServiceIPRange, wellknown.KeySecondaryIPRange} {
-		o, ok, err := v.Get(key)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		r := rangeAlloc{key: key}
-		if ra, ok := o.Value.Obj.(*corev1.RangeAllocation); ok {
+	for _, ar := range ars {
+		r := rangeAlloc{key: ar.Key}
+		if ra := ar.Range; ra != nil {
 			r.valid, r.cidr, r.data = true, ra.Range, ra.Data
 		}
 		out = append(out, r)

@@ -1,8 +1,10 @@
 // Package archtest holds docs/ARCHITECTURE.md's package table, its
-// numbering, and the limit on a function's length as tests over the
-// module's real import graph (`go list`) and source, so that a change that
-// breaks them, or a doc that no longer says what the code does, fails
-// `make test`.
+// numbering, the node side's isolation from the engine, docs/DESIGN.md's
+// numbering and every citation of it, ARCHITECTURE.md's phase list, file
+// paths and package names, and the limit on a function's length as tests
+// over the module's real import graph (`go list`) and source, so that a
+// change that breaks them, or a doc that no longer says what the code
+// does, fails `make test`.
 package archtest
 
 import (
@@ -10,7 +12,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -188,28 +189,41 @@ func TestNumbering(t *testing.T) {
 	}
 	last := want - 1
 	cite := regexp.MustCompile(`ARCHITECTURE\.md ?§(\d+)`)
-	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || (!strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, ".md")) {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range cite.FindAllSubmatch(b, -1) {
-			if n, _ := strconv.Atoi(string(m[1])); n < 1 || n > last {
+	for path, text := range sources(t) {
+		for _, m := range cite.FindAllStringSubmatch(text, -1) {
+			if n, _ := strconv.Atoi(m[1]); n < 1 || n > last {
 				t.Errorf("%s cites ARCHITECTURE.md §%d, which does not exist (1..%d)", path, n, last)
 			}
 		}
-		return nil
-	})
+	}
+}
+
+// engine are the packages of the machine that rebuilds; the node-side
+// code (nodeops) may depend on none of them, directly or not, only on the
+// bundle's contract.
+var engine = []string{"migrate", "rules", "transform", "verify", "leftovers", "rebuild", "pki", "manifests", "state", "snapshot",
+	"codec", "encryption", "ruleset", "inspect"}
+
+// TestNodeSideIsolated: `go list -deps ./nodeops` names no package of the
+// engine (docs/DESIGN.md decision 31).
+func TestNodeSideIsolated(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "../../nodeops")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("go list -deps: %v: %s", err, stderr.String())
+	}
+	deps := map[string]bool{}
+	for _, d := range strings.Fields(string(out)) {
+		deps[strings.TrimPrefix(d, module)] = true
+	}
+	if !deps["bundle"] {
+		t.Fatalf("go list -deps ./nodeops does not name bundle; is the test looking at the module?\n%s", out)
+	}
+	for _, e := range engine {
+		if deps[e] {
+			t.Errorf("nodeops depends on %s (go list -deps ./nodeops): the node side reads the bundle through package bundle, never the engine", e)
+		}
 	}
 }

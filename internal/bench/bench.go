@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/internal/gen"
 	"github.com/snapshift/snapshift/snapshot"
 )
@@ -288,7 +289,7 @@ func Input(ctx context.Context, cacheDir string, size gen.Size, seed int64, prof
 	if err := os.WriteFile(metaPath, b, 0o644); err != nil {
 		return nil, false, err
 	}
-	fmt.Fprintf(log, "[generate] %s: %s, %d entries in %.1fs\n", size.Name, humanBytes(res.Size), res.Entries, res.Duration.Seconds())
+	fmt.Fprintf(log, "[generate] %s: %s, %d entries in %.1fs\n", size.Name, fsutil.FormatSize(res.Size), res.Entries, res.Duration.Seconds())
 	return res, true, nil
 }
 
@@ -437,7 +438,7 @@ func (r *sizeRun) measureRound(ctx context.Context, rc roundCases) (map[string]M
 		}
 		got[name] = m
 		fmt.Fprintf(r.cfg.Log, "[bench] %s/%s round %d/%d %s  %-18s %7.2fs  sys %5.2fs  majflt %6d  rss %s  anon %s\n", r.size.Name, r.profile,
-			rc.round, r.cfg.Runs, rc.mode, name, m.Wall.Seconds(), m.Sys.Seconds(), m.MajorFaults, humanBytes(m.MaxRSS), humanBytes(m.PeakRssAnon))
+			rc.round, r.cfg.Runs, rc.mode, name, m.Wall.Seconds(), m.Sys.Seconds(), m.MajorFaults, fsutil.FormatSize(m.MaxRSS), fsutil.FormatSize(m.PeakRssAnon))
 		if out := rc.outputs[name]; out != "" && !r.cfg.Keep {
 			os.RemoveAll(out)
 		}
@@ -618,7 +619,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		r.OS, r.CPUs, r.GoVersion, r.GeneratorVersion, r.Seed, r.OrderSeed, r.Runs, r.Modes)
 	met, missed := 0, 0
 	for _, s := range r.Sizes {
-		fmt.Fprintf(w, "\n%s/%s: %s, %d keys (%d live), %d key entries", s.Name, s.Profile, humanBytes(s.InputBytes), s.Keys, s.LiveKeys, s.Entries)
+		fmt.Fprintf(w, "\n%s/%s: %s, %d keys (%d live), %d key entries", s.Name, s.Profile, fsutil.FormatSize(s.InputBytes), s.Keys, s.LiveKeys, s.Entries)
 		if s.GeneratedSeconds > 0 {
 			fmt.Fprintf(w, ", generated in %.1fs", s.GeneratedSeconds)
 		}
@@ -648,7 +649,7 @@ func writeMode(w io.Writer, m ModeReport) {
 	fmt.Fprintf(w, "  %-18s %9s %8s %8s %10s %8s %8s %9s %10s %12s\n", "case", "median", "x floor", "MB/s", "keys/s", "sys", "majflt", "disk read", "peak RSS", "peak RssAnon")
 	for _, c := range m.Cases {
 		fmt.Fprintf(w, "  %-18s %8.2fs %8.2f %8.0f %10.0f %7.2fs %8.0f %9s %10s %12s\n", c.Name, c.MedianSeconds, c.RatioToFloor, c.MBPerSecond,
-			c.KeysPerSecond, c.MedianSysSeconds, c.MedianMajorFaults, humanBytes(int64(c.MedianReadBytes)), humanBytes(c.PeakRSSBytes), humanBytes(c.PeakRssAnonBytes))
+			c.KeysPerSecond, c.MedianSysSeconds, c.MedianMajorFaults, fsutil.FormatSize(int64(c.MedianReadBytes)), fsutil.FormatSize(c.PeakRSSBytes), fsutil.FormatSize(c.PeakRssAnonBytes))
 	}
 	for _, c := range m.Cases {
 		if len(c.MedianPhases) == 0 || (c.Name != CaseFusedMigrate && c.Name != CaseTransformMigrate && c.Name != CasePlanMigrate) {
@@ -676,16 +677,4 @@ func writeMode(w io.Writer, m ModeReport) {
 			fmt.Fprintf(w, "  [%s] target %-48s <= %4.2fx:    %6.2fx   %s\n", m.Mode, t.Name, t.Limit, t.Value, verdict)
 		}
 	}
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/snapshift/snapshift/snapshot"
 )
 
-// DefaultTxBytes is the floor copy's snapshot.WriterConfig.TxBytes: snapshift's writer's own, so
-// that the floor is the same writer doing the least work.
+// DefaultTxBytes is the floor copy's snapshot.WriterConfig.TxBytes, the writer's own default (only
+// the interval of the crash suite's failpoint, which a plain build compiles out): the floor is the
+// same writer, configured as snapshift's, doing the least work.
 const DefaultTxBytes = snapshot.DefaultTxBytes
 
 // FloorResult describes a floor copy.

@@ -148,7 +148,7 @@ func (s *scenario) prepare(t *testing.T) []string {
 	}
 	counting := t.TempDir()
 	copyTree(t, s.template, counting)
-	return stepLog(t, counting, s.args)
+	return stepLog(t, counting, s.args, runOpts{})
 }
 
 // check checks the input and every output of a work dir; half states are

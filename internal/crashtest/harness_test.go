@@ -84,18 +84,19 @@ func run(t *testing.T, bin, dir string, o runOpts, args ...string) outcome {
 	return out
 }
 
-// stepLog runs args with every failpoint counting its hits and returns
-// them in order.
-func stepLog(t *testing.T, dir string, args []string) []string {
+// stepLog runs args (with o's environment) with every failpoint, and the
+// extra ones, counting its hits and returns them in order.
+func stepLog(t *testing.T, dir string, args []string, o runOpts, extra ...string) []string {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "steps")
 	var terms []string
-	for _, fp := range failpoints {
+	for _, fp := range append(append([]string(nil), failpoints...), extra...) {
 		terms = append(terms, fp+`=return("count")`)
 	}
-	o := run(t, fpBin, dir, runOpts{env: []string{"GOFAIL_FAILPOINTS=" + strings.Join(terms, ";"), "SNAPSHIFT_FAILPOINT_LOG=" + log}}, args...)
-	if o.code != 0 {
-		t.Fatalf("counting run of %v: exit %d: %s", args, o.code, o.stderr)
+	o.env = append(o.env, "GOFAIL_FAILPOINTS="+strings.Join(terms, ";"), "SNAPSHIFT_FAILPOINT_LOG="+log)
+	r := run(t, fpBin, dir, o, args...)
+	if r.code != 0 {
+		t.Fatalf("counting run of %v: exit %d: %s", args, r.code, r.stderr)
 	}
 	b, err := os.ReadFile(log)
 	if err != nil {

@@ -49,6 +49,17 @@ type input struct {
 
 var seedRules = []string{"--service-cidr", "172.24.0.0/16", "--pod-network-cidr", "10.55.0.0/16"}
 
+// writerArgs choose the writer of every command that writes a database:
+// SNAPSHIFT_WRITER=bbolt runs the suite on the reference writer (bbolt's
+// own Put), as bbolt runs its own on both freelists (TEST_FREELIST_TYPE);
+// unset, the default (the bulk loader).
+func writerArgs() []string {
+	if w := os.Getenv("SNAPSHIFT_WRITER"); w != "" {
+		return []string{"--writer", w}
+	}
+	return nil
+}
+
 const encConf = "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n" +
 	"- resources: [configmaps]\n  providers:\n  - secretbox:\n      keys:\n      - {name: cm-key, secret: Y29uZmlnbWFwcy1zZWNyZXRib3gta2V5LTMyYnl0ZXM=}\n  - identity: {}\n" +
 	"- resources: [services]\n  providers:\n  - aescbc:\n      keys:\n      - {name: svc-key, secret: c2VydmljZXMtYWVzY2JjLWtleS0zMi1ieXRlcy0xMjM=}\n  - identity: {}\n"
@@ -113,14 +124,14 @@ func snapshotScenarios(t *testing.T, in input) []*scenario {
 	t.Helper()
 	rules := append(append([]string{}, seedRules...), in.flags...)
 	tr := &scenario{name: "transform/" + in.name, template: newTemplate(t, in), inputs: []string{"in.db"},
-		args:    append([]string{"transform", "in.db", "--out", "out.db", "--quiet"}, rules...),
+		args:    append(append([]string{"transform", "in.db", "--out", "out.db", "--quiet"}, writerArgs()...), rules...),
 		outputs: []output{{kind: "snapshot", path: "out.db", rules: rules}}}
 	out := []*scenario{tr}
 	for _, route := range []string{"rewrite"} { // the one route since the copy route was removed
 		peer := peerURL(t)
 		out = append(out, &scenario{name: "restore-" + route + "/" + in.name, template: newTemplate(t, in), inputs: []string{"in.db"},
 			args: append([]string{"restore", "in.db", "--name", "m1", "--data-dir", "m1.etcd", "--initial-cluster", "m1=" + peer,
-				"--initial-advertise-peer-urls", peer, "--route", route, "--quiet"}, rules...),
+				"--initial-advertise-peer-urls", peer, "--route", route, "--quiet"}, append(writerArgs(), rules...)...),
 			outputs: []output{{kind: "member", path: "m1.etcd", name: "m1", peer: peer}}})
 	}
 	return out
@@ -133,7 +144,7 @@ func sampleScenarios(t *testing.T) []*scenario {
 	t.Helper()
 	sample := input{name: "sample", path: samplePath}
 	force := &scenario{name: "transform-force/sample", template: newTemplate(t, sample), inputs: []string{"in.db"},
-		args:    append([]string{"transform", "in.db", "--out", "out.db", "--force", "--quiet"}, seedRules...),
+		args:    append(append([]string{"transform", "in.db", "--out", "out.db", "--force", "--quiet"}, writerArgs()...), seedRules...),
 		outputs: []output{{kind: "snapshot", path: "out.db", rules: seedRules}}}
 	if r := run(t, plainBin, force.template, runOpts{}, "transform", "in.db", "--out", "out.db", "--service-cidr", "172.30.0.0/16", "--quiet"); r.code != 0 {
 		t.Fatalf("the existing output: %s", r.stderr)
@@ -148,7 +159,7 @@ func sampleScenarios(t *testing.T) []*scenario {
 			"--initial-cluster", "m1=" + peer, "--initial-advertise-peer-urls", peer, "--quiet"},
 		outputs: []output{{kind: "member", path: "m1.etcd", name: "m1", peer: peer, wal: "m1.wal"}}}
 	rb := &scenario{name: "rebuild/sample", template: newTemplate(t, sample), inputs: []string{"in.db"}, few: true,
-		args:    []string{"rebuild", "--config", "rebuild.yaml", "--quiet"},
+		args:    append([]string{"rebuild", "--config", "rebuild.yaml", "--quiet"}, writerArgs()...),
 		outputs: []output{{kind: "bundle", path: "bundle"}}}
 	conf, err := os.ReadFile("../../testdata/rebuild.yaml")
 	if err != nil {

@@ -51,3 +51,12 @@ func TestBackupIntoAnotherDir(t *testing.T) {
 		t.Errorf("the backup landed beside the file")
 	}
 }
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.00 KiB", 1536: "1.50 KiB", 101 << 20: "101 MiB",
+		87<<20 + 300<<10: "87.3 MiB", 1717986918: "1.60 GiB", 10*1024 - 1: "10.0 KiB", 3 << 40: "3.00 TiB"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

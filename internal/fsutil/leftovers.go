@@ -213,24 +213,12 @@ func Summary(ls []Leftover) string {
 	}
 	var parts []string
 	if len(removed) > 0 {
-		parts = append(parts, fmt.Sprintf("removed %d leftover(s) of a killed run (%s): %s", len(removed), humanBytes(bytes), strings.Join(removed, ", ")))
+		parts = append(parts, fmt.Sprintf("removed %d leftover(s) of a killed run (%s): %s", len(removed), FormatSize(bytes), strings.Join(removed, ", ")))
 	}
 	if len(live) > 0 {
 		parts = append(parts, fmt.Sprintf("left alone, a running snapshift is writing them: %s", strings.Join(live, ", ")))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // FindLeftoversUnder lists the leftovers in root and every directory

@@ -21,6 +21,6 @@
 //
 // Everything is a function of Config.Seed: the same configuration writes the same bytes. Values are
 // built as typed k8s.io/api objects and encoded with package codec (protobuf envelope, JSON for
-// custom resources) on all CPUs; one goroutine writes them in revision order through the Writer's
-// bounded bbolt transactions.
+// custom resources) on all CPUs; one goroutine writes them in revision order through the Writer
+// (the `key` bucket's pages laid out by its bulk loader, the other buckets in one bbolt transaction).
 package gen

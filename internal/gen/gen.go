@@ -31,7 +31,8 @@ import (
 // the same Config changes, so that caches of generated files can tell they are stale.
 const Version = "2" // 2: the `key` bucket laid out by snapshot's bulk loader
 
-// DefaultTxBytes is the writer's snapshot.WriterConfig.TxBytes.
+// DefaultTxBytes is the writer's snapshot.WriterConfig.TxBytes: how often, in bytes of pages
+// written, the writer passes the crash suite's failpoint (it no longer bounds a transaction).
 const DefaultTxBytes = 32 << 20
 
 // MinKeys is the smallest Config.Keys: the sample cluster plus a little bulk.

@@ -231,6 +231,7 @@ var libraryFlags = map[string]string{
 	"MarkCompacted":  "--mark-compacted",
 	"InitialCluster": "--initial-cluster",
 	"Route":          "--route",
+	"Writer":         "--writer",
 	"PeerURLs":       "--initial-advertise-peer-urls",
 	// pki.Config and manifests.GenerateConfig (certs, manifests).
 	"CertDir":              "--cert-dir",

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/inspect"
+	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/wellknown"
@@ -85,7 +86,7 @@ func printSummary(out io.Writer, r *inspect.Report) {
 	if r.Compressed != "" {
 		fmt.Fprintf(w, "Compressed:\tzip (k3s/RKE2 --etcd-snapshot-compress), one entry %q; size and hash below are the snapshot's inside\n", r.Compressed)
 	}
-	fmt.Fprintf(w, "Size:\t%s (%d bytes, page size %d)\n", humanBytes(r.Size), r.Size, r.PageSize)
+	fmt.Fprintf(w, "Size:\t%s (%d bytes, page size %d)\n", fsutil.FormatSize(r.Size), r.Size, r.PageSize)
 	fmt.Fprintf(w, "Hash:\t%s\n", hash)
 	fmt.Fprintf(w, "Revision:\t%d (last key revision %d)\n", r.CurrentRevision, r.LastRevision)
 	fmt.Fprintf(w, "Compaction:\tscheduled %d, finished %d\n", r.Meta.ScheduledCompact, r.Meta.FinishedCompact)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/nodeops"
-	"github.com/snapshift/snapshift/rebuild"
 )
 
 // nodeOptions are node apply's and node rollback's options.
@@ -57,12 +57,12 @@ func (o *nodeOptions) Validate() error {
 // a directory with the report.json of a rebuild, and --node one of its
 // nodes (exit 2, with the nodes it has and the one probably meant).
 func checkBundle(dir, node string) error {
-	b, err := os.ReadFile(filepath.Join(dir, rebuild.ReportFile))
+	b, err := os.ReadFile(filepath.Join(dir, bundle.ReportFile))
 	if err != nil {
 		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
 			return usagef("--bundle %s is not a directory: give the output directory of snapshift rebuild", dir)
 		}
-		return usagef("--bundle %s holds no %s: give the output directory of snapshift rebuild (the directory with report.json and RUNBOOK.md)", dir, rebuild.ReportFile)
+		return usagef("--bundle %s holds no %s: give the output directory of snapshift rebuild (the directory with report.json and RUNBOOK.md)", dir, bundle.ReportFile)
 	}
 	var r struct {
 		Nodes []struct {
@@ -70,7 +70,7 @@ func checkBundle(dir, node string) error {
 		} `json:"nodes"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return usagef("--bundle %s: %s is not a rebuild report: %v", dir, rebuild.ReportFile, err)
+		return usagef("--bundle %s: %s is not a rebuild report: %v", dir, bundle.ReportFile, err)
 	}
 	var names []string
 	for _, n := range r.Nodes {

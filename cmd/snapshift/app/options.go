@@ -13,6 +13,7 @@ import (
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/progress"
+	"github.com/snapshift/snapshift/snapshot"
 )
 
 // command is one command's options, in the style of bbolt's CLI: the flags
@@ -135,6 +136,7 @@ type common struct {
 	yamlOfJSON bool
 	quiet      bool
 	profile    bool            // --profile: where the time went (timing.go)
+	writer     string          // --writer
 	in         compressedInput // a compressed snapshot argument (compressed.go)
 }
 
@@ -143,6 +145,22 @@ func (o *common) streams(c *cli.Context) {
 	if o.yamlOfJSON && o.format == "yaml" {
 		o.stdout = yamlWriter{o.stdout}
 	}
+}
+
+// writerFlag is --writer, on every command that writes a database; note
+// ends its usage.
+func (o *common) writerFlag(note string) cli.Flag {
+	return &cli.StringFlag{Name: "writer", Value: string(snapshot.WriterBulk), Destination: &o.writer,
+		Usage: "how the new database's key bucket is written: bulk (bbolt's pages laid out directly, the faster) or bbolt " +
+			"(through bbolt's own Put, slower: the fallback if a newer bbolt changes its on-disk format, or for a key too long for bulk)" + note}
+}
+
+// validateWriter refuses a --writer that names no writer.
+func (o *common) validateWriter() error {
+	if _, err := snapshot.ParseWriterKind(o.writer); err != nil {
+		return usagef("--writer %q is neither %s nor %s", o.writer, snapshot.WriterBulk, snapshot.WriterBbolt)
+	}
+	return nil
 }
 
 func (o *common) skipHashFlag() cli.Flag {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
 // writeJSON prints a report as JSON, or as YAML when w is the yamlWriter
@@ -30,20 +32,6 @@ func writeJSON(w io.Writer, v any) error {
 // yamlWriter is stdout under -o yaml: text passes through, and writeJSON
 // writes its document as YAML (the same keys as -o json).
 type yamlWriter struct{ io.Writer }
-
-// humanBytes formats a size.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
 
 type renderer struct {
 	mu          sync.Mutex
@@ -120,7 +108,7 @@ func (r *renderer) status(now time.Time, final bool) string {
 	}
 	amount := func(n int64) string {
 		if r.unit == "bytes" {
-			return humanBytes(n)
+			return fsutil.FormatSize(n)
 		}
 		return fmt.Sprintf("%d %s", n, r.unit)
 	}
@@ -145,7 +133,7 @@ func (r *renderer) status(now time.Time, final bool) string {
 	}
 	if el >= rateAfter || final {
 		if r.unit == "bytes" {
-			line += fmt.Sprintf(", %s/s", humanBytes(int64(rate)))
+			line += fmt.Sprintf(", %s/s", fsutil.FormatSize(int64(rate)))
 		} else {
 			line += fmt.Sprintf(", %.0f %s/s", rate, r.unit)
 		}

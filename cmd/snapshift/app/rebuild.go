@@ -9,10 +9,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rebuild"
+	"github.com/snapshift/snapshift/snapshot"
 )
 
 // rebuildOptions are rebuild's options: the rest is in the config file.
@@ -36,6 +38,9 @@ func (o *rebuildOptions) setup(c *cli.Context) error {
 
 func (o *rebuildOptions) Validate() error {
 	if err := o.validateFormat(); err != nil {
+		return err
+	}
+	if err := o.validateWriter(); err != nil {
 		return err
 	}
 	cfg, err := rebuild.Load(o.config)
@@ -66,7 +71,7 @@ func configError(err error) error {
 }
 
 func (o *rebuildOptions) Run(ctx context.Context) error {
-	opts := rebuild.Options{DryRun: o.dryRun, Progress: o.progress()}
+	opts := rebuild.Options{DryRun: o.dryRun, Progress: o.progress(), Writer: snapshot.WriterKind(o.writer)}
 	if !o.quiet && !o.json() {
 		opts.Log = o.stderr
 	}
@@ -108,7 +113,7 @@ func printRebuild(w io.Writer, r *rebuild.Report) {
 	if r.DryRun {
 		fmt.Fprintln(w, "Dry run: nothing was written.")
 	} else {
-		fmt.Fprintf(w, "Bundle: %s — next: %s\n", r.Output, filepath.Join(r.Output, rebuild.RunbookFile))
+		fmt.Fprintf(w, "Bundle: %s — next: %s\n", r.Output, filepath.Join(r.Output, bundle.RunbookFile))
 	}
 }
 
@@ -117,7 +122,7 @@ func rebuildCommand() *cli.Command {
 	return newCommand(o, []cli.Flag{
 		&cli.StringFlag{Name: "config", Destination: &o.config, Usage: "the RebuildConfiguration file"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing (a switch: --dry-run=client says the same)"},
-		o.outputFlag(), o.quietFlag(),
+		o.writerFlag(""), o.outputFlag(), o.quietFlag(),
 	}, cli.Command{
 		Name:  "rebuild",
 		Usage: "run the whole chain from one config file into a bundle: transform, verify, restore, certs, manifests, runbook",

@@ -38,7 +38,7 @@ func (o *restoreOptions) flags() []cli.Flag {
 		&cli.BoolFlag{Name: "keep-alarms", Destination: &o.cfg.KeepAlarms, Usage: "keep the snapshot's active etcd alarms (NOSPACE, CORRUPT); by default the member starts without them"},
 		&cli.StringFlag{Name: "route", Value: migrate.RouteRewrite, Destination: &o.route,
 			Usage: "with rule flags: rewrite, the only route (the live state is written anew into the member, as transform writes a snapshot; the copy route was removed)"},
-		o.tmpDirFlag(), o.skipHashFlag(), o.outputFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.quietFlag(), o.profileFlag(),
+		o.writerFlag("; with rule flags (without them etcd's own restore copies the snapshot's database)"), o.tmpDirFlag(), o.skipHashFlag(), o.outputFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.quietFlag(), o.profileFlag(),
 	}
 }
 
@@ -62,6 +62,9 @@ func (o *restoreOptions) setup(c *cli.Context) error {
 
 func (o *restoreOptions) Validate() error {
 	if err := o.validateFormat(); err != nil {
+		return err
+	}
+	if err := o.validateWriter(); err != nil {
 		return err
 	}
 	if err := o.cfg.Validate(); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/leftovers"
 	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/rules"
@@ -41,7 +42,7 @@ func (o *transformOptions) flags() []cli.Flag {
 			&cli.BoolFlag{Name: "keep-alarms", Destination: &o.keepAlarms, Usage: "copy the snapshot's active etcd alarms (NOSPACE, CORRUPT) into the output; by default it holds none"})
 	}
 	if !o.plan {
-		fs = append(fs, o.compressFlag())
+		fs = append(fs, o.compressFlag(), o.writerFlag(""))
 	}
 	fs = append(fs, o.rules.flags(allRuleOptions)...)
 	return append(fs, o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.etcdPrefixFlag(), o.outputFlag(), o.quietFlag(), o.profileFlag())
@@ -61,6 +62,9 @@ func (o *transformOptions) setup(c *cli.Context) error {
 func (o *transformOptions) Validate() error {
 	if !o.dryRun && o.out == "" {
 		return usagef("transform needs --out FILE (or --dry-run)")
+	}
+	if err := o.validateWriter(); err != nil {
+		return err
 	}
 	return o.validateFormat()
 }
@@ -117,7 +121,7 @@ func (o *common) migrateConfig(input string, ropts rules.Options) (migrate.Confi
 		return migrate.Config{}, err
 	}
 	cfg := migrate.Config{Input: input, Rules: ropts, SkipHashCheck: o.skipHash, Progress: o.progress(),
-		EtcdPrefix: o.etcdPrefix, Encryption: enc}
+		EtcdPrefix: o.etcdPrefix, Encryption: enc, Writer: snapshot.WriterKind(o.writer)}
 	if o.json() {
 		cfg.LeftoverExamples = -1 // a script reads every key; the text lists ten per resource
 	}
@@ -167,7 +171,7 @@ func printTransform(out io.Writer, res *migrate.Result) {
 		fmt.Fprintf(out, "Prefix: the cluster keeps its objects under %s (kube-apiserver --etcd-prefix); the rules read and write there\n", r.Input.EtcdPrefix)
 	}
 	if r.Output != nil {
-		fmt.Fprintf(out, "Output: %s (%s, sha256 %s)\n", r.Output.Path, humanBytes(r.Output.Size), r.Output.SHA256)
+		fmt.Fprintf(out, "Output: %s (%s, sha256 %s)\n", r.Output.Path, fsutil.FormatSize(r.Output.Size), r.Output.SHA256)
 	}
 	printCompressed(out, res)
 	printKeys(out, r, verb)
