@@ -60,6 +60,8 @@ func Library() Table {
 		{Flag: "manifest-dir"}, {Flag: "out-dir"}, {Flag: "bundle"}, {Flag: "node"},
 		{Flag: "root"}, {Flag: "backup-dir"}, {Flag: "preflight-only"}, {Flag: "skip-health"},
 		{Flag: "timeout"},
+		// cluster restart|check (clusterops; the probe pod of the DNS check)
+		{Flag: "kubeconfig"}, {Flag: "probe-image"}, {Flag: "probe-namespace"}, {Flag: "cluster-domain"},
 
 		// Keys only the rebuild file has.
 		{Key: "apiVersion"}, {Key: "kind"}, {Key: "snapshot"},

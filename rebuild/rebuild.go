@@ -89,6 +89,7 @@ type run struct {
 	// restart and cnis are what the snapshot runs (operation.go).
 	restart  []bundle.Workload
 	cnis     []string
+	detected *detected
 	webhooks []rules.WebhookChange
 }
 

@@ -97,6 +97,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			cleanCommand(),
 			rulesCommand(),
 			nodeCommand(),
+			clusterCommand(),
 			versionCommand(),
 			completionCommand(),
 			helpCommand(),

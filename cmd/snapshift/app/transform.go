@@ -75,6 +75,9 @@ func (o *transformOptions) Run(ctx context.Context) error {
 		return err
 	}
 	cfg.Output, cfg.Force, cfg.DryRun, cfg.KeepAlarms = o.out, o.force, o.dryRun, o.keepAlarms
+	if o.plan && cfg.Rules.Webhooks == "" {
+		cfg.Rules.Webhooks = rules.WebhooksList // plan names the webhooks that fail closed without being asked (as rebuild does)
+	}
 	zipped := !o.dryRun && o.wantZip()
 	switch {
 	case o.dryRun:
