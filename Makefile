@@ -47,7 +47,7 @@ failpoints:
 crash: failpoints build
 	@mkdir -p out
 	@SNAPSHIFT_FAILPOINTS_BIN=$(CURDIR)/bin/snapshift-failpoints SNAPSHIFT_BIN=$(CURDIR)/$(BIN) \
-	  $(GO) test -count=1 -timeout 20m -tags crash ./internal/crashtest -v > out/crash.log 2>&1; status=$$?; \
+	  $(GO) test -count=1 -timeout 30m -tags crash ./internal/crashtest -v > out/crash.log 2>&1; status=$$?; \
 	  grep -E '^crash:|^(ok|FAIL)\s' out/crash.log; \
 	  if [ $$status -ne 0 ]; then grep -E '^\s+(--- FAIL|[a-z_]+_test\.go:)' out/crash.log | head -50; fi; \
 	  echo "make crash: the whole log is out/crash.log"; exit $$status
