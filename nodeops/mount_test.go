@@ -125,3 +125,56 @@ func TestApplyRollbackOnAMountPoint(t *testing.T) {
 		}
 	}
 }
+
+// TestMountPointMoveResumed: apply stopped half way through moving the
+// mount point's contents (here a FIFO it cannot copy, after member/ was
+// moved; a kill there leaves the same state). Once the FIFO is gone, the
+// next apply finishes the move and applies, and a rollback instead puts
+// the old member back whole; the node is then as before either way.
+func TestMountPointMoveResumed(t *testing.T) {
+	if !inMountNamespace(t, "TestMountPointMoveResumed") {
+		return
+	}
+	for _, next := range []string{"apply", "rollback"} {
+		t.Run("then-"+next, func(t *testing.T) {
+			b, root := makeBundle(t), node(t)
+			etcd := mountTmpfs(t, root, "var/lib/etcd")
+			before := tree(t, root, "etc", "var")
+			fifo := filepath.Join(etcd, "zz.fifo")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
+			err := nodeops.Apply(context.Background(), cfg)
+			if err == nil || !strings.Contains(err.Error(), "moving /var/lib/etcd/zz.fifo aside") {
+				t.Fatalf("Apply with a FIFO in the data dir: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(etcd, "member")); err == nil {
+				t.Fatalf("member/ was not moved before the FIFO stopped apply")
+			}
+			if err := os.Remove(fifo); err != nil {
+				t.Fatal(err)
+			}
+			if next == "apply" {
+				if err := nodeops.Apply(context.Background(), cfg); err != nil {
+					t.Fatalf("the resumed Apply: %v", err)
+				}
+				checkApplied(t, root)
+			}
+			if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+				t.Fatalf("Rollback: %v", err)
+			}
+			after := tree(t, root, "etc", "var")
+			for p, v := range before {
+				if after[p] != v {
+					t.Errorf("after rollback %s is %q, was %q", p, after[p], v)
+				}
+			}
+			for p := range after {
+				if _, ok := before[p]; !ok && !strings.HasPrefix(p, "var/lib/snapshift") {
+					t.Errorf("after rollback %s exists", p)
+				}
+			}
+		})
+	}
+}
