@@ -33,7 +33,12 @@ func inMountNamespace(t *testing.T, name string) bool {
 
 // mountTmpfs makes root/rel a tmpfs mount point with the same entries and
 // mode as before (a dedicated etcd disk).
-func mountTmpfs(t *testing.T, root, rel string) string {
+func mountTmpfs(t *testing.T, root, rel string) string { return mountAt(t, root, rel, false) }
+
+// mountAt makes root/rel a mount point with the same entries and mode as
+// before: a tmpfs, or with bind a bind mount of a directory of the same
+// file system (the same device as its parent: only mountinfo shows it).
+func mountAt(t *testing.T, root, rel string, bind bool) string {
 	t.Helper()
 	dir := filepath.Join(root, rel)
 	aside := filepath.Join(t.TempDir(), "aside")
@@ -43,7 +48,15 @@ func mountTmpfs(t *testing.T, root, rel string) string {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "mode=0700"); err != nil {
+	if bind {
+		src := filepath.Join(root, "disk")
+		if err := os.Mkdir(src, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount(src, dir, "", syscall.MS_BIND, ""); err != nil {
+			t.Fatalf("bind mount on %s: %v", dir, err)
+		}
+	} else if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "mode=0700"); err != nil {
 		t.Fatalf("mount tmpfs on %s: %v", dir, err)
 	}
 	t.Cleanup(func() {
@@ -67,20 +80,42 @@ func device(t *testing.T, p string) uint64 {
 	return st.Dev
 }
 
+// mounted says whether /proc/self/mountinfo lists p as a mount point.
+func mounted(t *testing.T, p string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == p {
+			return true
+		}
+	}
+	return false
+}
+
 // TestApplyRollbackOnAMountPoint: the etcd data dir is a mount point (a
 // dedicated disk; renaming it fails with EBUSY): apply moves its contents
 // into the backup and the new member's into it, records the entry as
 // moved-contents, and rollback puts the old contents back; the mount
-// point stays a mount point throughout.
+// point stays a mount point throughout. Both a tmpfs (another device)
+// and a bind mount of the same file system (as hack/lab mounts it).
 func TestApplyRollbackOnAMountPoint(t *testing.T) {
 	if !inMountNamespace(t, "TestApplyRollbackOnAMountPoint") {
 		return
 	}
+	for _, bind := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tmpfs", true: "bind-mount"}[bind], func(t *testing.T) { applyRollbackOnAMountPoint(t, bind) })
+	}
+}
+
+func applyRollbackOnAMountPoint(t *testing.T, bind bool) {
 	b, root := makeBundle(t), node(t)
-	etcd := mountTmpfs(t, root, "var/lib/etcd")
+	etcd := mountAt(t, root, "var/lib/etcd", bind)
 	dev := device(t, etcd)
-	if dev == device(t, filepath.Dir(etcd)) {
-		t.Fatalf("%s is not a mount point", etcd)
+	if (dev == device(t, filepath.Dir(etcd))) != bind {
+		t.Fatalf("%s: the device test says mount point %v, want %v", etcd, dev != device(t, filepath.Dir(etcd)), !bind)
 	}
 	before := tree(t, root, "etc", "var")
 	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
@@ -89,7 +124,7 @@ func TestApplyRollbackOnAMountPoint(t *testing.T) {
 			t.Fatalf("round %d: Apply on a mount point: %v", round, err)
 		}
 		checkApplied(t, root)
-		if device(t, etcd) != dev {
+		if device(t, etcd) != dev || !mounted(t, etcd) {
 			t.Fatalf("round %d: %s is no longer the mount point", round, etcd)
 		}
 		recs, _ := filepath.Glob(filepath.Join(root, "var/lib/snapshift/backup/n1-????????????", nodeops.RecordFile))
@@ -109,7 +144,7 @@ func TestApplyRollbackOnAMountPoint(t *testing.T) {
 		if err := nodeops.Rollback(context.Background(), cfg); err != nil {
 			t.Fatalf("round %d: Rollback: %v", round, err)
 		}
-		if device(t, etcd) != dev {
+		if device(t, etcd) != dev || !mounted(t, etcd) {
 			t.Fatalf("round %d: after rollback %s is no longer the mount point", round, etcd)
 		}
 		after := tree(t, root, "etc", "var")
