@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -107,7 +108,10 @@ func (r *NodeLocalDNS) Apply(_ context.Context, obj *state.Object) (transform.Re
 		if !slices.Contains(nodeLocalDNSConfigs, obj.Key) {
 			return transform.Result{}, nil
 		}
-		changes = r.editData(o)
+		var err error
+		if changes, err = r.editData(o); err != nil {
+			return transform.Result{}, err
+		}
 	case *appsv1.DaemonSet:
 		if !slices.Contains(nodeLocalDNSDaemonSets, obj.Key) {
 			return transform.Result{}, nil
@@ -123,20 +127,22 @@ func (r *NodeLocalDNS) Apply(_ context.Context, obj *state.Object) (transform.Re
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
 }
 
-func (r *NodeLocalDNS) editData(cm *corev1.ConfigMap) []transform.Change {
+func (r *NodeLocalDNS) editData(cm *corev1.ConfigMap) ([]transform.Change, error) {
 	keys := make([]string, 0, len(cm.Data))
 	for k := range cm.Data {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	var changes []transform.Change
+	before := maps.Clone(cm.Data)
 	for _, k := range keys {
 		if s, ch := mapAddressesInText(cm.Data[k], r.addresses()); ch.len() > 0 {
 			cm.Data[k] = s
 			changes = append(changes, transform.Change{Field: "data[" + k + "]", Old: strings.Join(ch.old, ","), New: strings.Join(ch.new, ",")})
 		}
 	}
-	return changes
+	more, err := syncLastAppliedData(cm, before)
+	return append(changes, more...), err
 }
 
 func (r *NodeLocalDNS) editPodSpec(spec *corev1.PodSpec) []transform.Change {
