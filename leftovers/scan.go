@@ -285,6 +285,8 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 			l = Leftover{Key: key, Note: note}
 		case strings.HasPrefix(key, wellknown.PrefixSecrets):
 			l = Leftover{Key: key, Note: "old-range addresses inside Secret data (not shown)"}
+		case s.onlyInLastApplied(value):
+			l.Note = onlyLastAppliedNote
 		}
 		g.Examples = append(g.Examples, l)
 	}

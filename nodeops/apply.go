@@ -53,7 +53,7 @@ func Apply(ctx context.Context, cfg Config) error {
 			continue
 		}
 		if err := st.run(ctx); err != nil {
-			return fmt.Errorf("[%s] %w\nthe backup and its record are in %s (snapshift node rollback puts them back)", st.phase, err, filepath.Join(cfg.Root, a.backup))
+			return fmt.Errorf("[%s] %w; the backup and its record are in %s (snapshift node rollback puts them back)", st.phase, err, filepath.Join(cfg.Root, a.backup))
 		}
 		failpointStepDone()
 		a.rec.finish(st.id)

@@ -314,7 +314,11 @@ func (r *run) runbookFollowUp(b *runbook) {
 		b.step("Addresses no rule moved")
 		if lo != nil {
 			for _, g := range lo.Groups {
-				b.w("- old range, %s: %d keys (e.g. %s)", g.Resource, g.Keys, g.Examples[0].Key)
+				if e := g.Examples[0]; e.Note != "" && len(e.Addresses) > 0 {
+					b.w("- old range, %s: %d keys (e.g. %s, %s)", g.Resource, g.Keys, e.Key, e.Note)
+				} else {
+					b.w("- old range, %s: %d keys (e.g. %s)", g.Resource, g.Keys, e.Key)
+				}
 			}
 		}
 		for _, g := range old {

@@ -97,10 +97,9 @@ func Plan(in Input) []Stage {
 	add(dnsStage(in, byStage[StageDNS], pods[StageDNS]))
 	nld := Stage{Name: "node-local-dns", Title: "NodeLocal DNSCache (its Corefile and args name the cluster DNS address)",
 		Actions: append(restarts(byStage[StageNodeLocal]), pods[StageNodeLocal]...)}
-	if d := in.DNS; d != nil && d.Kept && d.Bridge != "" && len(nld.Actions) > 0 {
-		nld.Notes = append(nld.Notes, fmt.Sprintf("its ConfigMap and DaemonSet still name %s (kept with %s), which the handover released: "+
-			"replace %s by %s in both before this restart, or it forwards to nothing", orOld(d.Address), d.Service, orOld(d.Address), d.BridgeAddress))
-	}
+	// With a DNS bridge, the node-local-dns rule named the bridge's
+	// address (kube-dns's after the handover) in its ConfigMap and
+	// DaemonSet, never the kept one the handover releases: nothing to say.
 	add(nld)
 	add(backendStage(in, byStage[stageBackends], pods[stageBackends]))
 	rest := Stage{Name: "workloads", Title: "every other workload: the pods no controller restarts first, then each controller"}

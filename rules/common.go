@@ -349,6 +349,7 @@ func editConfigMapData(obj *state.Object, edit func(value string) (string, []tra
 		return nil, err
 	}
 	var changes []transform.Change
+	before := maps.Clone(cm.Data)
 	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
 		doc, ch, err := edit(cm.Data[k])
 		if err != nil {
@@ -360,5 +361,36 @@ func editConfigMapData(obj *state.Object, edit func(value string) (string, []tra
 		}
 		cm.Data[k] = doc
 	}
-	return changes, nil
+	more, err := syncLastAppliedData(cm, before)
+	if err != nil {
+		return nil, err
+	}
+	return append(changes, more...), nil
+}
+
+// syncLastAppliedData keeps kubectl's last-applied copy of a ConfigMap's
+// data in step with an edit of the data: a key whose copy held the value
+// before the edit gets the edited value (as kubectl apply of the edited
+// object would record it). A copy that already differed from the stored
+// value (the ConfigMap was changed since, by other means) is left alone.
+func syncLastAppliedData(cm *corev1.ConfigMap, before map[string]string) ([]transform.Change, error) {
+	edited, err := editLastApplied(&cm.ObjectMeta, func(doc map[string]any) bool {
+		data, ok := nested(doc, "data")
+		if !ok {
+			return false
+		}
+		changed := false
+		for k, old := range before {
+			if cur := cm.Data[k]; cur != old {
+				if v, ok := data[k].(string); ok && v == old {
+					data[k], changed = cur, true
+				}
+			}
+		}
+		return changed
+	})
+	if err != nil || !edited {
+		return nil, err
+	}
+	return []transform.Change{{Field: "metadata.annotations[" + LastApplied + "]", New: "data copy updated"}}, nil
 }

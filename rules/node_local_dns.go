@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -43,9 +44,37 @@ var (
 // (the Corefile's forward targets, the DaemonSet's args and env) with the
 // Services. kubelet's clusterDNS there is the cache's link-local address,
 // which no range holds: it is left alone.
+//
+// A DNS Service kept with a bridge (--keep-service-ip kube-system/kube-dns
+// --dns-bridge) is the one address that does not follow its Service: the
+// cache names the bridge's address instead of the kept one. The cache
+// binds the kubelets' clusterDNS (the bridge's address, after the
+// cluster-config rule) and forwards to it, or to kube-dns-upstream, which
+// moves as any Service: the bridge serves that address during the window
+// and kube-dns itself after the restart's handover recreates it there,
+// while the kept address is released by the handover.
 type NodeLocalDNS struct {
-	plan  *Plan
-	notes []string
+	plan    *Plan
+	mapping map[netip.Addr]netip.Addr
+	notes   []string
+}
+
+// addresses is the Service plan's mapping, plus the kept DNS Service's
+// address to its bridge's.
+func (r *NodeLocalDNS) addresses() map[netip.Addr]netip.Addr {
+	if r.mapping != nil {
+		return r.mapping
+	}
+	sp := r.plan.Service
+	r.mapping = sp.IPs
+	if sp.Bridge.IsValid() && sp.DNS.IsValid() && sp.DNS != sp.Bridge {
+		r.mapping = make(map[netip.Addr]netip.Addr, len(sp.IPs)+1)
+		for a, b := range sp.IPs {
+			r.mapping[a] = b
+		}
+		r.mapping[sp.DNS] = sp.Bridge
+	}
+	return r.mapping
 }
 
 var nodeLocalDNSEntry = Entry{
@@ -70,7 +99,7 @@ func (r *NodeLocalDNS) Notes() []string { return r.notes }
 
 // Apply edits the ConfigMap or the DaemonSet.
 func (r *NodeLocalDNS) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
-	if r.plan.Service == nil || len(r.plan.Service.IPs) == 0 {
+	if r.plan.Service == nil || len(r.addresses()) == 0 {
 		return transform.Result{}, nil
 	}
 	var changes []transform.Change
@@ -79,7 +108,10 @@ func (r *NodeLocalDNS) Apply(_ context.Context, obj *state.Object) (transform.Re
 		if !slices.Contains(nodeLocalDNSConfigs, obj.Key) {
 			return transform.Result{}, nil
 		}
-		changes = r.editData(o)
+		var err error
+		if changes, err = r.editData(o); err != nil {
+			return transform.Result{}, err
+		}
 	case *appsv1.DaemonSet:
 		if !slices.Contains(nodeLocalDNSDaemonSets, obj.Key) {
 			return transform.Result{}, nil
@@ -95,26 +127,28 @@ func (r *NodeLocalDNS) Apply(_ context.Context, obj *state.Object) (transform.Re
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
 }
 
-func (r *NodeLocalDNS) editData(cm *corev1.ConfigMap) []transform.Change {
+func (r *NodeLocalDNS) editData(cm *corev1.ConfigMap) ([]transform.Change, error) {
 	keys := make([]string, 0, len(cm.Data))
 	for k := range cm.Data {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	var changes []transform.Change
+	before := maps.Clone(cm.Data)
 	for _, k := range keys {
-		if s, ch := mapAddressesInText(cm.Data[k], r.plan.Service.IPs); ch.len() > 0 {
+		if s, ch := mapAddressesInText(cm.Data[k], r.addresses()); ch.len() > 0 {
 			cm.Data[k] = s
 			changes = append(changes, transform.Change{Field: "data[" + k + "]", Old: strings.Join(ch.old, ","), New: strings.Join(ch.new, ",")})
 		}
 	}
-	return changes
+	more, err := syncLastAppliedData(cm, before)
+	return append(changes, more...), err
 }
 
 func (r *NodeLocalDNS) editPodSpec(spec *corev1.PodSpec) []transform.Change {
 	var changes []transform.Change
 	edit := func(field string, s *string) {
-		if n, ch := mapAddressesInText(*s, r.plan.Service.IPs); ch.len() > 0 {
+		if n, ch := mapAddressesInText(*s, r.addresses()); ch.len() > 0 {
 			*s = n
 			changes = append(changes, transform.Change{Field: field, Old: strings.Join(ch.old, ","), New: strings.Join(ch.new, ",")})
 		}

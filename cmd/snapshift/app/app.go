@@ -199,14 +199,22 @@ func refusedf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errRefused}, args...)...)
 }
 
-// oneLine escapes control characters: an error may quote bytes from the
+// oneLine makes an error one line: an error may quote bytes from the
 // snapshot, and a stored newline must not start a second (forged) line.
+// Lines are joined with "; " (errors.Join, a command's stderr, a message in
+// two sentences read as clauses, not as a literal \n); other control
+// characters are escaped.
 func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	s = strings.Join(parts, "; ")
 	var b strings.Builder
 	for _, r := range s {
 		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
 		case r == '\r':
 			b.WriteString(`\r`)
 		case r == '\t':

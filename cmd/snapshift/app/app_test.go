@@ -622,3 +622,45 @@ func TestPlanTextBoundsChanges(t *testing.T) {
 		t.Errorf("text does not say %q:\n%s", want, txt.stdout)
 	}
 }
+
+// TestOneLineJoinsLines: a message over several lines (errors.Join, a
+// command's stderr, node apply's "where the backup is" clause) is printed
+// as one line of clauses, never with a literal \n in it.
+func TestOneLineJoinsLines(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\nb": "a; b",
+		"[kubelet] failed\n  the backup is in /x\n": "[kubelet] failed; the backup is in /x",
+		"v1/x\nsnapshift: all good":                 "v1/x; snapshift: all good",
+		"tab\there\rx":                              `tab\there\rx`,
+	} {
+		if got := oneLine(in); got != want {
+			t.Errorf("oneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestFailureMessageHasNoLiteralNewline: a user rule whose merge patch adds
+// two unknown fields is refused with both strict-decoding errors (joined by
+// errors.Join with a newline); the one stderr line lists them as clauses,
+// not with a literal \n between them.
+func TestFailureMessageHasNoLiteralNewline(t *testing.T) {
+	in := copySample(t)
+	dir := t.TempDir()
+	rulesFile := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(rulesFile, []byte(`apiVersion: snapshift.io/v1alpha1
+kind: RuleSet
+rules:
+- name: two-bad-fields
+  match: {resource: configmaps, namespaces: [demo], names: [app-settings]}
+  mergePatch: {bogus1: 1, bogus2: 2}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "transform", in, "--out", filepath.Join(dir, "out.db"), "--service-cidr", "172.24.0.0/16", "--rules", rulesFile, "--quiet")
+	if r.code != ExitRefused {
+		t.Errorf("exit %d, want %d: %s", r.code, ExitRefused, r.stderr)
+	}
+	if lines := r.stderrLines(); len(lines) != 1 || strings.Contains(r.stderr, `\n`) || !strings.Contains(r.stderr, `unknown field "bogus1"; unknown field "bogus2"`) {
+		t.Errorf("stderr %q, want one line naming both fields, without a literal \\n", r.stderr)
+	}
+}

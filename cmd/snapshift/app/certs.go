@@ -50,7 +50,7 @@ func (o *certsOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "kubeconfig-user", Destination: &o.kubeUser, Usage: "write one kubeconfig for this user (a client certificate CN signed by --cert-dir's ca.crt/ca.key), e.g. system:kube-proxy"},
 		&cli.StringSliceFlag{Name: "kubeconfig-group", Destination: &o.kubeGroups, Usage: "--kubeconfig-user: a group (the certificate's O), repeatable"},
 		&cli.StringFlag{Name: "kubeconfig-out", Destination: &o.kubeOut, Usage: "--kubeconfig-user: the file to write (0600; a replaced file is kept as .bak)"},
-		o.outputFlag(), o.quietFlag(),
+		o.outputFlag(), &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "print nothing but errors (-o json still prints its report)"},
 	}
 }
 
@@ -125,6 +125,9 @@ func (o *certsOptions) Run(context.Context) error {
 	}
 	if o.json() {
 		return writeJSON(o.stdout, results)
+	}
+	if o.quiet {
+		return nil // the files written are the output; the list of them is progress
 	}
 	for _, r := range results {
 		printCerts(o.stdout, r)

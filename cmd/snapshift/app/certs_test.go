@@ -188,3 +188,30 @@ func readCertFile(t *testing.T, path string) *x509.Certificate {
 	}
 	return c
 }
+
+// TestCertsQuiet: --quiet prints nothing but errors, for --all and for
+// --kubeconfig-user alike (the lab writes its kubeconfigs so), and the
+// files are still written; -o json still prints its report.
+func TestCertsQuiet(t *testing.T) {
+	dir := t.TempDir()
+	certDir := filepath.Join(dir, "pki")
+	r := run(t, "certs", "--all", "--cert-dir", certDir, "--kubeconfig-dir", dir, "--service-cidr", "172.24.0.0/16",
+		"--node-name", "cp1", "--apiserver-advertise-address", "10.0.0.10", "--quiet")
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Errorf("certs --all --quiet: exit %d, stdout %q, stderr %q; want 0 and nothing", r.code, r.stdout, r.stderr)
+	}
+	out := filepath.Join(dir, "kube-proxy.conf")
+	r = run(t, "certs", "--cert-dir", certDir, "--kubeconfig-user", "system:kube-proxy", "--kubeconfig-out", out,
+		"--control-plane-endpoint", "k8s-api.internal:6443", "--quiet")
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Errorf("certs --kubeconfig-user --quiet: exit %d, stdout %q, stderr %q; want 0 and nothing", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("certs --kubeconfig-user --quiet wrote no kubeconfig: %v", err)
+	}
+	r = run(t, "certs", "--cert-dir", certDir, "--kubeconfig-user", "system:kube-proxy", "--kubeconfig-out", out,
+		"--control-plane-endpoint", "k8s-api.internal:6443", "--quiet", "-o", "json")
+	if r.code != 0 || !strings.HasPrefix(strings.TrimSpace(r.stdout), "[") {
+		t.Errorf("certs --quiet -o json: exit %d, stdout %q; want its JSON report", r.code, r.stdout)
+	}
+}

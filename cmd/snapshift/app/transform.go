@@ -252,9 +252,12 @@ func printLeftoverScan(out io.Writer, lo *leftovers.LeftoverReport) {
 			fmt.Fprintf(out, "    recreated by their controllers once the pods restart; by namespace, in restart order: %s\n", namespaceCounts(g.Namespaces))
 		}
 		for _, e := range g.Examples {
-			if e.Note != "" {
+			switch {
+			case e.Note != "" && len(e.Addresses) > 0:
+				fmt.Fprintf(out, "      %s: %s, %s\n", wellknown.KubectlName(e.Key), strings.Join(e.Addresses, ", "), e.Note)
+			case e.Note != "":
 				fmt.Fprintf(out, "      %s (%s)\n", wellknown.KubectlName(e.Key), e.Note)
-			} else {
+			default:
 				fmt.Fprintf(out, "      %s: %s\n", wellknown.KubectlName(e.Key), strings.Join(e.Addresses, ", "))
 			}
 		}
