@@ -156,7 +156,7 @@ func (h *host) backupCopy(dir string, r *Record, p string) error {
 		return err
 	}
 	r.Entries = append(r.Entries, Entry{Path: p, How: Copied, Backup: name, Bytes: n})
-	h.logf("backup", "copied %s to %s (%d bytes)", p, filepath.Join(dir, name), n)
+	h.logf("backup", "copied %s to %s (%s)", p, filepath.Join(dir, name), fsutil.FormatSize(n))
 	return nil
 }
 
@@ -192,7 +192,7 @@ func (h *host) backupMove(dir string, r *Record, p string) error {
 		return fmt.Errorf("moving %s aside: %w", p, err)
 	}
 	r.Entries = append(r.Entries, Entry{Path: p, How: Moved, Backup: name, Bytes: n})
-	h.logf("backup", "moved %s to %s (%d bytes)", p, filepath.Join(dir, name), n)
+	h.logf("backup", "moved %s to %s (%s)", p, filepath.Join(dir, name), fsutil.FormatSize(n))
 	return nil
 }
 

@@ -4,8 +4,11 @@
 // tested by running it).
 //
 // Apply, on the node named by the bundle: preflight (the right host, every
-// file's sha256 against report.json, disk space for the backups, crictl
-// and systemctl present); a backup, made once, of exactly what it replaces
+// file's sha256 against report.json, crictl, systemctl and ip present, a
+// root with /etc/kubernetes's static pods and the etcd data dir the bundle
+// names, disk space for the backups: every check runs, a refusal names
+// each failure, and a pass says what will be copied, moved and restored);
+// a backup, made once, of exactly what it replaces
 // (/etc/kubernetes, the kubelet's config.yaml and pki/ copied, the etcd
 // data dir moved), recorded in backup.json; the static pods stopped and
 // the kubelet stopped, waiting until crictl shows no etcd and no

@@ -31,7 +31,7 @@ func (o *nodeOptions) flags(apply bool) []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "print nothing but errors"},
 	}
 	if apply {
-		fs = append(fs, &cli.BoolFlag{Name: "preflight-only", Destination: &o.cfg.PreflightOnly, Usage: "run the checks only; change nothing"})
+		fs = append(fs, &cli.BoolFlag{Name: "preflight-only", Destination: &o.cfg.PreflightOnly, Usage: "run the checks and say what apply would back up, move and restore; change nothing"})
 	}
 	return fs
 }
@@ -108,7 +108,9 @@ func nodeCommand() *cli.Command {
 			Name:  "apply",
 			Usage: "preflight, back up, stop the static pods and the kubelet, install, clean the CNI's host state, start, wait for health",
 			Description: "Run as root on the control-plane node, on every control-plane node at the same time (etcd needs its quorum):\n" +
-				"checks the host, every file's sha256 against report.json, disk space and tools (systemctl, crictl, ip); backs up\n" +
+				"checks the host, every file's sha256 against report.json, tools (systemctl, crictl, ip), that --root holds the\n" +
+				"node's /etc/kubernetes/manifests (etcd or kube-apiserver) and the etcd data dir report.json names, and disk space,\n" +
+				"naming every failed check (exit 4), then says what it will back up and move (sizes) and what rollback restores; backs up\n" +
 				"/etc/kubernetes, /var/lib/kubelet/config.yaml and pki/ (copies) and the etcd data dir (moved) into\n" +
 				"/var/lib/snapshift/backup/<node>-<bundle>/ with backup.json; moves the manifests out and waits until crictl shows\n" +
 				"no etcd and no kube-apiserver; stops the kubelet; installs the node's files; moves old-CA kubelet client\n" +
