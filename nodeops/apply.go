@@ -46,6 +46,16 @@ func Apply(ctx context.Context, cfg Config) error {
 		a.logf("preflight", "passed; nothing changed (--preflight-only)")
 		return nil
 	}
+	unlock, err := a.lock(b.node.Name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if again, err := a.loadRecord(a.backup); err != nil {
+		return err
+	} else if (again == nil) != (a.rec == nil) || (again != nil && (again.RolledBack || len(again.Steps) != len(a.rec.Steps))) {
+		return fmt.Errorf("another snapshift node operation changed %s while this one waited for it: run apply again", filepath.Join(a.backup, RecordFile))
+	}
 	for _, st := range a.steps() {
 		if st.once && a.rec.done(st.id) {
 			continue
@@ -57,6 +67,13 @@ func Apply(ctx context.Context, cfg Config) error {
 		a.rec.finish(st.id)
 		if err := a.saveRecord(a.backup, a.rec); err != nil {
 			return fmt.Errorf("[%s] recording it in %s: %w", st.phase, filepath.Join(a.backup, RecordFile), err)
+		}
+	}
+	if a.rec.Applied == nil {
+		now := cfg.Now().UTC()
+		a.rec.Applied = &now
+		if err := a.saveRecord(a.backup, a.rec); err != nil {
+			return err
 		}
 	}
 	a.logf("apply", "done: %s runs the bundle's control plane (backup in %s)", b.node.Name, a.backup)

@@ -50,6 +50,17 @@ type Record struct {
 	Restored int `json:"restored,omitempty"`
 	// RolledBack is set once rollback has put every entry back.
 	RolledBack bool `json:"rolledBack,omitempty"`
+	// Applied is when apply first finished its last step.
+	Applied *time.Time `json:"applied,omitempty"`
+	// RollbackDeadline is when the node rolls itself back unless
+	// confirmed (node apply --rollback-after).
+	RollbackDeadline *time.Time `json:"rollbackDeadline,omitempty"`
+	// RollbackUnit is the systemd timer that does it, while it is armed
+	// (confirm and rollback remove it, then clear this).
+	RollbackUnit string `json:"rollbackUnit,omitempty"`
+	// Confirmed is when `snapshift node confirm` recorded the migration
+	// checked healthy: the deadline no longer rolls back.
+	Confirmed *time.Time `json:"confirmed,omitempty"`
 }
 
 // RecordFile is the backup's record, in the backup directory.

@@ -47,7 +47,11 @@ func (a *applyRun) preflight(context.Context) error {
 	if check(a.b.verify()) {
 		a.logf("preflight", "every file of node %s and etcd member %s matches report.json", a.b.node.Name, a.b.node.EtcdMember)
 	}
-	for _, tool := range []string{"systemctl", "crictl", "ip"} {
+	tools := []string{"systemctl", "crictl", "ip"}
+	if a.cfg.RollbackAfter > 0 && !a.rec.done(StepArmed) {
+		tools = append(tools, "systemd-run") // --rollback-after's timer
+	}
+	for _, tool := range tools {
 		if _, err := lookPath(tool); err != nil {
 			check(fmt.Errorf("%s not found in PATH: %w", tool, err))
 		}
@@ -222,6 +226,9 @@ func (a *applyRun) describe() error {
 		a.logf("preflight", "the CA changes: will move %d kubelet-client-*.pem from %s into the backup", len(old), KubeletPKI)
 	}
 	a.logf("preflight", "rollback (snapshift node rollback) restores %s, byte for byte, then starts the old control plane", strings.Join(reversed(restores), ", "))
+	if d := a.cfg.RollbackAfter; d > 0 {
+		a.logf("preflight", "--rollback-after %s: after the backup, the systemd timer %s.timer rolls this node back %s later unless `snapshift node confirm` runs before", d, rollbackUnit(a.b.node.Name), d)
+	}
 	return nil
 }
 
