@@ -20,6 +20,10 @@
 // every path backup.json records, byte for byte, and restarts the old
 // control plane.
 //
+// With Config.RollbackAfter, apply arms a transient systemd timer right
+// after its backup; unless Confirm records the node healthy before it, the
+// timer runs RollbackIfUnconfirmed (deadline.go).
+//
 // Apply is a list of typed steps (steps.go); after each one backup.json,
 // published like every output (fsutil.WriteFile), records it, so that a
 // second apply, or a rollback, finishes from wherever a killed run
