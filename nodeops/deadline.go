@@ -70,8 +70,11 @@ func (a *applyRun) armDeadline(ctx context.Context) error {
 		return err
 	}
 	unit := rollbackUnit(a.b.node.Name)
-	// A killed run may have armed it before recording it: replace it.
+	// A killed run may have armed it before recording it, and a failed
+	// rollback's service stays loaded (no --collect: its failure stays in
+	// systemctl status): clear both, or systemd-run refuses the name.
 	a.run(ctx, "systemctl", "stop", unit+".timer")
+	a.run(ctx, "systemctl", "reset-failed", unit+".timer", unit+".service")
 	deadline := a.cfg.Now().Add(a.cfg.RollbackAfter).UTC().Truncate(time.Second)
 	args := []string{
 		"--unit=" + unit,

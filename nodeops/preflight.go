@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
 )
@@ -248,6 +249,9 @@ func (a *applyRun) describeRecord() {
 		}
 	}
 	a.logf("preflight", "rollback (snapshift node rollback) restores %s, byte for byte, then starts the old control plane", strings.Join(restores, ", "))
+	if d := a.rec.RollbackDeadline; d != nil && a.rec.RollbackUnit != "" {
+		a.logf("preflight", "%s rolls this node back at %s unless `snapshift node confirm` runs before", a.rec.RollbackUnit, d.Format(time.RFC3339))
+	}
 }
 
 // sizeOf is host path p's size and file count in words.
