@@ -5,7 +5,8 @@
 // rebuild file (apiVersion snapshift.io/v1alpha1, kind BundleReport) and
 // holds only plain types, so that the node-side code depends on this
 // package and not on the engine that wrote the bundle (docs/DESIGN.md
-// decision 31).
+// decision 31). The cluster-restart input (Operation.Cluster) is package
+// restart's Input: restart is a leaf that imports nothing of the module.
 //
 // The layout, relative to the bundle directory:
 //
@@ -15,5 +16,6 @@
 //	kubernetes/<node>/         what goes to that node's /etc/kubernetes (pki/, kubeconfigs, manifests/)
 //	kubernetes/<node>/host/... files that go elsewhere on the node, at the path below host/
 //
-// Writers: package rebuild. Readers: package nodeops.
+// Writers: package rebuild. Readers: package nodeops, and the CLI's
+// `cluster restart|check` (package clusterops through restart.Input).
 package bundle

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/snapshift/snapshift/restart"
 )
 
 // APIVersion and Kind of report.json.
@@ -80,14 +82,18 @@ type Operation struct {
 	// Webhooks are the admission webhooks that would block the restart;
 	// those Ignored were Fail and the runbook's last step sets them back.
 	Webhooks []Webhook `json:"webhooks,omitempty"`
+	// Cluster is what `snapshift cluster restart|check` and RUNBOOK.md's
+	// staged restart are computed from (restart.Plan).
+	Cluster *restart.Input `json:"cluster,omitempty"`
 	// Checksums are the sha256 of every regular file under kubernetes/ and
 	// etcd/, by path relative to the bundle (slash-separated).
 	Checksums map[string]string `json:"checksums"`
 }
 
-// Workload is a DaemonSet or Deployment the staged restart restarts.
+// Workload is a DaemonSet, Deployment or StatefulSet the staged restart
+// restarts.
 type Workload struct {
-	Kind      string `json:"kind"` // DaemonSet or Deployment
+	Kind      string `json:"kind"` // DaemonSet, Deployment or StatefulSet
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// Selector is spec.selector.matchLabels as kubectl's -l (sorted).
@@ -161,10 +167,8 @@ func (o *Opened) Node(name string) (Node, error) {
 	return Node{}, fmt.Errorf("bundle %s has no node %q (it has %s)", o.Dir, name, strings.Join(names, ", "))
 }
 
-// Resource is kubectl's name for it (ds/<name>, deploy/<name>).
+// Resource is kubectl's name for it (ds/<name>, deploy/<name>,
+// sts/<name>).
 func (w Workload) Resource() string {
-	if w.Kind == "DaemonSet" {
-		return "ds/" + w.Name
-	}
-	return "deploy/" + w.Name
+	return restart.Workload{Kind: w.Kind, Name: w.Name}.Ref()
 }

@@ -8,14 +8,13 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/leftovers"
-	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/rules"
-	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/verify"
 )
@@ -34,54 +33,26 @@ type Observer = transform.Observer
 // RouteRewrite is the fused restore's route (Config.Route), the only one.
 const RouteRewrite = transform.RouteRewrite
 
-// Config configures Run.
+// Engine is the engine's configuration (transform.Config), re-exported so
+// that callers outside the pipeline need not import transform.
+type Engine = transform.Config
+
+// Config configures Run: the engine's configuration (transform.Config:
+// Input, Output, Force, DryRun, Restore, Route, SkipHashCheck, KeepAlarms,
+// Encryption, EtcdPrefix, Progress, Observers, Writer, ...), declared once there and
+// embedded here as Engine, plus the rules' options. Run builds the engine's Rules and
+// VerifyOutput from Rules: leave those two empty (Run refuses them), and
+// Observers see every output value beside the leftover scan.
 type Config struct {
-	// Input is the snapshot to migrate. Required.
-	Input string
-	// Output is the new snapshot file. Required unless DryRun or Restore.
-	Output string
-	// Force replaces an existing Output. Default: an existing Output is an
-	// error.
-	Force bool
-	// DryRun writes nothing: the Result says what would change. Requires
-	// no Output and no Restore.
-	DryRun bool
-	// Restore, instead of Output, restores the result straight into these
-	// members' data dirs in the same pass (the fused restore): the live
-	// state is written anew into the first member, checked, and copied to
-	// the others; no snapshot file is written. Default: none.
-	Restore []snapshot.RestoreConfig
-	// Route is "" or RouteRewrite; "copy" (removed) is refused. Requires
-	// Restore.
-	Route string
-	// SkipHashCheck accepts an input without a sha256 trailer (a raw
-	// member/snap/db). Default: the trailer is required and checked.
-	SkipHashCheck bool
-	// KeepAlarms keeps the input's active etcd alarms in the output.
-	// Default: the output holds none.
-	KeepAlarms bool
-	// Encryption decrypts (and re-encrypts) values encrypted at rest.
-	// Default: none; a rule that claims an encrypted value refuses.
-	Encryption *encryption.Config
-	// EtcdPrefix is where the cluster keeps its objects (kube-apiserver's
-	// --etcd-prefix). Default: detected from the snapshot.
-	EtcdPrefix string
-	// Progress receives phase events. Optional.
-	Progress progress.Reporter
+	Engine
 	// Rules select and configure the rules. The zero value selects none:
-	// an identity transform.
+	// an identity transform. It shadows Engine.Rules, which Run
+	// builds from it.
 	Rules rules.Options
-	// Observers see every output value beside the leftover scan (rebuild's
-	// old-address scan). Optional.
-	Observers []Observer
 	// LeftoverExamples bounds the keys the leftover scan lists per
 	// resource. Default 10; -1 lists every one (the CLI's -o json, for
 	// scripts).
 	LeftoverExamples int
-	// Writer is how the output's (or the first member's) `key` bucket is
-	// written: snapshot.WriterBulk (the default, "") or snapshot.WriterBbolt,
-	// bbolt's own Put, the fallback if a future bbolt changes its format.
-	Writer snapshot.WriterKind
 }
 
 // Result is what one run did: the engine's report, the network plan the
@@ -100,6 +71,9 @@ type Result struct {
 
 // Run migrates cfg.Input. On error nothing is left at the output.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Engine.Rules != nil || cfg.VerifyOutput != nil {
+		return nil, errors.New("migrate: the engine's Rules and VerifyOutput are built from Config.Rules; leave them empty")
+	}
 	rs, plan, err := rules.Build(cfg.Rules)
 	if err != nil {
 		return nil, err
@@ -109,13 +83,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.LeftoverExamples != 0 {
 		scan.MaxExamples = cfg.LeftoverExamples
 	}
-	tc := transform.Config{
-		Input: cfg.Input, Output: cfg.Output, Force: cfg.Force, DryRun: cfg.DryRun,
-		Restore: cfg.Restore, Route: cfg.Route, KeepAlarms: cfg.KeepAlarms,
-		SkipHashCheck: cfg.SkipHashCheck, Progress: cfg.Progress, EtcdPrefix: cfg.EtcdPrefix, Encryption: cfg.Encryption,
-		Rules: rs, Observers: append([]Observer{scan}, cfg.Observers...), Writer: cfg.Writer,
-		VerifyOutput: verifyOutput(cfg.Rules, cfg.Encryption),
-	}
+	tc := cfg.Engine // every engine option as given, then what Run derives
+	tc.Rules = rs
+	tc.Observers = append([]Observer{scan}, cfg.Observers...)
+	tc.VerifyOutput = verifyOutput(cfg.Rules, cfg.Encryption)
 	r, err := transform.Run(ctx, tc)
 	if err != nil {
 		return nil, err

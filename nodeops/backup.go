@@ -19,6 +19,11 @@ const (
 	Copied = "copied"
 	// Moved: the path was renamed into the backup (the etcd data dir).
 	Moved = "moved"
+	// MovedContents: the path is a mount point (a dedicated etcd disk),
+	// which cannot be renamed: its entries were moved into the backup
+	// directory named Backup and the path itself stays. Rollback empties
+	// it and copies the entries back (the backup keeps them).
+	MovedContents = "moved-contents"
 	// Absent: the path did not exist; rollback removes it.
 	Absent = "absent"
 )
@@ -173,13 +178,23 @@ func (h *host) backupCopy(dir string, r *Record, p string) error {
 
 // backupMove moves host path p into the backup directory and records it.
 // A run killed after the rename and before the record left p in the
-// backup already: that is recorded as moved, not as absent.
+// backup already: that is recorded as moved, not as absent. When p is a
+// mount point its contents are moved instead (backupMoveContents).
 func (h *host) backupMove(dir string, r *Record, p string) error {
 	name := backupName(p)
 	dst := filepath.Join(h.path(dir), name)
 	there, err := exists(h.path(p))
 	if err != nil {
 		return err
+	}
+	if there {
+		mount, err := isMountPoint(h.path(p))
+		if err != nil {
+			return err
+		}
+		if mount {
+			return h.backupMoveContents(dir, r, p)
+		}
 	}
 	if moved, err := exists(dst); err != nil || (moved && !there) {
 		if err == nil {
@@ -204,6 +219,49 @@ func (h *host) backupMove(dir string, r *Record, p string) error {
 	}
 	r.Entries = append(r.Entries, Entry{Path: p, How: Moved, Backup: name, Bytes: n})
 	h.logf("backup", "moved %s to %s (%s)", p, filepath.Join(dir, name), fsutil.FormatSize(n))
+	return nil
+}
+
+// backupMoveContents moves every entry of host path p, a mount point
+// (renaming it fails with EBUSY), into the backup directory and records p
+// as MovedContents. Each entry is copied (another file system), fsynced,
+// then removed from p, so a run killed half way is resumed by the next
+// one: what is still in p is moved, what is already in the backup stays.
+func (h *host) backupMoveContents(dir string, r *Record, p string) error {
+	name := backupName(p)
+	dst := filepath.Join(h.path(dir), name)
+	st, err := os.Stat(h.path(p))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(dst, st.Mode().Perm()); err != nil { // p's mode, which rollback puts back
+		return err
+	}
+	ents, err := os.ReadDir(h.path(p))
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		to := filepath.Join(dst, e.Name())
+		if err := os.RemoveAll(to); err != nil { // a copy a killed run left half done
+			return err
+		}
+		if err := moveTree(filepath.Join(h.path(p), e.Name()), to); err != nil {
+			return fmt.Errorf("moving %s aside: %w", filepath.Join(p, e.Name()), err)
+		}
+	}
+	if err := fsutil.SyncDir(dst); err != nil {
+		return err
+	}
+	n, err := treeSize(dst)
+	if err != nil {
+		return err
+	}
+	r.Entries = append(r.Entries, Entry{Path: p, How: MovedContents, Backup: name, Bytes: n})
+	h.logf("backup", "%s is a mount point: moved its contents to %s (%d bytes)", p, filepath.Join(dir, name), n)
 	return nil
 }
 

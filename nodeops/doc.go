@@ -10,7 +10,8 @@
 // each failure, and a pass says what will be copied, moved and restored);
 // a backup, made once, of exactly what it replaces
 // (/etc/kubernetes, the kubelet's config.yaml and pki/ copied, the etcd
-// data dir moved), recorded in backup.json; the static pods stopped and
+// data dir moved, or its contents when it is a mount point), recorded in
+// backup.json; the static pods stopped and
 // the kubelet stopped, waiting until crictl shows no etcd and no
 // kube-apiserver; the node's files installed with their owners and modes;
 // the kubelet's old-CA client certificates moved aside when the CA

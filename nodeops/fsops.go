@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
@@ -110,4 +111,58 @@ func freeBytes(p string) (uint64, error) {
 		}
 		p = filepath.Dir(p)
 	}
+}
+
+// isMountPoint says whether directory p is a mount point: it is on
+// another device than its parent, or /proc/self/mountinfo lists it (a
+// bind mount of the same file system).
+func isMountPoint(p string) (bool, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return false, err
+	}
+	var st, parent syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		return false, &fs.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return false, nil
+	}
+	if err := syscall.Lstat(filepath.Dir(p), &parent); err != nil {
+		return false, &fs.PathError{Op: "lstat", Path: filepath.Dir(p), Err: err}
+	}
+	if st.Dev != parent.Dev {
+		return true, nil
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false, nil // no /proc: the device test is all there is
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// ID parent major:minor root mount-point ...; octal escapes (\040).
+		if f := strings.Fields(line); len(f) > 4 && unescapeMount(f[4]) == p {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unescapeMount undoes mountinfo's octal escapes of space, tab, newline
+// and backslash.
+func unescapeMount(s string) string {
+	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
+}
+
+// clearDir removes every entry of directory p and keeps p.
+func clearDir(p string) error {
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(p, e.Name())); err != nil {
+			return err
+		}
+	}
+	return fsutil.SyncDir(p)
 }

@@ -90,14 +90,18 @@ func (h *host) logf(phase, format string, args ...any) {
 	fmt.Fprintf(h.cfg.Out, "[%s] %s\n", phase, fmt.Sprintf(format, args...))
 }
 
-// run runs a host tool found through PATH and returns its output.
+// run runs a host tool found through PATH and returns its standard output
+// alone: crictl warns on stderr (no /etc/crictl.yaml: "Config ... does not
+// exist", "runtime connect using default endpoints"), and a warning read as
+// a container ID kept `running` waiting until the timeout. Stderr goes into
+// the error.
 func (h *host) run(ctx context.Context, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
 	err := cmd.Run()
 	if err != nil {
-		return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+		return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(out.String()+" "+stderr.String()))
 	}
 	return out.String(), nil
 }

@@ -111,6 +111,15 @@ func (a *applyRun) installEtcd(context.Context) error {
 	if _, err := fsutil.CleanFor(dst); err != nil { // a killed run's temporary member
 		return err
 	}
+	if ok, _ := exists(dst); ok {
+		mount, err := isMountPoint(dst)
+		if err != nil {
+			return err
+		}
+		if mount {
+			return a.installEtcdContents(dst)
+		}
+	}
 	tmp := fsutil.TempName(dst, "")
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
@@ -130,5 +139,43 @@ func (a *applyRun) installEtcd(context.Context) error {
 		return err
 	}
 	a.logf("install", "etcd member %s in %s (0700)", a.b.node.EtcdMember, a.b.op.EtcdDataDir)
+	return nil
+}
+
+// installEtcdContents installs the member into dst, a mount point (it
+// cannot be renamed): dst is emptied (its old contents are in the backup;
+// what is there is a killed run's), the member is copied into a temporary
+// directory inside dst, fsynced, and its entries renamed into dst (the
+// same file system), so etcd never sees a half-copied member.
+func (a *applyRun) installEtcdContents(dst string) error {
+	if err := clearDir(dst); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dst, ".snapshift-member.tmp")
+	if err := fsutil.Copy(a.b.memberDir(), tmp, fsutil.CopyOptions{}); err != nil {
+		return fmt.Errorf("installing etcd member %s: %w", a.b.node.EtcdMember, err)
+	}
+	if err := fsutil.SyncTree(tmp); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := os.Rename(filepath.Join(tmp, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(tmp); err != nil {
+		return err
+	}
+	if err := os.Chmod(dst, 0o700); err != nil {
+		return err
+	}
+	if err := fsutil.SyncDir(dst); err != nil {
+		return err
+	}
+	a.logf("install", "etcd member %s in %s (a mount point: its contents replaced; 0700)", a.b.node.EtcdMember, a.b.op.EtcdDataDir)
 	return nil
 }

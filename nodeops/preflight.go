@@ -215,8 +215,15 @@ func (a *applyRun) describe() error {
 	if err != nil {
 		return err
 	}
-	a.logf("preflight", "  move etcd data dir %s (%s) to %s", a.b.op.EtcdDataDir, size, filepath.Join(a.backup, backupName(a.b.op.EtcdDataDir)))
-	restores = append(restores, a.b.op.EtcdDataDir+" moved back")
+	if mount, err := isMountPoint(a.path(a.b.op.EtcdDataDir)); err != nil {
+		return err
+	} else if mount {
+		a.logf("preflight", "  move the contents of etcd data dir %s (a mount point: %s) to %s", a.b.op.EtcdDataDir, size, filepath.Join(a.backup, backupName(a.b.op.EtcdDataDir)))
+		restores = append(restores, a.b.op.EtcdDataDir+"'s contents copied back")
+	} else {
+		a.logf("preflight", "  move etcd data dir %s (%s) to %s", a.b.op.EtcdDataDir, size, filepath.Join(a.backup, backupName(a.b.op.EtcdDataDir)))
+		restores = append(restores, a.b.op.EtcdDataDir+" moved back")
+	}
 	member, err := treeSize(a.b.memberDir())
 	if err != nil {
 		return err
@@ -244,6 +251,8 @@ func (a *applyRun) describeRecord() {
 			restores = append(restores, fmt.Sprintf("%s from its copy (%s)", e.Path, fsutil.FormatSize(e.Bytes)))
 		case Moved:
 			restores = append(restores, fmt.Sprintf("%s moved back (%s)", e.Path, fsutil.FormatSize(e.Bytes)))
+		case MovedContents:
+			restores = append(restores, fmt.Sprintf("%s's contents copied back (%s)", e.Path, fsutil.FormatSize(e.Bytes)))
 		case Absent:
 			restores = append(restores, e.Path+" removed")
 		}

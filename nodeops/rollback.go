@@ -92,7 +92,21 @@ func (h *host) unrecorded(dir string, rec *Record, b *nodeBundle) error {
 		if err != nil {
 			return err
 		}
-		if !there {
+		// A mount point stays: its contents were being moved when a
+		// backup of them exists.
+		started := !there
+		if there {
+			mount, err := isMountPoint(h.path(b.op.EtcdDataDir))
+			if err != nil {
+				return err
+			}
+			if mount {
+				if started, err = exists(filepath.Join(h.path(dir), backupName(b.op.EtcdDataDir))); err != nil {
+					return err
+				}
+			}
+		}
+		if started { // finished, then put back by restore
 			if err := h.backupMove(dir, rec, b.op.EtcdDataDir); err != nil {
 				return err
 			}
@@ -142,6 +156,32 @@ func (h *host) restoreEntry(dir string, e Entry) error {
 				return err
 			}
 		}
+	}
+	if e.How == MovedContents {
+		// The path is a mount point: emptied, then the backup's entries
+		// copied back and its mode set to the backup directory's (the backup keeps them, so a killed run does it
+		// again from the start).
+		if err := clearDir(target); err != nil {
+			return fmt.Errorf("restoring %s: %w", e.Path, err)
+		}
+		ents, err := os.ReadDir(backup)
+		if err != nil {
+			return fmt.Errorf("restoring %s: %w", e.Path, err)
+		}
+		for _, ent := range ents {
+			if err := copyExact(filepath.Join(backup, ent.Name()), filepath.Join(target, ent.Name())); err != nil {
+				return fmt.Errorf("restoring %s: %w", e.Path, err)
+			}
+		}
+		st, err := os.Stat(backup)
+		if err != nil {
+			return fmt.Errorf("restoring %s: %w", e.Path, err)
+		}
+		if err := os.Chmod(target, st.Mode().Perm()); err != nil {
+			return fmt.Errorf("restoring %s: %w", e.Path, err)
+		}
+		h.logf("restore", "%s (a mount point) has its old contents again, copied from %s", e.Path, filepath.Join(dir, e.Backup))
+		return nil
 	}
 	if err := os.RemoveAll(target); err != nil {
 		return err

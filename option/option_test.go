@@ -51,3 +51,29 @@ func TestWords(t *testing.T) {
 		}
 	}
 }
+
+func TestLibraryTable(t *testing.T) {
+	if err := Library().Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTableCheck: a field or a flag declared twice is refused.
+func TestTableCheck(t *testing.T) {
+	for name, tab := range map[string]Table{
+		"field twice": {{Fields: []string{"Output"}, Flag: "out"}, {Fields: []string{"Output"}, Flag: "output-file"}},
+		"flag twice":  {{Fields: []string{"Output"}, Flag: "out"}, {Fields: []string{"Dest"}, Flag: "out"}},
+		"nothing":     {{Fields: []string{"Output"}}},
+	} {
+		if err := tab.Check(); err == nil {
+			t.Errorf("%s: Check accepted %v", name, tab)
+		}
+	}
+	tab := Table{{Fields: []string{"EtcdMembers", "EtcdMember"}, Flag: "etcd-member", Key: "etcd.members"}}
+	if f, ok := tab.FlagName("EtcdMember"); !ok || f != "--etcd-member" {
+		t.Errorf("FlagName = %q, %v", f, ok)
+	}
+	if k, ok := tab.KeyName("EtcdMembers"); !ok || k != "etcd.members" {
+		t.Errorf("KeyName = %q, %v", k, ok)
+	}
+}

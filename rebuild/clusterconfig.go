@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/manifests"
@@ -135,10 +134,8 @@ type recorded struct {
 	// etcdPrefix is where the cluster keeps its objects (kube-apiserver's
 	// --etcd-prefix), from where kubeadm-config is kept.
 	etcdPrefix string
-	// workloads are the DaemonSets and Deployments in restart order; cnis
-	// the CNIs the snapshot shows.
-	workloads []bundle.Workload
-	cnis      []string
+	// workloads is what the snapshot runs, for the restart.
+	workloads *detected
 }
 
 // readRecorded reads kube-system/kubeadm-config and the member nodes'
@@ -166,7 +163,7 @@ func readRecorded(ctx context.Context, path string, skipHash bool, enc *encrypti
 		}
 	}
 	v := state.NewView(snap, ix, codec.New(), enc, rec.etcdPrefix)
-	if rec.workloads, rec.cnis, err = detectWorkloads(ctx, v); err != nil {
+	if rec.workloads, err = detectWorkloads(ctx, v); err != nil {
 		return nil, err
 	}
 	for _, n := range nodes {

@@ -475,45 +475,15 @@ func (c *Config) RuleOptions() rules.Options {
 }
 
 // ConfigPath names an option field as this file does
-// ("networking.oldServiceSubnet"): the rules' options by their registered
-// config path, the others as below.
+// ("networking.oldServiceSubnet"): a rule's option by its registered
+// config path, any other by its row in option.Library; a field the file
+// does not set is said in words.
 func ConfigPath(field string) string {
-	switch field {
-	case "SkipHashCheck":
-		return "skipHashCheck"
-	case "Encryption":
-		return "encryptionConfig"
-	case "RevisionBump":
-		return "etcd.revisionBump"
-	case "InitialCluster", "EtcdMembers":
-		return "etcd.members"
-	case "PeerURLs":
-		return "etcd.members[].peerURL"
-	case "CertDir":
-		return "pki.source"
-	case "GenerateAll":
-		return "an empty pki.source"
-	case "NodeName":
-		return "etcd.members[].nodeName"
-	case "AdvertiseAddress":
-		return "etcd.members[].advertiseAddress"
-	case "ControlPlaneEndpoint":
-		return "networking.controlPlaneEndpoint"
-	case "APIServerCertSANs":
-		return "pki.certSANs"
-	case "DNSDomain":
-		return "networking.dnsDomain"
-	case "KubernetesVersion":
-		return "manifests.kubernetesVersion"
-	case "ImageRepository":
-		return "manifests.imageRepository"
-	case "PodCIDR":
-		return "networking.podSubnet"
-	case "EtcdDataDir":
-		return "etcd.dataDir"
-	}
 	if p := rules.ConfigPath(field); p != field {
 		return p
+	}
+	if k, ok := option.Library().KeyName(field); ok {
+		return k
 	}
 	return option.Words(field)
 }

@@ -43,7 +43,7 @@ func (r *run) readConfig(ctx context.Context) error {
 		return err
 	}
 	r.noteMoves(rec)
-	r.restart, r.cnis = rec.workloads, rec.cnis
+	r.restart, r.cnis, r.detected = rec.workloads.workloads, rec.workloads.cnis, rec.workloads
 	cc := rec.cc
 	r.cc, r.etcdPrefix = cc, rec.etcdPrefix
 	if err := r.honourClusterConfiguration(cc); err != nil {

@@ -45,7 +45,7 @@ func (r *run) provenance() error {
 // operation fills the report's operation block from the finished bundle.
 func (r *run) operation() error {
 	op := &bundle.Operation{EtcdDataDir: r.cfg.Etcd.DataDir, CAChanged: r.cfg.NewPKI(), CNI: r.cnis, Restart: r.restart,
-		Checksums: map[string]string{}}
+		Cluster: r.clusterInput(), Checksums: map[string]string{}}
 	for _, w := range r.webhooks {
 		op.Webhooks = append(op.Webhooks, bundle.Webhook{Kind: w.Kind, Configuration: w.Configuration, Webhook: w.Webhook, Index: w.Index,
 			Why: w.Why, Deadlock: w.Deadlock, Ignored: w.Ignored})

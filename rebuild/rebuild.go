@@ -89,6 +89,7 @@ type run struct {
 	// restart and cnis are what the snapshot runs (operation.go).
 	restart  []bundle.Workload
 	cnis     []string
+	detected *detected
 	webhooks []rules.WebhookChange
 }
 
@@ -205,10 +206,10 @@ func (r *run) transform(ctx context.Context) error {
 	}
 	// One pass: the rules are applied while every member is restored (no
 	// migrated snapshot file in between).
-	res, err := migrate.Run(ctx, migrate.Config{
-		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck, Rules: o,
+	res, err := migrate.Run(ctx, migrate.Config{Rules: o, Engine: migrate.Engine{
+		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck,
 		Observers: []migrate.Observer{addrScan}, Encryption: r.enc, Progress: r.opts.Progress, Writer: r.opts.Writer,
-	})
+	}})
 	if err != nil {
 		return err
 	}

@@ -205,8 +205,14 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 		}
 	}
 	// The sample runs flannel (its pods), kube-proxy and CoreDNS: the staged restart in that order.
-	checkRunbook(t, string(rb), rep, true, "rollout restart ds/kube-flannel-ds", "-l 'app=flannel,k8s-app=flannel,tier=node'",
-		"rollout restart ds/kube-proxy", "rollout restart deploy/coredns", "## Rollback")
+	// The sample holds flannel's and kube-proxy's pods but not their
+	// DaemonSets: the pods are named and deleted, in the CNI's and
+	// kube-proxy's stages, before CoreDNS and NodeLocal DNS.
+	checkRunbook(t, string(rb), rep, true, "snapshift cluster restart --bundle "+out, "kubectl -n kube-flannel delete pod kube-flannel-ds-q9w8e",
+		"kubectl -n kube-system delete pod kube-proxy-m4r8t kube-proxy-x7k2p", "rollout restart deploy/coredns", "rollout restart ds/node-local-dns", "## Rollback")
+	if c := rep.Operation.Cluster; c == nil || c.DNS == nil || c.DNS.Address != "172.24.0.10" || len(c.Pod.New) != 1 {
+		t.Errorf("report.json operation.cluster: %+v", c)
+	}
 	if st, _ := os.Stat(filepath.Join(out, bundle.RunbookFile)); st.Mode().Perm() != 0o600 {
 		t.Errorf("RUNBOOK.md holds a join token: mode %v, want 0600", st.Mode().Perm())
 	}

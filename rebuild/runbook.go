@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/restart"
 )
 
 // writeRunbook writes report.json and RUNBOOK.md: the order of the whole
@@ -39,7 +41,6 @@ func (r *run) writeRunbook(context.Context) error {
 	r.runbookKubelets(&b)
 	r.runbookRestart(&b)
 	r.runbookFollowUp(&b)
-	r.runbookWebhooks(&b)
 	r.runbookRollback(&b)
 	return os.WriteFile(r.path(bundle.RunbookFile), []byte(b.String()), 0o600)
 }
@@ -83,8 +84,20 @@ func (r *run) runbookHeader(b *runbook) {
 	b.w("- Bundle `%s`; `report.json` holds the sha256 of every file, which `snapshift node apply` checks first.", r.cfg.Output)
 	b.w("")
 	b.w("**Everything written to the cluster after that snapshot is lost** when the nodes apply this bundle. For a planned")
-	b.w("migration, stop every kube-apiserver first (move `/etc/kubernetes/manifests/kube-apiserver.yaml` out of the manifests")
-	b.w("directory on every control-plane node), then take the snapshot (`etcdctl snapshot save`), then run `snapshift rebuild`.")
+	b.w("migration, stop every kube-apiserver before the snapshot. On every control-plane node, copy the manifests directory")
+	b.w("first (`manifests.source` names that copy: `rebuild` reads `kube-apiserver.yaml` there, and the copy is how you start the")
+	b.w("apiserver again if you stop here), then take `kube-apiserver.yaml` out of the directory the kubelet watches, and wait")
+	b.w("until the apiserver has exited (it keeps running for its grace period):")
+	b.w("")
+	b.w("```sh")
+	b.w("cp -a /etc/kubernetes/manifests /etc/kubernetes/manifests.before-snapshift")
+	b.w("rm /etc/kubernetes/manifests/kube-apiserver.yaml      # its copy is in manifests.before-snapshift")
+	b.w("while [ -n \"$(crictl ps --name kube-apiserver -q)\" ]; do sleep 2; done")
+	b.w("```")
+	b.w("")
+	b.w("Then take the snapshot on one of them (`etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt")
+	b.w("--cert /etc/kubernetes/pki/etcd/server.crt --key /etc/kubernetes/pki/etcd/server.key snapshot save /backup/etcd.db`)")
+	b.w("and run `snapshift rebuild` with `manifests.source: /etc/kubernetes/manifests.before-snapshift`.")
 	b.w("")
 }
 
@@ -258,60 +271,49 @@ func (r *run) runbookKubelets(b *runbook) {
 	b.w("")
 }
 
-// runbookRestart restarts the workloads the snapshot runs, stage by stage,
-// each stage Ready before the next.
+// runbookRestart is the staged restart, rendered from the same stage list
+// `snapshift cluster restart` executes (restart.Plan of report.json's
+// operation.cluster).
 func (r *run) runbookRestart(b *runbook) {
+	stages := restart.Plan(*r.clusterInput())
 	b.step("Restart the workloads, in stages")
 	b.w("Running pods keep their old addresses, resolv.conf and KUBERNETES_SERVICE_HOST, and tokens signed by an old key.")
-	b.w("Restart in this order, waiting for each line's rollout before the next: the CNI (%s), kube-proxy, the cluster DNS,", r.cniOrder())
-	b.w("the admission webhooks' backends, then everything else.")
-	stages := map[int][]bundle.Workload{}
-	for _, w := range r.restart {
-		stages[w.Stage] = append(stages[w.Stage], w)
-	}
-	var lines []string
-	for s := StageCNIOperator; s < StageRest; s++ {
-		for _, w := range stages[s] {
-			lines = append(lines, fmt.Sprintf("kubectl -n %s rollout restart %s && kubectl -n %s rollout status %s --timeout=10m   # %s", w.Namespace, w.Resource(), w.Namespace, w.Resource(), w.Role),
-				fmt.Sprintf("kubectl -n %s get pods -l '%s' -o wide", w.Namespace, w.Selector))
-		}
-	}
-	if len(lines) == 0 {
-		lines = append(lines, "# the snapshot holds no CNI, kube-proxy or cluster-DNS DaemonSet/Deployment that snapshift recognises")
-	}
-	lines = append(lines, r.webhookRestartLines()...)
-	byNS := map[string][]string{}
-	for _, w := range stages[StageRest] {
-		byNS[w.Namespace] = append(byNS[w.Namespace], w.Resource())
-	}
-	for _, ns := range sortedKeys(byNS) {
-		lines = append(lines, fmt.Sprintf("kubectl -n %s rollout restart %s", ns, strings.Join(byNS[ns], " ")))
-	}
-	lines = append(lines, "kubectl get pods -A -o wide   # StatefulSets, Jobs and bare pods: delete the ones still on old addresses")
-	b.sh(lines...)
+	b.w("From the machine that holds the bundle (any machine that reaches the new endpoint, with the kubeconfig of the previous step):")
+	b.sh(fmt.Sprintf("snapshift cluster restart --bundle %s --dry-run   # every action, nothing changed", r.cfg.Output),
+		fmt.Sprintf("snapshift cluster restart --bundle %s --timeout 10m", r.cfg.Output))
+	b.w("It runs the stages below in order: each rollout is waited for as `kubectl rollout status` waits (`--timeout` each),")
+	b.w("and a stage starts only when the one before is done. Run it again after a failure: a rollout restarted since this")
+	b.w("bundle was made is not restarted again, only waited for; pods already gone are skipped. By hand, the same stages:")
 	b.w("")
-}
-
-// cniOrder says the CNI's documented order in words.
-func (r *run) cniOrder() string {
-	var parts []string
-	for _, w := range r.restart {
-		if w.Stage < StageKubeProxy {
-			parts = append(parts, w.Role)
+	if len(stages) == 0 {
+		b.w("(the snapshot holds nothing to restart)")
+	}
+	for i, st := range stages {
+		b.w("**Stage %d, %s.**", i+1, st.Title)
+		for _, n := range st.Notes {
+			b.w("- %s", n)
+		}
+		var lines []string
+		for _, a := range st.Actions {
+			lines = append(lines, a.Commands()...)
+		}
+		if len(lines) > 0 {
+			b.sh(lines...)
 		}
 	}
-	if len(parts) == 0 {
-		return "none recognised"
-	}
-	return strings.Join(parts, " first, then ")
+	b.w("")
 }
 
 // runbookFollowUp is the Services kept, the leftovers, and the checks.
 func (r *run) runbookFollowUp(b *runbook) {
 	c := r.cfg
-	if len(c.Networking.KeepServiceIPs) > 0 {
+	kept := c.Networking.KeepServiceIPs
+	if d := r.clusterInput().DNS; d != nil && d.Bridge != "" {
+		kept = slices.DeleteFunc(slices.Clone(kept), func(s string) bool { return s == d.Service }) // the restart's DNS handover moves it
+	}
+	if len(kept) > 0 {
 		b.step("Later: move the Services kept at their old address")
-		b.w("%s still use the old service range. Once nothing depends on those addresses, recreate each Service with an address in the new range, then delete any bridge Service.", strings.Join(c.Networking.KeepServiceIPs, ", "))
+		b.w("%s still use the old service range. Once nothing depends on those addresses, recreate each Service with an address in the new range.", strings.Join(kept, ", "))
 		b.w("")
 	}
 	lo, old := r.report.Leftovers, r.report.OldAddresses
@@ -329,8 +331,11 @@ func (r *run) runbookFollowUp(b *runbook) {
 		b.w("")
 	}
 	b.step("Check")
-	b.sh("kubectl get svc -A -o wide; kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDRS:.spec.podCIDRs",
-		"kubectl get events -A --field-selector reason=ClusterIPOutOfRange   # must be empty")
+	b.w("One line per check, exit 5 naming the checks that failed and what to read (Nodes Ready with new podCIDRs, pods on new")
+	b.w("addresses, `default/kubernetes` at the new first address, the DNS Service at the kubelets' clusterDNS, a DNS lookup from a")
+	b.w("short-lived pod, no ClusterIPOutOfRange/ClusterIPNotAllocated events, the CNI's and the DNS's pods Ready):")
+	b.sh(fmt.Sprintf("snapshift cluster check --bundle %s", r.cfg.Output),
+		"kubectl get svc -A -o wide; kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDRS:.spec.podCIDRs")
 	b.w("")
 }
 

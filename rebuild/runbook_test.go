@@ -30,10 +30,24 @@ func checkRunbook(t *testing.T, rb string, rep *rebuild.Report, newCA bool, orde
 		t.Fatalf("report.json provenance: %+v", p)
 	}
 	for _, want := range []string{"by snapshift " + p.Snapshift.Version, "sha256 " + p.InputSHA256, "## Rollback",
-		"snapshift node rollback", "Everything written to the cluster after that snapshot is lost", "export KUBECONFIG="} {
+		"snapshift node rollback", "Everything written to the cluster after that snapshot is lost", "export KUBECONFIG=",
+		// The planned stop: manifests.source is a copy taken before
+		// kube-apiserver.yaml leaves the kubelet's directory (rebuild
+		// reads it there), and the apiserver has exited before the
+		// snapshot.
+		"cp -a /etc/kubernetes/manifests /etc/kubernetes/manifests.before-snapshift\nrm /etc/kubernetes/manifests/kube-apiserver.yaml",
+		"while [ -n \"$(crictl ps --name kube-apiserver -q)\" ]; do sleep 2; done",
+		"`manifests.source: /etc/kubernetes/manifests.before-snapshift`"} {
 		if !strings.Contains(rb, want) {
 			t.Errorf("RUNBOOK.md does not say %q", want)
 		}
+	}
+	stop, snap := strings.Index(rb, "crictl ps --name kube-apiserver -q"), strings.Index(rb, "snapshot save")
+	if stop < 0 || snap < stop {
+		t.Errorf("RUNBOOK.md: the snapshot (at %d) must come after the apiserver has exited (at %d)", snap, stop)
+	}
+	if strings.Contains(rb, "ETCDCTL_API") {
+		t.Errorf("RUNBOOK.md sets ETCDCTL_API (etcdctl 3.4+ speaks v3; 3.7 warns on it)")
 	}
 	if p.ConfigFile != "" && !strings.Contains(rb, p.ConfigSHA256) {
 		t.Errorf("RUNBOOK.md does not name the configuration's sha256")

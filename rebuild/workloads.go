@@ -10,59 +10,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapshift/snapshift/bundle"
+	"github.com/snapshift/snapshift/restart"
 	"github.com/snapshift/snapshift/state"
 )
 
-// The restart stages, in order. Each CNI's documented order: Cilium's
-// operator before the agents (the agents wait for the CiliumNode the
-// operator allocates: docs.cilium.io "Restart unmanaged pods" / upgrade
-// guide), calico-node before calico-kube-controllers and every pod (the
-// node agent programs the routes new pods need); then kube-proxy, then the
-// cluster DNS, then everything else.
+// The restart stages (package restart holds the order and its reasons).
 const (
-	StageCNIOperator = 1
-	StageCNIAgent    = 2
-	StageCNIControl  = 3
-	StageKubeProxy   = 4
-	StageDNS         = 5
-	StageRest        = 6
+	StageCNIOperator = restart.StageCNIOperator
+	StageCNIAgent    = restart.StageCNIAgent
+	StageCNIControl  = restart.StageCNIControl
+	StageKubeProxy   = restart.StageKubeProxy
+	StageDNS         = restart.StageDNS
+	StageNodeLocal   = restart.StageNodeLocal
+	StageRest        = restart.StageRest
 )
 
-// role classifies a workload by its pod labels (the upstream manifests'
-// labels: flannel app=flannel; calico.yaml k8s-app=calico-node and
-// k8s-app=calico-kube-controllers; cilium k8s-app=cilium and
-// io.cilium/app=operator; kube-proxy and CoreDNS as kubeadm installs them).
-func role(kind string, labels map[string]string) (int, string) {
-	for _, r := range roles {
-		if (r.kind == "" || r.kind == kind) && labels[r.label] == r.value {
-			return r.stage, r.name
-		}
-	}
-	return StageRest, ""
-}
-
-// roles are role's workloads, first match wins: the kind ("" for any),
-// the pod label and its value, the stage and the name.
-var roles = []struct {
-	kind, label, value string
-	stage              int
-	name               string
-}{
-	{"", "io.cilium/app", "operator", StageCNIOperator, "cilium-operator"},
-	{"DaemonSet", "k8s-app", "cilium", StageCNIAgent, "cilium"},
-	{"DaemonSet", "k8s-app", "calico-node", StageCNIAgent, "calico-node"},
-	{"DaemonSet", "k8s-app", "canal", StageCNIAgent, "canal"},
-	{"DaemonSet", "app", "flannel", StageCNIAgent, "flannel"},
-	{"DaemonSet", "name", "weave-net", StageCNIAgent, "weave-net"},
-	{"", "k8s-app", "calico-kube-controllers", StageCNIControl, "calico-kube-controllers"},
-	{"DaemonSet", "k8s-app", "kube-proxy", StageKubeProxy, "kube-proxy"},
-	{"Deployment", "k8s-app", "kube-dns", StageDNS, "cluster DNS"},
-}
+// role classifies a workload by its pod labels (restart.Classify).
+func role(kind string, labels map[string]string) (int, string) { return restart.Classify(kind, labels) }
 
 // workloadKeys says whether readRecorded indexes a key: the DaemonSets,
 // Deployments and what state.DetectCNI reads.
 func workloadKeys(key string) bool {
-	for _, s := range []string{"/daemonsets/", "/deployments/", "/pods/", "/configmaps/", "/cilium.io/", "/crd.projectcalico.org/", "/operator.tigera.io/"} {
+	for _, s := range []string{"/daemonsets/", "/deployments/", "/statefulsets/", "/pods/", "/services/specs/", "/configmaps/", "/cilium.io/", "/crd.projectcalico.org/", "/operator.tigera.io/"} {
 		if strings.Contains(key, s) {
 			return true
 		}
@@ -70,14 +39,29 @@ func workloadKeys(key string) bool {
 	return false
 }
 
-// detectWorkloads lists the snapshot's DaemonSets and Deployments in
-// restart order, and the CNIs.
-func detectWorkloads(ctx context.Context, v *state.View) ([]bundle.Workload, []string, error) {
-	var out []bundle.Workload
-	for _, p := range []struct{ kind, prefix string }{{"DaemonSet", "/registry/daemonsets/"}, {"Deployment", "/registry/deployments/"}} {
+// detected is what the snapshot runs, for the restart: its controllers
+// in restart order, the pods none of them restarts, the CNIs, and the
+// Services' selectors (to find the webhooks' backends).
+type detected struct {
+	workloads []bundle.Workload
+	// labels are the workloads' pods' labels by kind/namespace/name (the
+	// webhooks' backends are found by them; not part of the bundle).
+	labels    map[string]map[string]string
+	pods      []restart.Pod
+	podLabels []map[string]string // pods[i]'s labels
+	cnis      []string
+	selectors map[string]map[string]string
+}
+
+// detectWorkloads lists the snapshot's DaemonSets, Deployments and
+// StatefulSets in restart order, the pods they do not restart, the
+// Services' selectors and the CNIs.
+func detectWorkloads(ctx context.Context, v *state.View) (*detected, error) {
+	d := &detected{labels: map[string]map[string]string{}, selectors: map[string]map[string]string{}}
+	for _, p := range []struct{ kind, prefix string }{{"DaemonSet", "/registry/daemonsets/"}, {"Deployment", "/registry/deployments/"}, {"StatefulSet", "/registry/statefulsets/"}} {
 		objs, err := v.List(p.prefix)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, o := range objs {
 			var meta metav1.ObjectMeta
@@ -88,92 +72,103 @@ func detectWorkloads(ctx context.Context, v *state.View) ([]bundle.Workload, []s
 				meta, sel, tmpl = x.ObjectMeta, x.Spec.Selector, x.Spec.Template.Labels
 			case *appsv1.Deployment:
 				meta, sel, tmpl = x.ObjectMeta, x.Spec.Selector, x.Spec.Template.Labels
+			case *appsv1.StatefulSet:
+				meta, sel, tmpl = x.ObjectMeta, x.Spec.Selector, x.Spec.Template.Labels
 			default:
 				continue
 			}
 			w := bundle.Workload{Kind: p.kind, Namespace: meta.Namespace, Name: meta.Name}
+			d.labels[workloadKey(w)] = tmpl
 			if sel != nil {
 				w.Selector = selectorString(sel.MatchLabels)
 			}
 			w.Stage, w.Role = role(p.kind, merged(meta.Labels, tmpl))
-			out = append(out, w)
+			d.workloads = append(d.workloads, w)
 		}
 	}
-	owned, err := podOwners(v, out)
-	if err != nil {
-		return nil, nil, err
+	var err error
+	if d.pods, d.podLabels, err = unrestartedPods(v, d.workloads); err != nil {
+		return nil, err
 	}
-	out = append(out, owned...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Stage != out[j].Stage {
-			return out[i].Stage < out[j].Stage
+	sort.SliceStable(d.workloads, func(i, j int) bool {
+		a, b := d.workloads[i], d.workloads[j]
+		if a.Stage != b.Stage {
+			return a.Stage < b.Stage
 		}
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
 		}
-		return out[i].Resource() < out[j].Resource()
+		return a.Resource() < b.Resource()
 	})
+	svcs, err := v.List("/registry/services/specs/")
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range svcs {
+		if s, ok := o.Value.Obj.(*corev1.Service); ok && len(s.Spec.Selector) > 0 {
+			d.selectors[s.Namespace+"/"+s.Name] = s.Spec.Selector
+		}
+	}
 	cnis, err := state.DetectCNI(ctx, v)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var names []string
 	for _, c := range cnis {
-		names = append(names, c.Name)
+		d.cnis = append(d.cnis, c.Name)
 	}
-	return out, names, nil
+	return d, nil
 }
 
-// podOwners are the DaemonSets and Deployments that only their pods show
-// (a snapshot holding the pods but not their controllers, as the sample
-// does): each named by the pod's controller reference, its selector the
-// pod's labels without the controllers' own hash labels.
-func podOwners(v *state.View, known []bundle.Workload) ([]bundle.Workload, error) {
+// unrestartedPods are the pods no controller of the snapshot restarts:
+// bare pods, Jobs' pods and the pods whose DaemonSet, Deployment or
+// StatefulSet the snapshot lacks (a snapshot holding the pods but not their
+// controllers, as the sample does), each with its role by its labels.
+// Mirror pods (the kubelet's), finished pods and host-network pods
+// without a role (on their node's address) are left out.
+func unrestartedPods(v *state.View, known []bundle.Workload) ([]restart.Pod, []map[string]string, error) {
 	seen := map[string]bool{}
 	for _, w := range known {
 		seen[w.Kind+"/"+w.Namespace+"/"+w.Name] = true
 	}
 	pods, err := v.List("/registry/pods/")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []bundle.Workload
+	var out []restart.Pod
+	var labels []map[string]string
 	for _, o := range pods {
 		pod, ok := o.Value.Obj.(*corev1.Pod)
-		if !ok {
+		if !ok || pod.Annotations[corev1.MirrorPodAnnotationKey] != "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		ref := metav1.GetControllerOf(pod)
-		if ref == nil {
-			continue
+		_, role := restart.Classify("Pod", pod.Labels)
+		if pod.Spec.HostNetwork && role == "" {
+			continue // on its node's address; a CNI agent or kube-proxy still restarts
 		}
-		w := bundle.Workload{Kind: ref.Kind, Namespace: pod.Namespace, Name: ref.Name}
-		if ref.Kind == "ReplicaSet" {
-			hash := pod.Labels["pod-template-hash"]
-			name, ok := strings.CutSuffix(ref.Name, "-"+hash)
-			if hash == "" || !ok {
+		owner := ""
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			kind, name := ref.Kind, ref.Name
+			if hash := pod.Labels["pod-template-hash"]; kind == "ReplicaSet" && hash != "" {
+				if n, ok := strings.CutSuffix(name, "-"+hash); ok {
+					kind, name = "Deployment", n
+				}
+			}
+			if seen[kind+"/"+pod.Namespace+"/"+name] {
 				continue
 			}
-			w.Kind, w.Name = "Deployment", name
+			owner = kind + "/" + name
 		}
-		if w.Kind != "DaemonSet" && w.Kind != "Deployment" || seen[w.Kind+"/"+w.Namespace+"/"+w.Name] {
-			continue
+		p := restart.Pod{Namespace: pod.Namespace, Name: pod.Name, Owner: owner, Role: role}
+		for _, ip := range pod.Status.PodIPs {
+			p.IPs = append(p.IPs, ip.IP)
 		}
-		seen[w.Kind+"/"+w.Namespace+"/"+w.Name] = true
-		labels := map[string]string{}
-		for k, val := range pod.Labels {
-			switch k {
-			case "controller-revision-hash", "pod-template-generation", "pod-template-hash":
-			default:
-				labels[k] = val
-			}
-		}
-		w.Selector = selectorString(labels)
-		w.Stage, w.Role = role(w.Kind, labels)
-		out = append(out, w)
+		out, labels = append(out, p), append(labels, pod.Labels)
 	}
-	return out, nil
+	return out, labels, nil
 }
+
+// workloadKey is detected.labels' key of w.
+func workloadKey(w bundle.Workload) string { return w.Kind + "/" + w.Namespace + "/" + w.Name }
 
 func merged(a, b map[string]string) map[string]string {
 	out := map[string]string{}

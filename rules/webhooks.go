@@ -60,6 +60,8 @@ type WebhookChange struct {
 	Index         int    `json:"index"`
 	// Why it would block.
 	Why string `json:"why"`
+	// Service is its backend Service "namespace/name" ("" for a URL).
+	Service string `json:"service,omitempty"`
 	// Deadlock is true when it intercepts pod creation: its own backend's
 	// pods cannot be created while it fails closed and cannot answer.
 	Deadlock bool `json:"deadlock,omitempty"`
@@ -124,6 +126,9 @@ func (r *Webhooks) Apply(_ context.Context, obj *state.Object) (transform.Result
 			continue
 		}
 		wc := WebhookChange{Kind: kind, Configuration: name, Webhook: h.name, Index: i, Why: why, Deadlock: interceptsPods(h.rules), Ignored: r.ignore}
+		if s := h.cc.Service; s != nil {
+			wc.Service = s.Namespace + "/" + s.Name
+		}
 		r.plan.Webhooks = append(r.plan.Webhooks, wc)
 		r.notes = append(r.notes, wc.String())
 		if r.ignore {

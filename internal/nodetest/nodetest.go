@@ -93,6 +93,11 @@ func Recorders(t testing.TB, dir, log string) {
 		if log != "" {
 			script += fmt.Sprintf("echo \"%s $*\" >> %s\n", tool, log)
 		}
+		if tool == "crictl" {
+			// What crictl prints on every call of a node without /etc/crictl.yaml
+			// (the lab's nodes, many kubeadm nodes): on stderr, never a container ID.
+			script += "echo 'time=\"2026-01-01T00:00:00Z\" level=warning msg=\"Config \\\"/etc/crictl.yaml\\\" does not exist\"' >&2\n"
+		}
 		if tool == "ip" {
 			script += "[ \"$1 $2 $3\" = \"link show cni0\" ] && exit 0\n[ \"$2\" = show ] && exit 1\n"
 		}

@@ -97,6 +97,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			cleanCommand(),
 			rulesCommand(),
 			nodeCommand(),
+			clusterCommand(),
 			versionCommand(),
 			completionCommand(),
 			helpCommand(),
@@ -219,45 +220,15 @@ func oneLine(s string) string {
 	return b.String()
 }
 
-// libraryFlags are the flags of the library options outside the rules
-// (whose flags the registry knows), by the Go field the library names.
-var libraryFlags = map[string]string{
-	"SkipHashCheck":  "--skip-hash-check",
-	"Encryption":     "--encryption-config",
-	"Output":         "--out",
-	"Force":          "--force",
-	"RevisionBump":   "--bump-revision",
-	"MarkCompacted":  "--mark-compacted",
-	"InitialCluster": "--initial-cluster",
-	"Route":          "--route",
-	"Writer":         "--writer",
-	"PeerURLs":       "--initial-advertise-peer-urls",
-	// pki.Config and manifests.GenerateConfig (certs, manifests).
-	"CertDir":              "--cert-dir",
-	"NodeName":             "--node-name",
-	"AdvertiseAddress":     "--apiserver-advertise-address",
-	"ControlPlaneEndpoint": "--control-plane-endpoint",
-	"APIServerCertSANs":    "--apiserver-cert-extra-sans",
-	"EtcdMembers":          "--etcd-member",
-	"DNSDomain":            "--service-dns-domain",
-	"KubernetesVersion":    "--kubernetes-version",
-	"PodCIDR":              "--pod-network-cidr",
-	"EtcdDataDir":          "--etcd-data-dir",
-	"EtcdMember":           "--etcd-member",
-	"GenerateAll":          "--all",
-	"KeyAlgorithm":         "--encryption-algorithm",
-	"CertValidity":         "--certificate-validity-period",
-	"CAValidity":           "--ca-certificate-validity-period",
-	"ClusterName":          "--cluster-name",
-}
-
-// flagName renders an option field as the flag that sets it; a field no
-// flag sets is said in words, never as its Go name.
+// flagName renders an option field as the flag that sets it: a rule's
+// option by the rule's declaration (rules.FlagName), any other by its row
+// in option.Library; a field no flag sets is said in words, never as its
+// Go name.
 func flagName(field string) string {
-	if f, ok := libraryFlags[field]; ok {
+	if f := rules.FlagName(field); f != field {
 		return f
 	}
-	if f := rules.FlagName(field); f != field {
+	if f, ok := option.Library().FlagName(field); ok {
 		return f
 	}
 	return option.Words(field)

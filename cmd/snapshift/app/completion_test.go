@@ -55,7 +55,7 @@ func TestBashCompletion(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{""}, "inspect ls get plan transform verify restore certs manifests rebuild clean rules node version completion"},
+		{[]string{""}, "inspect ls get plan transform verify restore certs manifests rebuild clean rules node cluster version completion"},
 		{[]string{"tra"}, "transform"},
 		{[]string{"transform", "--serv"}, "--service-cidr --service-cidr-map"},
 		{[]string{"transform", "etcd.db", "--pod"}, "--pod-network-cidr"},

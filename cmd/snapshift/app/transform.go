@@ -75,6 +75,9 @@ func (o *transformOptions) Run(ctx context.Context) error {
 		return err
 	}
 	cfg.Output, cfg.Force, cfg.DryRun, cfg.KeepAlarms = o.out, o.force, o.dryRun, o.keepAlarms
+	if o.plan && cfg.Rules.Webhooks == "" {
+		cfg.Rules.Webhooks = rules.WebhooksList // plan names the webhooks that fail closed without being asked (as rebuild does)
+	}
 	zipped := !o.dryRun && o.wantZip()
 	switch {
 	case o.dryRun:
@@ -117,8 +120,8 @@ func (o *common) migrateConfig(input string, ropts rules.Options) (migrate.Confi
 	if err != nil {
 		return migrate.Config{}, err
 	}
-	cfg := migrate.Config{Input: input, Rules: ropts, SkipHashCheck: o.skipHash, Progress: o.progress(),
-		EtcdPrefix: o.etcdPrefix, Encryption: enc, Writer: snapshot.WriterKind(o.writer)}
+	cfg := migrate.Config{Rules: ropts, Engine: migrate.Engine{Input: input, SkipHashCheck: o.skipHash,
+		Progress: o.progress(), EtcdPrefix: o.etcdPrefix, Encryption: enc, Writer: snapshot.WriterKind(o.writer)}}
 	if o.json() {
 		cfg.LeftoverExamples = -1 // a script reads every key; the text lists ten per resource
 	}

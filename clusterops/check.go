@@ -1,0 +1,347 @@
+package clusterops
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapshift/snapshift/restart"
+)
+
+// CheckConfig are the check's own options.
+type CheckConfig struct {
+	// ProbeImage runs the DNS probe pod (nslookup). Default busybox:1.36.
+	ProbeImage string
+	// ProbeNamespace is where the probe pod runs. Default "default".
+	ProbeNamespace string
+	// ClusterDomain is the cluster's DNS domain. Default cluster.local.
+	ClusterDomain string
+}
+
+// CheckResult is one check.
+type CheckResult struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+	// Read says what to read when it failed.
+	Read string `json:"read,omitempty"`
+}
+
+// Check runs every check of the cluster after its restart. Failed checks
+// are results, not errors; the error is for what stops the checks (the
+// API unreachable).
+func Check(ctx context.Context, cfg Config, cc CheckConfig) ([]CheckResult, error) {
+	cfg.defaults()
+	if cc.ProbeImage == "" {
+		cc.ProbeImage = "busybox:1.36"
+	}
+	if cc.ProbeNamespace == "" {
+		cc.ProbeNamespace = "default"
+	}
+	if cc.ClusterDomain == "" {
+		cc.ClusterDomain = "cluster.local"
+	}
+	if _, err := cfg.Client.Discovery().ServerVersion(); err != nil {
+		return nil, fmt.Errorf("the API server does not answer: %w", err)
+	}
+	out := []CheckResult{checkNodes(ctx, &cfg), checkPods(ctx, &cfg), checkKubernetesService(ctx, &cfg), checkDNSService(ctx, &cfg)}
+	out = append(out, checkDNSProbe(ctx, &cfg, cc), checkEvents(ctx, &cfg))
+	out = append(out, checkRolePods(ctx, &cfg, "cni-pods", func(r string) bool { return restart.StageOf(r) <= restart.StageKubeProxy && r != "" }),
+		checkRolePods(ctx, &cfg, "dns-pods", func(r string) bool { return r == restart.RoleClusterDNS || r == restart.RoleNodeLocalDNS }))
+	return out, nil
+}
+
+func fail(name, read, format string, args ...any) CheckResult {
+	return CheckResult{Name: name, Detail: fmt.Sprintf(format, args...), Read: read}
+}
+
+func pass(name, format string, args ...any) CheckResult {
+	return CheckResult{Name: name, OK: true, Detail: fmt.Sprintf(format, args...)}
+}
+
+// checkNodes: every Node Ready, its podCIDRs inside the new pod range.
+func checkNodes(ctx context.Context, cfg *Config) CheckResult {
+	const name, read = "nodes", "kubectl describe node NAME; on that node: journalctl -u kubelet"
+	nodes, err := cfg.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fail(name, read, "listing Nodes: %v", err)
+	}
+	newRanges := parsePrefixes(cfg.Input.Pod.New)
+	var notReady, outside []string
+	for _, n := range nodes.Items {
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		if !ready {
+			notReady = append(notReady, n.Name)
+		}
+		for _, c := range n.Spec.PodCIDRs {
+			if len(newRanges) > 0 && !prefixInside(c, newRanges) {
+				outside = append(outside, n.Name+" "+c)
+			}
+		}
+	}
+	var probs []string
+	if len(notReady) > 0 {
+		probs = append(probs, fmt.Sprintf("%d of %d Nodes not Ready (%s)", len(notReady), len(nodes.Items), capNames(notReady)))
+	}
+	if len(outside) > 0 {
+		probs = append(probs, fmt.Sprintf("podCIDR outside %s: %s", strings.Join(cfg.Input.Pod.New, ","), capNames(outside)))
+	}
+	if len(probs) > 0 {
+		return fail(name, read, "%s", strings.Join(probs, "; "))
+	}
+	if len(newRanges) == 0 {
+		return pass(name, "%d Nodes Ready (the pod range did not move)", len(nodes.Items))
+	}
+	return pass(name, "%d Nodes Ready, every podCIDR inside %s", len(nodes.Items), strings.Join(cfg.Input.Pod.New, ","))
+}
+
+// checkPods: every pod not on the host network has an address in the new
+// pod range.
+func checkPods(ctx context.Context, cfg *Config) CheckResult {
+	const name, read = "pods", "kubectl get pods -A -o wide; snapshift cluster restart (it deletes the pods no controller restarts)"
+	newRanges := parsePrefixes(cfg.Input.Pod.New)
+	if len(newRanges) == 0 {
+		return pass(name, "the pod range did not move")
+	}
+	pods, err := cfg.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fail(name, read, "listing pods: %v", err)
+	}
+	var old []string
+	on, waiting := 0, 0
+	for _, p := range pods.Items {
+		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.Status.PodIP == "" {
+			waiting++
+			continue
+		}
+		if inAny(p.Status.PodIP, newRanges) {
+			on++
+		} else {
+			old = append(old, p.Namespace+"/"+p.Name+" "+p.Status.PodIP)
+		}
+	}
+	if len(old) > 0 {
+		return fail(name, read, "%d pods outside %s: %s", len(old), strings.Join(cfg.Input.Pod.New, ","), capNames(old))
+	}
+	return pass(name, "%d pods in %s (%d without an address yet)", on, strings.Join(cfg.Input.Pod.New, ","), waiting)
+}
+
+// checkKubernetesService: default/kubernetes at the new range's first
+// address.
+func checkKubernetesService(ctx context.Context, cfg *Config) CheckResult {
+	const name, read = "kubernetes-service", "kubectl get svc kubernetes -o yaml; kube-apiserver's --service-cluster-ip-range"
+	s, err := cfg.Client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		return fail(name, read, "reading default/kubernetes: %v", err)
+	}
+	ranges := parsePrefixes(cfg.Input.Service.New)
+	if len(ranges) == 0 {
+		return pass(name, "default/kubernetes at %s (the service range did not move)", s.Spec.ClusterIP)
+	}
+	want := ranges[0].Masked().Addr().Next().String()
+	if s.Spec.ClusterIP != want {
+		return fail(name, read, "default/kubernetes at %s, want %s (the first address of %s)", s.Spec.ClusterIP, want, ranges[0])
+	}
+	return pass(name, "default/kubernetes at %s, the first address of %s", want, ranges[0])
+}
+
+// dnsWant is the cluster DNS Service and the address it must end at.
+func dnsWant(in *restart.Input) (ns, svc, addr string) {
+	if in.DNS == nil {
+		return "", "", ""
+	}
+	ns, svc, _ = strings.Cut(in.DNS.Service, "/")
+	addr = in.DNS.Address
+	if in.DNS.BridgeAddress != "" {
+		addr = in.DNS.BridgeAddress
+	}
+	return ns, svc, addr
+}
+
+// checkDNSService: the DNS Service at the kubelets' clusterDNS (after the
+// handover, the bridge's address), the bridge gone.
+func checkDNSService(ctx context.Context, cfg *Config) CheckResult {
+	const name, read = "dns-service", "kubectl -n kube-system get svc -o wide; snapshift cluster restart (its DNS stage)"
+	ns, svc, want := dnsWant(cfg.Input)
+	if svc == "" {
+		return pass(name, "the bundle names no cluster DNS Service")
+	}
+	s, err := cfg.Client.CoreV1().Services(ns).Get(ctx, svc, metav1.GetOptions{})
+	if err != nil {
+		return fail(name, read, "reading %s/%s: %v", ns, svc, err)
+	}
+	if want != "" && s.Spec.ClusterIP != want {
+		return fail(name, read, "%s/%s at %s, want %s (the kubelets' clusterDNS)", ns, svc, s.Spec.ClusterIP, want)
+	}
+	if b := cfg.Input.DNS.Bridge; b != "" {
+		bns, bname, _ := strings.Cut(b, "/")
+		if _, err := cfg.Client.CoreV1().Services(bns).Get(ctx, bname, metav1.GetOptions{}); err == nil {
+			return fail(name, read, "the bridge %s is still there", b)
+		}
+	}
+	return pass(name, "%s/%s at %s", ns, svc, s.Spec.ClusterIP)
+}
+
+// checkDNSProbe: from a short-lived pod, the cluster DNS answers
+// kubernetes.default with its address.
+func checkDNSProbe(ctx context.Context, cfg *Config, cc CheckConfig) CheckResult {
+	const name = "dns-lookup"
+	read := fmt.Sprintf("kubectl -n %s describe pod -l app.kubernetes.io/name=snapshift-dns-probe; kubectl -n kube-system logs -l k8s-app=kube-dns", cc.ProbeNamespace)
+	svc, err := cfg.Client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		return fail(name, read, "reading default/kubernetes: %v", err)
+	}
+	host := "kubernetes.default.svc." + cc.ClusterDomain
+	pods := cfg.Client.CoreV1().Pods(cc.ProbeNamespace)
+	deadline := int64(cfg.Timeout.Seconds()) + 30
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "snapshift-dns-probe-", Labels: map[string]string{"app.kubernetes.io/name": "snapshift-dns-probe"}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, ActiveDeadlineSeconds: &deadline,
+			Containers: []corev1.Container{{Name: "nslookup", Image: cc.ProbeImage, Command: []string{"nslookup", host}}}},
+	}
+	pod, err = pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return fail(name, read, "creating the probe pod: %v", err)
+	}
+	defer func() {
+		zero := int64(0)
+		pods.Delete(context.WithoutCancel(ctx), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}) //nolint:errcheck // best effort; labelled for by-hand cleanup
+	}()
+	wctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	phase, why := corev1.PodPending, ""
+	for phase != corev1.PodSucceeded && phase != corev1.PodFailed {
+		select {
+		case <-wctx.Done():
+			return fail(name, read, "the probe pod %s did not finish within %s (phase %s%s)", pod.Name, cfg.Timeout, phase, why)
+		case <-time.After(cfg.Poll):
+		}
+		p, err := pods.Get(wctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		phase, why = p.Status.Phase, podWhy(p)
+	}
+	logs, err := pods.GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return fail(name, read, "reading the probe pod's log: %v", err)
+	}
+	if phase != corev1.PodSucceeded || !strings.Contains(string(logs), svc.Spec.ClusterIP) {
+		return fail(name, read, "nslookup %s (%s) did not answer %s: %s", host, phase, svc.Spec.ClusterIP, strings.Join(strings.Fields(string(logs)), " "))
+	}
+	return pass(name, "nslookup %s from pod %s answered %s", host, pod.Name, svc.Spec.ClusterIP)
+}
+
+func podWhy(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Message != "" {
+			return ": " + c.Message
+		}
+	}
+	return ""
+}
+
+// checkEvents: no ClusterIPOutOfRange or ClusterIPNotAllocated event since
+// the bundle was made (the service IP repair loop's complaints).
+func checkEvents(ctx context.Context, cfg *Config) CheckResult {
+	const name, read = "service-ip-events", "kubectl get events -A --field-selector reason=ClusterIPOutOfRange (and reason=ClusterIPNotAllocated)"
+	var found []string
+	for _, reason := range []string{"ClusterIPOutOfRange", "ClusterIPNotAllocated"} {
+		evs, err := cfg.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
+		if err != nil {
+			return fail(name, read, "listing events: %v", err)
+		}
+		for _, e := range evs.Items {
+			at := e.LastTimestamp.Time
+			if at.IsZero() {
+				at = e.EventTime.Time
+			}
+			if !at.Before(cfg.Input.Created) {
+				found = append(found, fmt.Sprintf("%s %s/%s: %s", reason, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Message))
+			}
+		}
+	}
+	if len(found) > 0 {
+		return fail(name, read, "%d events: %s", len(found), capNames(found))
+	}
+	return pass(name, "no ClusterIPOutOfRange or ClusterIPNotAllocated event since the bundle was made")
+}
+
+// checkRolePods: the pods of the bundle's workloads with these roles are
+// all Ready.
+func checkRolePods(ctx context.Context, cfg *Config, name string, want func(role string) bool) CheckResult {
+	read := "kubectl get pods -A -o wide -l SELECTOR; kubectl describe pod; kubectl logs"
+	var bad, seen []string
+	ready, total := 0, 0
+	for _, w := range cfg.Input.Workloads {
+		if !want(w.Role) || w.Selector == "" {
+			continue
+		}
+		seen = append(seen, w.Namespace+"/"+w.Ref())
+		pods, err := cfg.Client.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: w.Selector})
+		if err != nil {
+			return fail(name, read, "listing pods of %s/%s: %v", w.Namespace, w.Ref(), err)
+		}
+		n := 0
+		for _, p := range pods.Items {
+			total++
+			if podReady(&p) {
+				ready++
+				n++
+			}
+		}
+		if len(pods.Items) == 0 || n < len(pods.Items) {
+			bad = append(bad, fmt.Sprintf("%s/%s %d/%d Ready", w.Namespace, w.Ref(), n, len(pods.Items)))
+		}
+	}
+	if len(seen) == 0 {
+		return pass(name, "the bundle names no such workload")
+	}
+	if len(bad) > 0 {
+		return fail(name, strings.Replace(read, "SELECTOR", "<its selector>", 1), "%s", capNames(bad))
+	}
+	return pass(name, "%d of %d pods Ready (%s)", ready, total, strings.Join(seen, ", "))
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// prefixInside says whether CIDR text c lies inside one of the ranges.
+func prefixInside(c string, ranges []netip.Prefix) bool {
+	p, err := netip.ParsePrefix(c)
+	if err != nil {
+		return false
+	}
+	for _, r := range ranges {
+		if r.Bits() <= p.Bits() && r.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+func capNames(ss []string) string {
+	if len(ss) <= 10 {
+		return strings.Join(ss, ", ")
+	}
+	return fmt.Sprintf("%s … and %d more", strings.Join(ss[:10], ", "), len(ss)-10)
+}

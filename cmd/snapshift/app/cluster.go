@@ -1,0 +1,173 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/snapshift/snapshift/clusterops"
+	"github.com/snapshift/snapshift/restart"
+	"github.com/snapshift/snapshift/verify"
+)
+
+// clusterOptions are cluster restart's and cluster check's options.
+type clusterOptions struct {
+	common
+	bundle, kubeconfig string
+	timeout            time.Duration
+	dryRun             bool
+	check              bool
+	probe              clusterops.CheckConfig
+}
+
+func (o *clusterOptions) flags() []cli.Flag {
+	fs := []cli.Flag{
+		&cli.StringFlag{Name: "bundle", Destination: &o.bundle, Usage: "the rebuild bundle (its report.json)"},
+		&cli.StringFlag{Name: "kubeconfig", Destination: &o.kubeconfig, Usage: "kubeconfig of the new cluster (default: $KUBECONFIG, ~/.kube/config)"},
+		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Destination: &o.timeout, Usage: "bound on each action (a rollout, the DNS handover) or each check that waits"},
+		o.outputFlag("text", "json"),
+	}
+	if o.check {
+		return append(fs,
+			&cli.StringFlag{Name: "probe-image", Value: "busybox:1.36", Destination: &o.probe.ProbeImage, Usage: "image of the DNS probe pod (it runs nslookup)"},
+			&cli.StringFlag{Name: "probe-namespace", Value: "default", Destination: &o.probe.ProbeNamespace, Usage: "namespace of the DNS probe pod"},
+			&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", Destination: &o.probe.ClusterDomain, Usage: "the cluster's DNS domain"})
+	}
+	return append(fs, &cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "print every action of every stage; change nothing"}, o.quietFlag())
+}
+
+func (o *clusterOptions) setup(c *cli.Context) error { return o.noArgs(c) }
+
+func (o *clusterOptions) Validate() error {
+	if o.bundle == "" {
+		return usagef("give --bundle DIR (the directory snapshift rebuild wrote)")
+	}
+	return o.validateFormat()
+}
+
+// client is the new cluster's client, from --kubeconfig or kubectl's
+// defaults.
+func (o *clusterOptions) client() (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, usagef("kubeconfig: %v (give --kubeconfig, e.g. the bundle's kubernetes/<node>/admin.conf)", err)
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
+func (o *clusterOptions) Run(ctx context.Context) error {
+	in, err := clusterInput(o.bundle)
+	if err != nil {
+		return err
+	}
+	cfg := clusterops.Config{Input: in, Timeout: o.timeout, DryRun: o.dryRun}
+	if !o.dryRun || o.check {
+		if cfg.Client, err = o.client(); err != nil {
+			return err
+		}
+	}
+	if o.check {
+		return o.runCheck(ctx, cfg)
+	}
+	if !o.quiet && !o.json() {
+		cfg.Progress = func(e clusterops.Event) { printEvent(o.stdout, e) }
+	}
+	res, rerr := clusterops.Restart(ctx, cfg)
+	if o.json() {
+		if err := writeJSON(o.stdout, res); err != nil {
+			return err
+		}
+	} else if o.dryRun && !o.quiet {
+		fmt.Fprintf(o.stdout, "dry run: nothing was changed. By hand:\n")
+		for _, st := range restart.Plan(*in) {
+			for _, a := range st.Actions {
+				for _, l := range a.Commands() {
+					fmt.Fprintf(o.stdout, "  %s\n", l)
+				}
+			}
+		}
+	}
+	return rerr
+}
+
+// printEvent is one progress line: "[stage 1 cni] done restart ... (3.2s)".
+func printEvent(w io.Writer, e clusterops.Event) {
+	line := fmt.Sprintf("[stage %d %s] %-7s %s", e.Stage, e.Name, e.Status, e.Action)
+	if e.Status != "start" && e.Status != "would" {
+		line += fmt.Sprintf(" (%.1fs)", e.Secs)
+	}
+	if e.Detail != "" {
+		line += ": " + e.Detail
+	}
+	fmt.Fprintln(w, line)
+}
+
+func (o *clusterOptions) runCheck(ctx context.Context, cfg clusterops.Config) error {
+	res, err := clusterops.Check(ctx, cfg, o.probe)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, r := range res {
+		if !r.OK {
+			failed = append(failed, r.Name)
+		}
+	}
+	err = o.render(res, func(w io.Writer) {
+		for _, r := range res {
+			mark := "ok  "
+			if !r.OK {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(w, "%s %-18s %s\n", mark, r.Name, r.Detail)
+			if !r.OK {
+				fmt.Fprintf(w, "     %-18s read: %s\n", "", r.Read)
+			}
+		}
+	})
+	if err != nil || len(failed) == 0 {
+		return err
+	}
+	return fmt.Errorf("cluster check: %d of %d checks failed (%s); read what each FAIL line names: %w", len(failed), len(res), strings.Join(failed, ", "), verify.ErrFailed)
+}
+
+func clusterCommand() *cli.Command {
+	rs, ck := &clusterOptions{}, &clusterOptions{check: true}
+	return &cli.Command{
+		Name:  "cluster",
+		Usage: "the cluster-wide half of a rebuild's window: the staged restart and the checks after it",
+		Subcommands: []*cli.Command{
+			newCommand(rs, rs.flags(), cli.Command{
+				Name:  "restart",
+				Usage: "restart the CNI, kube-proxy, the cluster DNS, NodeLocal DNS, the webhooks' backends and every workload, stage by stage",
+				Description: "Run after `snapshift node apply` on every control-plane node, from any machine that reaches the new endpoint.\n" +
+					"The stages come from the bundle's report.json (RUNBOOK.md shows the same): the CNI in its documented order\n" +
+					"(cilium-operator, cilium; calico-node, calico-kube-controllers; flannel), kube-proxy, the cluster DNS (with\n" +
+					"--dns-bridge: the DNS Service recreated at the bridge's address, the kubelets' clusterDNS, after the bridge is\n" +
+					"deleted: the DNS gap is measured and printed), NodeLocal DNS, the backends of webhooks that fail closed, every\n" +
+					"other workload (the pods no controller restarts deleted first when still on old addresses), then the webhooks\n" +
+					"set to Ignore by the rebuild set back to Fail. Each rollout is waited for as `kubectl rollout status` waits.\n" +
+					"Safe to run again: a rollout restarted since the bundle was made is only waited for.\n\n" +
+					"Example:\n   snapshift cluster restart --bundle bundle --kubeconfig bundle/kubernetes/cp1/admin.conf --dry-run",
+			}),
+			newCommand(ck, ck.flags(), cli.Command{
+				Name:  "check",
+				Usage: "check the cluster after the restart: Nodes, pod addresses, kubernetes.default, DNS from a pod, events, CNI and DNS pods",
+				Description: "One line per check; exit 5 naming the checks that failed. Checks: every Node Ready with its podCIDR in the\n" +
+					"new range; every pod not on the host network on a new-range address; default/kubernetes at the new range's\n" +
+					"first address; the DNS Service at the kubelets' clusterDNS; nslookup kubernetes.default from a short-lived pod\n" +
+					"(--probe-image) answers that address; no ClusterIPOutOfRange or ClusterIPNotAllocated event since the bundle;\n" +
+					"the CNI's, kube-proxy's and the DNS's pods Ready.\n\n" +
+					"Example:\n   snapshift cluster check --bundle bundle --kubeconfig bundle/kubernetes/cp1/admin.conf",
+			}),
+		},
+	}
+}

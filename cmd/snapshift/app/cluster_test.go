@@ -1,0 +1,77 @@
+package app
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snapshift/snapshift/clusterops"
+)
+
+// TestPlanNamesFailWebhooksByDefault: plan names the webhook
+// configurations that fail closed without --webhooks (issue 34, item 6);
+// before, only --webhooks list did.
+func TestPlanNamesFailWebhooksByDefault(t *testing.T) {
+	snap := goldenSnapshot(t, "webhooks/list")
+	r := run(t, "plan", snap, "--service-cidr", "172.24.0.0/16", "--quiet")
+	if r.code != ExitOK {
+		t.Fatalf("plan: exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"MutatingWebhookConfiguration policy-engine", "ValidatingWebhookConfiguration ingress-nginx-admission", "ValidatingWebhookConfiguration by-url"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan without --webhooks does not name %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// TestClusterRestartDryRun: on the demo bundle (the sample, with the DNS
+// bridge), --dry-run needs no cluster, prints every action in stage order
+// (the flannel pods named, not "none recognised"; the DNS handover before
+// NodeLocal DNS) and the kubectl lines; -o json holds the same stages.
+func TestClusterRestartDryRun(t *testing.T) {
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	cfg := filepath.Join(t.TempDir(), "rebuild.yaml")
+	yml, err := os.ReadFile("../../../testdata/rebuild.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs("../../../testdata/sample.db")
+	text := strings.Replace(strings.Replace(string(yml), "snapshot: sample.db", "snapshot: "+abs, 1), "output: ../out/demo/bundle", "output: "+bundle, 1)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, "rebuild", "--config", cfg, "--quiet"); r.code != ExitOK {
+		t.Fatalf("rebuild: exit %d: %s", r.code, r.stderr)
+	}
+	r := run(t, "cluster", "restart", "--bundle", bundle, "--dry-run", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
+	if r.code != ExitOK {
+		t.Fatalf("cluster restart --dry-run: exit %d: %s", r.code, r.stderr)
+	}
+	last := -1
+	for _, want := range []string{"[stage 1 cni] would   delete 1 pod -n kube-flannel", "[stage 3 dns] would   restart deploy/coredns",
+		"DNS handover: delete Service kube-system/kube-dns (192.168.0.10) and the bridge kube-system/kube-dns-bridge (172.24.0.10)",
+		"[stage 4 node-local-dns]", "kubectl -n kube-system delete svc kube-dns kube-dns-bridge && kubectl create -f kube-dns-new.json"} {
+		i := strings.Index(r.stdout, want)
+		if i <= last {
+			t.Errorf("dry run: %q missing or out of order:\n%s", want, r.stdout)
+		}
+		last = i
+	}
+	if strings.Contains(r.stdout, "none recognised") {
+		t.Errorf("dry run says none recognised:\n%s", r.stdout)
+	}
+	r = run(t, "cluster", "restart", "--bundle", bundle, "--dry-run", "-o", "json")
+	var res clusterops.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || !res.DryRun || len(res.Stages) != 5 || res.Stages[2].Actions[1].Type != "dns-handover" {
+		t.Fatalf("-o json: %v %+v\n%s", err, res, r.stdout)
+	}
+	// Bad input: one line, exit 2.
+	for _, args := range [][]string{{"cluster", "restart"}, {"cluster", "restart", "--bundle", t.TempDir()}, {"cluster", "check", "--bundle", t.TempDir()}} {
+		r := run(t, args...)
+		if r.code != ExitUsage || len(r.stderrLines()) != 1 {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,215 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/rsa"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/keyutil"
+
+	"github.com/snapshift/snapshift/cmd/snapshift/app"
+	"github.com/snapshift/snapshift/internal/etcdtest"
+)
+
+// TestClusterRestartCheck: a cluster kept at its old DNS address with the
+// DNS bridge (keepServiceIPs + dnsBridge) is rebuilt; on the restored
+// cluster under a real kube-apiserver and kube-controller-manager (no
+// kubelet, no scheduler), `cluster check` names the Nodes that are not
+// Ready and kube-dns not yet at the kubelets' clusterDNS; `cluster restart
+// --dry-run` prints the stages; `cluster restart` runs them for real (the
+// controllers' rollouts complete under kube-controller-manager, the bare
+// pods on old addresses are deleted, and the DNS handover leaves kube-dns
+// at exactly the bridge's address, the bridge gone); a second run skips
+// what is done; `cluster check` then passes the DNS Service check.
+func TestClusterRestartCheck(t *testing.T) {
+	e := newTestEnv(t, 8*time.Minute)
+	ver, bin, ctx, dir, logDir := e.ver, e.bin, e.ctx, e.dir, e.logDir
+
+	etcd := etcdtest.StartT(t)
+	api := startAPIServer(ctx, t, bin, etcd, newPKI(t, dir), oldServiceCIDR, logDir)
+	populate(ctx, t, api.client, api)
+	populateControllers(ctx, t, api.client)
+	snap := filepath.Join(dir, "source.db")
+	if err := etcd.SaveSnapshot(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	api.stop()
+	etcd.Close()
+
+	peer, err1 := etcdtest.FreePort()
+	client, err2 := etcdtest.FreePort()
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	m := member{name: "e2e-1", node: "cp-e2e-1", addr: "127.0.0.1", peerURL: fmt.Sprintf("http://127.0.0.1:%d", peer), clientURL: fmt.Sprintf("http://127.0.0.1:%d", client)}
+	bundle := filepath.Join(dir, "bundle")
+	cfg := filepath.Join(dir, "rebuild.yaml")
+	write(t, cfg, []byte(fmt.Sprintf(`apiVersion: snapshift.io/v1alpha1
+kind: RebuildConfiguration
+snapshot: %s
+output: %s
+networking: {serviceSubnet: %s, podSubnet: %s, keepServiceIPs: [kube-system/kube-dns], dnsBridge: true}
+etcd:
+  members:
+  - {name: %s, nodeName: %s, advertiseAddress: %s, peerURL: %q, clientURL: %q}
+manifests: {kubernetesVersion: %s}
+`, snap, bundle, newServiceCIDR, newPodCIDR, m.name, m.node, m.addr, m.peerURL, m.clientURL, ver)), 0o600)
+	run(t, "rebuild", "--config", cfg, "--quiet")
+
+	etcd2 := etcdtest.StartRestoredClusterT(t, []etcdtest.RestoredConfig{{DataDir: filepath.Join(bundle, "etcd", m.name), Name: m.name, PeerURL: m.peerURL}})[0]
+	k := filepath.Join(bundle, "kubernetes", m.node)
+	b := &pki{dir: filepath.Join(dir, "bundle-run"), certFile: filepath.Join(k, "pki", "apiserver.crt"), keyFile: filepath.Join(k, "pki", "apiserver.key"),
+		saKey: filepath.Join(k, "pki", "sa.key"), saPub: filepath.Join(k, "pki", "sa.pub"), clientCA: filepath.Join(k, "pki", "ca.crt")}
+	os.MkdirAll(b.dir, 0o700)
+	b.tokens = filepath.Join(b.dir, "tokens.csv")
+	write(t, b.tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600)
+	var err error
+	if b.caPEM, err = os.ReadFile(b.clientCA); err != nil {
+		t.Fatal(err)
+	}
+	saKey, err := keyutil.PrivateKeyFromFile(b.saKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.saPrivate = saKey.(*rsa.PrivateKey)
+	// kube-controller-manager runs with the admin token (this corpus, made
+	// through a bare apiserver, has no kubeadm RBAC bindings for its user).
+	api2 := startAPIServer(ctx, t, bin, etcd2, b, newServiceCIDR, logDir)
+	startKCM(t, bin, api2, b, newServiceCIDR, newPodCIDR, logDir)
+	kc := retarget(t, filepath.Join(k, "super-admin.conf"), api2.url, b.dir)
+	rc, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kubernetes.NewForConfigOrDie(rc)
+
+	// Before the restart: the check names what is wrong, one line each.
+	out, code := runCode(t, "cluster", "check", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "5s")
+	t.Logf("[cluster] check before the restart (exit %d):\n%s", code, out)
+	for _, want := range []string{"FAIL nodes", "Nodes not Ready (cp1, fake1, hw1, vm1)", "ok   kubernetes-service", "default/kubernetes at 172.24.0.1",
+		"FAIL dns-service", "kube-system/kube-dns at 192.168.0.10, want 172.24.0.10", "FAIL dns-lookup",
+		"cluster check: ", "checks failed (nodes, pods, dns-service, dns-lookup"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("[cluster] FAIL check does not say %q", want)
+		}
+	}
+	if code != app.ExitVerify {
+		t.Errorf("[cluster] FAIL check exit %d, want %d", code, app.ExitVerify)
+	}
+
+	out = run(t, "cluster", "restart", "--bundle", bundle, "--kubeconfig", kc, "--dry-run")
+	t.Logf("[cluster] restart --dry-run:\n%s", out)
+	order := []string{"[stage 1 cni] would   restart ds/kube-flannel-ds", "[stage 2 kube-proxy] would   restart ds/kube-proxy", "[stage 3 dns] would   restart deploy/coredns",
+		"DNS handover: delete Service kube-system/kube-dns (192.168.0.10) and the bridge kube-system/kube-dns-bridge (172.24.0.10)", "would   delete 2 pods -n demo (bare pods): api-1, web-1",
+		"restart deploy/web -n demo"}
+	checkOrder(t, out, order)
+	if svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{}); err != nil || svc.Spec.ClusterIP != "192.168.0.10" {
+		t.Fatalf("[cluster] FAIL the dry run changed kube-dns: %v %v", svc.Spec.ClusterIP, err)
+	}
+
+	out = run(t, "cluster", "restart", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "1m")
+	t.Logf("[cluster] restart:\n%s", out)
+	checkOrder(t, out, []string{"[stage 1 cni] done    restart ds/kube-flannel-ds", "[stage 3 dns] done    restart deploy/coredns",
+		"[stage 3 dns] done    DNS handover", "kube-system/kube-dns recreated at 172.24.0.10; DNS gap", "[stage 4 workloads] done    delete 2 pods -n demo", "done    restart deploy/web"})
+	svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+	if err != nil || svc.Spec.ClusterIP != "172.24.0.10" || svc.Spec.Selector["k8s-app"] != "kube-dns" || len(svc.Spec.Ports) != 3 {
+		t.Fatalf("[cluster] FAIL kube-dns after the handover: %+v %v", svc, err)
+	}
+	cm, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubelet-config", metav1.GetOptions{})
+	if err != nil || !strings.Contains(cm.Data["kubelet"], "- 172.24.0.10") {
+		t.Errorf("[cluster] FAIL the kubelets' clusterDNS is not kube-dns's address: %v", err)
+	}
+	if _, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns-bridge", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("[cluster] FAIL the bridge is still there: %v", err)
+	}
+	t.Logf("[cluster] PASS kube-dns ends at the kubelets' clusterDNS 172.24.0.10 (%s), the bridge deleted", svc.UID)
+	d, err := c.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	if err != nil || d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
+		t.Errorf("[cluster] FAIL coredns was not restarted: %v", err)
+	}
+
+	// A second run continues: everything is done, nothing is restarted again.
+	out = run(t, "cluster", "restart", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "1m")
+	t.Logf("[cluster] restart again:\n%s", out)
+	checkOrder(t, out, []string{"skipped restart ds/kube-flannel-ds", "restarted since the bundle was made; rollout complete", "skipped restart deploy/coredns",
+		"skipped DNS handover", "kube-system/kube-dns is at 172.24.0.10 already", "skipped delete 2 pods -n demo"})
+	svc2, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+	if err != nil || svc2.UID != svc.UID {
+		t.Errorf("[cluster] FAIL the second run recreated kube-dns again: %v", err)
+	}
+
+	out, code = runCode(t, "cluster", "check", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "5s")
+	t.Logf("[cluster] check after the restart (exit %d):\n%s", code, out)
+	for _, want := range []string{"ok   dns-service", "kube-system/kube-dns at 172.24.0.10", "FAIL nodes", "ok   service-ip-events"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("[cluster] FAIL check does not say %q", want)
+		}
+	}
+	if code != app.ExitVerify {
+		t.Errorf("[cluster] FAIL check exit %d, want %d (the Nodes run no kubelet)", code, app.ExitVerify)
+	}
+}
+
+func checkOrder(t *testing.T, out string, order []string) {
+	t.Helper()
+	last := -1
+	for _, o := range order {
+		i := strings.Index(out, o)
+		if i <= last {
+			t.Errorf("[cluster] FAIL %q missing or out of order", o)
+			continue
+		}
+		last = i
+	}
+}
+
+// populateControllers adds the controllers the restart rolls: flannel and
+// kube-proxy DaemonSets (on no node: their rollouts complete with no
+// kubelet), CoreDNS and a workload as Deployments with no replicas.
+func populateControllers(ctx context.Context, t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	zero := int32(0)
+	tmpl := func(labels map[string]string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{NodeSelector: map[string]string{"snapshift.io/e2e-none": "true"}, Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}}
+	}
+	for _, ds := range []struct {
+		ns, name string
+		labels   map[string]string
+	}{
+		{"kube-flannel", "kube-flannel-ds", map[string]string{"app": "flannel", "k8s-app": "flannel"}},
+		{"kube-system", "kube-proxy", map[string]string{"k8s-app": "kube-proxy"}},
+	} {
+		_, err := c.AppsV1().DaemonSets(ds.ns).Create(ctx, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ds.ns, Name: ds.name, Labels: ds.labels},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: ds.labels}, Template: tmpl(ds.labels)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []struct {
+		ns, name string
+		labels   map[string]string
+	}{
+		{"kube-system", "coredns", map[string]string{"k8s-app": "kube-dns"}},
+		{"demo", "web", map[string]string{"app": "web-server"}},
+	} {
+		_, err := c.AppsV1().Deployments(d.ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: d.name, Labels: d.labels},
+			Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: d.labels}, Template: tmpl(d.labels)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Builds everything the lab runs, once, cached outside the clone in
+# ~/.cache/snapshift-e2e (SNAPSHIFT_E2E_CACHE): the Kubernetes components
+# (hack/build-k8s.sh), etcd (hack/build-etcd.sh), CoreDNS, flannel and the
+# flannel CNI plugin from the Go module proxy, the lab's own programs
+# (hack/lab/tools) and the OCI image archives that `ctr images import` loads
+# into each node's containerd. Prints each step's time.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+. hack/lab/versions.sh
+t0=$(date +%s)
+step() { echo "[lab] $*"; }
+took() { echo "[lab] $1 in $(( $(date +%s) - $2 ))s"; }
+
+t=$(date +%s)
+bash hack/build-k8s.sh "$K8S_VERSION" kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+took "kubernetes $K8S_VERSION" "$t"
+t=$(date +%s)
+bash hack/build-etcd.sh
+took etcd "$t"
+etcd_bin=$(ls -d "$LAB_CACHE"/etcd-v*/etcd | sort -V | tail -1)
+
+# gobuild NAME MODULE@VERSION PACKAGE: a main package of a module from the
+# proxy, built in a small module of its own, into $LAB_BIN/NAME-VERSION.
+gobuild() {
+  local name=$1 mod=${2%@*} ver=${2#*@} pkg=$3
+  local out="$LAB_BIN/$name-$ver"
+  if [ -x "$out" ]; then echo "[lab] $name $ver: cached"; return; fi
+  mkdir -p "$LAB_BIN"
+  local work t
+  work=$(mktemp -d "$LAB_CACHE/.build-$name.XXXX")
+  t=$(date +%s)
+  (
+    cd "$work"
+    printf 'module snapshift.local/%sbuild\n\ngo 1.25\n\nrequire %s %s\n' "$name" "$mod" "$ver" > go.mod
+    printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
+    GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1
+    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.tmp" "$pkg"
+  ) || { rm -rf "$work"; return 1; }
+  rm -rf "$work"
+  mv "$out.tmp" "$out"
+  took "$name $ver" "$t"
+}
+gobuild coredns "github.com/coredns/coredns@$COREDNS_VERSION" github.com/coredns/coredns
+# flanneld: its main.go imports every backend, and the Tencent Cloud one needs
+# github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc, which the
+# module proxy does not serve, and the udp one needs cgo; so it is built from
+# a copy of the module's source without those two backends. The lab uses vxlan.
+flanneld() {
+  local out="$LAB_BIN/flanneld-$FLANNEL_VERSION" work src t
+  if [ -x "$out" ]; then echo "[lab] flanneld $FLANNEL_VERSION: cached"; return; fi
+  t=$(date +%s)
+  src=$(go mod download -json "github.com/flannel-io/flannel@$FLANNEL_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  work=$(mktemp -d "$LAB_CACHE/.build-flanneld.XXXX")
+  cp -r "$src/." "$work/" && chmod -R u+w "$work"
+  (
+    cd "$work"
+    sed -i -e '\#pkg/backend/tencentvpc"#d' -e '\#pkg/backend/udp"#d' main.go
+    rm -rf pkg/backend/tencentvpc pkg/backend/udp
+    GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1
+    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" -o "$out.tmp" .
+  ) || { rm -rf "$work"; return 1; }
+  rm -rf "$work"
+  mv "$out.tmp" "$out"
+  took "flanneld $FLANNEL_VERSION" "$t"
+}
+flanneld
+gobuild crictl "sigs.k8s.io/cri-tools@$CRICTL_VERSION" sigs.k8s.io/cri-tools/cmd/crictl
+gobuild etcdctl "go.etcd.io/etcd/etcdctl/v3@$ETCDCTL_VERSION" go.etcd.io/etcd/etcdctl/v3
+gobuild cni-flannel "github.com/containernetworking/plugins@$CNI_FLANNEL_VERSION" github.com/containernetworking/plugins/plugins/meta/flannel
+
+t=$(date +%s)
+mkdir -p "$LAB_BIN/tools"
+(cd hack/lab/tools && CGO_ENABLED=0 go build -trimpath -o "$LAB_BIN/tools/" ./...)
+took "lab tools" "$t"
+
+# Images: one layer with the static binary; rebuilt when missing.
+t=$(date +%s)
+mkdir -p "$LAB_IMAGES"
+img() { # FILE NAME mkimage-args...
+  local f="$LAB_IMAGES/$1.tar" name=$2; shift 2
+  [ -s "$f" ] && return
+  "$LAB_BIN/tools/mkimage" -o "$f" -name "$name" "$@"
+}
+img pause "$PAUSE_IMAGE" -file /pause="$LAB_BIN/tools/pause" -entrypoint /pause
+img web "$WEB_IMAGE" -file /usr/local/bin/web="$LAB_BIN/tools/web" -entrypoint /usr/local/bin/web
+img probe "$PROBE_IMAGE" -file /usr/local/bin/probe="$LAB_BIN/tools/probe" -entrypoint "/usr/local/bin/probe sleep"
+for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  img "$c" "registry.k8s.io/$c:$K8S_VERSION" -file "/usr/local/bin/$c=$K8S_BIN/$c"
+done
+# libs BIN: -file arguments for the shared libraries a dynamic BIN needs
+# (hack/build-etcd.sh builds etcd with cgo, as the e2e runs it on the host).
+libs() {
+  ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | while read -r l; do printf -- '-file\n%s=%s\n' "$l" "$(readlink -f "$l")"; done
+}
+mapfile -t etcd_libs < <(libs "$etcd_bin")
+img etcd "$ETCD_IMAGE" -file /usr/local/bin/etcd="$etcd_bin" "${etcd_libs[@]}"
+img coredns "$COREDNS_IMAGE" -file /coredns="$LAB_BIN/coredns-$COREDNS_VERSION" -entrypoint /coredns
+took images "$t"
+ls -la "$LAB_IMAGES"
+took "lab build" "$t0"

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# make lab (issue 33): a cluster of real components in network namespaces on
+# this machine, offline. So far: the control-plane node cp1 (containerd,
+# kubelet, the control plane as static pods from snapshift's own certs and
+# manifests) comes up Ready. Everything it starts is stopped by PID and every
+# namespace and mount removed on exit, failure or Ctrl-C (LAB_KEEP=1 keeps
+# the cluster running; make lab-clean removes it). Logs: out/lab/logs.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+. hack/lab/versions.sh
+. hack/lab/lib.sh
+. hack/lab/node.sh
+[ "$(id -u)" = 0 ] || die "the lab needs root (network and mount namespaces, cgroups)"
+for c in containerd runc ctr ip nsenter unshare nft iptables; do
+  command -v "$c" >/dev/null || die "$c is missing: apt-get install -y containerd runc containernetworking-plugins iptables nftables"
+done
+if [ -e "$LAB_ROOT/ns" ] || ip netns list | grep -q "^$LAB_NETNS"; then
+  die "a lab is already there ($LAB_ROOT): make lab-clean"
+fi
+bash hack/lab/build.sh
+go build -o bin/snapshift ./cmd/snapshift
+snap=$repo/bin/snapshift
+status=1
+finish() {
+  trap - EXIT INT TERM
+  if [ "${LAB_KEEP:-}" = 1 ] && [ $status = 0 ]; then
+    log "LAB_KEEP=1: the lab keeps running; make lab-clean removes it"; return
+  fi
+  rm -rf "$repo/out/lab/logs"; mkdir -p "$repo/out/lab/logs"
+  cp -a "$LAB_ROOT"/logs/. "$repo/out/lab/logs/" 2>/dev/null || true
+  for n in $(lab_nodes_present | sort -u); do
+    cp -a "$(nodedir "$n")/root/var/log/pods" "$repo/out/lab/logs/$n-pods" 2>/dev/null || true
+  done
+  log "stopping the lab"
+  lab_clean
+  rm -rf "$LAB_ROOT"
+  if [ $status = 0 ]; then log "PASS"; else log "FAIL (component logs in out/lab/logs)"; fi
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+POD_CIDR=10.244.0.0/16
+SVC_CIDR=192.168.0.0/16
+DNS_IP=192.168.0.10
+WORKERS=${LAB_WORKERS:-"w1 w2"}
+
+# The check table: check NAME CMD... runs CMD, records PASS or FAIL with
+# CMD's last output line.
+checks=()
+check() {
+  local name=$1 out rc=0; shift
+  out=$("$@" 2>&1) || rc=$?
+  if [ $rc = 0 ]; then checks+=("PASS  $name"); log "PASS $name"
+  else checks+=("FAIL  $name: $(echo "$out" | tail -1)"); log "FAIL $name: $(echo "$out" | tail -3 | tr '\n' ' ')"; fi
+}
+table() {
+  echo "---------------- lab checks ----------------"
+  printf '%s\n' "${checks[@]}"
+  echo "--------------------------------------------"
+  ! printf '%s\n' "${checks[@]}" | grep -q '^FAIL'
+}
+
+t0=$(date +%s)
+log "underlay $LAB_NETNS and node cp1"
+lab_underlay
+lab_node cp1
+lab_containerd cp1
+t=$(date +%s); lab_import_images cp1; log "images imported into cp1 in $(( $(date +%s) - t ))s"
+
+cp1=$(nodedir cp1)/root
+"$snap" certs --all --quiet --cert-dir "$cp1/etc/kubernetes/pki" --control-plane-endpoint 10.0.0.11:6443 \
+  --apiserver-advertise-address 10.0.0.11 --node-name cp1 --service-cidr "$SVC_CIDR" \
+  --etcd-member cp1=https://10.0.0.11:2380 >/dev/null
+"$snap" manifests --generate --quiet --out-dir "$cp1/etc/kubernetes/manifests" --kubernetes-version "$K8S_VERSION" \
+  --node-name cp1 --apiserver-advertise-address 10.0.0.11 --service-cidr "$SVC_CIDR" \
+  --pod-network-cidr "$POD_CIDR" --etcd-member cp1=https://10.0.0.11:2380 --etcd-data-dir /var/lib/etcd >/dev/null
+lab_kubelet_config cp1 "$DNS_IP"
+lab_kubelet cp1
+wait_for "cp1: kube-apiserver ready (static pods etcd, kube-apiserver)" 300 kc cp1 get --raw /readyz
+# As kubeadm init does with super-admin.conf: admin.conf's group
+# kubeadm:cluster-admins gets cluster-admin, and the apiserver's kubelet
+# client (kubectl exec, logs) system:kubelet-api-admin.
+nodeexec cp1 "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/super-admin.conf create clusterrolebinding \
+  kubeadm:cluster-admins --clusterrole=cluster-admin --group=kubeadm:cluster-admins >/dev/null
+kc cp1 create clusterrolebinding kubeadm:kubelet-api-admin --clusterrole=system:kubelet-api-admin \
+  --user=kube-apiserver-kubelet-client >/dev/null
+lab_apply hack/lab/manifests/addons.yaml >/dev/null
+lab_flannel cp1
+lab_kube_proxy cp1
+wait_for "cp1: node Ready" 180 node_ready cp1
+log "control plane up in $(( $(date +%s) - t0 ))s"
+
+for w in $WORKERS; do
+  log "worker $w"
+  lab_node "$w"
+  lab_containerd "$w"
+  lab_import_images "$w"
+  wd=$(nodedir "$w")/root
+  mkdir -p "$wd/etc/kubernetes/pki" "$wd/etc/kubernetes/manifests"
+  cp "$cp1/etc/kubernetes/pki/ca.crt" "$wd/etc/kubernetes/pki/ca.crt"
+  lab_client_kubeconfig "$w" "system:node:$w" /etc/kubernetes/kubelet.conf system:nodes >/dev/null
+  cp "$cp1/etc/kubernetes/admin.conf" "$wd/etc/kubernetes/admin.conf"
+  lab_kubelet_config "$w" "$DNS_IP"
+  lab_kubelet "$w"
+  wait_for "$w: node registered" 120 kc cp1 get node "$w"
+  lab_flannel "$w"
+  lab_kube_proxy "$w"
+done
+for w in $WORKERS; do wait_for "$w: node Ready" 180 node_ready "$w"; done
+log "cluster of $(( 1 + $(wc -w <<< "$WORKERS") )) nodes up in $(( $(date +%s) - t0 ))s"
+lab_apply hack/lab/manifests/workloads.yaml >/dev/null
+wait_for "coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
+wait_for "web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
+wait_for "db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s
+wait_for "probe running" 120 kc cp1 -n prod wait pod/probe --for=condition=Ready --timeout=1s
+wait_for "every pod Ready" 120 all_pods_ready
+kc cp1 get nodes -o wide
+kc cp1 get pods -A -o wide
+
+. hack/lab/checks.sh
+checks_cluster old "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP"
+log "scenario done in $(( $(date +%s) - t0 ))s"
+table && status=0

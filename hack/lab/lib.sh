@@ -1,0 +1,182 @@
+# The lab's plumbing (sourced by hack/lab/lab.sh and clean.sh): namespaces,
+# per-node mounts, daemons started and stopped by PID, and the cleanup that
+# removes all of it. Everything lives under $LAB_ROOT; nothing outside the
+# lab's own network namespaces gets an address or a route.
+LAB_ROOT=${LAB_ROOT:-/var/lib/snapshift-lab}
+LAB_NETNS=snapshift-lab        # the underlay: bridge br0, 10.0.0.1/24, no other link
+LAB_NODE_PREFIX=slab-          # each node's network namespace and cgroup root
+# The host paths each node gets its own copy of (bind mounts in its mount namespace).
+LAB_NODE_DIRS="var/lib/snapshift etc/kubernetes etc/containerd var/lib/kubelet var/lib/etcd var/lib/containerd var/lib/cni etc/cni/net.d var/log/pods var/log/containers opt/cni/bin run/flannel"
+
+log() { echo "[lab $(date +%H:%M:%S)] $*"; }
+die() { echo "[lab] FAIL: $*" >&2; exit 1; }
+
+nodeip() { # node -> address on the underlay
+  case $1 in cp1) echo 10.0.0.11 ;; w1|cp2) echo 10.0.0.12 ;; w2|cp3) echo 10.0.0.13 ;; *) die "unknown node $1" ;; esac
+}
+nodedir() { echo "$LAB_ROOT/nodes/$1"; }
+
+# nodeexec NODE CMD...: runs CMD in the node's network and mount namespaces
+# (nsenter execs it: no extra process).
+nodeexec() {
+  local n=$1; shift
+  nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" --mount="$LAB_ROOT/ns/$n.mnt" --wd=/ -- "$@"
+}
+
+# The host-wide sysctls a kubelet sets (protectKernelDefaults: false, its
+# default, "modify": pkg/kubelet/cm/container_manager_linux.go
+# setupKernelTunables): saved before the first kubelet, restored by lab_clean.
+LAB_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
+
+lab_underlay() {
+  mkdir -p "$LAB_ROOT/ns" "$LAB_ROOT/logs" "$LAB_ROOT/pids"
+  [ -f "$LAB_ROOT/sysctl.saved" ] || sysctl $LAB_SYSCTLS > "$LAB_ROOT/sysctl.saved"
+  # unshare --mount=FILE needs FILE on a private mount.
+  if ! mountpoint -q "$LAB_ROOT/ns"; then
+    mount --bind "$LAB_ROOT/ns" "$LAB_ROOT/ns"
+    mount --make-private "$LAB_ROOT/ns"
+  fi
+  ip netns add "$LAB_NETNS"
+  ip -n "$LAB_NETNS" link set lo up
+  ip -n "$LAB_NETNS" link add br0 type bridge
+  ip -n "$LAB_NETNS" addr add 10.0.0.1/24 dev br0
+  ip -n "$LAB_NETNS" link set br0 up
+}
+
+# lab_node NODE: a network namespace joined to the underlay, and a mount
+# namespace (kept by a bind of its nsfs file) with its own /sys (this netns'
+# view, the host's cgroup hierarchies moved back under it), /run, and the
+# directories of LAB_NODE_DIRS; a cgroup root slab-NODE in every hierarchy.
+lab_node() {
+  local n=$1 ip d c
+  ip=$(nodeip "$n")
+  local dir; dir=$(nodedir "$n")
+  mkdir -p "$dir/root" "$dir/cg"
+  ip netns add "$LAB_NODE_PREFIX$n"
+  ip link add "v-$n" netns "$LAB_NETNS" type veth peer name eth0 netns "$LAB_NODE_PREFIX$n"
+  ip -n "$LAB_NETNS" link set "v-$n" master br0 up
+  ip -n "$LAB_NODE_PREFIX$n" link set lo up
+  ip -n "$LAB_NODE_PREFIX$n" addr add "$ip/24" dev eth0
+  ip -n "$LAB_NODE_PREFIX$n" link set eth0 up
+  # The only way out of a node is the underlay, a bridge with no other link.
+  ip -n "$LAB_NODE_PREFIX$n" route add default via 10.0.0.1 dev eth0
+  for d in $LAB_NODE_DIRS; do
+    mkdir -p "$dir/root/$d"
+    # Record every directory made on the host (parents too), for lab_clean.
+    local p=""
+    for c in ${d//\// }; do
+      p="$p/$c"
+      if [ ! -e "$p" ]; then mkdir "$p" && echo "$p" >> "$LAB_ROOT/created-dirs"; fi
+    done
+  done
+  touch "$LAB_ROOT/ns/$n.mnt"
+  nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" -- unshare --mount="$LAB_ROOT/ns/$n.mnt" --propagation private \
+    bash -euc '
+      dir=$1; shift
+      mount --rbind /sys/fs/cgroup "$dir/cg"
+      mount -t sysfs sysfs /sys
+      mount --move "$dir/cg" /sys/fs/cgroup
+      mount -t tmpfs -o mode=0755 tmpfs /run
+      mkdir -p /run/lock
+      for d in "$@"; do mkdir -p "/$d"; mount --bind "$dir/root/$d" "/$d"; done
+    ' _ "$dir" $LAB_NODE_DIRS
+  local c
+  for c in /sys/fs/cgroup/*/; do
+    [ -d "$c" ] || continue
+    mkdir -p "$c$LAB_NODE_PREFIX$n"
+    if [ -f "${c}cpuset.cpus" ]; then
+      cat "${c}cpuset.cpus" > "$c$LAB_NODE_PREFIX$n/cpuset.cpus"
+      cat "${c}cpuset.mems" > "$c$LAB_NODE_PREFIX$n/cpuset.mems"
+    fi
+  done
+}
+
+# lab_start NODE NAME CMD...: starts a daemon in the node, logs to
+# $LAB_ROOT/logs/NODE-NAME.log, its PID in $LAB_ROOT/pids/NODE-NAME.
+# Inside the node already (LAB_IN_NODE=1: the node's systemctl, run by
+# snapshift node apply) it starts CMD directly.
+lab_start() {
+  local n=$1 name=$2; shift 2
+  if [ "${LAB_IN_NODE:-}" = 1 ]; then
+    "$@" < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
+  else
+    # nsenter, not the nodeexec function: $! is then the daemon itself
+    # (nsenter execs it), not a subshell.
+    nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" --mount="$LAB_ROOT/ns/$n.mnt" --wd=/ -- "$@" \
+      < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
+  fi
+  echo $! > "$LAB_ROOT/pids/$n-$name"
+}
+
+# lab_stop NODE NAME: SIGTERM the daemon by its PID, SIGKILL after 15 s.
+lab_stop() {
+  local f="$LAB_ROOT/pids/$1-$2" pid i
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+# The PIDs of the processes that belong to a node: those in its mount
+# namespace (containerd, kubelet, shims...) and those in its cgroup root
+# (the containers, which have mount namespaces of their own).
+lab_node_pids() {
+  local n=$1 ino p
+  ino=$(stat -L -c %i "$LAB_ROOT/ns/$n.mnt" 2>/dev/null) || ino=
+  if [ -n "$ino" ] && [ "$ino" != "$(stat -L -c %i /proc/self/ns/mnt)" ]; then
+    for p in /proc/[0-9]*; do
+      [ "$(stat -L -c %i "$p/ns/mnt" 2>/dev/null)" = "$ino" ] && echo "${p#/proc/}"
+    done
+  fi
+  cat /sys/fs/cgroup/*/"$LAB_NODE_PREFIX$n"/cgroup.procs /sys/fs/cgroup/*/"$LAB_NODE_PREFIX$n"/*/cgroup.procs \
+    /sys/fs/cgroup/*/"$LAB_NODE_PREFIX$n"/*/*/cgroup.procs /sys/fs/cgroup/*/"$LAB_NODE_PREFIX$n"/*/*/*/cgroup.procs \
+    /sys/fs/cgroup/*/"$LAB_NODE_PREFIX$n"/*/*/*/*/cgroup.procs 2>/dev/null || true
+}
+
+lab_nodes_present() {
+  local f
+  for f in "$LAB_ROOT"/ns/*.mnt; do [ -e "$f" ] && basename "$f" .mnt; done
+  ip netns list 2>/dev/null | awk -v p="$LAB_NODE_PREFIX" 'index($1, p) == 1 {print substr($1, length(p) + 1)}'
+}
+
+# lab_clean: stops every daemon by its recorded PID (kubelet first), then
+# kills what is left of each node by PID (containers, shims), removes the
+# cgroup roots, mounts, namespaces and the directories the lab created.
+lab_clean() {
+  local n f pid i
+  for f in "$LAB_ROOT"/pids/*-kubelet; do [ -f "$f" ] && lab_stop "$(basename "$f" -kubelet)" kubelet; done
+  for f in "$LAB_ROOT"/pids/*; do
+    [ -f "$f" ] || continue
+    n=$(basename "$f"); lab_stop "${n%%-*}" "${n#*-}"
+  done
+  for n in $(lab_nodes_present | sort -u); do
+    for i in 1 2 3 4 5; do
+      pids=$(lab_node_pids "$n" | sort -u)
+      [ -z "$pids" ] && break
+      kill -KILL $pids 2>/dev/null || true
+      sleep 0.5
+    done
+    [ -n "$(lab_node_pids "$n")" ] && echo "[lab] clean: processes of $n still running: $(lab_node_pids "$n" | tr '\n' ' ')" >&2
+    for i in 1 2 3 4 5; do
+      find /sys/fs/cgroup/*/"$LAB_NODE_PREFIX$n" -depth -type d -exec rmdir {} + 2>/dev/null || true
+      ls -d /sys/fs/cgroup/*/"$LAB_NODE_PREFIX$n" >/dev/null 2>&1 || break
+      sleep 0.5
+    done
+    if mountpoint -q "$LAB_ROOT/ns/$n.mnt" 2>/dev/null; then umount "$LAB_ROOT/ns/$n.mnt"; fi
+    ip netns del "$LAB_NODE_PREFIX$n" 2>/dev/null || true
+  done
+  ip netns del "$LAB_NETNS" 2>/dev/null || true
+  if mountpoint -q "$LAB_ROOT/ns" 2>/dev/null; then umount "$LAB_ROOT/ns"; fi
+  if [ -f "$LAB_ROOT/sysctl.saved" ]; then
+    sed 's/ //g' "$LAB_ROOT/sysctl.saved" | xargs sysctl -q -w >/dev/null || echo "[lab] clean: could not restore $(cat "$LAB_ROOT/sysctl.saved" | tr '\n' ' ')" >&2
+    rm -f "$LAB_ROOT/sysctl.saved"
+  fi
+  if [ -f "$LAB_ROOT/created-dirs" ]; then
+    sort -r -u "$LAB_ROOT/created-dirs" | while read -r d; do rmdir "$d" 2>/dev/null || true; done
+    rm -f "$LAB_ROOT/created-dirs"
+  fi
+}

@@ -1,0 +1,178 @@
+# Per-node configuration and daemons (sourced by hack/lab/lab.sh after lib.sh
+# and versions.sh).
+
+# containerd: Debian's 1.6 (the distribution's package, already built and
+# tested with its runc; kubelet 1.36 still serves a CRI without RuntimeConfig).
+# The sandbox image is the lab's pause; cgroupfs, not systemd; CNI binaries
+# from the node's /opt/cni/bin (Debian's plugins and the flannel plugin).
+# restrict_oom_score_adj: this machine withholds CAP_SYS_RESOURCE (CapBnd
+# 0x1fffeffffff lacks bit 24), so no process may lower its oom_score_adj and
+# runc's init dies writing a sandbox's -998 ("nsexec: failed to update
+# /proc/self/oom_score_adj: Permission denied", seen as "can't get final
+# child's PID from pipe: EOF"); containerd then clamps to its own (0).
+lab_containerd_config() {
+  local n=$1 dir; dir=$(nodedir "$n")
+  cat > "$dir/root/etc/containerd/config.toml" <<TOML
+version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  enable_selinux = false
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/opt/cni/bin"
+    conf_dir = "/etc/cni/net.d"
+TOML
+  local p
+  for p in /usr/lib/cni/*; do ln -sf "$p" "$dir/root/opt/cni/bin/"; done
+  cp "$LAB_BIN/cni-flannel-$CNI_FLANNEL_VERSION" "$dir/root/opt/cni/bin/flannel"
+}
+
+lab_containerd() {
+  local n=$1 i
+  lab_containerd_config "$n"
+  lab_start "$n" containerd containerd --config /etc/containerd/config.toml
+  for i in $(seq 100); do
+    nodeexec "$n" ctr --address /run/containerd/containerd.sock version >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  die "containerd on $n did not answer within 20 s (log: $LAB_ROOT/logs/$n-containerd.log)"
+}
+
+lab_import_images() {
+  local n=$1 f
+  for f in "$LAB_IMAGES"/*.tar; do
+    nodeexec "$n" ctr --address /run/containerd/containerd.sock -n k8s.io images import --no-unpack=false "$f" >/dev/null \
+      || die "ctr images import $f on $n failed"
+  done
+}
+
+# The kubelet's configuration. What this machine needs beyond kubeadm's
+# defaults: failCgroupV1: false (cgroups are v1 here; kubelet 1.35+ refuses
+# them otherwise), cgroupDriver: cgroupfs (no systemd), cgroupRoot (three
+# kubelets share the host's hierarchies: each its own root), resolvConf (a
+# file with no upstream: nothing resolves outside the lab), failSwapOn: false.
+lab_kubelet_config() {
+  local n=$1 dns=$2 dir; dir=$(nodedir "$n")
+  cat > "$dir/root/var/lib/kubelet/config.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /$LAB_NODE_PREFIX$n
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+staticPodPath: /etc/kubernetes/manifests
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: /etc/kubernetes/pki/ca.crt
+authorization:
+  mode: Webhook
+clusterDNS: [$dns]
+clusterDomain: cluster.local
+healthzBindAddress: 127.0.0.1
+resolvConf: /etc/kubernetes/lab-resolv.conf
+failSwapOn: false
+rotateCertificates: false
+serializeImagePulls: false
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%
+  imagefs.available: 1%
+YAML
+  echo "search lab.invalid" > "$dir/root/etc/kubernetes/lab-resolv.conf"
+}
+
+lab_kubelet() {
+  local n=$1
+  lab_start "$n" kubelet "$K8S_BIN/kubelet" --config=/var/lib/kubelet/config.yaml \
+    --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override="$n" --node-ip="$(nodeip "$n")" --v=2
+}
+
+# kc NODE ARGS...: kubectl with the admin kubeconfig, in the node.
+kc() {
+  local n=$1; shift
+  nodeexec "$n" "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=10s "$@"
+}
+
+# wait_for WHAT SECONDS CMD...: CMD until it succeeds, else FAIL naming WHAT.
+wait_for() {
+  local what=$1 secs=$2 i; shift 2
+  for i in $(seq "$secs"); do
+    "$@" >/dev/null 2>&1 && { log "$what (${i}s)"; return 0; }
+    sleep 1
+  done
+  die "$what: not within ${secs}s"
+}
+
+node_pod_cidr() { [ -n "$(kc cp1 get node "$1" -o jsonpath='{.spec.podCIDR}')" ]; }
+
+all_pods_ready() {
+  local out
+  out=$(kc cp1 get pods -A -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}') || return 1
+  [ -n "$out" ] && ! grep -vqx True <<< "$out"
+}
+
+node_ready() {
+  [ "$(kc "$1" get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+# lab_client_kubeconfig NODE USER FILE [GROUP]: a kubeconfig for USER signed by
+# the cluster CA (snapshift certs --kubeconfig-user), into the node's FILE.
+lab_client_kubeconfig() {
+  local n=$1 user=$2 file=$3 group=${4:-}
+  "$snap" certs --quiet --cert-dir "$(nodedir cp1)/root/etc/kubernetes/pki" --control-plane-endpoint 10.0.0.11:6443 \
+    --kubeconfig-user "$user" ${group:+--kubeconfig-group "$group"} --kubeconfig-out "$(nodedir "$n")/root$file"
+}
+
+# lab_flannel NODE: flanneld as a host process of the node, configured from
+# the kube-flannel-cfg ConfigMap as its DaemonSet would be (net-conf.json,
+# and cni-conf.json installed as the CNI config).
+lab_flannel() {
+  local n=$1 dir; dir=$(nodedir "$n")/root
+  mkdir -p "$dir/etc/kubernetes/flannel"
+  kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.net-conf\.json}' > "$dir/etc/kubernetes/flannel/net-conf.json"
+  [ -f "$dir/etc/kubernetes/flannel.conf" ] || lab_client_kubeconfig "$n" flannel /etc/kubernetes/flannel.conf
+  # flanneld exits when the Node has no podCIDR yet (its DaemonSet would restart it).
+  wait_for "$n: podCIDR assigned" 60 node_pod_cidr "$n"
+  lab_start "$n" flanneld env NODE_NAME="$n" "$LAB_BIN/flanneld-$FLANNEL_VERSION" --kube-subnet-mgr \
+    --kubeconfig-file=/etc/kubernetes/flannel.conf --net-config-path=/etc/kubernetes/flannel/net-conf.json \
+    --iface=eth0 --ip-masq --healthz-ip=127.0.0.1
+  # The CNI config once flanneld has written subnet.env, which the flannel
+  # plugin reads: before it, the kubelet keeps the node NotReady and nothing
+  # is scheduled to fail there.
+  wait_for "$n: flanneld wrote /run/flannel/subnet.env" 60 nodeexec "$n" test -s /run/flannel/subnet.env
+  kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.cni-conf\.json}' > "$dir/etc/cni/net.d/10-flannel.conflist"
+}
+
+# lab_kube_proxy NODE: kube-proxy as a host process of the node, with the
+# config.conf of the kube-proxy ConfigMap as its DaemonSet would mount it.
+lab_kube_proxy() {
+  local n=$1 dir; dir=$(nodedir "$n")/root
+  mkdir -p "$dir/var/lib/kubelet/kube-proxy"
+  kc cp1 -n kube-system get configmap kube-proxy -o jsonpath='{.data.config\.conf}' |
+    sed "s#/var/lib/kube-proxy/kubeconfig.conf#/etc/kubernetes/kube-proxy.conf#" > "$dir/var/lib/kubelet/kube-proxy/config.conf"
+  [ -f "$dir/etc/kubernetes/kube-proxy.conf" ] || lab_client_kubeconfig "$n" system:kube-proxy /etc/kubernetes/kube-proxy.conf
+  lab_start "$n" kube-proxy "$K8S_BIN/kube-proxy" --config=/var/lib/kubelet/kube-proxy/config.conf --hostname-override="$n" --v=2
+}
+
+# lab_apply FILE: kubectl apply with the lab's placeholders filled in.
+lab_apply() {
+  sed -e "s#@POD_CIDR@#$POD_CIDR#g" -e "s#@DNS_IP@#$DNS_IP#g" -e "s#@COREDNS_IMAGE@#$COREDNS_IMAGE#g" \
+    -e "s#@WEB_IMAGE@#$WEB_IMAGE#g" -e "s#@SVC_CIDR@#$SVC_CIDR#g" -e "s#@K8S_VERSION@#$K8S_VERSION#g" -e "s#@PROBE_IMAGE@#$PROBE_IMAGE#g" "$1" > "$LAB_ROOT/apply.yaml"
+  nodeexec cp1 "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/admin.conf apply -f - < "$LAB_ROOT/apply.yaml"
+}

@@ -1,0 +1,22 @@
+# The lab's versions (sourced by hack/lab/*.sh). Kubernetes matches the e2e's
+# newest; CoreDNS and flannel are the newest on the module proxy that build with
+# this toolchain; the flannel CNI plugin is containernetworking/plugins v0.9.1's
+# plugins/meta/flannel (the last release that held it: flannel-io/cni-plugin is
+# not served by the module proxy).
+K8S_VERSION=${K8S_VERSION:-v1.36.3}
+COREDNS_VERSION=v1.14.7
+FLANNEL_VERSION=v0.28.10
+CNI_FLANNEL_VERSION=v0.9.1
+CRICTL_VERSION=v1.37.0 # snapshift node apply drives the runtime with crictl
+ETCDCTL_VERSION=v3.7.3 # the runbook's etcdctl snapshot save; go.mod's etcd
+# Image names as kubeadm's manifests and the lab's manifests name them; each is
+# built here from a static binary and imported, never pulled.
+PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+ETCD_IMAGE=registry.k8s.io/etcd:3.6.8-0 # the tag snapshift manifests --generate writes; holds go.mod's etcd
+COREDNS_IMAGE=registry.k8s.io/coredns/coredns:$COREDNS_VERSION
+WEB_IMAGE=lab.local/web:1
+PROBE_IMAGE=lab.local/probe:1
+LAB_CACHE=${SNAPSHIFT_E2E_CACHE:-$HOME/.cache/snapshift-e2e}
+LAB_BIN=$LAB_CACHE/lab-bin
+LAB_IMAGES=$LAB_CACHE/lab-images-$K8S_VERSION
+K8S_BIN=$LAB_CACHE/k8s-$K8S_VERSION

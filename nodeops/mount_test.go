@@ -1,0 +1,215 @@
+package nodeops_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/snapshift/snapshift/nodeops"
+)
+
+// inMountNamespace re-runs test name in a new private mount namespace
+// (unshare --mount, root only) and says whether this process is that run.
+func inMountNamespace(t *testing.T, name string) bool {
+	t.Helper()
+	if os.Getenv("SNAPSHIFT_TEST_MOUNTNS") == name {
+		return true
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a mount point needs root (make test runs as root in CI)")
+	}
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "SNAPSHIFT_TEST_MOUNTNS="+name)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
+		t.Fatalf("%s in a mount namespace: %v\n%s", name, err, out)
+	}
+	return false
+}
+
+// mountTmpfs makes root/rel a tmpfs mount point with the same entries and
+// mode as before (a dedicated etcd disk).
+func mountTmpfs(t *testing.T, root, rel string) string { return mountAt(t, root, rel, false) }
+
+// mountAt makes root/rel a mount point with the same entries and mode as
+// before: a tmpfs, or with bind a bind mount of a directory of the same
+// file system (the same device as its parent: only mountinfo shows it).
+func mountAt(t *testing.T, root, rel string, bind bool) string {
+	t.Helper()
+	dir := filepath.Join(root, rel)
+	aside := filepath.Join(t.TempDir(), "aside")
+	if err := os.Rename(dir, aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if bind {
+		src := filepath.Join(root, "disk")
+		if err := os.Mkdir(src, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount(src, dir, "", syscall.MS_BIND, ""); err != nil {
+			t.Fatalf("bind mount on %s: %v", dir, err)
+		}
+	} else if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "mode=0700"); err != nil {
+		t.Fatalf("mount tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	if out, err := exec.Command("cp", "-a", aside+"/.", dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	return dir
+}
+
+// device is p's st_dev.
+func device(t *testing.T, p string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Dev
+}
+
+// mounted says whether /proc/self/mountinfo lists p as a mount point.
+func mounted(t *testing.T, p string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == p {
+			return true
+		}
+	}
+	return false
+}
+
+// TestApplyRollbackOnAMountPoint: the etcd data dir is a mount point (a
+// dedicated disk; renaming it fails with EBUSY): apply moves its contents
+// into the backup and the new member's into it, records the entry as
+// moved-contents, and rollback puts the old contents back; the mount
+// point stays a mount point throughout. Both a tmpfs (another device)
+// and a bind mount of the same file system (as hack/lab mounts it).
+func TestApplyRollbackOnAMountPoint(t *testing.T) {
+	if !inMountNamespace(t, "TestApplyRollbackOnAMountPoint") {
+		return
+	}
+	for _, bind := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tmpfs", true: "bind-mount"}[bind], func(t *testing.T) { applyRollbackOnAMountPoint(t, bind) })
+	}
+}
+
+func applyRollbackOnAMountPoint(t *testing.T, bind bool) {
+	b, root := makeBundle(t), node(t)
+	etcd := mountAt(t, root, "var/lib/etcd", bind)
+	dev := device(t, etcd)
+	if (dev == device(t, filepath.Dir(etcd))) != bind {
+		t.Fatalf("%s: the device test says mount point %v, want %v", etcd, dev != device(t, filepath.Dir(etcd)), !bind)
+	}
+	before := tree(t, root, "etc", "var")
+	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
+	for round := 1; round <= 2; round++ {
+		if err := nodeops.Apply(context.Background(), cfg); err != nil {
+			t.Fatalf("round %d: Apply on a mount point: %v", round, err)
+		}
+		checkApplied(t, root)
+		if device(t, etcd) != dev || !mounted(t, etcd) {
+			t.Fatalf("round %d: %s is no longer the mount point", round, etcd)
+		}
+		recs, _ := filepath.Glob(filepath.Join(root, "var/lib/snapshift/backup/n1-????????????", nodeops.RecordFile))
+		if len(recs) != 1 {
+			t.Fatalf("round %d: records %v", round, recs)
+		}
+		raw, _ := os.ReadFile(recs[0])
+		if !strings.Contains(string(raw), `"how": "moved-contents"`) {
+			t.Errorf("round %d: the record does not say the data dir's contents were moved:\n%s", round, raw)
+		}
+		if got := tree(t, filepath.Dir(recs[0]), "var_lib_etcd")["var_lib_etcd/member/snap/db"]; got != "-rw------- old member db\n" {
+			t.Errorf("round %d: the backup of the old member: %q", round, got)
+		}
+		if err := nodeops.Apply(context.Background(), cfg); err != nil {
+			t.Fatalf("round %d: a second Apply: %v", round, err)
+		}
+		if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+			t.Fatalf("round %d: Rollback: %v", round, err)
+		}
+		if device(t, etcd) != dev || !mounted(t, etcd) {
+			t.Fatalf("round %d: after rollback %s is no longer the mount point", round, etcd)
+		}
+		after := tree(t, root, "etc", "var")
+		for p, v := range before {
+			if after[p] != v {
+				t.Errorf("round %d: after rollback %s is %q, was %q", round, p, after[p], v)
+			}
+		}
+		for p := range after {
+			if _, ok := before[p]; !ok && !strings.HasPrefix(p, "var/lib/snapshift") {
+				t.Errorf("round %d: after rollback %s exists", round, p)
+			}
+		}
+	}
+}
+
+// TestMountPointMoveResumed: apply stopped half way through moving the
+// mount point's contents (here a FIFO it cannot copy, after member/ was
+// moved; a kill there leaves the same state). Once the FIFO is gone, the
+// next apply finishes the move and applies, and a rollback instead puts
+// the old member back whole; the node is then as before either way.
+func TestMountPointMoveResumed(t *testing.T) {
+	if !inMountNamespace(t, "TestMountPointMoveResumed") {
+		return
+	}
+	for _, next := range []string{"apply", "rollback"} {
+		t.Run("then-"+next, func(t *testing.T) {
+			b, root := makeBundle(t), node(t)
+			etcd := mountTmpfs(t, root, "var/lib/etcd")
+			before := tree(t, root, "etc", "var")
+			fifo := filepath.Join(etcd, "zz.fifo")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
+			err := nodeops.Apply(context.Background(), cfg)
+			if err == nil || !strings.Contains(err.Error(), "moving /var/lib/etcd/zz.fifo aside") {
+				t.Fatalf("Apply with a FIFO in the data dir: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(etcd, "member")); err == nil {
+				t.Fatalf("member/ was not moved before the FIFO stopped apply")
+			}
+			if err := os.Remove(fifo); err != nil {
+				t.Fatal(err)
+			}
+			if next == "apply" {
+				if err := nodeops.Apply(context.Background(), cfg); err != nil {
+					t.Fatalf("the resumed Apply: %v", err)
+				}
+				checkApplied(t, root)
+			}
+			if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+				t.Fatalf("Rollback: %v", err)
+			}
+			after := tree(t, root, "etc", "var")
+			for p, v := range before {
+				if after[p] != v {
+					t.Errorf("after rollback %s is %q, was %q", p, after[p], v)
+				}
+			}
+			for p := range after {
+				if _, ok := before[p]; !ok && !strings.HasPrefix(p, "var/lib/snapshift") {
+					t.Errorf("after rollback %s exists", p)
+				}
+			}
+		})
+	}
+}
