@@ -36,11 +36,15 @@ var recorderScripts = map[string]string{
 	"systemctl": `#!/bin/sh
 R='__ROOT__'
 echo "systemctl $* | etcd=$(stat -c %i "$R/var/lib/etcd" 2>/dev/null || echo absent) manifests=$(ls "$R/etc/kubernetes/manifests" 2>/dev/null | tr '\n' ',')" >> "$R/recorder/calls.log"
-case "$1" in
-start) touch "$R/recorder/kubelet.active" ;;
-stop) rm -f "$R/recorder/kubelet.active" ;;
-*) echo "systemctl recorder: $1 not supported" >&2; exit 1 ;;
+case "$1 $2" in
+"start kubelet") touch "$R/recorder/kubelet.active" ;;
+"stop kubelet") rm -f "$R/recorder/kubelet.active" ;;
+"stop snapshift-rollback-"*|"reset-failed snapshift-rollback-"*) ;;
+*) echo "systemctl recorder: $* not supported" >&2; exit 1 ;;
 esac
+`,
+	"systemd-run": `#!/bin/sh
+echo "systemd-run $*" >> '__ROOT__/recorder/calls.log'
 `,
 	"crictl": `#!/bin/sh
 R='__ROOT__'

@@ -68,15 +68,19 @@ func TestNodeApplyRollback(t *testing.T) {
 	snapshift := buildSnapshift(t)
 	src := nodeOpsSource(t, binDir(t, ver))
 	for _, tc := range []struct {
-		nodes int
-		newCA bool
-	}{{1, true}, {3, false}, {1, false}, {3, true}} {
+		nodes    int
+		newCA    bool
+		deadline bool // apply --rollback-after, rolled back by what its timer runs
+	}{{1, true, false}, {3, false, false}, {1, false, false}, {3, true, true}} {
 		ca := "reused-CA"
 		if tc.newCA {
 			ca = "new-CA"
 		}
+		if tc.deadline {
+			ca += "/deadline"
+		}
 		t.Run(fmt.Sprintf("%d-node/%s", tc.nodes, ca), func(t *testing.T) {
-			c := &nodeOpsCase{t: t, nodes: tc.nodes, newCA: tc.newCA, bins: bins, snapshift: snapshift, ver: ver}
+			c := &nodeOpsCase{t: t, nodes: tc.nodes, newCA: tc.newCA, deadline: tc.deadline, bins: bins, snapshift: snapshift, ver: ver}
 			c.run(src)
 		})
 	}
@@ -150,6 +154,7 @@ type nodeOpsCase struct {
 	t         *testing.T
 	nodes     int
 	newCA     bool
+	deadline  bool
 	bins      map[string]string
 	snapshift string
 	ver       string
@@ -206,14 +211,30 @@ func (c *nodeOpsCase) run(source string) {
 
 	// 3. Apply, on every node at once, its gates against the real servers.
 	start := time.Now()
-	c.all(ctx, "apply", bundle)
+	apply, rollback := "apply", "rollback"
+	if c.deadline {
+		// The deadline's timer (a systemd-run recorder here) is armed at
+		// apply; at the deadline it runs rollback-if-unconfirmed, run
+		// here on every node at once as the timers would.
+		apply, rollback = "apply --rollback-after 1h", "rollback-if-unconfirmed"
+	}
+	c.all(ctx, apply, bundle)
 	t.Logf("[nodeops] PASS snapshift node apply on %d nodes at once: exit 0 after its own health gates (etcd member list and health, kube-apiserver /readyz) passed against the real etcd members and kube-apiservers started from the installed files (%s)", c.nodes, time.Since(start).Round(time.Second))
 	c.checkApplied(ctx, bundle)
 
 	// 4. Rollback, on every node at once.
+	if c.deadline {
+		for _, n := range c.ns {
+			lines := calls(t, n.root)
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "systemd-run --unit=snapshift-rollback-"+n.name+" ") })
+			if i < 0 || !strings.Contains(lines[i], " node rollback-if-unconfirmed --bundle "+bundle+" --node "+n.name+" --root "+n.root+" --timeout 4m0s") {
+				t.Errorf("[nodeops] FAIL %s: apply --rollback-after did not arm the timer: %q", n.name, lines)
+			}
+		}
+	}
 	start = time.Now()
-	c.all(ctx, "rollback", bundle)
-	t.Logf("[nodeops] PASS snapshift node rollback on %d nodes at once: exit 0 after its health gates passed against the old etcd and kube-apiservers (%s)", c.nodes, time.Since(start).Round(time.Second))
+	c.all(ctx, rollback, bundle)
+	t.Logf("[nodeops] PASS snapshift node %s on %d nodes at once: exit 0 after its health gates passed against the old etcd and kube-apiservers (%s)", rollback, c.nodes, time.Since(start).Round(time.Second))
 	c.checkRolledBack(ctx, oldRev)
 }
 
@@ -327,7 +348,8 @@ func (c *nodeOpsCase) all(ctx context.Context, verb, bundle string) {
 }
 
 func (c *nodeOpsCase) node(ctx context.Context, n *opsNode, verb, bundle string) (string, error) {
-	cmd := exec.CommandContext(ctx, c.snapshift, "node", verb, "--bundle", bundle, "--node", n.name, "--root", n.root, "--timeout", "4m")
+	args := append(append([]string{"node"}, strings.Fields(verb)...), "--bundle", bundle, "--node", n.name, "--root", n.root, "--timeout", "4m")
+	cmd := exec.CommandContext(ctx, c.snapshift, args...)
 	cmd.Env = append(os.Environ(), "PATH="+n.path)
 	b, err := cmd.CombinedOutput()
 	return string(b), err

@@ -55,6 +55,17 @@ type Record struct {
 	Restored int `json:"restored,omitempty"`
 	// RolledBack is set once rollback has put every entry back.
 	RolledBack bool `json:"rolledBack,omitempty"`
+	// Applied is when apply first finished its last step.
+	Applied *time.Time `json:"applied,omitempty"`
+	// RollbackDeadline is when the node rolls itself back unless
+	// confirmed (node apply --rollback-after).
+	RollbackDeadline *time.Time `json:"rollbackDeadline,omitempty"`
+	// RollbackUnit is the systemd timer that does it, while it is armed
+	// (confirm and rollback remove it, then clear this).
+	RollbackUnit string `json:"rollbackUnit,omitempty"`
+	// Confirmed is when `snapshift node confirm` recorded the migration
+	// checked healthy: the deadline no longer rolls back.
+	Confirmed *time.Time `json:"confirmed,omitempty"`
 }
 
 // RecordFile is the backup's record, in the backup directory.
@@ -161,7 +172,7 @@ func (h *host) backupCopy(dir string, r *Record, p string) error {
 		return err
 	}
 	r.Entries = append(r.Entries, Entry{Path: p, How: Copied, Backup: name, Bytes: n})
-	h.logf("backup", "copied %s to %s (%d bytes)", p, filepath.Join(dir, name), n)
+	h.logf("backup", "copied %s to %s (%s)", p, filepath.Join(dir, name), fsutil.FormatSize(n))
 	return nil
 }
 
@@ -207,7 +218,7 @@ func (h *host) backupMove(dir string, r *Record, p string) error {
 		return fmt.Errorf("moving %s aside: %w", p, err)
 	}
 	r.Entries = append(r.Entries, Entry{Path: p, How: Moved, Backup: name, Bytes: n})
-	h.logf("backup", "moved %s to %s (%d bytes)", p, filepath.Join(dir, name), n)
+	h.logf("backup", "moved %s to %s (%s)", p, filepath.Join(dir, name), fsutil.FormatSize(n))
 	return nil
 }
 

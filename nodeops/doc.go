@@ -4,8 +4,11 @@
 // tested by running it).
 //
 // Apply, on the node named by the bundle: preflight (the right host, every
-// file's sha256 against report.json, disk space for the backups, crictl
-// and systemctl present); a backup, made once, of exactly what it replaces
+// file's sha256 against report.json, crictl, systemctl and ip present, a
+// root with /etc/kubernetes's static pods and the etcd data dir the bundle
+// names, disk space for the backups: every check runs, a refusal names
+// each failure, and a pass says what will be copied, moved and restored);
+// a backup, made once, of exactly what it replaces
 // (/etc/kubernetes, the kubelet's config.yaml and pki/ copied, the etcd
 // data dir moved, or its contents when it is a mount point), recorded in
 // backup.json; the static pods stopped and
@@ -17,6 +20,10 @@
 // certificate, kube-apiserver /readyz with admin.conf). Rollback puts back
 // every path backup.json records, byte for byte, and restarts the old
 // control plane.
+//
+// With Config.RollbackAfter, apply arms a transient systemd timer right
+// after its backup; unless Confirm records the node healthy before it, the
+// timer runs RollbackIfUnconfirmed (deadline.go).
 //
 // Apply is a list of typed steps (steps.go); after each one backup.json,
 // published like every output (fsutil.WriteFile), records it, so that a

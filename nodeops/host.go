@@ -32,6 +32,12 @@ type Config struct {
 	PreflightOnly bool
 	// SkipHealth skips the health gates after the kubelet starts.
 	SkipHealth bool
+	// RollbackAfter, when > 0, arms a systemd timer (apply only) that
+	// rolls the node back that long after the backup unless confirmed.
+	RollbackAfter time.Duration
+	// Executable is the snapshift binary the timer runs. Default: this
+	// process's own (os.Executable).
+	Executable string
 	// Out receives "[phase] ..." lines. Default io.Discard.
 	Out io.Writer
 	// Now is the clock. Default time.Now.

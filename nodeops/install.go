@@ -20,17 +20,9 @@ func (a *applyRun) doBackup(context.Context) error {
 		return err
 	}
 	a.rec = &Record{Node: a.b.node.Name, Bundle: a.b.dir, ReportSHA256: a.b.reportSum, Created: a.cfg.Now().UTC()}
-	paths := []string{KubernetesDir, KubeletConfig, KubeletPKI}
-	for _, f := range a.b.files() {
-		if !strings.HasPrefix(f.Host, KubernetesDir+"/") { // an encryption configuration elsewhere
-			p, err := a.firstMissing(f.Host)
-			if err != nil {
-				return err
-			}
-			if !slices.Contains(paths, p) {
-				paths = append(paths, p)
-			}
-		}
+	paths, err := a.backupPaths()
+	if err != nil {
+		return err
 	}
 	for _, p := range paths {
 		if err := a.backupCopy(a.backup, a.rec, p); err != nil {
@@ -38,6 +30,27 @@ func (a *applyRun) doBackup(context.Context) error {
 		}
 	}
 	return nil
+}
+
+// backupPaths are the host paths the backup step copies (preflight
+// describes the same list): /etc/kubernetes, the kubelet's config.yaml
+// and pki/, and for a file the bundle installs elsewhere (an encryption
+// configuration) the highest directory on its way that does not exist,
+// or the file.
+func (a *applyRun) backupPaths() ([]string, error) {
+	paths := []string{KubernetesDir, KubeletConfig, KubeletPKI}
+	for _, f := range a.b.files() {
+		if !strings.HasPrefix(f.Host, KubernetesDir+"/") { // an encryption configuration elsewhere
+			p, err := a.firstMissing(f.Host)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Contains(paths, p) {
+				paths = append(paths, p)
+			}
+		}
+	}
+	return paths, nil
 }
 
 // firstMissing is the highest directory on the way to host path p that

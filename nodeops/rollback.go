@@ -29,6 +29,27 @@ func Rollback(ctx context.Context, cfg Config) error {
 	if !rec.done(StepBackup) {
 		return refused{fmt.Errorf("no backup of this bundle on this node (%s): apply never got as far as backing up, nothing to roll back", filepath.Join(dir, RecordFile))}
 	}
+	unlock, err := h.lock(b.node.Name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if rec, err = h.loadRecord(dir); err != nil { // what a run that held the lock recorded
+		return err
+	}
+	return rollback(ctx, h, b, dir, rec)
+}
+
+// rollback is Rollback with the node's lock held: the deadline's timer
+// removed first, then every recorded path put back.
+func rollback(ctx context.Context, h *host, b *nodeBundle, dir string, rec *Record) error {
+	cfg := h.cfg
+	if rec.RollbackUnit != "" {
+		h.disarm(ctx, rec, "rolling back")
+		if err := h.saveRecord(dir, rec); err != nil {
+			return err
+		}
+	}
 	if !rec.RolledBack {
 		if rec.Restored == 0 { // once: a second stop would move the old manifests a killed run put back
 			if err := h.stopStaticPods(ctx, rollbackDir); err != nil {

@@ -35,13 +35,18 @@ type applyStep struct {
 func (a *applyRun) steps() []applyStep {
 	s := []applyStep{
 		{StepBackup, "backup", true, a.doBackup},
+	}
+	if a.cfg.RollbackAfter > 0 {
+		s = append(s, applyStep{StepArmed, "deadline", true, a.armDeadline})
+	}
+	s = append(s, []applyStep{
 		{StepStopPods, "stop", true, func(ctx context.Context) error { return a.stopStaticPods(ctx, stoppedDir) }},
 		{StepMoveEtcd, "stop", true, func(context.Context) error { return a.backupMove(a.backup, a.rec, a.b.op.EtcdDataDir) }},
 		{StepInstallEtcd, "install", true, a.installEtcd},
 		{StepInstall, "install", false, a.install},
 		{StepCNI, "cni", false, func(ctx context.Context) error { return a.cleanCNI(ctx, a.b.op.CNI) }},
 		{StepStart, "start", false, func(ctx context.Context) error { return a.systemctl(ctx, "start") }},
-	}
+	}...)
 	if !a.cfg.SkipHealth {
 		s = append(s, applyStep{StepHealth, "health", false, func(ctx context.Context) error { return a.gates(ctx, len(a.b.report.Nodes)) }})
 	}

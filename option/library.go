@@ -59,6 +59,7 @@ func Library() Table {
 		{Flag: "kubeconfig-dir"}, {Flag: "kubeconfig-out"}, {Flag: "kubeconfig-user"}, {Flag: "kubeconfig-group"},
 		{Flag: "manifest-dir"}, {Flag: "out-dir"}, {Flag: "bundle"}, {Flag: "node"},
 		{Flag: "root"}, {Flag: "backup-dir"}, {Flag: "preflight-only"}, {Flag: "skip-health"},
+		{Flag: "rollback-after"}, // node apply's deadline (nodeops)
 		{Flag: "timeout"},
 		// cluster restart|check (clusterops; the probe pod of the DNS check)
 		{Flag: "kubeconfig"}, {Flag: "probe-image"}, {Flag: "probe-namespace"}, {Flag: "cluster-domain"},

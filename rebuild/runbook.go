@@ -208,6 +208,13 @@ func (r *run) runbookApply(b *runbook) {
 	b.w("`pki/etcd/healthcheck-client.crt`) and for this node's kube-apiserver (`/readyz` with `admin.conf`).")
 	b.w("It is safe to run again: finished steps are skipped, the backup is made once.")
 	b.w("")
+	b.w("**A deadline that rolls back (opt-in):** add `--rollback-after 30m` to each command, and each node arms a systemd timer")
+	b.w("(`snapshift-rollback-<node>`, through `systemd-run`: it outlives your SSH session, not a reboot) that runs")
+	b.w("`snapshift node rollback-if-unconfirmed` at the deadline. Once the final checks pass, run on every control-plane node,")
+	b.w("before the deadline, `snapshift node confirm --bundle %s --node <node>`: it records the node healthy and removes the", bundle.NodeBundleDir)
+	b.w("timer. A node not confirmed in time rolls back by itself as in section \"Rollback\", whatever step you are at; the")
+	b.w("workers are not rolled back by it.")
+	b.w("")
 	b.w("**Check:** each command ends with `[apply] done` and exit 0. **If it fails** it exits non-zero and names what to")
 	b.w("read (`crictl ps -a`, `crictl logs <id>`, `journalctl -u kubelet`, `/var/log/pods/kube-system_etcd-*`); fix and run")
 	b.w("it again, or roll back (section \"Rollback\").")
@@ -348,7 +355,8 @@ func (r *run) runbookRollback(b *runbook) {
 	b.sh(lines...)
 	b.w("It stops the new static pods and the kubelet, puts back every path `backup.json` records byte for byte (the old")
 	b.w("etcd data dir, `/etc/kubernetes`, the kubelet's config and `pki/`), starts the kubelet and waits for the old etcd and")
-	b.w("kube-apiserver, as apply does. Then on every worker: `systemctl start kubelet`")
+	b.w("kube-apiserver, as apply does (and removes the `--rollback-after` timer; an unconfirmed node's timer does all this by")
+	b.w("itself at the deadline). Then on every worker: `systemctl start kubelet`")
 	if r.cfg.NewPKI() {
 		b.w("(a worker already rejoined to the new CA must be rejoined to the old cluster: `kubeadm reset -f` and the old join command).")
 	} else {

@@ -49,9 +49,16 @@ func nodeState(t *testing.T, work string) string {
 }
 
 // nodeArgs are `snapshift node <verb>`'s arguments on the work dir's node.
+// apply arms the rollback deadline (a recorder stands in for systemd-run),
+// so that a kill between arming the timer and recording it is one of the
+// steps.
 func nodeArgs(work, verb string) []string {
-	return []string{"node", verb, "--bundle", filepath.Join(work, "bundle"), "--node", "n1",
+	args := []string{"node", verb, "--bundle", filepath.Join(work, "bundle"), "--node", "n1",
 		"--root", filepath.Join(work, "root"), "--skip-health", "--timeout", "5s"}
+	if verb == "apply" {
+		args = append(args, "--rollback-after", "1h")
+	}
+	return args
 }
 
 // nodeOpts puts the work dir's recorders first in PATH.

@@ -83,12 +83,12 @@ func Node(t testing.TB, root string) {
 	}
 }
 
-// Recorders writes systemctl, crictl and ip into dir: each appends its
-// command line to log (when not ""), crictl shows nothing running, and
-// `ip link show` finds only cni0.
+// Recorders writes systemctl, crictl, ip and systemd-run into dir: each
+// appends its command line to log (when not ""), crictl shows nothing
+// running, and `ip link show` finds only cni0.
 func Recorders(t testing.TB, dir, log string) {
 	t.Helper()
-	for _, tool := range []string{"systemctl", "crictl", "ip"} {
+	for _, tool := range []string{"systemctl", "crictl", "ip", "systemd-run"} {
 		script := "#!/bin/sh\n"
 		if log != "" {
 			script += fmt.Sprintf("echo \"%s $*\" >> %s\n", tool, log)

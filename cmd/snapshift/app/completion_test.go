@@ -64,7 +64,7 @@ func TestBashCompletion(t *testing.T) {
 		{[]string{"plan", "etcd.db", "--output", "=", ""}, "text json yaml"}, // --output=<TAB>: bash splits at =
 		{[]string{"get", "etcd.db", "svc/x", "-o", ""}, "yaml json"},
 		{[]string{"completion", ""}, "bash zsh fish"},
-		{[]string{"node", ""}, "apply rollback"},
+		{[]string{"node", ""}, "apply rollback confirm rollback-if-unconfirmed"},
 		{[]string{"node", "apply", "--bu"}, "--bundle"},
 		{[]string{"certs", "--renew", ""}, "apiserver etcd"},
 		{[]string{"transform", ""}, "etcd-new.db etcd.db rules.yaml sub"},

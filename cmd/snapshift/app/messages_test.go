@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/snapshift/snapshift/internal/nodetest"
 	"github.com/snapshift/snapshift/internal/sample"
 )
 
@@ -296,6 +297,16 @@ func realBundle(t *testing.T, work string) {
 	}
 }
 
+// realBundleAndTools is realBundle with systemctl, crictl and ip in PATH (recorders that do nothing):
+// preflight's refusal then names what it names on any machine.
+func realBundleAndTools(t *testing.T, work string) {
+	t.Helper()
+	realBundle(t, work)
+	bin := t.TempDir()
+	nodetest.Recorders(t, bin, "")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
 // kubectlRows are issue 35's: every command's mistakes answered as kubectl answers them (one exit
 // code per kind of mistake, the README's table: 2 a bad command line or file, 4 a refusal of
 // this host's or snapshot's state), with what was probably meant.
@@ -310,7 +321,7 @@ func kubectlRows() []badRow {
 			want: "unknown flag --cluster-cidr; did you mean --pod-network-cidr?"},
 		{name: "misspelt command", args: cmdline("tranform", "IN"), code: ExitUsage, want: `unknown command "tranform" for "snapshift"; did you mean transform?`},
 		{name: "node without apply or rollback", args: cmdline("node", "--bundle", "WORK", "--node", "cp1"), code: ExitUsage,
-			want: "snapshift node needs a subcommand first: apply or rollback"},
+			want: "snapshift node needs a subcommand first: apply, rollback, confirm or rollback-if-unconfirmed"},
 		{name: "misspelt node subcommand", args: cmdline("node", "aply", "--bundle", "WORK"), code: ExitUsage,
 			want: `unknown command "aply" for "snapshift node"; did you mean apply?`},
 		{name: "flag value that does not parse", args: cmdline("node", "apply", "--timeout", "soon"), code: ExitUsage,
@@ -337,8 +348,15 @@ func kubectlRows() []badRow {
 			want: "--bundle WORK/nowhere is not a directory"},
 		{name: "node apply with a node the bundle does not have", args: cmdline("node", "apply", "--bundle", "WORK/bundle", "--node", "cp3"), code: ExitUsage,
 			prepare: miniBundle, want: `--node "cp3" is not a node of the bundle WORK/bundle; did you mean cp1 or cp2? (it has cp1, cp2, master-a)`},
-		{name: "node apply whose preflight fails", args: cmdline("node", "apply", "--bundle", "WORK/bundle", "--node", "cp1", "--root", "WORK/root", "--preflight-only"),
-			code: ExitRefused, prepare: realBundle, want: "[preflight] this host does not have node cp1's address 10.0.0.10"},
+		{name: "node apply whose preflight fails", args: cmdline("node", "apply", "--bundle", "WORK/bundle", "--node", "cp1", "--root", "WORK/root", "--preflight-only", "--quiet"),
+			code: ExitRefused, prepare: realBundleAndTools, want: "[preflight] 3 checks failed, nothing was changed: (1) this host does not have node cp1's address 10.0.0.10"},
+		{name: "node apply with a negative deadline", args: cmdline("node", "apply", "--bundle", "WORK/bundle", "--node", "cp1", "--rollback-after", "-5m"), code: ExitUsage,
+			prepare: miniBundle, want: "--rollback-after -5m0s: give a duration of at least a second"},
+		{name: "node confirm without a backup", args: cmdline("node", "confirm", "--bundle", "WORK/bundle", "--node", "cp1", "--root", "WORK/root"),
+			code: ExitRefused, prepare: realBundle, want: "no apply of this bundle on this node"},
+		{name: "node apply on an empty root", args: cmdline("node", "apply", "--bundle", "WORK/bundle", "--node", "cp1", "--root", "WORK/root", "--preflight-only", "--quiet"),
+			code: ExitRefused, prepare: realBundleAndTools, want: "(2) no /etc/kubernetes under --root WORK/root (a wrong --root, or not control-plane node cp1); " +
+				"(3) no etcd data dir /var/lib/etcd under --root WORK/root, where report.json says etcd keeps it"},
 		{name: "node rollback without a backup", args: cmdline("node", "rollback", "--bundle", "WORK/bundle", "--node", "cp1", "--root", "WORK/root"),
 			code: ExitRefused, prepare: realBundle, want: "no backup of this bundle on this node"},
 		{name: "clean of a directory that does not exist", args: cmdline("clean", "WORK/nowhere"), code: ExitUsage,

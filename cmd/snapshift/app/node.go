@@ -14,24 +14,29 @@ import (
 	"github.com/snapshift/snapshift/nodeops"
 )
 
-// nodeOptions are node apply's and node rollback's options.
+// nodeOptions are the options of node apply, rollback, confirm and
+// rollback-if-unconfirmed.
 type nodeOptions struct {
 	common
-	cfg      nodeops.Config
-	rollback bool
+	cfg nodeops.Config
+	op  string // the subcommand
 }
 
-func (o *nodeOptions) flags(apply bool) []cli.Flag {
+func (o *nodeOptions) flags() []cli.Flag {
 	fs := []cli.Flag{
 		&cli.StringFlag{Name: "bundle", Destination: &o.cfg.Bundle, Usage: "the rebuild bundle on this node (report.json, kubernetes/<node>/, etcd/<member>/)"},
 		&cli.StringFlag{Name: "node", Destination: &o.cfg.Node, Usage: "this control-plane node's name, as report.json names it"},
 		&cli.StringFlag{Name: "root", Value: "/", Destination: &o.cfg.Root, Usage: "the host's root directory (tests: a temporary tree)"},
-		&cli.DurationFlag{Name: "timeout", Value: nodeopsDefaultTimeout, Destination: &o.cfg.Timeout, Usage: "bound on each wait (static pods stopping, etcd, kube-apiserver)"},
-		&cli.BoolFlag{Name: "skip-health", Destination: &o.cfg.SkipHealth, Usage: "do not wait for etcd and kube-apiserver after starting the kubelet"},
-		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "print nothing but errors"},
 	}
-	if apply {
-		fs = append(fs, &cli.BoolFlag{Name: "preflight-only", Destination: &o.cfg.PreflightOnly, Usage: "run the checks only; change nothing"})
+	if o.op != "confirm" {
+		fs = append(fs,
+			&cli.DurationFlag{Name: "timeout", Value: nodeopsDefaultTimeout, Destination: &o.cfg.Timeout, Usage: "bound on each wait (static pods stopping, etcd, kube-apiserver)"},
+			&cli.BoolFlag{Name: "skip-health", Destination: &o.cfg.SkipHealth, Usage: "do not wait for etcd and kube-apiserver after starting the kubelet"})
+	}
+	fs = append(fs, &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "print nothing but errors"})
+	if o.op == "apply" {
+		fs = append(fs, &cli.BoolFlag{Name: "preflight-only", Destination: &o.cfg.PreflightOnly, Usage: "run the checks and say what apply would back up, move and restore; change nothing"},
+			&cli.DurationFlag{Name: "rollback-after", Destination: &o.cfg.RollbackAfter, Usage: "arm a systemd timer that rolls this node back after `DURATION` unless snapshift node confirm runs before (opt-in)"})
 	}
 	return fs
 }
@@ -43,6 +48,9 @@ func (o *nodeOptions) setup(c *cli.Context) error { return o.noArgs(c) }
 func (o *nodeOptions) Validate() error {
 	if o.cfg.Bundle == "" || o.cfg.Node == "" {
 		return usagef("give --bundle DIR and --node NAME")
+	}
+	if d := o.cfg.RollbackAfter; d < 0 || (d > 0 && d < time.Second) {
+		return usagef("--rollback-after %s: give a duration of at least a second (30m gives time to apply and check), or leave the flag out", d)
 	}
 	if !o.quiet {
 		o.cfg.Out = o.stdout
@@ -87,14 +95,20 @@ func checkBundle(dir, node string) error {
 }
 
 func (o *nodeOptions) Run(ctx context.Context) error {
-	if o.rollback {
+	switch o.op {
+	case "rollback":
 		return nodeops.Rollback(ctx, o.cfg)
+	case "confirm":
+		return nodeops.Confirm(ctx, o.cfg)
+	case "rollback-if-unconfirmed":
+		return nodeops.RollbackIfUnconfirmed(ctx, o.cfg)
 	}
 	return nodeops.Apply(ctx, o.cfg)
 }
 
 func nodeCommand() *cli.Command {
-	apply, rollback := &nodeOptions{}, &nodeOptions{rollback: true}
+	apply, rollback := &nodeOptions{op: "apply"}, &nodeOptions{op: "rollback"}
+	confirm, ifUnconfirmed := &nodeOptions{op: "confirm"}, &nodeOptions{op: "rollback-if-unconfirmed"}
 	return &cli.Command{
 		Name:  "node",
 		Usage: "put one control-plane node's part of a rebuild bundle in place, or take it out again",
@@ -108,14 +122,20 @@ func nodeCommand() *cli.Command {
 			Name:  "apply",
 			Usage: "preflight, back up, stop the static pods and the kubelet, install, clean the CNI's host state, start, wait for health",
 			Description: "Run as root on the control-plane node, on every control-plane node at the same time (etcd needs its quorum):\n" +
-				"checks the host, every file's sha256 against report.json, disk space and tools (systemctl, crictl, ip); backs up\n" +
+				"checks the host, every file's sha256 against report.json, tools (systemctl, crictl, ip), that --root holds the\n" +
+				"node's /etc/kubernetes/manifests (etcd or kube-apiserver) and the etcd data dir report.json names, and disk space,\n" +
+				"naming every failed check (exit 4), then says what it will back up and move (sizes) and what rollback restores; backs up\n" +
 				"/etc/kubernetes, /var/lib/kubelet/config.yaml and pki/ (copies) and the etcd data dir (moved) into\n" +
 				"/var/lib/snapshift/backup/<node>-<bundle>/ with backup.json; moves the manifests out and waits until crictl shows\n" +
 				"no etcd and no kube-apiserver; stops the kubelet; installs the node's files; moves old-CA kubelet client\n" +
 				"certificates aside when the CA changed; removes the detected CNI's host state; starts the kubelet; waits for\n" +
 				"etcd (member list, health) and kube-apiserver (/readyz with admin.conf). Safe to run again.\n\n" +
-				"Example:\n   snapshift node apply --bundle /root/snapshift-bundle --node cp1",
-			Flags:  apply.flags(true),
+				"With --rollback-after DURATION, right after the backup it arms a transient systemd timer (systemd-run, unit\n" +
+				"snapshift-rollback-<node>) that runs snapshift node rollback-if-unconfirmed DURATION later: unless snapshift node\n" +
+				"confirm ran before, the node rolls back, even after the SSH session that ran apply has ended. A reboot removes\n" +
+				"the timer (transient units live in /run).\n\n" +
+				"Example:\n   snapshift node apply --bundle /root/snapshift-bundle --node cp1 --rollback-after 30m",
+			Flags:  apply.flags(),
 			Action: action(apply),
 		}, {
 			Name:  "rollback",
@@ -123,8 +143,24 @@ func nodeCommand() *cli.Command {
 			Description: "Run on every control-plane node at the same time. Stops the bundle's static pods and the kubelet, restores\n" +
 				"what backup.json records, starts the kubelet and waits for the old etcd and kube-apiserver.\n\n" +
 				"Example:\n   snapshift node rollback --bundle /root/snapshift-bundle --node cp1",
-			Flags:  rollback.flags(false),
+			Flags:  rollback.flags(),
 			Action: action(rollback),
+		}, {
+			Name:  "confirm",
+			Usage: "record on this node that the migrated cluster was checked healthy; removes apply --rollback-after's timer",
+			Description: "Run on every control-plane node once snapshift cluster check has passed. Records the confirmation in\n" +
+				"backup.json and stops the snapshift-rollback-<node> timer, so the deadline no longer rolls the node back.\n" +
+				"Refused (exit 4) before apply has finished or after a rollback.\n\n" +
+				"Example:\n   snapshift node confirm --bundle /root/snapshift-bundle --node cp1",
+			Flags:  confirm.flags(),
+			Action: action(confirm),
+		}, {
+			Name:  "rollback-if-unconfirmed",
+			Usage: "what apply --rollback-after's timer runs at the deadline: node rollback, unless node confirm ran",
+			Description: "Takes the node's lock (waiting for an apply still running), then rolls back unless backup.json records a\n" +
+				"confirmation or a rollback. Run by the systemd timer; run by hand it does the same.",
+			Flags:  ifUnconfirmed.flags(),
+			Action: action(ifUnconfirmed),
 		}},
 	}
 }

@@ -1,0 +1,296 @@
+package nodeops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/snapshift/snapshift/internal/fsutil"
+)
+
+// staticPods are the manifests a kubeadm control-plane node's
+// /etc/kubernetes/manifests holds: one of them proves the root is one.
+var staticPods = []string{"etcd.yaml", "kube-apiserver.yaml"}
+
+// preflightFailed is every check preflight failed: apply runs them all
+// before it refuses, so that one run names everything to fix, on one line
+// (the CLI's errors are one line), numbered when there are several.
+type preflightFailed []string
+
+func (f preflightFailed) Error() string {
+	if len(f) == 1 {
+		return "[preflight] " + f[0]
+	}
+	items := make([]string, len(f))
+	for i, m := range f {
+		items[i] = fmt.Sprintf("(%d) %s", i+1, m)
+	}
+	return fmt.Sprintf("[preflight] %d checks failed, nothing was changed: %s", len(f), strings.Join(items, "; "))
+}
+
+// preflight checks everything before the first change, every check even
+// after one failed, then says what apply will back up, move and install
+// and what rollback restores.
+func (a *applyRun) preflight(context.Context) error {
+	var failed preflightFailed
+	check := func(err error) bool {
+		if err != nil {
+			failed = append(failed, err.Error())
+		}
+		return err == nil
+	}
+	check(a.checkHost())
+	if check(a.b.verify()) {
+		a.logf("preflight", "every file of node %s and etcd member %s matches report.json", a.b.node.Name, a.b.node.EtcdMember)
+	}
+	tools := []string{"systemctl", "crictl", "ip"}
+	if a.cfg.RollbackAfter > 0 && !a.rec.done(StepArmed) {
+		tools = append(tools, "systemd-run") // --rollback-after's timer
+	}
+	for _, tool := range tools {
+		if _, err := lookPath(tool); err != nil {
+			check(fmt.Errorf("%s not found in PATH: %w", tool, err))
+		}
+	}
+	if a.rec != nil {
+		// A run stopped after the backup: the root has changed since, and
+		// the record, not the root, says what is backed up.
+		a.logf("preflight", "resuming: %s records the steps done (%s)", filepath.Join(a.backup, RecordFile), doneList(a.rec))
+		if len(failed) > 0 {
+			return failed
+		}
+		a.describeRecord()
+		return nil
+	}
+	wrong := a.checkRoot()
+	for _, err := range wrong {
+		check(err)
+	}
+	if len(wrong) == 0 {
+		check(a.checkSpace())
+	}
+	if len(failed) > 0 {
+		return failed
+	}
+	return a.describe()
+}
+
+// checkHost refuses to run on another node: the node's advertise address
+// must be an address of this host (it can be bound). A hostname that
+// differs from the node name is only reported (kubelets may override it).
+func (a *applyRun) checkHost() error {
+	addr := a.b.node.AdvertiseAddress
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		return fmt.Errorf("this host does not have node %s's address %s (%v): run this on %s", a.b.node.Name, addr, err, a.b.node.Name)
+	}
+	l.Close()
+	if hn, err := os.Hostname(); err == nil && !strings.EqualFold(hn, a.b.node.Name) {
+		a.logf("preflight", "note: hostname %q is not the node name %q (fine if the kubelet runs with --hostname-override)", hn, a.b.node.Name)
+	}
+	a.logf("preflight", "host has %s's address %s", a.b.node.Name, addr)
+	return nil
+}
+
+// checkRoot refuses a root that is not a kubeadm control-plane node's: it
+// must hold /etc/kubernetes with an etcd or kube-apiserver static pod in
+// manifests/, and the etcd data dir report.json names with its member/
+// (a wrong --root, or the wrong host, has neither: apply would then back
+// up nothing and rollback could not restore a control plane). Both are
+// checked, and each failure returned.
+func (a *applyRun) checkRoot() []error {
+	var errs []error
+	where := ""
+	if a.cfg.Root != "/" {
+		where = " under --root " + a.cfg.Root
+	}
+	hint := "a wrong --root, or not control-plane node " + a.b.node.Name
+	found := ""
+	for _, m := range staticPods {
+		if ok, err := exists(a.path(filepath.Join(ManifestsDir, m))); err != nil {
+			errs = append(errs, err)
+		} else if ok && found == "" {
+			found = m
+		}
+	}
+	switch k, err := isDir(a.path(KubernetesDir)); {
+	case err != nil:
+		errs = append(errs, err)
+	case !k:
+		errs = append(errs, fmt.Errorf("no %s%s (%s)", KubernetesDir, where, hint))
+	case found == "":
+		errs = append(errs, fmt.Errorf("%s%s holds no %s: no control plane runs from it (%s)", ManifestsDir, where, strings.Join(staticPods, " or "), hint))
+	}
+	dataDir := a.b.op.EtcdDataDir
+	switch d, err := isDir(a.path(dataDir)); {
+	case err != nil:
+		errs = append(errs, err)
+	case !d:
+		errs = append(errs, fmt.Errorf("no etcd data dir %s%s, where report.json says etcd keeps it (%s, or etcd's data dir is elsewhere on this node)", dataDir, where, hint))
+	default:
+		if m, err := isDir(a.path(filepath.Join(dataDir, "member"))); err != nil {
+			errs = append(errs, err)
+		} else if !m {
+			errs = append(errs, fmt.Errorf("etcd data dir %s%s holds no member/: no etcd member to back up (%s)", dataDir, where, hint))
+		}
+	}
+	if len(errs) == 0 {
+		a.logf("preflight", "%s has the static pod %s; %s holds an etcd member", ManifestsDir, found, dataDir)
+	}
+	return errs
+}
+
+// isDir reports whether p is a directory (false when absent).
+func isDir(p string) (bool, error) {
+	st, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil && st.IsDir(), err
+}
+
+// checkSpace: the copies, the new etcd member, and the old data dir when
+// it cannot be renamed into the backup (another file system), must fit.
+func (a *applyRun) checkSpace() error {
+	var need int64
+	for _, p := range []string{KubernetesDir, KubeletConfig, KubeletPKI} {
+		n, err := treeSize(a.path(p))
+		if err != nil {
+			return err
+		}
+		need += n
+	}
+	member, err := treeSize(a.b.memberDir())
+	if err != nil {
+		return err
+	}
+	need += member
+	free, err := freeBytes(a.path(BackupRoot))
+	if err != nil {
+		return err
+	}
+	if etcdFree, err := freeBytes(a.path(a.b.op.EtcdDataDir)); err == nil && etcdFree != free {
+		n, _ := treeSize(a.path(a.b.op.EtcdDataDir)) // may be another file system: a copy, not a rename
+		need += n
+	}
+	if uint64(need+need/10) > free {
+		return fmt.Errorf("%s free under %s, the backup and the new etcd member need %s (+10%%)", fsutil.FormatSize(int64(free)), BackupRoot, fsutil.FormatSize(need))
+	}
+	a.logf("preflight", "disk: %s needed, %s free under %s", fsutil.FormatSize(need), fsutil.FormatSize(int64(free)), BackupRoot)
+	return nil
+}
+
+// describe says what apply will back up, move and install, and what
+// rollback restores, from the same list the backup step uses.
+func (a *applyRun) describe() error {
+	paths, err := a.backupPaths()
+	if err != nil {
+		return err
+	}
+	var restores []string
+	a.logf("preflight", "will back up into %s:", a.backup)
+	for _, p := range paths {
+		ok, err := exists(a.path(p))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			a.logf("preflight", "  %s: absent now (the bundle creates it)", p)
+			restores = append(restores, p+" removed")
+			continue
+		}
+		size, err := a.sizeOf(p)
+		if err != nil {
+			return err
+		}
+		a.logf("preflight", "  copy %s (%s) to %s", p, size, filepath.Join(a.backup, backupName(p)))
+		restores = append(restores, p+" from its copy")
+	}
+	size, err := a.sizeOf(a.b.op.EtcdDataDir)
+	if err != nil {
+		return err
+	}
+	if mount, err := isMountPoint(a.path(a.b.op.EtcdDataDir)); err != nil {
+		return err
+	} else if mount {
+		a.logf("preflight", "  move the contents of etcd data dir %s (a mount point: %s) to %s", a.b.op.EtcdDataDir, size, filepath.Join(a.backup, backupName(a.b.op.EtcdDataDir)))
+		restores = append(restores, a.b.op.EtcdDataDir+"'s contents copied back")
+	} else {
+		a.logf("preflight", "  move etcd data dir %s (%s) to %s", a.b.op.EtcdDataDir, size, filepath.Join(a.backup, backupName(a.b.op.EtcdDataDir)))
+		restores = append(restores, a.b.op.EtcdDataDir+" moved back")
+	}
+	member, err := treeSize(a.b.memberDir())
+	if err != nil {
+		return err
+	}
+	a.logf("preflight", "will install %d files of %s under %s, etcd member %s (%s) as %s", len(a.b.files()), a.b.node.Dir, KubernetesDir, a.b.node.EtcdMember, fsutil.FormatSize(member), a.b.op.EtcdDataDir)
+	if a.b.op.CAChanged {
+		old, _ := filepath.Glob(filepath.Join(a.path(KubeletPKI), "kubelet-client-*"))
+		a.logf("preflight", "the CA changes: will move %d kubelet-client-*.pem from %s into the backup", len(old), KubeletPKI)
+	}
+	a.logf("preflight", "rollback (snapshift node rollback) restores %s, byte for byte, then starts the old control plane", strings.Join(reversed(restores), ", "))
+	if d := a.cfg.RollbackAfter; d > 0 {
+		a.logf("preflight", "--rollback-after %s: after the backup, the systemd timer %s.timer rolls this node back %s later unless `snapshift node confirm` runs before", d, rollbackUnit(a.b.node.Name), d)
+	}
+	return nil
+}
+
+// describeRecord says, when apply resumes, what the record backed up and
+// what rollback restores.
+func (a *applyRun) describeRecord() {
+	var restores []string
+	for i := len(a.rec.Entries) - 1; i >= 0; i-- {
+		e := a.rec.Entries[i]
+		switch e.How {
+		case Copied:
+			restores = append(restores, fmt.Sprintf("%s from its copy (%s)", e.Path, fsutil.FormatSize(e.Bytes)))
+		case Moved:
+			restores = append(restores, fmt.Sprintf("%s moved back (%s)", e.Path, fsutil.FormatSize(e.Bytes)))
+		case MovedContents:
+			restores = append(restores, fmt.Sprintf("%s's contents copied back (%s)", e.Path, fsutil.FormatSize(e.Bytes)))
+		case Absent:
+			restores = append(restores, e.Path+" removed")
+		}
+	}
+	a.logf("preflight", "rollback (snapshift node rollback) restores %s, byte for byte, then starts the old control plane", strings.Join(restores, ", "))
+	if d := a.rec.RollbackDeadline; d != nil && a.rec.RollbackUnit != "" {
+		a.logf("preflight", "%s rolls this node back at %s unless `snapshift node confirm` runs before", a.rec.RollbackUnit, d.Format(time.RFC3339))
+	}
+}
+
+// sizeOf is host path p's size and file count in words.
+func (a *applyRun) sizeOf(p string) (string, error) {
+	n, err := treeSize(a.path(p))
+	if err != nil {
+		return "", err
+	}
+	if d, _ := isDir(a.path(p)); !d {
+		return fsutil.FormatSize(n), nil
+	}
+	files := 0
+	err = filepath.WalkDir(a.path(p), func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files++
+		}
+		return err
+	})
+	plural := "s"
+	if files == 1 {
+		plural = ""
+	}
+	return fmt.Sprintf("%d file%s, %s", files, plural, fsutil.FormatSize(n)), err
+}
+
+// reversed is s in the other order (rollback restores the last backup first).
+func reversed(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
