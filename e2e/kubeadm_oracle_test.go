@@ -155,7 +155,7 @@ func TestKubeadmOracle(t *testing.T) {
 
 func runOracleCase(t *testing.T, kubeadm string, tc oracleCase) []string {
 	dir := t.TempDir()
-	snap := testfile.RewriteLive(t, "../testdata/sample.db", filepath.Join(dir, "in.db"), setKubeadmConfig(tc.cc))
+	snap := testfile.RewriteLive(t, membersSample, filepath.Join(dir, "in.db"), setKubeadmConfig(tc.cc))
 	var ms []rebuild.Member
 	for _, n := range tc.nodes {
 		ms = append(ms, rebuild.Member{Name: tc.memberPrefix + n.name, NodeName: n.name, AdvertiseAddress: n.addr,
