@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -24,14 +23,6 @@ import (
 // membersSample is the committed sample snapshot (internal/sample written
 // by a real etcd).
 var membersSample = repoPath("testdata/sample.db")
-
-// repoPath is a path of the repository, found from this file's directory:
-// make e2e runs the compiled test binary from the repository's root, `go
-// test ./e2e` from e2e/, and a path relative to either fails in the other.
-func repoPath(rel string) string {
-	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", rel)
-}
 
 // membersEncConfig encrypts the sample's Services (aescbc), IPAddresses
 // (aesgcm) and ConfigMaps (secretbox), as kube-apiserver would under it.

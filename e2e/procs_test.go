@@ -304,12 +304,19 @@ func startKCM(t *testing.T, bin string, a *apiserver, p *pki, serviceCIDR, podCI
 	return k
 }
 
+// repoPath is a path of the repository, found from this file's directory:
+// make e2e runs the compiled test binary from the repository's root, `go
+// test ./e2e` from e2e/, and a path relative to either fails in the other.
+func repoPath(rel string) string {
+	_, self, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(self), "..", rel)
+}
+
 // repoFile reads a file of the repository by its path from the root: the
 // test binary runs from the root (make e2e) or from e2e/ (go test).
 func repoFile(t *testing.T, parts ...string) []byte {
 	t.Helper()
-	_, self, _, _ := runtime.Caller(0)
-	b, err := os.ReadFile(filepath.Join(append([]string{filepath.Dir(self), ".."}, parts...)...))
+	b, err := os.ReadFile(repoPath(filepath.Join(parts...)))
 	if err != nil {
 		t.Fatal(err)
 	}
