@@ -112,27 +112,15 @@ func (h *host) disarm(ctx context.Context, rec *Record, why string) {
 // (`snapshift node confirm`, after `cluster check` passed) and removes the
 // rollback deadline's timer: the node stays on the bundle's control plane.
 func Confirm(ctx context.Context, cfg Config) error {
-	b, err := openBundle(&cfg)
-	if err != nil {
+	s, err := openBackedUp(&cfg)
+	if err != nil || s.rec == nil {
+		if err == nil {
+			err = refused{fmt.Errorf("no apply of this bundle on this node (%s): nothing to confirm", filepath.Join(s.dir, RecordFile))}
+		}
 		return err
 	}
-	h := &host{cfg: &cfg}
-	dir := backupDir(b.node.Name, b.reportSum)
-	rec, err := h.loadRecord(dir)
-	if err != nil {
-		return err
-	}
-	if !rec.done(StepBackup) {
-		return refused{fmt.Errorf("no apply of this bundle on this node (%s): nothing to confirm", filepath.Join(dir, RecordFile))}
-	}
-	unlock, err := h.lock(b.node.Name)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if rec, err = h.loadRecord(dir); err != nil {
-		return err
-	}
+	defer s.unlock()
+	b, h, dir, rec := s.b, s.h, s.dir, s.rec
 	switch {
 	case rec.RolledBack:
 		return refused{fmt.Errorf("this node was rolled back (%s): nothing to confirm; apply again to migrate it", filepath.Join(dir, RecordFile))}
@@ -157,28 +145,16 @@ func Confirm(ctx context.Context, cfg Config) error {
 // RollbackIfUnconfirmed is what the deadline's timer runs: a rollback
 // unless the node's record holds a confirmation (or a rollback already).
 func RollbackIfUnconfirmed(ctx context.Context, cfg Config) error {
-	b, err := openBundle(&cfg)
+	s, err := openBackedUp(&cfg)
 	if err != nil {
 		return err
 	}
-	h := &host{cfg: &cfg}
-	dir := backupDir(b.node.Name, b.reportSum)
-	rec, err := h.loadRecord(dir)
-	if err != nil {
-		return err
-	}
-	if !rec.done(StepBackup) {
-		h.logf("deadline", "no backup of this bundle on this node: nothing to roll back")
+	if s.rec == nil {
+		s.h.logf("deadline", "no backup of this bundle on this node: nothing to roll back")
 		return nil
 	}
-	unlock, err := h.lock(b.node.Name)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if rec, err = h.loadRecord(dir); err != nil {
-		return err
-	}
+	defer s.unlock()
+	b, h, dir, rec := s.b, s.h, s.dir, s.rec
 	switch {
 	case rec.Confirmed != nil:
 		h.logf("deadline", "confirmed at %s: nothing to roll back", rec.Confirmed.Format(time.RFC3339))
@@ -189,4 +165,38 @@ func RollbackIfUnconfirmed(ctx context.Context, cfg Config) error {
 	}
 	h.logf("deadline", "the deadline passed and %s was not confirmed (steps done: %s): rolling back", b.node.Name, doneList(rec))
 	return rollback(ctx, h, b, dir, rec)
+}
+
+// backedUp is a node operation on a bundle apply has backed up: the
+// bundle, the host, the backup directory and its record, read again under
+// the node's lock (what a run that held it recorded).
+type backedUp struct {
+	b      *nodeBundle
+	h      *host
+	dir    string
+	rec    *Record
+	unlock func()
+}
+
+// openBackedUp opens the bundle and the node's record and takes the node's
+// lock. When apply never got as far as its backup, rec is nil and no lock
+// is held (dir and h are set, for the caller's message).
+func openBackedUp(cfg *Config) (*backedUp, error) {
+	b, err := openBundle(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &backedUp{b: b, h: &host{cfg: cfg}, dir: backupDir(b.node.Name, b.reportSum)}
+	rec, err := s.h.loadRecord(s.dir)
+	if err != nil || !rec.done(StepBackup) {
+		return s, err
+	}
+	if s.unlock, err = s.h.lock(b.node.Name); err != nil {
+		return nil, err
+	}
+	if s.rec, err = s.h.loadRecord(s.dir); err != nil {
+		s.unlock()
+		return nil, err
+	}
+	return s, nil
 }

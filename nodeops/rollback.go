@@ -16,28 +16,15 @@ const rollbackDir = "/etc/kubernetes/manifests.snapshift-rollback"
 // Rollback puts back every path apply's backup.json records, byte for byte,
 // and restarts the old control plane.
 func Rollback(ctx context.Context, cfg Config) error {
-	b, err := openBundle(&cfg)
+	s, err := openBackedUp(&cfg)
 	if err != nil {
 		return err
 	}
-	h := &host{cfg: &cfg}
-	dir := backupDir(b.node.Name, b.reportSum)
-	rec, err := h.loadRecord(dir)
-	if err != nil {
-		return err
+	if s.rec == nil {
+		return refused{fmt.Errorf("no backup of this bundle on this node (%s): apply never got as far as backing up, nothing to roll back", filepath.Join(s.dir, RecordFile))}
 	}
-	if !rec.done(StepBackup) {
-		return refused{fmt.Errorf("no backup of this bundle on this node (%s): apply never got as far as backing up, nothing to roll back", filepath.Join(dir, RecordFile))}
-	}
-	unlock, err := h.lock(b.node.Name)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if rec, err = h.loadRecord(dir); err != nil { // what a run that held the lock recorded
-		return err
-	}
-	return rollback(ctx, h, b, dir, rec)
+	defer s.unlock()
+	return rollback(ctx, s.h, s.b, s.dir, s.rec)
 }
 
 // rollback is Rollback with the node's lock held: the deadline's timer
