@@ -136,6 +136,8 @@ type recorded struct {
 	etcdPrefix string
 	// workloads is what the snapshot runs, for the restart.
 	workloads *detected
+	// nodeNames are every Node the snapshot lists (its /minions/ keys), sorted.
+	nodeNames []string
 }
 
 // readRecorded reads kube-system/kubeadm-config and the member nodes'
@@ -160,6 +162,9 @@ func readRecorded(ctx context.Context, path string, skipHash bool, enc *encrypti
 	for _, kr := range ix.LiveKeysWithPrefix("") {
 		if p, ok := strings.CutSuffix(kr.Key, "configmaps/kube-system/kubeadm-config"); ok && strings.HasPrefix(p, "/") {
 			rec.etcdPrefix = p
+		}
+		if _, name, ok := strings.Cut(kr.Key, "/minions/"); ok && name != "" && !strings.Contains(name, "/") {
+			rec.nodeNames = append(rec.nodeNames, name)
 		}
 	}
 	v := state.NewView(snap, ix, codec.New(), enc, rec.etcdPrefix)

@@ -44,6 +44,12 @@ func (r *run) readConfig(ctx context.Context) error {
 	}
 	r.noteMoves(rec)
 	r.restart, r.cnis, r.detected = rec.workloads.workloads, rec.workloads.cnis, rec.workloads
+	for _, n := range rec.nodeNames {
+		if !slices.Contains(names, n) && !slices.Contains(r.workers, n) {
+			r.workers = append(r.workers, n)
+		}
+	}
+	slices.Sort(r.workers)
 	cc := rec.cc
 	r.cc, r.etcdPrefix = cc, rec.etcdPrefix
 	if err := r.honourClusterConfiguration(cc); err != nil {

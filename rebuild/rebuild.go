@@ -91,6 +91,9 @@ type run struct {
 	cnis     []string
 	detected *detected
 	webhooks []rules.WebhookChange
+	// workers are the snapshot's Nodes that are not control-plane nodes
+	// of this rebuild, sorted: the runbook names them.
+	workers []string
 }
 
 func (r *run) logf(phase, format string, args ...any) {

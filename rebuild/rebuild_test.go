@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -208,7 +209,23 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	// The sample holds flannel's and kube-proxy's pods but not their
 	// DaemonSets: the pods are named and deleted, in the CNI's and
 	// kube-proxy's stages, before CoreDNS and NodeLocal DNS.
-	checkRunbook(t, string(rb), rep, true, "snapshift cluster restart --bundle "+out, "kubectl -n kube-flannel delete pod kube-flannel-ds-q9w8e",
+	// The worker step copies flannel's files into each worker's backup
+	// before it removes them, and the rollback puts them back; ext-fake1
+	// runs no kubelet and has no worker step. The endpoint moved to cp1's
+	// own address: no DNS or load balancer step.
+	wstep := string(rb)[strings.Index(string(rb), "Back up and stop the kubelet"):strings.Index(string(rb), "Apply the bundle")]
+	cp, rm := strings.Index(wstep, `cp -a --parents /run/flannel/subnet.env "$B/cni/"`), strings.Index(wstep, "rm -rf /run/flannel/subnet.env")
+	if cp < 0 || rm < cp || strings.Contains(wstep, "# on ext-fake1") {
+		t.Errorf("RUNBOOK.md worker step:\n%s", wstep)
+	}
+	if rbk := string(rb)[strings.Index(string(rb), "## Rollback"):]; !strings.Contains(rbk, `cp -a "$B/cni/." /   # the CNI's files the worker step removed: /run/flannel/subnet.env, /var/lib/cni/networks/cbr0`) ||
+		!strings.Contains(rbk, "kubectl delete pod -A --field-selector spec.nodeName=worker-hw1") || !strings.Contains(rbk, "the CNI (flannel, calico) recreates them") {
+		t.Errorf("RUNBOOK.md worker rollback:\n%s", rbk)
+	}
+	if strings.Contains(string(rb), "Point the new control-plane endpoint") {
+		t.Errorf("RUNBOOK.md: a DNS/LB step for an endpoint that is cp1's own address")
+	}
+	checkRunbook(t, string(rb), out, rep, true, []string{"worker-hw1", "worker-vm1"}, "snapshift cluster restart --bundle "+out, "kubectl -n kube-flannel delete pod kube-flannel-ds-q9w8e",
 		"kubectl -n kube-system delete pod kube-proxy-m4r8t kube-proxy-x7k2p", "rollout restart deploy/coredns", "rollout restart ds/node-local-dns", "## Rollback")
 	if c := rep.Operation.Cluster; c == nil || c.DNS == nil || c.DNS.Address != "172.24.0.10" || len(c.Pod.New) != 1 {
 		t.Errorf("report.json operation.cluster: %+v", c)
@@ -576,6 +593,14 @@ func TestExistingCAKubeconfigs(t *testing.T) {
 				}
 			}
 			checkKubelet(t, kd, cfg.Etcd.Members[0])
+			// The new endpoint's DNS record or load balancer is a
+			// numbered step before any apply.
+			rb, _ := os.ReadFile(filepath.Join(dir, "bundle", bundle.RunbookFile))
+			ep, apply := strings.Index(string(rb), "Point the new control-plane endpoint k8s-api.internal:6443 at the control-plane nodes, before any apply"), strings.Index(string(rb), "Apply the bundle on every control-plane node")
+			if ep < 0 || apply < ep || !regexp.MustCompile("(?m)^## \\d+\\. Point the new control-plane endpoint").Match(rb) ||
+				!strings.Contains(string(rb), "- DNS: `k8s-api.internal` resolves to 10.0.0.10") {
+				t.Errorf("RUNBOOK.md: the endpoint step (at %d) must be a step before apply (at %d):\n%s", ep, apply, rb)
+			}
 		})
 	}
 }

@@ -2,7 +2,11 @@ package rebuild
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,11 +36,17 @@ func (r *run) writeRunbook(context.Context) error {
 	if err := writeJSONFile(r.path(bundle.ReportFile), r.report); err != nil {
 		return err
 	}
-	b := runbook{}
+	rj, err := os.ReadFile(r.path(bundle.ReportFile))
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(rj)
+	b := runbook{reportSum: hex.EncodeToString(sum[:])}
 	r.runbookHeader(&b)
 	r.runbookChanges(&b)
 	r.runbookPrepare(&b)
 	r.runbookStopWorkers(&b)
+	r.runbookEndpoint(&b)
 	r.runbookApply(&b)
 	r.runbookKubelets(&b)
 	r.runbookRestart(&b)
@@ -50,7 +60,20 @@ func (r *run) writeRunbook(context.Context) error {
 type runbook struct {
 	strings.Builder
 	n int
+	// reportSum is report.json's sha256 (hex): `node apply` names its
+	// backup directory after it.
+	reportSum string
 }
+
+// backupDir is where `snapshift node apply` backs node up (nodeops'
+// backupDir: the node's name and the first 12 hex digits of report.json's
+// sha256), and where the runbook's worker steps back the workers up.
+func (b *runbook) backupDir(node string) string {
+	return backupRoot + "/" + node + "-" + b.reportSum[:12]
+}
+
+// backupRoot is nodeops.BackupRoot (rebuild does not import nodeops).
+const backupRoot = "/var/lib/snapshift/backup"
 
 // w writes one line.
 func (b *runbook) w(format string, args ...any) { fmt.Fprintf(&b.Builder, format+"\n", args...) }
@@ -168,14 +191,53 @@ func (r *run) runbookPrepare(b *runbook) {
 	b.w("")
 }
 
-// runbookStopWorkers stops the workers' kubelets and removes their CNI
-// host state (apply does the same on the control-plane nodes).
+// kubeletWorkers are the workers that run a kubelet: the snapshot's
+// Nodes that are no control-plane node of this rebuild, less those the
+// plan found without one (the runbook names those apart).
+func (r *run) kubeletWorkers() []string {
+	var none []string
+	if p := r.report.Plan; p != nil {
+		none = p.NoKubelet
+	}
+	return slices.DeleteFunc(slices.Clone(r.workers), func(w string) bool { return slices.Contains(none, w) })
+}
+
+// onWorkers is "each worker: w1, w2", the workers by name.
+func (r *run) onWorkers() string {
+	return "each worker: " + capNodes(r.kubeletWorkers(), 20)
+}
+
+// runbookStopWorkers backs up the workers' kubelet identity and CNI host
+// state, stops their kubelets and removes that state (apply does the same
+// on the control-plane nodes); the rollback puts the backup back.
 func (r *run) runbookStopWorkers(b *runbook) {
-	b.step("Stop the kubelet on every worker node")
-	lines := []string{"systemctl stop kubelet"}
+	b.step("Back up and stop the kubelet on every worker node")
+	if len(r.kubeletWorkers()) == 0 {
+		b.w("The snapshot lists no worker Node with a kubelet (every other Node is a control-plane node above): nothing to do.")
+		b.w("")
+		return
+	}
+	b.w("On %s, as root. First the line naming that worker's backup directory (the path `node apply` uses on the", r.onWorkers())
+	b.w("control-plane nodes; section \"Rollback\" restores from it), then the rest, the same on every worker:")
+	var lines []string
+	for _, w := range r.kubeletWorkers() {
+		lines = append(lines, fmt.Sprintf("B=%s   # on %s", b.backupDir(w), w))
+	}
+	lines = append(lines, `mkdir -p "$B/etc" "$B/kubelet" "$B/cni"`,
+		`cp -a /etc/kubernetes "$B/etc/"                 # kubelet.conf: the kubelet's identity in the old cluster`,
+		`cp -a /var/lib/kubelet/config.yaml /var/lib/kubelet/pki "$B/kubelet/"`,
+		`[ -e /var/lib/kubelet/kubeadm-flags.env ] && cp -a /var/lib/kubelet/kubeadm-flags.env "$B/kubelet/"`,
+		"systemctl stop kubelet")
 	for _, c := range r.cnis {
 		if st, ok := bundle.CNIHostStateOf(c); ok {
-			lines = append(lines, "# "+c+"'s host state holds the old pod range (the control-plane nodes' apply removes theirs):")
+			if len(st.Paths) > 0 {
+				lines = append(lines, "# "+c+"'s host state holds the old pod range (the control-plane nodes' apply removes theirs); its files are copied first:")
+			} else {
+				lines = append(lines, "# "+c+"'s host state holds the old pod range (the control-plane nodes' apply removes theirs):")
+			}
+			for _, p := range st.Paths {
+				lines = append(lines, fmt.Sprintf(`[ -e %s ] && cp -a --parents %s "$B/cni/"`, p, p))
+			}
 			lines = append(lines, st.Commands()...)
 		}
 	}
@@ -184,19 +246,61 @@ func (r *run) runbookStopWorkers(b *runbook) {
 	b.w("")
 }
 
+// endpointChanged says whether the control plane is reached at an
+// endpoint it was not reached at before (a new controlPlaneEndpoint).
+func (r *run) endpointChanged() bool {
+	ep := r.cfg.Networking.ControlPlaneEndpoint
+	return ep != "" && (r.cc == nil || r.cc.ControlPlaneEndpoint != ep)
+}
+
+// runbookEndpoint is the new controlPlaneEndpoint's DNS record or load
+// balancer, a step before any apply: the new kubeconfigs, the kubelets and
+// the join command reach the control plane there.
+func (r *run) runbookEndpoint(b *runbook) {
+	if !r.endpointChanged() {
+		return
+	}
+	ep := r.apiEndpoint()
+	host, port, _ := net.SplitHostPort(ep)
+	var addrs, backends []string
+	for _, n := range r.report.Nodes {
+		addrs = append(addrs, n.AdvertiseAddress)
+		backends = append(backends, net.JoinHostPort(n.AdvertiseAddress, "6443"))
+	}
+	if slices.Contains(addrs, host) && port == "6443" {
+		return // a control-plane node's own address: nothing to point
+	}
+	b.step("Point the new control-plane endpoint %s at the control-plane nodes, before any apply", ep)
+	b.w("On your DNS server or load balancer (not on a node): every kubeconfig of the bundle (`admin.conf`, `kubelet.conf`), the")
+	b.w("kubelets and the join command reach the control plane at `%s`, and each node's health gate uses its `admin.conf`.", ep)
+	if _, err := netip.ParseAddr(host); err == nil {
+		b.w("- %s is an address: the load balancer or virtual IP (kube-vip, keepalived) holding it forwards port %s to %s.", host, port, strings.Join(backends, ", "))
+	} else {
+		b.w("- DNS: `%s` resolves to %s (one A/AAAA record each), or to a load balancer that forwards port %s to %s.", host, strings.Join(addrs, ", "), port, strings.Join(backends, ", "))
+	}
+	b.w("- A load balancer's health check: `GET /readyz` over HTTPS on each backend (it fails until that node's apply is done).")
+	b.w("**Check**, from every node (control-plane and %s): `getent hosts %s` names the addresses above.", r.onWorkers(), host)
+	b.w("")
+}
+
 // runbookApply is the control plane's switch: apply on every node.
 func (r *run) runbookApply(b *runbook) {
 	b.step("Apply the bundle on every control-plane node, all at once")
 	b.w("etcd needs a quorum (%d of %d members) before any node's health gate can pass: start the command on every", len(r.report.Nodes)/2+1, len(r.report.Nodes))
-	b.w("control-plane node within a few minutes of each other (one terminal each).")
+	b.w("control-plane node within a few minutes of each other (one terminal each). `--timeout` (5m by default) bounds each")
+	b.w("wait (static pods stopping, etcd's quorum, kube-apiserver's `/readyz`): give more, e.g. `--timeout 15m`, on slow disks,")
+	b.w("with a large etcd, or when the nodes start minutes apart.")
 	var lines []string
 	for _, n := range r.report.Nodes {
-		lines = append(lines, fmt.Sprintf("snapshift node apply --bundle %s --node %s   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
+		lines = append(lines, fmt.Sprintf("snapshift node apply --bundle %s --node %s --timeout 5m   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
 	b.sh(lines...)
 	b.w("On each node, in order, it: checks (as above); backs up `/etc/kubernetes`, `/var/lib/kubelet/config.yaml` and")
-	b.w("`/var/lib/kubelet/pki` (copies) and `%s` (moved) under `/var/lib/snapshift/backup/<bundle>/`, recorded in its", r.cfg.Etcd.DataDir)
-	b.w("`backup.json`; stops the static pods (moves the manifests out) and waits until `crictl ps` shows no etcd and no")
+	b.w("`/var/lib/kubelet/pki` (copies) and `%s` (moved) under its backup directory, recorded in its `backup.json`:", r.cfg.Etcd.DataDir)
+	for _, n := range r.report.Nodes {
+		b.w("- `%s/` on %s", b.backupDir(n.Name), n.Name)
+	}
+	b.w("Then it stops the static pods (moves the manifests out) and waits until `crictl ps` shows no etcd and no")
 	b.w("kube-apiserver; stops the kubelet; installs the node's files (root-owned; keys and kubeconfigs 0600, the etcd dir 0700)")
 	if r.cfg.NewPKI() {
 		b.w("and moves the kubelet's old-CA client certificates (`/var/lib/kubelet/pki/kubelet-client-*.pem`) aside;")
@@ -216,15 +320,31 @@ func (r *run) runbookApply(b *runbook) {
 	b.w("workers are not rolled back by it.")
 	b.w("")
 	b.w("**Check:** each command ends with `[apply] done` and exit 0. **If it fails** it exits non-zero and names what to")
-	b.w("read (`crictl ps -a`, `crictl logs <id>`, `journalctl -u kubelet`, `/var/log/pods/kube-system_etcd-*`); fix and run")
-	b.w("it again, or roll back (section \"Rollback\").")
+	b.w("read (`crictl ps -a`, `crictl logs <id>`, `journalctl -u kubelet`, `/var/log/pods/kube-system_etcd-*`).")
+	b.w("")
+	b.w("**If one of the applies fails** (the others done or still waiting):")
+	b.w("- A failed health gate (etcd without its quorum, kube-apiserver not ready within `--timeout`) on a node whose files are")
+	b.w("  installed: fix the cause (a member not started yet, a slow disk) and run the same `node apply` again, with a longer")
+	b.w("  `--timeout` if it was only slow. It skips the finished steps and waits again; a second apply often finishes once the")
+	b.w("  other members are up.")
+	b.w("- Anything else (a check refused the node, the node cannot run the new etcd or kube-apiserver): roll back **every**")
+	b.w("  control-plane node, `snapshift node rollback` on each, also those whose apply passed (section \"Rollback\"). The")
+	b.w("  etcd members were restored from one snapshot as one new cluster and need each other: the applied nodes cannot go")
+	b.w("  on without the failed one, nor can the old members run beside the new ones.")
+	b.w("")
+	b.w("**The point of no return:** until `snapshift cluster restart` (the staged restart below) has written to the new")
+	b.w("cluster, a rollback loses nothing. After it, or after `snapshift node confirm`, whatever was written to the new cluster")
+	b.w("is lost by a rollback; roll forward (fix and run again) instead.")
 	b.w("")
 	b.step("Point kubectl at the new control plane")
 	if r.cfg.NewPKI() {
+		b.w("From any machine that reaches the new endpoint %s, with the bundle's `admin.conf` (here, the machine holding the", r.apiEndpoint())
+		b.w("bundle); steps below that say no machine run there:")
 		b.sh(fmt.Sprintf("export KUBECONFIG=%s", filepath.Join(r.cfg.Output, r.report.Nodes[0].Dir, "admin.conf")),
 			"kubectl get --raw /readyz; kubectl get nodes -o wide")
 	} else {
-		b.sh("export KUBECONFIG=/etc/kubernetes/admin.conf   # on a control-plane node",
+		b.w("On %s (its `/etc/kubernetes/admin.conf`); steps below that say no machine run there:", r.report.Nodes[0].Name)
+		b.sh(fmt.Sprintf("export KUBECONFIG=/etc/kubernetes/admin.conf   # on %s", r.report.Nodes[0].Name),
 			"kubectl get --raw /readyz; kubectl get nodes -o wide")
 	}
 	b.w("Every `kubectl` below uses it.")
@@ -237,13 +357,18 @@ func (r *run) runbookKubelets(b *runbook) {
 	op := r.report.Operation
 	if r.cfg.NewPKI() && r.token != nil {
 		b.step("Rejoin every worker node (the CA changed), before any workload restarts")
-		b.w("Their kubelets trust the old CA. Wait until the worker shows `NotReady` (its kubelet is stopped since step 2), then")
-		b.w("on that worker:")
-		b.sh("kubectl get node <worker>   # STATUS NotReady: kubeadm join refuses a Node that is Ready",
-			"kubeadm reset -f",
+		b.w("Their kubelets trust the old CA. Wait until every worker shows `NotReady` (its kubelet is stopped since the worker")
+		b.w("step; kubeadm join refuses a Node that is Ready), with the kubeconfig of the previous step:")
+		var ready []string
+		for _, w := range r.kubeletWorkers() {
+			ready = append(ready, fmt.Sprintf("kubectl get node %s   # STATUS NotReady", w))
+		}
+		b.sh(ready...)
+		b.w("Then on %s (its old `/etc/kubernetes` and kubelet files are in its backup directory, `$B` of the worker step):", r.onWorkers())
+		b.sh("kubeadm reset -f",
 			fmt.Sprintf("kubeadm join %s --token %s.%s --discovery-token-ca-cert-hash %s", r.apiEndpoint(), r.token.ID, r.token.Secret, r.report.CAHash))
 		b.w("The token expires at %s (`kubeadm token create --print-join-command` makes another).", r.tokenExpires.Format(time.RFC3339))
-		b.w("**Do not `kubectl delete node <worker>`** to get past the join check: the Node object carries the pod CIDR the")
+		b.w("**Do not `kubectl delete node` a worker** to get past the join check: the Node object carries the pod CIDR the")
 		b.w("rebuild moved (`spec.podCIDR` is immutable), a new Node gets whatever the allocator hands out next, and on Calico")
 		b.w("calico-kube-controllers releases the deleted node's IPAM blocks. Wait for `NotReady` instead (about a minute).")
 		b.w("Kubelets with serverTLSBootstrap ask for serving certificates: `kubectl get csr`, then `kubectl certificate approve <csr>`.")
@@ -252,6 +377,7 @@ func (r *run) runbookKubelets(b *runbook) {
 			"  --kubeconfig-user system:kube-proxy --kubeconfig-out kube-proxy.conf")
 	} else {
 		b.step("Start the kubelet on every worker node")
+		b.w("On %s:", r.onWorkers())
 		var lines []string
 		if op.ClusterDNS != "" {
 			lines = append(lines, fmt.Sprintf("sed -i -E '/^clusterDNS:/,/^[^ -]/ s/^(- *).*/\\1%s/' /var/lib/kubelet/config.yaml   # clusterDNS (the control-plane nodes got it from apply)", op.ClusterDNS))
@@ -356,11 +482,50 @@ func (r *run) runbookRollback(b *runbook) {
 	b.w("It stops the new static pods and the kubelet, puts back every path `backup.json` records byte for byte (the old")
 	b.w("etcd data dir, `/etc/kubernetes`, the kubelet's config and `pki/`), starts the kubelet and waits for the old etcd and")
 	b.w("kube-apiserver, as apply does (and removes the `--rollback-after` timer; an unconfirmed node's timer does all this by")
-	b.w("itself at the deadline). Then on every worker: `systemctl start kubelet`")
+	b.w("itself at the deadline).")
+	workers := r.kubeletWorkers()
+	if len(workers) == 0 {
+		return
+	}
+	b.w("")
+	b.w("Then on %s, put back what the worker step changed, from that worker's backup directory (its `B=` line", r.onWorkers())
+	b.w("of the worker step):")
+	var wl []string
+	for _, w := range workers {
+		wl = append(wl, fmt.Sprintf("B=%s   # on %s", b.backupDir(w), w))
+	}
+	wl = append(wl, "systemctl stop kubelet")
 	if r.cfg.NewPKI() {
-		b.w("(a worker already rejoined to the new CA must be rejoined to the old cluster: `kubeadm reset -f` and the old join command).")
-	} else {
-		b.w("(and put back its old clusterDNS if you changed it).")
+		wl = append(wl, "kubeadm reset -f   # only if it was rejoined to the new cluster")
+	}
+	wl = append(wl, `rm -rf /etc/kubernetes && cp -a "$B/etc/kubernetes" /etc/   # its old kubelet.conf, signed by the old CA`,
+		`cp -a "$B/kubelet/." /var/lib/kubelet/                        # config.yaml (the old clusterDNS), pki/, kubeadm-flags.env`)
+	var links, protos, paths []string
+	for _, c := range r.cnis {
+		if st, ok := bundle.CNIHostStateOf(c); ok {
+			links = append(links, append(slices.Clone(st.Links), st.Flush...)...)
+			protos = append(protos, st.RouteProtos...)
+			paths = append(paths, st.Paths...)
+		}
+	}
+	if len(paths) > 0 {
+		wl = append(wl, fmt.Sprintf(`cp -a "$B/cni/." /   # the CNI's files the worker step removed: %s`, strings.Join(paths, ", ")))
+	}
+	wl = append(wl, "systemctl start kubelet")
+	b.sh(wl...)
+	if len(links) > 0 || len(protos) > 0 {
+		what := "interfaces " + strings.Join(links, ", ")
+		if len(protos) > 0 {
+			what += " and the routes of protocol " + strings.Join(protos, ", ")
+		}
+		b.w("The %s the worker step deleted (or flushed) are not in the backup: the CNI (%s) recreates them when its", what, strings.Join(r.cnis, ", "))
+		b.w("agent's pod starts again on the worker. Pods that were running there lost their link to them: delete them so their controllers recreate them,")
+		b.w("with the old cluster's kubeconfig, once the old control plane is back:")
+		var del []string
+		for _, w := range workers {
+			del = append(del, "kubectl delete pod -A --field-selector spec.nodeName="+w)
+		}
+		b.sh(del...)
 	}
 }
 

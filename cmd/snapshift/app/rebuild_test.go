@@ -1,6 +1,8 @@
 package app
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +52,34 @@ manifests: {kubernetesVersion: v1.36.3}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bundle", "kubernetes", "pki")); err == nil {
 		t.Error("a shared kubernetes/pki directory: every node has its own")
+	}
+	// RUNBOOK.md names every node: the control-plane nodes' backup
+	// directories as node apply makes them (report.json's sha256), the
+	// snapshot's workers one line each, in the worker step and the
+	// rollback; node apply's --timeout; what to do when one apply fails.
+	rb, err := os.ReadFile(filepath.Join(dir, "bundle", "RUNBOOK.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rj, err := os.ReadFile(filepath.Join(dir, "bundle", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(rj)
+	tag := hex.EncodeToString(sum[:])[:12]
+	for _, want := range []string{"- `/var/lib/snapshift/backup/master-2-" + tag + "/` on master-2",
+		"snapshift node apply --bundle /root/snapshift-bundle --node cp3 --timeout 5m   # on cp3",
+		"On each worker: worker-hw1, worker-vm1, as root", "kubectl get node worker-vm1   # STATUS NotReady",
+		"B=/var/lib/snapshift/backup/worker-hw1-" + tag + "   # on worker-hw1", `cp -a "$B/etc/kubernetes" /etc/`,
+		"**If one of the applies fails**", "**The point of no return:**"} {
+		if !strings.Contains(string(rb), want) {
+			t.Errorf("RUNBOOK.md does not say %q", want)
+		}
+	}
+	for _, bad := range []string{"<worker>", "<bundle>", "old join command"} {
+		if strings.Contains(string(rb), bad) {
+			t.Errorf("RUNBOOK.md says %q", bad)
+		}
 	}
 
 	bad := strings.Replace(body, `{name: cp3, peerURL: "https://10.0.0.12:2380"`, `{name: cp3, peerURL: "https://etcd-3.example:2380"`, 1)
