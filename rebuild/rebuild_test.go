@@ -213,12 +213,17 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	// before it removes them, and the rollback puts them back; ext-fake1
 	// runs no kubelet and has no worker step. The endpoint moved to cp1's
 	// own address: no DNS or load balancer step.
-	wstep := string(rb)[strings.Index(string(rb), "Back up and stop the kubelet"):strings.Index(string(rb), "Apply the bundle")]
+	ws, we, wr := strings.Index(string(rb), "Back up and stop the kubelet"), strings.Index(string(rb), "Apply the bundle"), strings.Index(string(rb), "## Rollback")
+	if ws < 0 || we < ws || wr < 0 {
+		t.Errorf("RUNBOOK.md has no worker step (at %d) before apply (at %d), or no rollback (at %d)", ws, we, wr)
+		ws, we, wr = 0, 0, 0
+	}
+	wstep := string(rb)[ws:we]
 	cp, rm := strings.Index(wstep, `cp -a --parents /run/flannel/subnet.env "$B/cni/"`), strings.Index(wstep, "rm -rf /run/flannel/subnet.env")
 	if cp < 0 || rm < cp || strings.Contains(wstep, "# on ext-fake1") {
 		t.Errorf("RUNBOOK.md worker step:\n%s", wstep)
 	}
-	if rbk := string(rb)[strings.Index(string(rb), "## Rollback"):]; !strings.Contains(rbk, `cp -a "$B/cni/." /   # the CNI's files the worker step removed: /run/flannel/subnet.env, /var/lib/cni/networks/cbr0`) ||
+	if rbk := string(rb)[wr:]; !strings.Contains(rbk, `cp -a "$B/cni/." /   # the CNI's files the worker step removed: /run/flannel/subnet.env, /var/lib/cni/networks/cbr0`) ||
 		!strings.Contains(rbk, "kubectl delete pod -A --field-selector spec.nodeName=worker-hw1") || !strings.Contains(rbk, "the CNI (flannel, calico) recreates them") {
 		t.Errorf("RUNBOOK.md worker rollback:\n%s", rbk)
 	}
