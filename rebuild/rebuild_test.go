@@ -423,6 +423,14 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 		}
 	}
 	checkManifests(t, k2, ms[1], ms)
+	// The CA kept: the workers keep their kubelet.conf and only restart,
+	// on each worker by name; kubectl runs on cp1, with its admin.conf.
+	rb, err := os.ReadFile(filepath.Join(out, bundle.RunbookFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRunbook(t, string(rb), out, rep, false, []string{"worker-hw1", "worker-vm1"}, "Start the kubelet on every worker node\nOn each worker: worker-hw1, worker-vm1:",
+		"snapshift cluster restart --bundle "+out, "## Rollback")
 	srvs := startMembers(t, out, ms)
 	sec := decode(t, srvs[0], "/registry/secrets/kube-system/legacy-admin-token").(*corev1.Secret)
 	if len(sec.Data["token"]) == 0 {
