@@ -199,7 +199,7 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	}
 	for _, want := range []string{filepath.Join(out, bundle.EtcdDir, "cp2"), "/var/lib/kubelet/config.yaml", "reads clusterDNS 172.24.0.10",
 		"kubeadm join 127.0.0.1:6443 --token ", rep.CAHash, "# node-b (etcd member cp2)", "snapshift node apply --bundle /root/snapshift-bundle --node node-b",
-		"add `--rollback-after 30m` to each command", "`snapshift node confirm --bundle /root/snapshift-bundle --node <node>`",
+		"add `--rollback-after 30m` to each command", "snapshift node confirm --bundle /root/snapshift-bundle --node node-b   # on node-b",
 		"The token expires at " + fixedNow().Add(24*time.Hour).Format(time.RFC3339)} { // the token Secret's own expiration
 		if !strings.Contains(string(rb), want) {
 			t.Errorf("RUNBOOK.md does not say %q", want)

@@ -315,9 +315,13 @@ func (r *run) runbookApply(b *runbook) {
 	b.w("**A deadline that rolls back (opt-in):** add `--rollback-after 30m` to each command, and each node arms a systemd timer")
 	b.w("(`snapshift-rollback-<node>`, through `systemd-run`: it outlives your SSH session, not a reboot) that runs")
 	b.w("`snapshift node rollback-if-unconfirmed` at the deadline. Once the final checks pass, run on every control-plane node,")
-	b.w("before the deadline, `snapshift node confirm --bundle %s --node <node>`: it records the node healthy and removes the", bundle.NodeBundleDir)
-	b.w("timer. A node not confirmed in time rolls back by itself as in section \"Rollback\", whatever step you are at; the")
-	b.w("workers are not rolled back by it.")
+	b.w("before the deadline, `snapshift node confirm`: it records the node healthy and removes the timer. A node not confirmed")
+	b.w("in time rolls back by itself as in section \"Rollback\", whatever step you are at; the workers are not rolled back by it.")
+	var confirm []string
+	for _, n := range r.report.Nodes {
+		confirm = append(confirm, fmt.Sprintf("snapshift node confirm --bundle %s --node %s   # on %s, after the final checks", bundle.NodeBundleDir, n.Name, n.Name))
+	}
+	b.sh(confirm...)
 	b.w("")
 	b.w("**Check:** each command ends with `[apply] done` and exit 0. **If it fails** it exits non-zero and names what to")
 	b.w("read (`crictl ps -a`, `crictl logs <id>`, `journalctl -u kubelet`, `/var/log/pods/kube-system_etcd-*`).")
