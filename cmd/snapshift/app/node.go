@@ -126,7 +126,7 @@ func nodeCommand() *cli.Command {
 				"node's /etc/kubernetes/manifests (etcd or kube-apiserver) and the etcd data dir report.json names, and disk space,\n" +
 				"naming every failed check (exit 4), then says what it will back up and move (sizes) and what rollback restores; backs up\n" +
 				"/etc/kubernetes, /var/lib/kubelet/config.yaml and pki/ (copies) and the etcd data dir (moved) into\n" +
-				"/var/lib/snapshift/backup/<node>-<bundle>/ with backup.json; moves the manifests out and waits until crictl shows\n" +
+				"/var/lib/snapshift/backup/<node>-<first 12 hex of report.json's sha256>/ with backup.json; moves the manifests out and waits until crictl shows\n" +
 				"no etcd and no kube-apiserver; stops the kubelet; installs the node's files; moves old-CA kubelet client\n" +
 				"certificates aside when the CA changed; removes the detected CNI's host state; starts the kubelet; waits for\n" +
 				"etcd (member list, health) and kube-apiserver (/readyz with admin.conf). Safe to run again.\n\n" +
