@@ -30,6 +30,14 @@ const KubernetesDir = "/etc/kubernetes"
 // on that node.
 const NodeBundleDir = "/root/snapshift-bundle"
 
+// ManifestsBefore is the copy of a control-plane node's static-pod
+// manifests the runbook has the operator make before the snapshot, just
+// before taking kube-apiserver.yaml out of the watched directory:
+// `rebuild` reads it (manifests.source), and `node rollback` puts
+// kube-apiserver.yaml back from it (the backup, made later by apply,
+// lacks it).
+const ManifestsBefore = "/etc/kubernetes/manifests.before-snapshift"
+
 // NodeDir is node's directory in the bundle (relative).
 func NodeDir(node string) string { return KubeDir + "/" + node }
 

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/snapshift/snapshift/internal/nodetest"
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/nodeops"
 )
 
@@ -149,5 +151,37 @@ func TestRollbackReadsAnOldRecord(t *testing.T) {
 	}
 	if raw, _ := os.ReadFile(recs[0]); !strings.Contains(string(raw), `"rolledBack": true`) || !strings.Contains(string(raw), `"steps": [`) {
 		t.Errorf("the record after rollback:\n%s", raw)
+	}
+}
+
+// TestRollbackPutsTheAPIServerBack: the node as the runbook leaves it
+// before the snapshot (manifests copied to manifests.before-snapshift,
+// kube-apiserver.yaml taken out): apply backs that up, and rollback brings
+// the old control plane back whole, kube-apiserver.yaml from the copy,
+// byte for byte; the copy stays.
+func TestRollbackPutsTheAPIServerBack(t *testing.T) {
+	b, root := makeBundle(t), node(t)
+	man := filepath.Join(root, "etc/kubernetes/manifests")
+	before := filepath.Join(root, bundle.ManifestsBefore)
+	write(t, filepath.Join(man, "kube-apiserver.yaml"), "old apiserver manifest\n", 0o600)
+	if out, err := exec.Command("cp", "-a", man, before).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	want := tree(t, root, "etc", "var")
+	if err := os.Remove(filepath.Join(man, "kube-apiserver.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
+	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	after := tree(t, root, "etc", "var")
+	for p, v := range want {
+		if after[p] != v {
+			t.Errorf("after rollback %s is %q, want %q", p, after[p], v)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
@@ -53,6 +54,16 @@ func rollback(ctx context.Context, h *host, b *nodeBundle, dir string, rec *Reco
 		if err := h.saveRecord(dir, rec); err != nil {
 			return err
 		}
+	}
+	if err := h.apiserverBack(); err != nil { // also on a run again after it, as it is idempotent
+		return fmt.Errorf("[restore] %w", err)
+	}
+	// The new cluster's CNI host state (cni0 with an address of the new pod
+	// range, its subnet.env) would refuse the old range's pods: "cni0 already
+	// has an IP address different from 10.244.0.1/24", as the lab saw.
+	// Removed as apply removes the old one; the CNI's agent recreates it.
+	if err := h.cleanCNI(ctx, b.op.CNI); err != nil {
+		return fmt.Errorf("[cni] %w", err)
 	}
 	if err := h.systemctl(ctx, "start"); err != nil {
 		return fmt.Errorf("[start] %w", err)
@@ -144,27 +155,23 @@ func (h *host) restoreEntry(dir string, e Entry) error {
 			}
 		}
 	}
-	if e.How == MovedContents {
-		// The path is a mount point: emptied, then the backup's entries
-		// copied back and its mode set to the backup directory's (the backup keeps them, so a killed run does it
-		// again from the start).
-		if err := clearDir(target); err != nil {
-			return fmt.Errorf("restoring %s: %w", e.Path, err)
-		}
-		ents, err := os.ReadDir(backup)
-		if err != nil {
-			return fmt.Errorf("restoring %s: %w", e.Path, err)
-		}
-		for _, ent := range ents {
-			if err := copyExact(filepath.Join(backup, ent.Name()), filepath.Join(target, ent.Name())); err != nil {
+	// A copied directory that is a mount point now (the lab bind-mounts
+	// /etc/kubernetes; so may a node that keeps it on its own volume)
+	// cannot be removed (EBUSY): its contents are put back instead, as for
+	// moved-contents.
+	mountedDir := false
+	if e.How == Copied {
+		if st, err := os.Lstat(target); err == nil && st.IsDir() {
+			if mountedDir, err = isMountPoint(target); err != nil {
 				return fmt.Errorf("restoring %s: %w", e.Path, err)
 			}
 		}
-		st, err := os.Stat(backup)
-		if err != nil {
-			return fmt.Errorf("restoring %s: %w", e.Path, err)
-		}
-		if err := os.Chmod(target, st.Mode().Perm()); err != nil {
+	}
+	if e.How == MovedContents || mountedDir {
+		// The path is a mount point: emptied, then the backup's entries
+		// copied back and its mode set to the backup directory's (the backup keeps them, so a killed run does it
+		// again from the start).
+		if err := restoreContents(target, backup); err != nil {
 			return fmt.Errorf("restoring %s: %w", e.Path, err)
 		}
 		h.logf("restore", "%s (a mount point) has its old contents again, copied from %s", e.Path, filepath.Join(dir, e.Backup))
@@ -190,5 +197,50 @@ func (h *host) restoreEntry(dir string, e Entry) error {
 		return fmt.Errorf("%s: unknown backup kind %q for %s", RecordFile, e.How, e.Path)
 	}
 	h.logf("restore", "%s %s", e.Path, map[string]string{Copied: "restored from its copy", Moved: "moved back", Absent: "removed (it did not exist before)"}[e.How])
+	return nil
+}
+
+// restoreContents empties directory target (a mount point, kept) and
+// copies backup's entries into it, then gives it backup's mode.
+func restoreContents(target, backup string) error {
+	if err := clearDir(target); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(backup)
+	if err != nil {
+		return err
+	}
+	for _, ent := range ents {
+		if err := copyExact(filepath.Join(backup, ent.Name()), filepath.Join(target, ent.Name())); err != nil {
+			return err
+		}
+	}
+	st, err := os.Stat(backup)
+	if err != nil {
+		return err
+	}
+	return os.Chmod(target, st.Mode().Perm())
+}
+
+// apiserverBack puts kube-apiserver.yaml back into the manifests directory
+// from the copy the runbook has the operator make before the snapshot
+// (bundle.ManifestsBefore), when the restored directory lacks it: the
+// runbook took it out before the snapshot, so apply's backup, made later,
+// has no kube-apiserver, and the old control plane would come back
+// without one (the lab found rollback's health gate waiting for it).
+func (h *host) apiserverBack() error {
+	const name = "kube-apiserver.yaml"
+	dst := h.path(filepath.Join(ManifestsDir, name))
+	if ok, err := exists(dst); err != nil || ok {
+		return err
+	}
+	src := h.path(filepath.Join(bundle.ManifestsBefore, name))
+	if ok, err := exists(src); err != nil || !ok {
+		return err
+	}
+	if err := copyExact(src, dst); err != nil {
+		return fmt.Errorf("putting %s back: %w", name, err)
+	}
+	h.logf("restore", "%s put back from %s (taken out before the snapshot)", filepath.Join(ManifestsDir, name), bundle.ManifestsBefore)
 	return nil
 }

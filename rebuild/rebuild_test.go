@@ -219,12 +219,15 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 		ws, we, wr = 0, 0, 0
 	}
 	wstep := string(rb)[ws:we]
-	cp, rm := strings.Index(wstep, `cp -a --parents /run/flannel/subnet.env "$B/cni/"`), strings.Index(wstep, "rm -rf /run/flannel/subnet.env")
+	cp, rm := strings.Index(wstep, `cp -a /run/flannel/subnet.env "$B/cni/run/flannel/"`), strings.Index(wstep, "rm -rf /run/flannel/subnet.env")
 	if cp < 0 || rm < cp || strings.Contains(wstep, "# on ext-fake1") {
 		t.Errorf("RUNBOOK.md worker step:\n%s", wstep)
 	}
 	if rbk := string(rb)[wr:]; !strings.Contains(rbk, `cp -a "$B/cni/." /   # the CNI's files the worker step removed: /run/flannel/subnet.env, /var/lib/cni/networks/cbr0`) ||
-		!strings.Contains(rbk, "kubectl delete pod -A --field-selector spec.nodeName=worker-hw1") || !strings.Contains(rbk, "the CNI (flannel, calico) recreates them") {
+		!strings.Contains(rbk, "kubectl delete pod -A --field-selector spec.nodeName=worker-hw1") || !strings.Contains(rbk, "the CNI (flannel, calico) recreates them") ||
+		// the new cluster's cni0 removed before the old files come back (the lab: "cni0 already has an IP address different from ...")
+		!strings.Contains(rbk, "ip link delete cni0") || strings.Index(rbk, "ip link delete cni0") > strings.Index(rbk, `cp -a "$B/cni/." /`) ||
+		!strings.Contains(rbk, "kubectl delete pod -A --field-selector spec.nodeName=cp1") {
 		t.Errorf("RUNBOOK.md worker rollback:\n%s", rbk)
 	}
 	if strings.Contains(string(rb), "Point the new control-plane endpoint") {
@@ -424,13 +427,14 @@ func TestPlannedMigrationReusesPKIAndManifests(t *testing.T) {
 	}
 	checkManifests(t, k2, ms[1], ms)
 	// The CA kept: the workers keep their kubelet.conf and only restart,
-	// on each worker by name; kubectl runs on cp1, with its admin.conf.
+	// on each worker by name; kubectl runs on cp1, with its admin.conf, and
+	// so do cluster restart and check, with cp1's copy of report.json.
 	rb, err := os.ReadFile(filepath.Join(out, bundle.RunbookFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkRunbook(t, string(rb), out, rep, false, []string{"worker-hw1", "worker-vm1"}, "Start the kubelet on every worker node\nOn each worker: worker-hw1, worker-vm1:",
-		"snapshift cluster restart --bundle "+out, "## Rollback")
+		"On cp1, with the kubeconfig of the previous step", "snapshift cluster restart --bundle "+bundle.NodeBundleDir+" --dry-run", "## Rollback")
 	srvs := startMembers(t, out, ms)
 	sec := decode(t, srvs[0], "/registry/secrets/kube-system/legacy-admin-token").(*corev1.Secret)
 	if len(sec.Data["token"]) == 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -113,14 +114,14 @@ func (r *run) runbookHeader(b *runbook) {
 	b.w("until the apiserver has exited (it keeps running for its grace period):")
 	b.w("")
 	b.w("```sh")
-	b.w("cp -a /etc/kubernetes/manifests /etc/kubernetes/manifests.before-snapshift")
+	b.w("cp -a /etc/kubernetes/manifests %s", bundle.ManifestsBefore)
 	b.w("rm /etc/kubernetes/manifests/kube-apiserver.yaml      # its copy is in manifests.before-snapshift")
 	b.w("while [ -n \"$(crictl ps --name kube-apiserver -q)\" ]; do sleep 2; done")
 	b.w("```")
 	b.w("")
 	b.w("Then take the snapshot on one of them (`etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt")
 	b.w("--cert /etc/kubernetes/pki/etcd/server.crt --key /etc/kubernetes/pki/etcd/server.key snapshot save /backup/etcd.db`)")
-	b.w("and run `snapshift rebuild` with `manifests.source: /etc/kubernetes/manifests.before-snapshift`.")
+	b.w("and run `snapshift rebuild` with `manifests.source: %s`.", bundle.ManifestsBefore)
 	b.w("")
 }
 
@@ -236,7 +237,11 @@ func (r *run) runbookStopWorkers(b *runbook) {
 				lines = append(lines, "# "+c+"'s host state holds the old pod range (the control-plane nodes' apply removes theirs):")
 			}
 			for _, p := range st.Paths {
-				lines = append(lines, fmt.Sprintf(`[ -e %s ] && cp -a --parents %s "$B/cni/"`, p, p))
+				// Not cp -a --parents: coreutils 9.1 (Debian 12) fails on an
+				// absolute source after copying ("cp: 'var/lib/cni/networks':
+				// No such file or directory"), seen by the lab.
+				d := path.Dir(p)
+				lines = append(lines, fmt.Sprintf(`[ -e %s ] && mkdir -p "$B/cni%s" && cp -a %s "$B/cni%s/"`, p, d, p, d))
 			}
 			lines = append(lines, st.Commands()...)
 		}
@@ -384,7 +389,10 @@ func (r *run) runbookKubelets(b *runbook) {
 		b.w("On %s:", r.onWorkers())
 		var lines []string
 		if op.ClusterDNS != "" {
-			lines = append(lines, fmt.Sprintf("sed -i -E '/^clusterDNS:/,/^[^ -]/ s/^(- *).*/\\1%s/' /var/lib/kubelet/config.yaml   # clusterDNS (the control-plane nodes got it from apply)", op.ClusterDNS))
+			// Both YAML styles: kubeadm writes a block sequence; a file
+			// written by hand may hold [a, b]. Then the line the operator reads.
+			lines = append(lines, fmt.Sprintf("sed -i -E -e 's/^clusterDNS: *\\[.*\\]/clusterDNS: [%s]/' -e '/^clusterDNS: *$/,/^[^ -]/ s/^( *- *).*/\\1%s/' /var/lib/kubelet/config.yaml   # clusterDNS (the control-plane nodes got it from apply)", op.ClusterDNS, op.ClusterDNS),
+				"grep -A1 '^clusterDNS' /var/lib/kubelet/config.yaml   # shows "+op.ClusterDNS)
 		}
 		b.sh(append(lines, "systemctl start kubelet")...)
 	}
@@ -408,9 +416,10 @@ func (r *run) runbookRestart(b *runbook) {
 	stages := restart.Plan(*r.clusterInput())
 	b.step("Restart the workloads, in stages")
 	b.w("Running pods keep their old addresses, resolv.conf and KUBERNETES_SERVICE_HOST, and tokens signed by an old key.")
-	b.w("From the machine that holds the bundle (any machine that reaches the new endpoint, with the kubeconfig of the previous step):")
-	b.sh(fmt.Sprintf("snapshift cluster restart --bundle %s --dry-run   # every action, nothing changed", r.cfg.Output),
-		fmt.Sprintf("snapshift cluster restart --bundle %s --timeout 10m", r.cfg.Output))
+	where, dir := r.clusterHost()
+	b.w("%s:", where)
+	b.sh(fmt.Sprintf("snapshift cluster restart --bundle %s --dry-run   # every action, nothing changed", dir),
+		fmt.Sprintf("snapshift cluster restart --bundle %s --timeout 10m", dir))
 	b.w("It runs the stages below in order: each rollout is waited for as `kubectl rollout status` waits (`--timeout` each),")
 	b.w("and a stage starts only when the one before is done. Run it again after a failure: a rollout restarted since this")
 	b.w("bundle was made is not restarted again, only waited for; pods already gone are skipped. By hand, the same stages:")
@@ -432,6 +441,19 @@ func (r *run) runbookRestart(b *runbook) {
 		}
 	}
 	b.w("")
+}
+
+// clusterHost says where `snapshift cluster restart|check` run, and the
+// --bundle they read (report.json only): with a new PKI, the machine that
+// holds the bundle and its admin.conf; with the old CA, the first
+// control-plane node, whose admin.conf "Point kubectl" exported and whose
+// copy of the bundle has report.json (the lab found the bundle's own path
+// named there, which that node does not have).
+func (r *run) clusterHost() (where, dir string) {
+	if r.cfg.NewPKI() {
+		return "From the machine that holds the bundle (any machine that reaches the new endpoint, with the kubeconfig of the previous step)", r.cfg.Output
+	}
+	return fmt.Sprintf("On %s, with the kubeconfig of the previous step (its %s holds report.json, which is what these commands read)", r.report.Nodes[0].Name, bundle.NodeBundleDir), bundle.NodeBundleDir
 }
 
 // runbookFollowUp is the Services kept, the leftovers, and the checks.
@@ -468,7 +490,9 @@ func (r *run) runbookFollowUp(b *runbook) {
 	b.w("One line per check, exit 5 naming the checks that failed and what to read (Nodes Ready with new podCIDRs, pods on new")
 	b.w("addresses, `default/kubernetes` at the new first address, the DNS Service at the kubelets' clusterDNS, a DNS lookup from a")
 	b.w("short-lived pod, no ClusterIPOutOfRange/ClusterIPNotAllocated events, the CNI's and the DNS's pods Ready):")
-	b.sh(fmt.Sprintf("snapshift cluster check --bundle %s", r.cfg.Output),
+	where, dir := r.clusterHost()
+	b.w("%s:", where)
+	b.sh(fmt.Sprintf("snapshift cluster check --bundle %s", dir),
 		"kubectl get svc -A -o wide; kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDRS:.spec.podCIDRs")
 	b.w("")
 }
@@ -484,7 +508,8 @@ func (r *run) runbookRollback(b *runbook) {
 	}
 	b.sh(lines...)
 	b.w("It stops the new static pods and the kubelet, puts back every path `backup.json` records byte for byte (the old")
-	b.w("etcd data dir, `/etc/kubernetes`, the kubelet's config and `pki/`), starts the kubelet and waits for the old etcd and")
+	b.w("etcd data dir, `/etc/kubernetes`, the kubelet's config and `pki/`) and `kube-apiserver.yaml` from")
+	b.w("`manifests.before-snapshift`, removes the new cluster's CNI host state, starts the kubelet and waits for the old etcd and")
 	b.w("kube-apiserver, as apply does (and removes the `--rollback-after` timer; an unconfirmed node's timer does all this by")
 	b.w("itself at the deadline).")
 	workers := r.kubeletWorkers()
@@ -499,10 +524,20 @@ func (r *run) runbookRollback(b *runbook) {
 		wl = append(wl, fmt.Sprintf("B=%s   # on %s", b.backupDir(w), w))
 	}
 	wl = append(wl, "systemctl stop kubelet")
+	// The new cluster's CNI host state first (cni0 holds an address of the
+	// new pod range: the old range's pods would fail "cni0 already has an
+	// IP address different from ..."), as on the control-plane nodes.
+	for _, c := range r.cnis {
+		if st, ok := bundle.CNIHostStateOf(c); ok {
+			wl = append(wl, st.Commands()...)
+		}
+	}
 	if r.cfg.NewPKI() {
 		wl = append(wl, "kubeadm reset -f   # only if it was rejoined to the new cluster")
 	}
-	wl = append(wl, `rm -rf /etc/kubernetes && cp -a "$B/etc/kubernetes" /etc/   # its old kubelet.conf, signed by the old CA`,
+	// Emptied and filled, not removed: /etc/kubernetes may be a mount point
+	// (the lab's nodes have it so: rm -rf of it fails with EBUSY).
+	wl = append(wl, `find /etc/kubernetes -mindepth 1 -delete && cp -a "$B/etc/kubernetes/." /etc/kubernetes/   # its old kubelet.conf, signed by the old CA`,
 		`cp -a "$B/kubelet/." /var/lib/kubelet/                        # config.yaml (the old clusterDNS), pki/, kubeadm-flags.env`)
 	var links, protos, paths []string
 	for _, c := range r.cnis {
@@ -524,8 +559,12 @@ func (r *run) runbookRollback(b *runbook) {
 		}
 		b.w("The %s the worker step deleted (or flushed) are not in the backup: the CNI (%s) recreates them when its", what, strings.Join(r.cnis, ", "))
 		b.w("agent's pod starts again on the worker. Pods that were running there lost their link to them: delete them so their controllers recreate them,")
-		b.w("with the old cluster's kubeconfig, once the old control plane is back:")
+		b.w("with the old cluster's kubeconfig, once the old control plane is back (the control-plane nodes too: their rollback")
+		b.w("removed the same state; a static pod's mirror is recreated by its kubelet, its containers keep running):")
 		var del []string
+		for _, n := range r.report.Nodes {
+			del = append(del, "kubectl delete pod -A --field-selector spec.nodeName="+n.Name)
+		}
 		for _, w := range workers {
 			del = append(del, "kubectl delete pod -A --field-selector spec.nodeName="+w)
 		}

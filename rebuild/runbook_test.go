@@ -68,7 +68,7 @@ func checkRunbook(t *testing.T, rb, out string, rep *rebuild.Report, newCA bool,
 		}
 	}
 	if len(workers) > 0 {
-		for _, want := range []string{`cp -a /etc/kubernetes "$B/etc/"`, `cp -a "$B/etc/kubernetes" /etc/`, `cp -a "$B/kubelet/." /var/lib/kubelet/`} {
+		for _, want := range []string{`cp -a /etc/kubernetes "$B/etc/"`, `find /etc/kubernetes -mindepth 1 -delete && cp -a "$B/etc/kubernetes/." /etc/kubernetes/`, `cp -a "$B/kubelet/." /var/lib/kubelet/`} {
 			if !strings.Contains(rb, want) {
 				t.Errorf("RUNBOOK.md: the workers' backup and rollback do not say %q", want)
 			}

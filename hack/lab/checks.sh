@@ -49,7 +49,36 @@ c_pod_to_pod() { # from w1's probe to a web pod on another node
   probe_exec http "http://$ip:8080/"
 }
 
-# checks_cluster LABEL POD_CIDR SVC_CIDR API_IP DNS_IP
+c_proxy_rules() { # every node's kube-proxy ruleset: each Service VIP, no address of OLD_SVC
+  local old=$1 n vips v rules bad
+  vips=$(kc cp1 get svc -A -o jsonpath='{range .items[*]}{.spec.clusterIP}{"\n"}{end}' | grep -v None)
+  for n in cp1 $WORKERS; do
+    rules=$(nodeexec "$n" nft list table ip kube-proxy) || { echo "$n: no nft table ip kube-proxy"; return 1; }
+    for v in $vips; do grep -qF "$v" <<< "$rules" || { echo "$n: kube-proxy has no rule for $v"; return 1; }; done
+    bad=$(grep -oE '([0-9]+\.){3}[0-9]+' <<< "$rules" | sort -u | while read -r a; do if in_cidr "$a" "$old"; then echo "$a"; fi; done)
+    [ -z "$bad" ] || { echo "$n: kube-proxy still has $(echo $bad) of $old"; return 1; }
+  done
+  echo "$(wc -w <<< "$vips") VIPs on $(( 1 + $(wc -w <<< "$WORKERS") )) nodes"
+}
+c_no_ip_events() { # no ClusterIPOutOfRange / ClusterIPNotAllocated event
+  local e; e=$(kc cp1 get events -A -o jsonpath='{range .items[*]}{.reason} {.involvedObject.namespace}/{.involvedObject.name}{"\n"}{end}' | grep -E '^ClusterIP(OutOfRange|NotAllocated) ') || true
+  [ -z "$e" ] || { echo "events: $(echo $e)"; return 1; }
+}
+c_new_objects() { # a Service and a pod created now get addresses in the ranges
+  local svcs=$1 pods=$2 ip pip
+  kc cp1 -n prod delete svc lab-new pod lab-new --ignore-not-found --wait=true >/dev/null
+  kc cp1 -n prod create service clusterip lab-new --tcp=80:8080 >/dev/null || return 1
+  ip=$(kc cp1 -n prod get svc lab-new -o jsonpath='{.spec.clusterIP}')
+  in_cidr "$ip" "$svcs" || { echo "new Service at $ip, not in $svcs"; return 1; }
+  kc cp1 -n prod run lab-new --image="$WEB_IMAGE" --restart=Never >/dev/null || return 1
+  kc cp1 -n prod wait pod/lab-new --for=condition=Ready --timeout=90s >/dev/null || { echo "pod lab-new not Ready"; return 1; }
+  pip=$(kc cp1 -n prod get pod lab-new -o jsonpath='{.status.podIP}')
+  in_cidr "$pip" "$pods" || { echo "new pod at $pip, not in $pods"; return 1; }
+  kc cp1 -n prod delete svc lab-new --wait=false >/dev/null; kc cp1 -n prod delete pod lab-new --grace-period=0 --wait=false >/dev/null
+  echo "Service $ip, pod $pip"
+}
+
+# checks_cluster LABEL POD_CIDR SVC_CIDR API_IP DNS_IP [OLD_SVC_CIDR]
 checks_cluster() {
   local l=$1 pods=$2 svcs=$3 api=$4 dns=$5
   check "$l: nodes Ready, podCIDR in $pods" c_nodes_cidr "$pods"
@@ -60,4 +89,7 @@ checks_cluster() {
   check "$l: HTTP through the web VIP" c_http_vip
   check "$l: HTTP through the NodePort on w2" c_http_nodeport w2
   check "$l: pod to pod across nodes" c_pod_to_pod
+  [ -n "${6:-}" ] && check "$l: kube-proxy has every VIP, none of $6" c_proxy_rules "$6"
+  check "$l: no ClusterIPOutOfRange/NotAllocated events" c_no_ip_events
+  check "$l: a new Service and pod get addresses in $svcs, $pods" c_new_objects "$svcs" "$pods"
 }

@@ -11,9 +11,11 @@ repo=$PWD
 . hack/lab/versions.sh
 . hack/lab/lib.sh
 . hack/lab/node.sh
+. hack/lab/runbook.sh
+. hack/lab/migrate.sh
 [ "$(id -u)" = 0 ] || die "the lab needs root (network and mount namespaces, cgroups)"
-for c in containerd runc ctr ip nsenter unshare nft iptables; do
-  command -v "$c" >/dev/null || die "$c is missing: apt-get install -y containerd runc containernetworking-plugins iptables nftables"
+for c in containerd runc ctr ip nsenter unshare nft iptables busybox; do
+  command -v "$c" >/dev/null || die "$c is missing: apt-get install -y containerd runc containernetworking-plugins iptables nftables busybox-static"
 done
 if [ -e "$LAB_ROOT/ns" ] || ip netns list | grep -q "^$LAB_NETNS"; then
   die "a lab is already there ($LAB_ROOT): make lab-clean"
@@ -64,6 +66,7 @@ table() {
 t0=$(date +%s)
 log "underlay $LAB_NETNS and node cp1"
 lab_underlay
+lab_admin
 lab_node cp1
 lab_containerd cp1
 t=$(date +%s); lab_import_images cp1; log "images imported into cp1 in $(( $(date +%s) - t ))s"
@@ -120,5 +123,12 @@ kc cp1 get pods -A -o wide
 
 . hack/lab/checks.sh
 checks_cluster old "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP"
+for ca in ${LAB_CAS:-old new}; do
+  lab_migrate "$ca-ca" "$ca"
+  checks_cluster "$ca CA, migrated" "$NEW_POD_CIDR" "$NEW_SVC_CIDR" 172.24.0.1 172.24.0.10 "$SVC_CIDR"
+  [ "${LAB_ROLLBACK:-1}" = 1 ] || continue
+  lab_rollback "$ca-ca"
+  checks_cluster "$ca CA, rolled back" "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP" "$NEW_SVC_CIDR"
+done
 log "scenario done in $(( $(date +%s) - t0 ))s"
 table && status=0

@@ -6,15 +6,20 @@ LAB_ROOT=${LAB_ROOT:-/var/lib/snapshift-lab}
 LAB_NETNS=snapshift-lab        # the underlay: bridge br0, 10.0.0.1/24, no other link
 LAB_NODE_PREFIX=slab-          # each node's network namespace and cgroup root
 # The host paths each node gets its own copy of (bind mounts in its mount namespace).
-LAB_NODE_DIRS="var/lib/snapshift etc/kubernetes etc/containerd var/lib/kubelet var/lib/etcd var/lib/containerd var/lib/cni etc/cni/net.d var/log/pods var/log/containers opt/cni/bin run/flannel"
+LAB_NODE_DIRS="backup root/snapshift-bundle usr/local/bin var/lib/snapshift etc/kubernetes etc/containerd var/lib/kubelet var/lib/etcd var/lib/containerd var/lib/cni etc/cni/net.d var/log/pods var/log/containers opt/cni/bin run/flannel"
 
 log() { echo "[lab $(date +%H:%M:%S)] $*"; }
 die() { echo "[lab] FAIL: $*" >&2; exit 1; }
 
 nodeip() { # node -> address on the underlay
-  case $1 in cp1) echo 10.0.0.11 ;; w1|cp2) echo 10.0.0.12 ;; w2|cp3) echo 10.0.0.13 ;; *) die "unknown node $1" ;; esac
+  case $1 in admin) echo 10.0.0.10 ;; cp1) echo 10.0.0.11 ;; w1|cp2) echo 10.0.0.12 ;; w2|cp3) echo 10.0.0.13 ;; *) die "unknown node $1" ;; esac
 }
 nodedir() { echo "$LAB_ROOT/nodes/$1"; }
+ipnode() { # address on the underlay -> node (workers; the HA variant's cp2/cp3 share them)
+  local n
+  for n in cp1 ${LAB_NODES:-w1 w2}; do [ "$(nodeip "$n")" = "$1" ] && { echo "$n"; return; }; done
+  die "no lab node has the address $1"
+}
 
 # nodeexec NODE CMD...: runs CMD in the node's network and mount namespaces
 # (nsenter execs it: no extra process).
@@ -41,6 +46,51 @@ lab_underlay() {
   ip -n "$LAB_NETNS" link add br0 type bridge
   ip -n "$LAB_NETNS" addr add 10.0.0.1/24 dev br0
   ip -n "$LAB_NETNS" link set br0 up
+}
+
+# lab_admin: the operator's machine, the one that holds the bundle: a network
+# namespace slab-admin (10.0.0.10) on the underlay, the host's mount namespace
+# (it reads and writes the bundle under $LAB_ROOT/admin). Its PATH has
+# snapshift, kubectl and the ssh/scp of hack/lab/bin-admin, which reach a
+# node's namespaces instead of a network login.
+lab_admin() {
+  ip netns add "${LAB_NODE_PREFIX}admin"
+  ip link add v-admin netns "$LAB_NETNS" type veth peer name eth0 netns "${LAB_NODE_PREFIX}admin"
+  ip -n "$LAB_NETNS" link set v-admin master br0 up
+  ip -n "${LAB_NODE_PREFIX}admin" link set lo up
+  ip -n "${LAB_NODE_PREFIX}admin" addr add "$(nodeip admin)/24" dev eth0
+  ip -n "${LAB_NODE_PREFIX}admin" link set eth0 up
+  mkdir -p "$LAB_ROOT/admin" "$LAB_ROOT/bin/node" "$LAB_ROOT/bin/admin"
+  local b=$LAB_ROOT/bin
+  ln -sf "$LAB_BIN/crictl-$CRICTL_VERSION" "$b/node/crictl"
+  ln -sf "$LAB_BIN/etcdctl-$ETCDCTL_VERSION" "$b/node/etcdctl"
+  ln -sf "$K8S_BIN/kubectl" "$b/node/kubectl"
+  ln -sf "$K8S_BIN/kubeadm" "$b/node/kubeadm"
+  ln -sf "$repo/hack/lab/systemctl" "$b/node/systemctl"
+  printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\n' > "$b/node/crictl.yaml"
+  ln -sf "$K8S_BIN/kubectl" "$b/admin/kubectl"
+  ln -sf "$repo/bin/snapshift" "$b/admin/snapshift"
+  ln -sf "$repo/hack/lab/bin-admin/ssh" "$b/admin/ssh"
+  ln -sf "$repo/hack/lab/bin-admin/scp" "$b/admin/scp"
+}
+
+# adminsh SCRIPT: bash -e SCRIPT on the operator's machine (nsenter, not ip
+# netns exec: that one unshares a mount namespace, from which the nodes' own
+# cannot be entered).
+adminsh() {
+  nsenter --net="/run/netns/${LAB_NODE_PREFIX}admin" -- env PATH="$LAB_ROOT/bin/admin:$PATH" LAB_ROOT="$LAB_ROOT" \
+    bash -euo pipefail -c "$1"
+}
+
+# nodesh NODE SCRIPT: bash -e SCRIPT as root on NODE, as an operator's shell
+# there would run it: its own /usr/local/bin (where the runbook copies
+# snapshift) first, the node's tools (crictl, etcdctl, kubectl, kubeadm) and
+# the lab's systemctl, crictl pointed at containerd.
+nodesh() {
+  local n=$1
+  nodeexec "$n" env PATH="/usr/local/bin:$LAB_ROOT/bin/node:$PATH" LAB_NODE="$n" LAB_ROOT="$LAB_ROOT" \
+    CRI_CONFIG_FILE="$LAB_ROOT/bin/node/crictl.yaml" \
+    bash -euo pipefail -c "$2"
 }
 
 # lab_node NODE: a network namespace joined to the underlay, and a mount

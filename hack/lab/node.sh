@@ -62,7 +62,10 @@ lab_import_images() {
 # defaults: failCgroupV1: false (cgroups are v1 here; kubelet 1.35+ refuses
 # them otherwise), cgroupDriver: cgroupfs (no systemd), cgroupRoot (three
 # kubelets share the host's hierarchies: each its own root), resolvConf (a
-# file with no upstream: nothing resolves outside the lab), failSwapOn: false.
+# file with no upstream: nothing resolves outside the lab), failSwapOn: false,
+# image garbage collection only on a full disk (the kubelet counts the host's
+# disk: at its default 85% it removed the imported images, pause too, and
+# nothing can be pulled again).
 lab_kubelet_config() {
   local n=$1 dns=$2 dir; dir=$(nodedir "$n")
   cat > "$dir/root/var/lib/kubelet/config.yaml" <<YAML
@@ -82,13 +85,16 @@ authentication:
     clientCAFile: /etc/kubernetes/pki/ca.crt
 authorization:
   mode: Webhook
-clusterDNS: [$dns]
+clusterDNS:
+- $dns
 clusterDomain: cluster.local
 healthzBindAddress: 127.0.0.1
 resolvConf: /etc/kubernetes/lab-resolv.conf
 failSwapOn: false
 rotateCertificates: false
 serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
 evictionHard:
   memory.available: 100Mi
   nodefs.available: 1%

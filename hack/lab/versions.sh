@@ -16,6 +16,7 @@ ETCD_IMAGE=registry.k8s.io/etcd:3.6.8-0 # the tag snapshift manifests --generate
 COREDNS_IMAGE=registry.k8s.io/coredns/coredns:$COREDNS_VERSION
 WEB_IMAGE=lab.local/web:1
 PROBE_IMAGE=lab.local/probe:1
+BUSYBOX_IMAGE=docker.io/library/busybox:1.36 # snapshift cluster check's default --probe-image
 LAB_CACHE=${SNAPSHIFT_E2E_CACHE:-$HOME/.cache/snapshift-e2e}
 LAB_BIN=$LAB_CACHE/lab-bin
 LAB_IMAGES=$LAB_CACHE/lab-images-$K8S_VERSION

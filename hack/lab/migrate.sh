@@ -1,0 +1,119 @@
+# The migration and the rollback, by the operator's own steps (issue 33 items
+# 5 and 7; sourced by hack/lab/lab.sh after lib.sh, node.sh and runbook.sh).
+# What the runbook says is run from RUNBOOK.md itself (hack/lab/runbook.sh);
+# what comes before the runbook exists (the snapshot) follows its header.
+
+NEW_POD_CIDR=10.55.0.0/16
+NEW_SVC_CIDR=172.24.0.0/16
+
+# The commands the runbook's header gives for before the snapshot, run on
+# every control-plane node; lab_migrate checks the runbook still says them.
+PRE_SNAPSHOT='cp -a /etc/kubernetes/manifests /etc/kubernetes/manifests.before-snapshift
+rm /etc/kubernetes/manifests/kube-apiserver.yaml      # its copy is in manifests.before-snapshift
+while [ -n "$(crictl ps --name kube-apiserver -q)" ]; do sleep 2; done'
+SNAPSHOT_SAVE='etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/server.crt --key /etc/kubernetes/pki/etcd/server.key snapshot save /backup/etcd.db'
+
+# fromnode NODE PATH DEST: copies PATH (file or directory) out of NODE, as an
+# operator's scp from that node would.
+fromnode() {
+  mkdir -p "$3"
+  nodeexec "$1" tar -C "$(dirname "$2")" -cf - "$(basename "$2")" | tar -C "$3" -xpf -
+}
+
+# restart_agents NODES...: flanneld and kube-proxy (host processes in the
+# lab, DaemonSets in a real cluster) started again, from the ConfigMaps the
+# snapshot carries: what the runbook's "restart its agents by hand first"
+# asks for, since the lab's agents are not pods snapshift can restart.
+restart_agents() {
+  local n
+  for n in "$@"; do
+    lab_stop "$n" flanneld; lab_stop "$n" kube-proxy
+    lab_flannel "$n"
+    lab_kube_proxy "$n"
+  done
+}
+
+# lab_migrate LABEL new|old: the whole operation. LABEL names the bundle and
+# the checks; "new" rebuilds with a new CA, "old" reissues from the old one.
+lab_migrate() {
+  local label=$1 ca=$2 a=$LAB_ROOT/admin/$1 rb k
+  log "[$label] before the snapshot (runbook header), on cp1"
+  nodesh cp1 "$PRE_SNAPSHOT"
+  nodesh cp1 "mkdir -p /backup && rm -f /backup/etcd.db && $SNAPSHOT_SAVE" > "$LAB_ROOT/logs/$label-snapshot.log" 2>&1 ||
+    die "etcdctl snapshot save failed (log: $LAB_ROOT/logs/$label-snapshot.log)"
+  # The operator copies the snapshot, the manifests and (old CA) the PKI to
+  # the machine that runs snapshift rebuild.
+  mkdir -p "$a"
+  fromnode cp1 /backup/etcd.db "$a"
+  fromnode cp1 /etc/kubernetes/manifests.before-snapshift "$a"
+  local pki=""
+  if [ "$ca" = old ]; then
+    fromnode cp1 /etc/kubernetes/pki "$a"
+    pki="pki:
+  source: pki"
+  fi
+  cat > "$a/rebuild.yaml" <<EOF
+apiVersion: snapshift.io/v1alpha1
+kind: RebuildConfiguration
+snapshot: etcd.db
+output: bundle
+networking:
+  serviceSubnet: $NEW_SVC_CIDR
+  podSubnet: $NEW_POD_CIDR
+etcd:
+  members:
+  - name: cp1
+    peerURL: https://10.0.0.11:2380
+    clientURL: https://10.0.0.11:2379
+$pki
+manifests:
+  source: manifests.before-snapshift
+  kubernetesVersion: $K8S_VERSION
+EOF
+  log "[$label] snapshift rebuild ($ca CA)"
+  adminsh "snapshift rebuild --config '$a/rebuild.yaml'" > "$LAB_ROOT/logs/$label-rebuild.log" 2>&1 ||
+    die "snapshift rebuild failed (log: $LAB_ROOT/logs/$label-rebuild.log)"
+  rb=$LAB_ROOT/runbook-$label
+  rb_parse "$a/bundle/RUNBOOK.md" "$rb"
+  cp "$a/bundle/RUNBOOK.md" "$LAB_ROOT/logs/$label-RUNBOOK.md"
+  diff <(echo "$PRE_SNAPSHOT") "$rb/0.1.sh" >/dev/null || die "the runbook's header no longer says the lab's PRE_SNAPSHOT commands: update hack/lab/migrate.sh"
+  grep -qF "$SNAPSHOT_SAVE" <(tr '\n' ' ' < "$a/bundle/RUNBOOK.md") || die "the runbook's header no longer gives the lab's SNAPSHOT_SAVE command"
+
+  rb_run "$rb" "$(rb_step "$rb" '^Copy each node')" admin
+  rb_run "$rb" "$(rb_step "$rb" '^Back up and stop the kubelet')" workers
+  rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 1   # block 2 is node confirm, after the checks
+  rb_kubectl "$rb"
+  rb_run "$rb" "$(rb_step "$rb" '^Point kubectl')" kubectl
+  if k=$(rb_step "$rb" '^Rejoin every worker'); [ -n "$k" ]; then
+    rb_run "$rb" "$k" kubectl 1
+    rb_run "$rb" "$k" workers 2
+  else
+    rb_run "$rb" "$(rb_step "$rb" '^Start the kubelet on every worker')" workers
+  fi
+  for n in cp1 $WORKERS; do wait_for "[$label] $n: node Ready" 180 node_ready "$n"; done
+  k=$(rb_step "$rb" '^Restart the workloads')
+  if grep -q 'restart its agents by hand first' "$LAB_ROOT/logs/$label-RUNBOOK.md"; then
+    log "[$label] stage 1 by hand, as the runbook says: flanneld and kube-proxy on every node"
+    restart_agents cp1 $WORKERS
+  fi
+  rb_run "$rb" "$k" kubectl 1
+  # The restart deletes bare pods ("the pods no controller restarts"): their
+  # owner, here the lab, creates them again from its manifests.
+  lab_apply hack/lab/manifests/workloads.yaml >/dev/null
+  wait_for "[$label] probe running again" 120 kc cp1 -n prod wait pod/probe --for=condition=Ready --timeout=1s
+  rb_run "$rb" "$(rb_step "$rb" '^Check$')" kubectl
+  rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 2   # node confirm, after the checks
+}
+
+# lab_rollback LABEL: the runbook's section "Rollback", every block.
+lab_rollback() {
+  local label=$1 rb=$LAB_ROOT/runbook-$1 k
+  k=$(rb_step "$rb" '^Rollback$')
+  rb_run "$rb" "$k" admin 1
+  rb_run "$rb" "$k" workers 2
+  # "with the old cluster's kubeconfig, once the old control plane is back"
+  RB_KUBECTL=cp1 RB_KUBECTL_ENV='export KUBECONFIG=/etc/kubernetes/admin.conf'
+  for n in cp1 $WORKERS; do wait_for "[$label rollback] $n: node Ready" 180 node_ready "$n"; done
+  restart_agents cp1 $WORKERS
+  rb_run "$rb" "$k" kubectl 3
+}
