@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snapshift/snapshift/internal/nodetest"
 	"github.com/snapshift/snapshift/bundle"
+	"github.com/snapshift/snapshift/internal/nodetest"
 	"github.com/snapshift/snapshift/nodeops"
 )
 
