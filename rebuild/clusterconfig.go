@@ -138,6 +138,10 @@ type recorded struct {
 	workloads *detected
 	// nodeNames are every Node the snapshot lists (its /minions/ keys), sorted.
 	nodeNames []string
+	// cgroupV1 says the kubelet-config ConfigMap sets failCgroupV1: false:
+	// the nodes run cgroups v1, and kubeadm join's SystemVerification
+	// refuses them unless told to skip it (k8s.io/system-validators).
+	cgroupV1 bool
 }
 
 // readRecorded reads kube-system/kubeadm-config and the member nodes'
@@ -152,7 +156,8 @@ func readRecorded(ctx context.Context, path string, skipHash bool, enc *encrypti
 	defer snap.Close()
 	ix, err := snap.IndexFiltered(ctx, nil, func(k []byte) bool {
 		s := string(k)
-		return strings.HasSuffix(s, "/configmaps/kube-system/kubeadm-config") || strings.Contains(s, "/pods/kube-system/kube-apiserver-") || strings.Contains(s, "/minions/") ||
+		return strings.HasSuffix(s, "/configmaps/kube-system/kubeadm-config") || strings.HasSuffix(s, "/configmaps/kube-system/kubelet-config") ||
+			strings.Contains(s, "/pods/kube-system/kube-apiserver-") || strings.Contains(s, "/minions/") ||
 			workloadKeys(s)
 	})
 	if err != nil {
@@ -180,6 +185,16 @@ func readRecorded(ctx context.Context, path string, skipHash bool, enc *encrypti
 			rec.addrs[n] = a
 		}
 	}
+	if o, ok, err := v.Get(wellknown.KeyKubeletConfig); err != nil {
+		return nil, err
+	} else if cm, isCM := configMap(o, ok); isCM {
+		var kc struct {
+			FailCgroupV1 *bool `json:"failCgroupV1"`
+		}
+		if yaml.Unmarshal([]byte(cm.Data["kubelet"]), &kc) == nil && kc.FailCgroupV1 != nil && !*kc.FailCgroupV1 {
+			rec.cgroupV1 = true
+		}
+	}
 	o, ok, err := v.Get(wellknown.KeyKubeadmConfig)
 	if err != nil || !ok {
 		return rec, err
@@ -190,4 +205,13 @@ func readRecorded(ctx context.Context, path string, skipHash bool, enc *encrypti
 	}
 	rec.cc, err = ParseClusterConfiguration([]byte(cm.Data["ClusterConfiguration"]))
 	return rec, err
+}
+
+// configMap is o's ConfigMap, if ok and o is one.
+func configMap(o *state.Object, ok bool) (*corev1.ConfigMap, bool) {
+	if !ok || o == nil {
+		return nil, false
+	}
+	cm, isCM := o.Value.Obj.(*corev1.ConfigMap)
+	return cm, isCM
 }

@@ -44,6 +44,7 @@ func (r *run) readConfig(ctx context.Context) error {
 	}
 	r.noteMoves(rec)
 	r.restart, r.cnis, r.detected = rec.workloads.workloads, rec.workloads.cnis, rec.workloads
+	r.cgroupV1 = rec.cgroupV1
 	for _, n := range rec.nodeNames {
 		if !slices.Contains(names, n) && !slices.Contains(r.workers, n) {
 			r.workers = append(r.workers, n)

@@ -90,6 +90,8 @@ type run struct {
 	restart  []bundle.Workload
 	cnis     []string
 	detected *detected
+	// cgroupV1: the kubelet-config sets failCgroupV1: false (clusterconfig.go).
+	cgroupV1 bool
 	webhooks []rules.WebhookChange
 	// workers are the snapshot's Nodes that are not control-plane nodes
 	// of this rebuild, sorted: the runbook names them.

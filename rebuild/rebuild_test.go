@@ -1,6 +1,7 @@
 package rebuild_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -619,5 +620,38 @@ func TestExistingCAKubeconfigs(t *testing.T) {
 				t.Errorf("RUNBOOK.md: the endpoint step (at %d) must be a step before apply (at %d):\n%s", ep, apply, rb)
 			}
 		})
+	}
+}
+
+// TestJoinOnCgroupV1: a kubelet-config with failCgroupV1: false (nodes on
+// cgroups v1, as the lab's) gets a join command that skips kubeadm's
+// SystemVerification, which refuses cgroups v1 for kubelet 1.35+ unless
+// skipped; the sample's (cgroups v2) does not.
+func TestJoinOnCgroupV1(t *testing.T) {
+	dir := t.TempDir()
+	in := testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "v1.db"), func(k string, v []byte) (string, []byte, error) {
+		if k == wellknown.KeyKubeletConfig {
+			// the same length: the protobuf's lengths stay right
+			v = bytes.Replace(v, []byte("cgroupDriver: systemd"), []byte("failCgroupV1:   false"), 1)
+		}
+		return k, v, nil
+	})
+	for _, c := range []struct {
+		snap string
+		skip bool
+	}{{in, true}, {samplePath, false}} {
+		out := filepath.Join(t.TempDir(), "bundle")
+		cfg := baseConfig(t, out, members(t, 1))
+		cfg.Snapshot = c.snap
+		if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow}); err != nil {
+			t.Fatal(err)
+		}
+		rb, err := os.ReadFile(filepath.Join(out, bundle.RunbookFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(rb), "kubeadm join ") && strings.Contains(string(rb), "--ignore-preflight-errors=SystemVerification"); got != c.skip {
+			t.Errorf("%s: the join skips SystemVerification: %v, want %v", filepath.Base(c.snap), got, c.skip)
+		}
 	}
 }

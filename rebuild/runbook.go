@@ -374,8 +374,14 @@ func (r *run) runbookKubelets(b *runbook) {
 		}
 		b.sh(ready...)
 		b.w("Then on %s (its old `/etc/kubernetes` and kubelet files are in its backup directory, `$B` of the worker step):", r.onWorkers())
-		b.sh("kubeadm reset -f",
-			fmt.Sprintf("kubeadm join %s --token %s.%s --discovery-token-ca-cert-hash %s", r.apiEndpoint(), r.token.ID, r.token.Secret, r.report.CAHash))
+		join := fmt.Sprintf("kubeadm join %s --token %s.%s --discovery-token-ca-cert-hash %s", r.apiEndpoint(), r.token.ID, r.token.Secret, r.report.CAHash)
+		if r.cgroupV1 {
+			// kubeadm's SystemVerification (k8s.io/system-validators) refuses
+			// cgroups v1 for kubelet 1.35+ unless the check is skipped: "You
+			// must also explicitly skip this validation" (the lab's nodes).
+			join += " --ignore-preflight-errors=SystemVerification   # cgroups v1 (kubelet-config: failCgroupV1: false)"
+		}
+		b.sh("kubeadm reset -f", join)
 		b.w("The token expires at %s (`kubeadm token create --print-join-command` makes another).", r.tokenExpires.Format(time.RFC3339))
 		b.w("**Do not `kubectl delete node` a worker** to get past the join check: the Node object carries the pod CIDR the")
 		b.w("rebuild moved (`spec.podCIDR` is immutable), a new Node gets whatever the allocator hands out next, and on Calico")

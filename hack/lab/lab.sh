@@ -26,7 +26,7 @@ snap=$repo/bin/snapshift
 status=1
 finish() {
   trap - EXIT INT TERM
-  if [ "${LAB_KEEP:-}" = 1 ] && [ $status = 0 ]; then
+  if { [ "${LAB_KEEP:-}" = 1 ] && [ $status = 0 ]; } || [ "${LAB_KEEP:-}" = always ]; then
     log "LAB_KEEP=1: the lab keeps running; make lab-clean removes it"; return
   fi
   rm -rf "$repo/out/lab/logs"; mkdir -p "$repo/out/lab/logs"
@@ -88,6 +88,7 @@ nodeexec cp1 "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/super-admin.conf cr
   kubeadm:cluster-admins --clusterrole=cluster-admin --group=kubeadm:cluster-admins >/dev/null
 kc cp1 create clusterrolebinding kubeadm:kubelet-api-admin --clusterrole=system:kubelet-api-admin \
   --user=kube-apiserver-kubelet-client >/dev/null
+lab_kubeadm_phases > "$LAB_ROOT/logs/cp1-kubeadm-phases.log" 2>&1 || die "kubeadm init phase upload-config/bootstrap-token on cp1 failed (log: out/lab/logs/cp1-kubeadm-phases.log)"
 lab_apply hack/lab/manifests/addons.yaml >/dev/null
 lab_flannel cp1
 lab_kube_proxy cp1

@@ -25,7 +25,7 @@ ipnode() { # address on the underlay -> node (workers; the HA variant's cp2/cp3 
 # (nsenter execs it: no extra process).
 nodeexec() {
   local n=$1; shift
-  nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" --mount="$LAB_ROOT/ns/$n.mnt" --wd=/ -- "$@"
+  nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" --mount="$LAB_ROOT/ns/$n.mnt" --uts="$LAB_ROOT/ns/$n.uts" --wd=/ -- "$@"
 }
 
 # The host-wide sysctls a kubelet sets (protectKernelDefaults: false, its
@@ -66,6 +66,7 @@ lab_admin() {
   ln -sf "$LAB_BIN/etcdctl-$ETCDCTL_VERSION" "$b/node/etcdctl"
   ln -sf "$K8S_BIN/kubectl" "$b/node/kubectl"
   ln -sf "$K8S_BIN/kubeadm" "$b/node/kubeadm"
+  ln -sf "$K8S_BIN/kubelet" "$b/node/kubelet"   # kubeadm's preflight runs kubelet --version
   ln -sf "$repo/hack/lab/systemctl" "$b/node/systemctl"
   printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\n' > "$b/node/crictl.yaml"
   ln -sf "$K8S_BIN/kubectl" "$b/admin/kubectl"
@@ -110,6 +111,9 @@ lab_node() {
   ip -n "$LAB_NODE_PREFIX$n" link set eth0 up
   # The only way out of a node is the underlay, a bridge with no other link.
   ip -n "$LAB_NODE_PREFIX$n" route add default via 10.0.0.1 dev eth0
+  # A Kubernetes node's prerequisite (kubeadm's preflight checks it); a new
+  # network namespace starts with 0.
+  ip netns exec "$LAB_NODE_PREFIX$n" sysctl -qw net.ipv4.ip_forward=1
   for d in $LAB_NODE_DIRS; do
     mkdir -p "$dir/root/$d"
     # Record every directory made on the host (parents too), for lab_clean.
@@ -119,10 +123,11 @@ lab_node() {
       if [ ! -e "$p" ]; then mkdir "$p" && echo "$p" >> "$LAB_ROOT/created-dirs"; fi
     done
   done
-  touch "$LAB_ROOT/ns/$n.mnt"
-  nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" -- unshare --mount="$LAB_ROOT/ns/$n.mnt" --propagation private \
+  touch "$LAB_ROOT/ns/$n.mnt" "$LAB_ROOT/ns/$n.uts"
+  nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" -- unshare --mount="$LAB_ROOT/ns/$n.mnt" --uts="$LAB_ROOT/ns/$n.uts" --propagation private \
     bash -euc '
       dir=$1; shift
+      hostname "$(basename "$dir")"  # each node its own host name, as kubeadm join names the Node
       mount --rbind /sys/fs/cgroup "$dir/cg"
       mount -t sysfs sysfs /sys
       mount --move "$dir/cg" /sys/fs/cgroup
@@ -152,7 +157,7 @@ lab_start() {
   else
     # nsenter, not the nodeexec function: $! is then the daemon itself
     # (nsenter execs it), not a subshell.
-    nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" --mount="$LAB_ROOT/ns/$n.mnt" --wd=/ -- "$@" \
+    nsenter --net="/run/netns/$LAB_NODE_PREFIX$n" --mount="$LAB_ROOT/ns/$n.mnt" --uts="$LAB_ROOT/ns/$n.uts" --wd=/ -- "$@" \
       < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
   fi
   echo $! > "$LAB_ROOT/pids/$n-$name"
@@ -217,6 +222,7 @@ lab_clean() {
       sleep 0.5
     done
     if mountpoint -q "$LAB_ROOT/ns/$n.mnt" 2>/dev/null; then umount "$LAB_ROOT/ns/$n.mnt"; fi
+    if mountpoint -q "$LAB_ROOT/ns/$n.uts" 2>/dev/null; then umount "$LAB_ROOT/ns/$n.uts"; fi
     ip netns del "$LAB_NODE_PREFIX$n" 2>/dev/null || true
   done
   ip netns del "$LAB_NETNS" 2>/dev/null || true

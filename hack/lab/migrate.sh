@@ -28,6 +28,10 @@ restart_agents() {
   local n
   for n in "$@"; do
     lab_stop "$n" flanneld; lab_stop "$n" kube-proxy
+    # Their kubeconfigs signed again by the CA cp1 now has (a new CA, or
+    # the old one back after a rollback): the runbook's "hosts ... with
+    # their own kubeconfigs need ones signed by the new CA".
+    rm -f "$(nodedir "$n")/root/etc/kubernetes/flannel.conf" "$(nodedir "$n")/root/etc/kubernetes/kube-proxy.conf"
     lab_flannel "$n"
     lab_kube_proxy "$n"
   done
@@ -85,8 +89,13 @@ EOF
   rb_kubectl "$rb"
   rb_run "$rb" "$(rb_step "$rb" '^Point kubectl')" kubectl
   if k=$(rb_step "$rb" '^Rejoin every worker'); [ -n "$k" ]; then
+    # "Wait until every worker shows NotReady": the node controller marks
+    # them so once their stopped kubelets miss the grace period.
+    for n in $WORKERS; do wait_for "[$label] $n: NotReady in the new cluster" 240 node_not_ready "$n"; done
     rb_run "$rb" "$k" kubectl 1
     rb_run "$rb" "$k" workers 2
+    # Block 3 (kubeconfigs for hosts that run only kube-proxy or a CNI
+    # agent): restart_agents signs the lab's agents' kubeconfigs the same way.
   else
     rb_run "$rb" "$(rb_step "$rb" '^Start the kubelet on every worker')" workers
   fi

@@ -58,22 +58,22 @@ lab_import_images() {
   done
 }
 
-# The kubelet's configuration. What this machine needs beyond kubeadm's
-# defaults: failCgroupV1: false (cgroups are v1 here; kubelet 1.35+ refuses
-# them otherwise), cgroupDriver: cgroupfs (no systemd), cgroupRoot (three
-# kubelets share the host's hierarchies: each its own root), resolvConf (a
-# file with no upstream: nothing resolves outside the lab), failSwapOn: false,
-# image garbage collection only on a full disk (the kubelet counts the host's
-# disk: at its default 85% it removed the imported images, pause too, and
-# nothing can be pulled again).
-lab_kubelet_config() {
-  local n=$1 dns=$2 dir; dir=$(nodedir "$n")
-  cat > "$dir/root/var/lib/kubelet/config.yaml" <<YAML
+# The kubelet's configuration, the same on every node (kubeadm keeps it in
+# the kubelet-config ConfigMap and writes it to each node's config.yaml).
+# What this machine needs beyond kubeadm's defaults: failCgroupV1: false
+# (cgroups are v1 here; kubelet 1.35+ refuses them otherwise), cgroupDriver:
+# cgroupfs (no systemd), resolvConf (a file with no upstream: nothing
+# resolves outside the lab), failSwapOn: false, image garbage collection only
+# on a full disk (the kubelet counts the host's disk: at its default 85% it
+# removed the imported images, pause too, and nothing can be pulled again).
+# Per node, as flags (lab_kubelet): a cgroup root each (three kubelets share
+# the host's hierarchies) and the node's address.
+lab_kubelet_yaml() {
+  cat <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
 cgroupDriver: cgroupfs
-cgroupRoot: /$LAB_NODE_PREFIX$n
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 staticPodPath: /etc/kubernetes/manifests
 authentication:
@@ -86,7 +86,7 @@ authentication:
 authorization:
   mode: Webhook
 clusterDNS:
-- $dns
+- $1
 clusterDomain: cluster.local
 healthzBindAddress: 127.0.0.1
 resolvConf: /etc/kubernetes/lab-resolv.conf
@@ -100,13 +100,69 @@ evictionHard:
   nodefs.available: 1%
   imagefs.available: 1%
 YAML
+}
+
+lab_kubelet_config() {
+  local n=$1 dns=$2 dir; dir=$(nodedir "$n")
+  lab_kubelet_yaml "$dns" > "$dir/root/var/lib/kubelet/config.yaml"
   echo "search lab.invalid" > "$dir/root/etc/kubernetes/lab-resolv.conf"
 }
 
+# lab_kubeadm_phases: what kubeadm init records in the cluster, by kubeadm
+# itself on cp1 from the lab's configuration: the kubeadm-config and
+# kubelet-config ConfigMaps (upload-config), a bootstrap token, the
+# cluster-info ConfigMap and the RBAC rules that let a node join
+# (bootstrap-token). snapshift rebuild reads and rewrites them; the new-CA
+# runbook's kubeadm join needs them.
+lab_kubeadm_phases() {
+  local cfg=/etc/kubernetes/lab-kubeadm.yaml
+  {
+    cat <<YAML
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: $(nodeip cp1)
+  bindPort: 6443
+nodeRegistration:
+  name: cp1
+  criSocket: unix:///run/containerd/containerd.sock
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: $K8S_VERSION
+controlPlaneEndpoint: $(nodeip cp1):6443
+certificatesDir: /etc/kubernetes/pki
+clusterName: kubernetes
+imageRepository: registry.k8s.io
+etcd:
+  local:
+    dataDir: /var/lib/etcd
+networking:
+  dnsDomain: cluster.local
+  serviceSubnet: $SVC_CIDR
+  podSubnet: $POD_CIDR
+---
+YAML
+    lab_kubelet_yaml "$DNS_IP"
+  } > "$(nodedir cp1)/root$cfg"
+  nodesh cp1 "kubeadm init phase upload-config all --config $cfg && kubeadm init phase bootstrap-token --config $cfg"
+}
+
+# lab_kubelet NODE: the kubelet as kubeadm's systemd drop-in (10-kubeadm.conf)
+# runs it: bootstrap and kubelet kubeconfigs, config.yaml, then
+# KUBELET_KUBEADM_ARGS of kubeadm-flags.env (written by kubeadm join), then
+# the lab's KUBELET_EXTRA_ARGS (/etc/default/kubelet's place): this node's
+# own cgroup root and address.
 lab_kubelet() {
-  local n=$1
-  lab_start "$n" kubelet "$K8S_BIN/kubelet" --config=/var/lib/kubelet/config.yaml \
-    --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override="$n" --node-ip="$(nodeip "$n")" --v=2
+  local n=$1 flags f kubeadm_args=()
+  f=$(nodedir "$n")/root/var/lib/kubelet/kubeadm-flags.env
+  if [ -f "$f" ]; then
+    flags=$(. "$f"; echo "${KUBELET_KUBEADM_ARGS:-}")
+    read -r -a kubeadm_args <<< "$flags"
+  fi
+  lab_start "$n" kubelet "$K8S_BIN/kubelet" --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \
+    --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml "${kubeadm_args[@]}" \
+    --cgroup-root="/$LAB_NODE_PREFIX$n" --node-ip="$(nodeip "$n")" --v=2
 }
 
 # kc NODE ARGS...: kubectl with the admin kubeconfig, in the node.
@@ -127,6 +183,10 @@ wait_for() {
 
 node_pod_cidr() { [ -n "$(kc cp1 get node "$1" -o jsonpath='{.spec.podCIDR}')" ]; }
 
+node_not_ready() {
+  [ "$(kc cp1 get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" != True ]
+}
+
 all_pods_ready() {
   local out
   out=$(kc cp1 get pods -A -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}') || return 1
@@ -134,7 +194,7 @@ all_pods_ready() {
 }
 
 node_ready() {
-  [ "$(kc "$1" get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+  [ "$(kc cp1 get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 
 # lab_client_kubeconfig NODE USER FILE [GROUP]: a kubeconfig for USER signed by

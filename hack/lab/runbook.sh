@@ -46,7 +46,7 @@ rb_step() { awk -F'\t' -v p="$2" '$2 ~ p {print $1; exit}' "$1/steps"; }
 # rb_blocks DIR K: step K's block files, in order.
 rb_blocks() { ls "$1/$2".*.sh 2>/dev/null | sort -t. -k2,2n; }
 # rb_targets FILE: the nodes the block's "# on NODE" comments name.
-rb_targets() { grep -oE '# on [A-Za-z0-9.-]+' "$1" | awk '{print $3}' | awk '!seen[$0]++'; }
+rb_targets() { { grep -oE '# on [A-Za-z0-9.-]+' "$1" || true; } | awk '{print $3}' | awk '!seen[$0]++'; }
 # rb_lines_for NODE FILE: the block as NODE runs it: its lines without
 # "# on", and those "# on NODE".
 rb_lines_for() {
@@ -101,9 +101,9 @@ rb_run() {
 rb_kubectl() {
   local k f line
   k=$(rb_step "$1" '^Point kubectl')
-  f=$(rb_blocks "$1" "$k" | head -1)
+  f=$(rb_blocks "$1" "$k" | sed -n 1p)
   line=$(grep '^export KUBECONFIG=' "$f") || die "runbook: no export KUBECONFIG in step $k"
   RB_KUBECTL_ENV=${line%%#*}
-  RB_KUBECTL=$(rb_targets "$f" | head -1)
+  RB_KUBECTL=$(rb_targets "$f" | sed -n 1p)
   RB_KUBECTL=${RB_KUBECTL:-admin}
 }
