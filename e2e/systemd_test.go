@@ -318,6 +318,11 @@ func (c *nodeOpsCase) deadlineUnderSystemd(source string, after time.Duration, c
 
 	if !confirm {
 		c.refusedWithoutSystemd(n, bundle)
+		// A killed apply may have armed the timer without recording it:
+		// apply clears it (systemctl stop, reset-failed) and arms its own.
+		if out, err := sd.output("systemd-run", "--unit="+unit, "--on-active=1h", "true"); err != nil {
+			failf("[deadline] FAIL arming a stale timer: %v\n%s", err, out)
+		}
 	}
 
 	// Apply, watching systemd's timers while it runs.
@@ -334,12 +339,18 @@ func (c *nodeOpsCase) deadlineUnderSystemd(source string, after time.Duration, c
 	var timers string
 	var r *result
 	for timers == "" {
-		if out, _ := sd.output("systemctl", "list-timers", "--all", "--no-pager"); strings.Contains(out, unit+".timer") {
-			timers = out
+		// apply's own timer, not a stale one of the same name.
+		if desc, _ := sd.output("systemctl", "show", "--property=Description", "--value", unit+".timer"); strings.HasPrefix(desc, "snapshift: roll back node "+n.name+" at ") {
+			timers, _ = sd.output("systemctl", "list-timers", "--all", "--no-pager")
+			if !strings.Contains(timers, unit+".timer") {
+				failf("[deadline] FAIL systemctl list-timers does not show %s.timer:\n%s", unit, timers)
+			}
+			execStart, _ := sd.output("systemctl", "show", "--property=ExecStart", "--value", unit+".service")
+			timers += "\n" + unit + ".service: " + execStart
 			break
 		}
 		if r != nil || time.Since(start) > 3*time.Minute {
-			failf("[deadline] FAIL systemctl list-timers never showed %s.timer (apply: %v)\n%v", unit, r, r)
+			failf("[deadline] FAIL systemd never loaded apply's %s.timer (apply: %v)\n%v", unit, r, r)
 		}
 		select {
 		case res := <-applied:
@@ -347,7 +358,7 @@ func (c *nodeOpsCase) deadlineUnderSystemd(source string, after time.Duration, c
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	t.Logf("[deadline] PASS %s after apply started, systemctl list-timers shows the deadline:\n%s", time.Since(start).Round(time.Millisecond), timers)
+	t.Logf("[deadline] PASS %s after apply started, systemd holds apply's timer (systemctl list-timers, show):\n%s", time.Since(start).Round(time.Millisecond), timers)
 	if r == nil {
 		res := <-applied
 		r = &res
