@@ -105,6 +105,9 @@ type systemdNS struct {
 // and waits until it is running; t's cleanup stops it.
 func startSystemd(t *testing.T, rw string) *systemdNS {
 	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatalf("[systemd] the deadline's proof runs a systemd in namespaces and a cgroup of its own: run it as root")
+	}
 	for _, tool := range []string{"/lib/systemd/systemd", "/lib/systemd/systemd-journald", "systemctl", "systemd-run", "journalctl", "nsenter", "unshare"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("[systemd] the deadline's proof needs %s (Debian: apt-get install systemd util-linux): %v", tool, err)
