@@ -39,7 +39,7 @@ echo "systemctl $* | etcd=$(stat -c %i "$R/var/lib/etcd" 2>/dev/null || echo abs
 case "$1 $2" in
 "start kubelet") touch "$R/recorder/kubelet.active" ;;
 "stop kubelet") rm -f "$R/recorder/kubelet.active" ;;
-"stop snapshift-rollback-"*|"reset-failed snapshift-rollback-"*) ;;
+"stop snapshift-rollback-"*|"reset-failed snapshift-rollback-"*|"show --property=Version") ;;
 *) echo "systemctl recorder: $* not supported" >&2; exit 1 ;;
 esac
 `,

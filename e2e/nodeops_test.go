@@ -155,6 +155,7 @@ type nodeOpsCase struct {
 	nodes     int
 	newCA     bool
 	deadline  bool
+	enter     []string // a command that runs snapshift's (nsenter into a systemd's namespaces), or nil
 	bins      map[string]string
 	snapshift string
 	ver       string
@@ -176,6 +177,42 @@ func (c *nodeOpsCase) run(source string) {
 	t := c.t
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	bundle, oldRev := c.prepare(ctx, source)
+
+	// 3. Apply, on every node at once, its gates against the real servers.
+	start := time.Now()
+	apply, rollback := "apply", "rollback"
+	if c.deadline {
+		// The deadline's timer (a systemd-run recorder here) is armed at
+		// apply; at the deadline it runs rollback-if-unconfirmed, run
+		// here on every node at once as the timers would.
+		apply, rollback = "apply --rollback-after 1h", "rollback-if-unconfirmed"
+	}
+	c.all(ctx, apply, bundle)
+	t.Logf("[nodeops] PASS snapshift node apply on %d nodes at once: exit 0 after its own health gates (etcd member list and health, kube-apiserver /readyz) passed against the real etcd members and kube-apiservers started from the installed files (%s)", c.nodes, time.Since(start).Round(time.Second))
+	c.checkApplied(ctx, bundle)
+
+	// 4. Rollback, on every node at once.
+	if c.deadline {
+		for _, n := range c.ns {
+			lines := calls(t, n.root)
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "systemd-run --unit=snapshift-rollback-"+n.name+" ") })
+			if i < 0 || !strings.Contains(lines[i], " node rollback-if-unconfirmed --bundle "+bundle+" --node "+n.name+" --root "+n.root+" --timeout 4m0s") {
+				t.Errorf("[nodeops] FAIL %s: apply --rollback-after did not arm the timer: %q", n.name, lines)
+			}
+		}
+	}
+	start = time.Now()
+	c.all(ctx, rollback, bundle)
+	t.Logf("[nodeops] PASS snapshift node %s on %d nodes at once: exit 0 after its health gates passed against the old etcd and kube-apiservers (%s)", rollback, c.nodes, time.Since(start).Round(time.Second))
+	c.checkRolledBack(ctx, oldRev)
+}
+
+// prepare is steps 1 and 2: the old cluster running on the case's nodes,
+// and the bundle of its snapshot; it returns the bundle and the old
+// cluster's revision at the snapshot.
+func (c *nodeOpsCase) prepare(ctx context.Context, source string) (string, int64) {
+	t := c.t
 	c.dir = t.TempDir()
 	c.logDir = filepath.Join(c.dir, "logs")
 	os.MkdirAll(c.logDir, 0o755)
@@ -208,34 +245,7 @@ func (c *nodeOpsCase) run(source string) {
 		n.before = treeState(t, n.root, "etc/kubernetes", "var/lib/kubelet")
 		n.etcdInode = inode(t, filepath.Join(n.root, "var/lib/etcd"))
 	}
-
-	// 3. Apply, on every node at once, its gates against the real servers.
-	start := time.Now()
-	apply, rollback := "apply", "rollback"
-	if c.deadline {
-		// The deadline's timer (a systemd-run recorder here) is armed at
-		// apply; at the deadline it runs rollback-if-unconfirmed, run
-		// here on every node at once as the timers would.
-		apply, rollback = "apply --rollback-after 1h", "rollback-if-unconfirmed"
-	}
-	c.all(ctx, apply, bundle)
-	t.Logf("[nodeops] PASS snapshift node apply on %d nodes at once: exit 0 after its own health gates (etcd member list and health, kube-apiserver /readyz) passed against the real etcd members and kube-apiservers started from the installed files (%s)", c.nodes, time.Since(start).Round(time.Second))
-	c.checkApplied(ctx, bundle)
-
-	// 4. Rollback, on every node at once.
-	if c.deadline {
-		for _, n := range c.ns {
-			lines := calls(t, n.root)
-			i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "systemd-run --unit=snapshift-rollback-"+n.name+" ") })
-			if i < 0 || !strings.Contains(lines[i], " node rollback-if-unconfirmed --bundle "+bundle+" --node "+n.name+" --root "+n.root+" --timeout 4m0s") {
-				t.Errorf("[nodeops] FAIL %s: apply --rollback-after did not arm the timer: %q", n.name, lines)
-			}
-		}
-	}
-	start = time.Now()
-	c.all(ctx, rollback, bundle)
-	t.Logf("[nodeops] PASS snapshift node %s on %d nodes at once: exit 0 after its health gates passed against the old etcd and kube-apiservers (%s)", rollback, c.nodes, time.Since(start).Round(time.Second))
-	c.checkRolledBack(ctx, oldRev)
+	return bundle, oldRev
 }
 
 // rebuild runs `snapshift rebuild` for the case's nodes.
@@ -348,8 +358,14 @@ func (c *nodeOpsCase) all(ctx context.Context, verb, bundle string) {
 }
 
 func (c *nodeOpsCase) node(ctx context.Context, n *opsNode, verb, bundle string) (string, error) {
-	args := append(append([]string{"node"}, strings.Fields(verb)...), "--bundle", bundle, "--node", n.name, "--root", n.root, "--timeout", "4m")
-	cmd := exec.CommandContext(ctx, c.snapshift, args...)
+	args := append(append([]string{c.snapshift, "node"}, strings.Fields(verb)...), "--bundle", bundle, "--node", n.name, "--root", n.root)
+	if verb != "confirm" { // confirm waits for nothing
+		args = append(args, "--timeout", "4m")
+	}
+	if c.enter != nil {
+		args = append(slices.Clone(c.enter), args...)
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "PATH="+n.path)
 	b, err := cmd.CombinedOutput()
 	return string(b), err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -169,5 +170,44 @@ func TestDeadlineWaitsForApply(t *testing.T) {
 	}
 	if after := tree(t, root, "etc", "var"); after["var/lib/etcd/member/snap/db"] != before["var/lib/etcd/member/snap/db"] {
 		t.Errorf("not rolled back after the lock was released")
+	}
+}
+
+// TestDeadlineRefusedWithoutSystemd: --rollback-after on a host where no
+// systemd can hold the timer (systemd-run missing, or systemctl reaching
+// no manager: a container, another init) is refused by preflight, with
+// one sentence, before the backup or any other change.
+func TestDeadlineRefusedWithoutSystemd(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		host       func(t *testing.T, bin string)
+	}{
+		{"no systemd-run", "[preflight] systemd-run not found in PATH, and --rollback-after's timer needs it: run apply on a host booted with systemd, or without --rollback-after", func(t *testing.T, bin string) {
+			os.Remove(filepath.Join(bin, "systemd-run"))
+			t.Setenv("PATH", bin) // the host's own systemd-run out of reach
+		}},
+		{"no manager", "[preflight] --rollback-after needs a running systemd to hold its timer, and systemctl reaches none (System has not been booted with systemd as init system (PID 1). Can't operate; Failed to connect to bus: Host is down): run apply on a host booted with systemd, or without --rollback-after", func(t *testing.T, bin string) {
+			// What systemctl says on a host whose PID 1 is not systemd.
+			write(t, filepath.Join(bin, "systemctl"), "#!/bin/sh\necho \"systemctl $*\" >> "+filepath.Join(filepath.Dir(bin), "calls.log")+"\n"+
+				"echo \"System has not been booted with systemd as init system (PID 1). Can't operate.\" >&2\necho 'Failed to connect to bus: Host is down' >&2\nexit 1\n", 0o755)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, root := makeBundle(t), node(t)
+			tc.host(t, filepath.Join(root, "recorder"))
+			before := tree(t, root, "etc", "var", "run")
+			var out bytes.Buffer
+			err := nodeops.Apply(context.Background(), deadlineConfig(b, root, &out))
+			if !errors.Is(err, nodeops.ErrRefused) || err.Error() != tc.want {
+				t.Fatalf("Apply --rollback-after:\n got %v\nwant %s", err, tc.want)
+			}
+			if after := tree(t, root, "etc", "var", "run"); !reflect.DeepEqual(after, before) {
+				t.Errorf("a refused apply changed the node")
+			}
+			calls, _ := os.ReadFile(filepath.Join(root, "calls.log"))
+			if strings.Contains(string(calls), "systemd-run") || strings.Contains(string(calls), "systemctl stop") {
+				t.Errorf("a refused apply ran:\n%s", calls)
+			}
+		})
 	}
 }

@@ -23,7 +23,9 @@
 //
 // With Config.RollbackAfter, apply arms a transient systemd timer right
 // after its backup; unless Confirm records the node healthy before it, the
-// timer runs RollbackIfUnconfirmed (deadline.go).
+// timer runs RollbackIfUnconfirmed (deadline.go). Preflight refuses it when
+// no systemd can hold the timer (no systemd-run, or systemctl reaching no
+// manager).
 //
 // Apply is a list of typed steps (steps.go); after each one backup.json,
 // published like every output (fsutil.WriteFile), records it, so that a

@@ -1,11 +1,13 @@
 package nodeops
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,7 +38,7 @@ func (f preflightFailed) Error() string {
 // preflight checks everything before the first change, every check even
 // after one failed, then says what apply will back up, move and install
 // and what rollback restores.
-func (a *applyRun) preflight(context.Context) error {
+func (a *applyRun) preflight(ctx context.Context) error {
 	var failed preflightFailed
 	check := func(err error) bool {
 		if err != nil {
@@ -49,13 +51,20 @@ func (a *applyRun) preflight(context.Context) error {
 		a.logf("preflight", "every file of node %s and etcd member %s matches report.json", a.b.node.Name, a.b.node.EtcdMember)
 	}
 	tools := []string{"systemctl", "crictl", "ip"}
-	if a.cfg.RollbackAfter > 0 && !a.rec.done(StepArmed) {
+	arm := a.cfg.RollbackAfter > 0 && !a.rec.done(StepArmed)
+	if arm {
 		tools = append(tools, "systemd-run") // --rollback-after's timer
 	}
+	found := true
 	for _, tool := range tools {
-		if _, err := lookPath(tool); err != nil {
-			check(fmt.Errorf("%s not found in PATH: %w", tool, err))
+		if _, err := lookPath(tool); err != nil && tool == "systemd-run" {
+			found = check(fmt.Errorf("systemd-run not found in PATH, and --rollback-after's timer needs it: run apply on a host booted with systemd, or without --rollback-after")) && found
+		} else if err != nil {
+			found = check(fmt.Errorf("%s not found in PATH: %w", tool, err)) && found
 		}
+	}
+	if arm && found {
+		check(a.checkManager(ctx))
 	}
 	if a.rec != nil {
 		// A run stopped after the backup: the root has changed since, and
@@ -78,6 +87,37 @@ func (a *applyRun) preflight(context.Context) error {
 		return failed
 	}
 	return a.describe()
+}
+
+// checkManager asks systemd, through the systemctl that systemd-run goes
+// with, for its version: --rollback-after's timer needs a running systemd
+// to hold it (a container or a host booted with another init has
+// systemctl and systemd-run but no manager: systemd-run would fail only
+// after the backup). It says which manager answered.
+func (a *applyRun) checkManager(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, "systemctl", "show", "--property=Version", "--value")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		var lines []string
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if l = strings.TrimSuffix(strings.TrimSpace(l), "."); l != "" {
+				lines = append(lines, l)
+			}
+		}
+		why := strings.Join(lines, "; ")
+		if why == "" {
+			why = err.Error()
+		}
+		return fmt.Errorf("--rollback-after needs a running systemd to hold its timer, and systemctl reaches none (%s): run apply on a host booted with systemd, or without --rollback-after", why)
+	}
+	version := ""
+	if v := strings.TrimSpace(string(out)); v != "" {
+		version = " " + v
+	}
+	a.logf("preflight", "--rollback-after: systemd%s answers; it holds the timer", version)
+	return nil
 }
 
 // checkHost refuses to run on another node: the node's advertise address
