@@ -55,13 +55,15 @@ crash: failpoints build
 # Against the real thing: kube-apiserver and kube-controller-manager built from
 # k8s.io/kubernetes (newest, and 1.30 with the bitmap allocator), and etcd +
 # etcdutl 3.5, 3.6 and 3.7 (the version matrix), cached in
-# ~/.cache/snapshift-e2e; run in a loopback-only network namespace.
+# ~/.cache/snapshift-e2e; run in a loopback-only network namespace. Then the
+# lab (below; SNAPSHIFT_E2E_LAB=0 leaves it out).
 e2e:
 	bash hack/e2e.sh
 
 # Issue 33: a cluster of real components (containerd, kubelet, the control plane
-# as static pods...) in network namespaces on this machine, offline, as root
-# (hack/lab/lab.sh; builds cached in ~/.cache/snapshift-e2e). Not yet in e2e.
+# as static pods...) in network namespaces on this machine, offline, as root,
+# migrated by RUNBOOK.md's own steps and rolled back, old CA and new CA
+# (hack/lab/lab.sh; builds cached in ~/.cache/snapshift-e2e). Part of make e2e.
 # lab-clean removes what a killed run left (processes by PID, mounts, namespaces).
 lab:
 	bash hack/lab/lab.sh

@@ -94,7 +94,8 @@ func checkRunbook(t *testing.T, rb, out string, rep *rebuild.Report, newCA bool,
 		// kube-apiserver.yaml leaves the kubelet's directory (rebuild
 		// reads it there), and the apiserver has exited before the
 		// snapshot.
-		"cp -a /etc/kubernetes/manifests /etc/kubernetes/manifests.before-snapshift\nrm /etc/kubernetes/manifests/kube-apiserver.yaml",
+		"[ -e /etc/kubernetes/manifests.before-snapshift ] || cp -a /etc/kubernetes/manifests /etc/kubernetes/manifests.before-snapshift",
+		"\nrm -f /etc/kubernetes/manifests/kube-apiserver.yaml",
 		"while [ -n \"$(crictl ps --name kube-apiserver -q)\" ]; do sleep 2; done",
 		"`manifests.source: /etc/kubernetes/manifests.before-snapshift`"} {
 		if !strings.Contains(rb, want) {

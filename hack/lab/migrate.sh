@@ -8,8 +8,8 @@ NEW_SVC_CIDR=172.24.0.0/16
 
 # The commands the runbook's header gives for before the snapshot, run on
 # every control-plane node; lab_migrate checks the runbook still says them.
-PRE_SNAPSHOT='cp -a /etc/kubernetes/manifests /etc/kubernetes/manifests.before-snapshift
-rm /etc/kubernetes/manifests/kube-apiserver.yaml      # its copy is in manifests.before-snapshift
+PRE_SNAPSHOT='[ -e /etc/kubernetes/manifests.before-snapshift ] || cp -a /etc/kubernetes/manifests /etc/kubernetes/manifests.before-snapshift   # a copy from an earlier attempt is kept
+rm -f /etc/kubernetes/manifests/kube-apiserver.yaml   # its copy is in manifests.before-snapshift
 while [ -n "$(crictl ps --name kube-apiserver -q)" ]; do sleep 2; done'
 SNAPSHOT_SAVE='etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/server.crt --key /etc/kubernetes/pki/etcd/server.key snapshot save /backup/etcd.db'
 
@@ -109,7 +109,7 @@ EOF
   # The restart deletes bare pods ("the pods no controller restarts"): their
   # owner, here the lab, creates them again from its manifests.
   lab_apply hack/lab/manifests/workloads.yaml >/dev/null
-  wait_for "[$label] probe running again" 120 kc cp1 -n prod wait pod/probe --for=condition=Ready --timeout=1s
+  lab_wait_workloads "$label"
   rb_run "$rb" "$(rb_step "$rb" '^Check$')" kubectl
   rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 2   # node confirm, after the checks
 }
@@ -125,4 +125,17 @@ lab_rollback() {
   for n in cp1 $WORKERS; do wait_for "[$label rollback] $n: node Ready" 180 node_ready "$n"; done
   restart_agents cp1 $WORKERS
   rb_run "$rb" "$k" kubectl 3
+  # The bare probe pod was deleted with the rest: its owner creates it again.
+  lab_apply hack/lab/manifests/workloads.yaml >/dev/null
+  lab_wait_workloads "$label rollback"
+}
+
+# lab_wait_workloads LABEL: every controller rolled out, the probe and every
+# pod Ready.
+lab_wait_workloads() {
+  wait_for "[$1] coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
+  wait_for "[$1] web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
+  wait_for "[$1] db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s
+  wait_for "[$1] probe running" 120 kc cp1 -n prod wait pod/probe --for=condition=Ready --timeout=1s
+  wait_for "[$1] every pod Ready" 120 all_pods_ready
 }
