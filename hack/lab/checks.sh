@@ -78,6 +78,14 @@ c_new_objects() { # a Service and a pod created now get addresses in the ranges
   echo "Service $ip, pod $pip"
 }
 
+# retry CMD...: CMD, up to 4 times 5 s apart: a data-plane path converges
+# (endpoints, kube-proxy's next sync) within seconds of a restart.
+retry() {
+  local i
+  for i in 1 2 3; do "$@" && return 0; sleep 5; done
+  "$@"
+}
+
 # checks_cluster LABEL POD_CIDR SVC_CIDR API_IP DNS_IP [OLD_SVC_CIDR]
 checks_cluster() {
   local l=$1 pods=$2 svcs=$3 api=$4 dns=$5
@@ -85,10 +93,10 @@ checks_cluster() {
   check "$l: pod IPs in $pods" c_pod_ips "$pods"
   check "$l: kubernetes.default at $api" c_svc_ip default kubernetes "$api"
   check "$l: kube-dns at $dns" c_svc_ip kube-system kube-dns "$dns"
-  check "$l: DNS web.prod from the probe (w1)" c_dns_web
-  check "$l: HTTP through the web VIP" c_http_vip
-  check "$l: HTTP through the NodePort on w2" c_http_nodeport w2
-  check "$l: pod to pod across nodes" c_pod_to_pod
+  check "$l: DNS web.prod from the probe (w1)" retry c_dns_web
+  check "$l: HTTP through the web VIP" retry c_http_vip
+  check "$l: HTTP through the NodePort on w2" retry c_http_nodeport w2
+  check "$l: pod to pod across nodes" retry c_pod_to_pod
   [ -n "${6:-}" ] && check "$l: kube-proxy has every VIP, none of $6" c_proxy_rules "$6"
   check "$l: no ClusterIPOutOfRange/NotAllocated events" c_no_ip_events
   check "$l: a new Service and pod get addresses in $svcs, $pods" c_new_objects "$svcs" "$pods"

@@ -133,6 +133,13 @@ lab_node() {
       mount --move "$dir/cg" /sys/fs/cgroup
       mount -t tmpfs -o mode=0755 tmpfs /run
       mkdir -p /run/lock
+      # Names resolve inside the lab only: the nodes by /etc/hosts, and no
+      # resolver (a lookup of anything else fails at once, not after a
+      # timeout towards the host'"'"'s resolver).
+      printf "127.0.0.1 localhost\n10.0.0.11 cp1\n10.0.0.12 w1 cp2\n10.0.0.13 w2 cp3\n" > "$dir/hosts"
+      printf "nameserver 127.0.0.1\n" > "$dir/resolv.conf"
+      mount --bind "$dir/hosts" /etc/hosts
+      mount --bind "$dir/resolv.conf" /etc/resolv.conf
       for d in "$@"; do mkdir -p "/$d"; mount --bind "$dir/root/$d" "/$d"; done
     ' _ "$dir" $LAB_NODE_DIRS
   local c
