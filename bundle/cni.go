@@ -11,6 +11,15 @@ import (
 // it on the control-plane nodes (executing Actions); the runbook gives the
 // same actions as shell commands for the workers (Commands).
 type CNIHostState struct {
+	// Agents are the CNI agent's container names: their running containers
+	// are stopped first (`crictl stop`), as a running agent recreates what
+	// is removed under it: flannel's vxlan device watcher recreated
+	// flannel.1 with the old subnet's address at once, and the new agent
+	// then adds its own beside it (flannel's EnsureV4AddressOnLink removes
+	// only addresses inside the new network), so host-to-pod traffic
+	// across nodes (NodePorts) left from the old address, seen by the lab.
+	// The kubelet starts them again, with the new cluster's configuration.
+	Agents []string
 	// Links are deleted (`ip link delete`) when they exist.
 	Links []string
 	// Flush are interfaces whose addresses are flushed (the kernel's
@@ -49,11 +58,11 @@ func KnownCNIs() []string {
 
 func cniHostStates() map[string]CNIHostState {
 	return map[string]CNIHostState{
-		"flannel": {Links: []string{"cni0", "flannel.1", "flannel-v6.1"}, Paths: []string{"/run/flannel/subnet.env", "/var/lib/cni/networks/cbr0"}},
-		"canal":   {Links: []string{"cni0", "flannel.1"}, Paths: []string{"/run/flannel/subnet.env", "/var/lib/cni/networks/k8s-pod-network"}},
-		"calico":  {Links: []string{"vxlan.calico", "vxlan-v6.calico"}, Flush: []string{"tunl0"}, RouteProtos: []string{"bird"}},
-		"cilium":  {Links: []string{"cilium_host", "cilium_net", "cilium_vxlan", "cilium_geneve"}, Paths: []string{"/run/cilium/state"}},
-		"weave":   {Links: []string{"weave", "datapath", "vethwe-bridge", "vxlan-6784"}, Paths: []string{"/var/lib/weave"}},
+		"flannel": {Agents: []string{"kube-flannel"}, Links: []string{"cni0", "flannel.1", "flannel-v6.1"}, Paths: []string{"/run/flannel/subnet.env", "/var/lib/cni/networks/cbr0"}},
+		"canal":   {Agents: []string{"calico-node", "kube-flannel"}, Links: []string{"cni0", "flannel.1"}, Paths: []string{"/run/flannel/subnet.env", "/var/lib/cni/networks/k8s-pod-network"}},
+		"calico":  {Agents: []string{"calico-node"}, Links: []string{"vxlan.calico", "vxlan-v6.calico"}, Flush: []string{"tunl0"}, RouteProtos: []string{"bird"}},
+		"cilium":  {Agents: []string{"cilium-agent"}, Links: []string{"cilium_host", "cilium_net", "cilium_vxlan", "cilium_geneve"}, Paths: []string{"/run/cilium/state"}},
+		"weave":   {Agents: []string{"weave"}, Links: []string{"weave", "datapath", "vethwe-bridge", "vxlan-6784"}, Paths: []string{"/var/lib/weave"}},
 	}
 }
 
@@ -62,8 +71,10 @@ type CNIActionKind int
 
 // The cleanup actions, in the order Actions lists them.
 const (
+	// StopAgent stops the running containers named Arg (crictl).
+	StopAgent CNIActionKind = iota
 	// DeleteLink deletes interface Arg if it exists.
-	DeleteLink CNIActionKind = iota
+	DeleteLink
 	// FlushAddresses flushes interface Arg's addresses if it exists.
 	FlushAddresses
 	// FlushRoutes flushes the routes of protocol Arg.
@@ -87,6 +98,7 @@ func (s CNIHostState) Actions() []CNIAction {
 			out = append(out, CNIAction{Kind: k, Arg: a})
 		}
 	}
+	add(StopAgent, s.Agents)
 	add(DeleteLink, s.Links)
 	add(FlushAddresses, s.Flush)
 	add(FlushRoutes, s.RouteProtos)
@@ -97,6 +109,8 @@ func (s CNIHostState) Actions() []CNIAction {
 // Shell is the action as a shell command (what the runbook prints).
 func (a CNIAction) Shell() string {
 	switch a.Kind {
+	case StopAgent:
+		return fmt.Sprintf("crictl ps -q --name '^%s$' | xargs -r crictl stop", a.Arg)
 	case DeleteLink:
 		return fmt.Sprintf("ip link show %s >/dev/null 2>&1 && ip link delete %s", a.Arg, a.Arg)
 	case FlushAddresses:

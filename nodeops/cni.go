@@ -30,6 +30,18 @@ func (h *host) cleanCNI(ctx context.Context, cnis []string) error {
 // cniAction does one action of a CNI's cleanup.
 func (h *host) cniAction(ctx context.Context, cni string, a bundle.CNIAction) error {
 	switch a.Kind {
+	case bundle.StopAgent:
+		out, err := h.run(ctx, "crictl", "ps", "--quiet", "--name", "^"+a.Arg+"$")
+		if err != nil {
+			return err
+		}
+		ids := strings.Fields(out)
+		if len(ids) == 0 {
+			return nil
+		}
+		h.logf("cni", "%s: crictl stop %s (its agent %s, which would recreate what is removed next)", cni, strings.Join(ids, " "), a.Arg)
+		_, err = h.run(ctx, "crictl", append([]string{"stop"}, ids...)...)
+		return err
 	case bundle.DeleteLink, bundle.FlushAddresses:
 		if _, err := h.run(ctx, "ip", "link", "show", a.Arg); err != nil {
 			return nil // absent

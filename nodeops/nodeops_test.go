@@ -95,6 +95,10 @@ func TestApplyRollback(t *testing.T) {
 		}
 	}
 	calls, _ := os.ReadFile(filepath.Join(root, "calls.log"))
+	// flannel's agent is stopped before its state goes (crictl ps by name).
+	if !strings.Contains(string(calls), "--name ^kube-flannel$") || strings.Index(string(calls), "--name ^kube-flannel$") > strings.Index(string(calls), "ip link delete cni0") {
+		t.Errorf("CNI cleanup: the agent kube-flannel is not looked up before the links are deleted:\n%s", calls)
+	}
 	if !strings.Contains(string(calls), "ip link delete cni0") || strings.Contains(string(calls), "ip link delete flannel.1") {
 		t.Errorf("CNI cleanup: only the links that exist are deleted:\n%s", calls)
 	}

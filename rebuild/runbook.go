@@ -250,7 +250,7 @@ func (r *run) runbookStopWorkers(b *runbook) {
 		}
 	}
 	b.sh(lines...)
-	b.w("Their pods keep running, without pod networking, until the staged restart replaces them.")
+	b.w("Their pods keep running, without pod networking (the CNI agent is stopped), until the staged restart replaces them.")
 	b.w("")
 }
 

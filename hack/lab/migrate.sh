@@ -84,6 +84,11 @@ EOF
   grep -qF "$SNAPSHOT_SAVE" <(tr '\n' ' ' < "$a/bundle/RUNBOOK.md") || die "the runbook's header no longer gives the lab's SNAPSHOT_SAVE command"
 
   rb_run "$rb" "$(rb_step "$rb" '^Copy each node')" admin
+  # The runbook stops the CNI agent's containers (crictl stop kube-flannel)
+  # before it removes the agent's host state; the lab's agents are host
+  # processes, so the lab stops them at that point (a running flanneld
+  # recreates flannel.1 with its old address at once).
+  for n in cp1 $WORKERS; do lab_stop "$n" flanneld; done
   rb_run "$rb" "$(rb_step "$rb" '^Back up and stop the kubelet')" workers
   rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 1   # block 2 is node confirm, after the checks
   rb_kubectl "$rb"
@@ -118,6 +123,7 @@ EOF
 lab_rollback() {
   local label=$1 rb=$LAB_ROOT/runbook-$1 k
   k=$(rb_step "$rb" '^Rollback$')
+  for n in cp1 $WORKERS; do lab_stop "$n" flanneld; done   # as rollback's crictl stop kube-flannel would
   rb_run "$rb" "$k" admin 1
   rb_run "$rb" "$k" workers 2
   # "with the old cluster's kubeconfig, once the old control plane is back"
