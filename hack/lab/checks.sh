@@ -60,6 +60,16 @@ c_proxy_rules() { # every node's kube-proxy ruleset: each Service VIP, no addres
   done
   echo "$(wc -w <<< "$vips") VIPs on $(( 1 + $(wc -w <<< "$WORKERS") )) nodes"
 }
+c_cni_addrs() { # every node's flannel.1 and cni0 hold addresses of POD_CIDR only
+  local pods=$1 n dev a
+  for n in cp1 $WORKERS; do
+    for dev in flannel.1 cni0; do
+      for a in $(nodeexec "$n" ip -4 -o addr show dev "$dev" | awk '{print $4}'); do
+        in_cidr "${a%/*}" "$pods" || { echo "$n: $dev has $a, not in $pods"; return 1; }
+      done
+    done
+  done
+}
 c_no_ip_events() { # no ClusterIPOutOfRange / ClusterIPNotAllocated event
   local e; e=$(kc cp1 get events -A -o jsonpath='{range .items[*]}{.reason} {.involvedObject.namespace}/{.involvedObject.name}{"\n"}{end}' | grep -E '^ClusterIP(OutOfRange|NotAllocated) ') || true
   [ -z "$e" ] || { echo "events: $(echo $e)"; return 1; }
@@ -97,6 +107,7 @@ checks_cluster() {
   check "$l: HTTP through the web VIP" retry c_http_vip
   check "$l: HTTP through the NodePort on w2" retry c_http_nodeport w2
   check "$l: pod to pod across nodes" retry c_pod_to_pod
+  check "$l: flannel.1 and cni0 on every node only in $pods" c_cni_addrs "$pods"
   [ -n "${6:-}" ] && check "$l: kube-proxy has every VIP, none of $6" c_proxy_rules "$6"
   check "$l: no ClusterIPOutOfRange/NotAllocated events" c_no_ip_events
   check "$l: a new Service and pod get addresses in $svcs, $pods" c_new_objects "$svcs" "$pods"

@@ -70,7 +70,7 @@ manifests: {kubernetesVersion: v1.36.3}
 	for _, want := range []string{"- `/var/lib/snapshift/backup/master-2-" + tag + "/` on master-2",
 		"snapshift node apply --bundle /root/snapshift-bundle --node cp3 --timeout 5m   # on cp3",
 		"On each worker: worker-hw1, worker-vm1, as root", "kubectl get node worker-vm1   # STATUS NotReady",
-		"B=/var/lib/snapshift/backup/worker-hw1-" + tag + "   # on worker-hw1", `cp -a "$B/etc/kubernetes" /etc/`,
+		"B=/var/lib/snapshift/backup/worker-hw1-" + tag + "   # on worker-hw1", `cp -a "$B/etc/kubernetes/." /etc/kubernetes/`,
 		"**If one of the applies fails**", "**The point of no return:**"} {
 		if !strings.Contains(string(rb), want) {
 			t.Errorf("RUNBOOK.md does not say %q", want)
