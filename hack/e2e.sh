@@ -7,10 +7,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 versions=${SNAPSHIFT_E2E_K8S:-"v1.36.3 v1.30.14"}
+lab=()
+if [ "${SNAPSHIFT_E2E_LAB:-1}" = 1 ]; then
+  # The lab's commands of the newest version, in the same go build as the
+  # e2e's (one compile of the packages they share).
+  lab=(kube-scheduler kubelet kube-proxy kubectl)
+fi
 for v in $versions; do
   # kubeadm: the oracle the certificates, kubeconfigs and manifests of a
   # rebuild are compared with (e2e/kubeadm_oracle_test.go).
-  bash hack/build-k8s.sh "$v" kube-apiserver kube-controller-manager kubeadm
+  if [ "$v" = "${versions%% *}" ]; then
+    bash hack/build-k8s.sh "$v" kube-apiserver kube-controller-manager kubeadm "${lab[@]}"
+  else
+    bash hack/build-k8s.sh "$v" kube-apiserver kube-controller-manager kubeadm
+  fi
 done
 bash hack/build-kubeadm-check.sh "${versions%% *}"
 bash hack/build-etcd.sh
