@@ -171,3 +171,4 @@ func lastLine(s string) string {
 	}
 	return s
 }
+
