@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -80,6 +81,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.Float64Flag{Name: "keep-free-gib", Value: 1, Usage: "refuse a size that would leave less than this many GiB free on its disk (input plus two outputs at a time)"},
 			&cli.BoolFlag{Name: "cgroup", Usage: "also run snapshift's cases and etcd's restore, cold, inside a cgroup v1 memory cgroup of --cgroup-mib (root), and report success, OOM kill or mmap failure"},
 			&cli.IntFlag{Name: "cgroup-mib", Value: bench.DefaultCgroupLimit >> 20, Usage: "the memory cgroup's memory.limit_in_bytes, in MiB"},
+			&cli.DurationFlag{Name: "cgroup-timeout", Value: 10 * time.Minute, Usage: "a case in the memory cgroup that runs longer is killed and reported as not finished"},
 			&cli.BoolFlag{Name: "cold", Value: true, Usage: "also measure every case with the page cache dropped before it, where " + bench.DefaultDropCaches +
 				" is writable (root); --cold=false: warm only"},
 		},
@@ -177,7 +179,7 @@ func runBench(c *cli.Context) error {
 	}
 	rep, err := bench.Run(c.Context, bench.Config{Sizes: sizes, Profiles: profiles, Runs: c.Int("runs"), Seed: c.Int64("seed"), Cache: cache, Keep: c.Bool("keep"),
 		Snapshift: []string{bin}, Child: []string{self, bench.ChildCommand}, Log: c.App.ErrWriter, OrderSeed: c.Int64("order-seed"), Cold: c.Bool("cold"),
-		Cases: cases, SharedCache: shared, KeepFree: int64(c.Float64("keep-free-gib") * (1 << 30)), Cgroup: c.Bool("cgroup"), CgroupLimit: int64(c.Int("cgroup-mib")) << 20})
+		Cases: cases, SharedCache: shared, KeepFree: int64(c.Float64("keep-free-gib") * (1 << 30)), Cgroup: c.Bool("cgroup"), CgroupLimit: int64(c.Int("cgroup-mib")) << 20, CgroupTimeout: c.Duration("cgroup-timeout")})
 	if rep != nil && len(rep.Sizes) > 0 {
 		rep.WriteTable(c.App.Writer)
 		if werr := writeJSON(out, rep); werr != nil && err == nil {

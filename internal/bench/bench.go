@@ -73,6 +73,9 @@ type Config struct {
 	Cgroup bool
 	// CgroupLimit is the memory cgroup's limit. Default DefaultCgroupLimit (1 GiB).
 	CgroupLimit int64
+	// CgroupTimeout ends a case in the memory cgroup that runs longer (a host that thrashes
+	// fails as surely as one that kills): its result is "did not finish". Default 10 minutes.
+	CgroupTimeout time.Duration
 }
 
 // SharedFromKeys is the smallest size whose input goes to Config.SharedCache (xxlarge, ~8 GiB).
@@ -259,6 +262,9 @@ func (c *Config) validate() error {
 	if c.CgroupLimit <= 0 {
 		c.CgroupLimit = DefaultCgroupLimit
 	}
+	if c.CgroupTimeout <= 0 {
+		c.CgroupTimeout = 10 * time.Minute
+	}
 	return nil
 }
 
@@ -304,7 +310,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Modes = append(rep.Modes, ModeCgroup)
 			rep.Notes = append(rep.Notes, fmt.Sprintf("cgroup: snapshift's cases and etcdutl-restore each in a fresh cgroup v1 memory cgroup, memory.limit_in_bytes %s "+
 				"(page cache included; the kernel reclaims it at the limit, counted in memory.failcnt), the page cache dropped just before where it can be; "+
-				"a case fails by OOM kill (memory.oom_control oom_kill, SIGKILL), an mmap failure, or another error, and the failure is the result", fsutil.FormatSize(cfg.CgroupLimit)))
+				"a case fails by OOM kill (memory.oom_control oom_kill, SIGKILL), an mmap failure, another error, or by running longer than %s, and the failure is the result", fsutil.FormatSize(cfg.CgroupLimit), cfg.CgroupTimeout))
 		}
 	}
 	rep.Notes = append(rep.Notes, "floor-bbolt: "+caseDescriptions[CaseFloorBbolt]+"; cp+sha256sum: "+caseDescriptions[CaseCopyHash])
@@ -608,12 +614,19 @@ func (r *sizeRun) measure(ctx context.Context, mode string, argv []string) (Meas
 	if err != nil {
 		return Measurement{}, err
 	}
-	m, err := MeasureIn(ctx, r.cfg.Child, dir, argv)
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CgroupTimeout)
+	m, err := MeasureIn(cctx, r.cfg.Child, dir, argv)
+	cancel()
 	if err != nil && ctx.Err() == nil {
-		// The launcher itself died (the OOM killer may pick it too): the cgroup says why.
+		// Timed out, or the launcher itself died (the OOM killer may pick it too): the cgroup
+		// says what it saw.
 		if u, uerr := readCgroupUsage(dir); uerr == nil {
-			m = Measurement{Cgroup: u}
-			m.Failure = classifyFailure(m, fmt.Errorf("the launcher failed: %w", err))
+			if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+				m = Measurement{Cgroup: u, Wall: r.cfg.CgroupTimeout, Failure: fmt.Sprintf("did not finish in %s (killed; memory.failcnt %d: reclaiming at the limit)", r.cfg.CgroupTimeout, u.Failcnt)}
+			} else {
+				m = Measurement{Cgroup: u}
+				m.Failure = classifyFailure(m, fmt.Errorf("the launcher failed: %w", err))
+			}
 			err = nil
 		}
 	}

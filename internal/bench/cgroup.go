@@ -87,7 +87,7 @@ func (m *memoryCgroups) create() (string, error) {
 // charged to it, page cache, to the parent).
 func (m *memoryCgroups) remove(dir string) error {
 	var err error
-	for range 50 {
+	for range 300 { // 30 s: a process killed in reclaim takes its time to go
 		if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
@@ -171,4 +171,3 @@ func lastLine(s string) string {
 	}
 	return s
 }
-
