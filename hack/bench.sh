@@ -9,10 +9,18 @@
 # basic,churn,services: the generator's profiles), RUNS (default 3), BENCH_CACHE (default .bench;
 # generated snapshots are kept there and reused), BENCH_OUT (default $BENCH_CACHE/results.json),
 # ORDER_SEED (the cases' random order; default from the clock, printed), COLD (default true: as
-# root, also measure every case with the page cache dropped before it; false: warm only).
+# root, also measure every case with the page cache dropped before it; false: warm only), CGROUP
+# (default false; true: as root on cgroup v1, also run snapshift's cases and etcd's restore, cold,
+# inside a 1 GiB memory cgroup), CASES (default all; e.g. floor-bbolt,cp+sha256sum,plan-migrate,
+# restore-migrate,etcdutl-restore), SHARED_CACHE (default ~/.cache/snapshift-bench: where the ~8 GiB
+# xxlarge input is generated once and kept, outside the clone), KEEP_FREE_GIB (default 1: refuse a
+# size that would leave less free disk; a size keeps its input and two outputs at a time).
+#
+#   SIZES=xxlarge CGROUP=true bash hack/bench.sh   # etcd's 8 GiB ceiling, warm, cold and in 1 GiB
 # The table goes to stdout, progress to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${BENCH_CACHE:-.bench}
 exec go run ./cmd/snapbench --sizes "${SIZES:-small,medium,large}" --profiles "${PROFILES:-basic,churn,services}" --runs "${RUNS:-3}" \
-  --cache "$cache" --out "${BENCH_OUT:-$cache/results.json}" --cold="${COLD:-true}" ${ORDER_SEED:+--order-seed "$ORDER_SEED"} "$@"
+  --cache "$cache" --out "${BENCH_OUT:-$cache/results.json}" --cold="${COLD:-true}" --cgroup="${CGROUP:-false}" \
+  --keep-free-gib "${KEEP_FREE_GIB:-1}" ${CASES:+--cases "$CASES"} ${SHARED_CACHE:+--shared-cache "$SHARED_CACHE"} ${ORDER_SEED:+--order-seed "$ORDER_SEED"} "$@"

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -52,13 +53,14 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:      "snapbench",
 		Usage:     "benchmark snapshift on generated etcd snapshots",
-		UsageText: "snapbench [--sizes small,medium,large] [--profiles basic,churn,services] [--runs 3] [--order-seed N] [--cold=false] [--cache .bench] [--out FILE] [--keep]",
+		UsageText: "snapbench [--sizes small,medium,large] [--profiles basic,churn,services] [--runs 3] [--order-seed N] [--cold=false] [--cgroup] [--cases a,b] [--cache .bench] [--shared-cache DIR] [--out FILE] [--keep]",
 		Description: "For each size, generates (or reuses) a snapshot in --cache, then runs in rounds, each case as a child\n" +
 			"process, in a random order per round (--order-seed), warm (its input read just before) and, as root, cold (the\n" +
-			"page cache dropped just before): the floor (a plain copy through the same writer), snapshift transform without rules and\n" +
+			"page cache dropped just before): the floor (a plain copy through the same writer), the bbolt floor (the same copy through\n" +
+			"bbolt's own Put), cp+sha256sum (the physical limit), snapshift transform without rules and\n" +
 			"with the seed migration, snapshift plan, snapshift restore with the seed migration applied on the way (fused),\n" +
-			"etcdutl's restore of the input, and snapshift restore of transform's migrated file. Each of issue 28's targets\n" +
-			"is printed as met or NOT met.\n" +
+			"etcdutl's restore of the input, and snapshift restore of transform's migrated file; with --cgroup, snapshift's cases\n" +
+			"and etcd's restore again, cold, inside a 1 GiB memory cgroup. Each of issues 28's and 39's targets is printed as met or NOT met.\n" +
 			"Prints a table and writes the results as JSON. Sizes: " + sizeNames() + ".\n\n" +
 			"Example (smoke, under a minute):\n   go run ./cmd/snapbench --sizes small --runs 1",
 		Writer:          stdout,
@@ -74,6 +76,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "snapshift", Usage: "a snapshift binary to measure (default: go build -o bin/snapshift ./cmd/snapshift)"},
 			&cli.StringFlag{Name: "profiles", Value: strings.Join(gen.Profiles, ","), Usage: "comma-separated generator profiles to measure each size with: " + strings.Join(gen.Profiles, ", ")},
 			&cli.Int64Flag{Name: "order-seed", Usage: "seed of the cases' random order in each round (default: from the clock; the table prints it)"},
+			&cli.StringFlag{Name: "cases", Usage: "comma-separated cases to run (default all): " + strings.Join(bench.Cases, ", ")},
+			&cli.StringFlag{Name: "shared-cache", Usage: "directory for the inputs of sizes of 3M keys and more (xxlarge, ~8 GiB), generated once and kept outside the clone (default ~/.cache/snapshift-bench)"},
+			&cli.Float64Flag{Name: "keep-free-gib", Value: 1, Usage: "refuse a size that would leave less than this many GiB free on its disk (input plus two outputs at a time)"},
+			&cli.BoolFlag{Name: "cgroup", Usage: "also run snapshift's cases and etcd's restore, cold, inside a cgroup v1 memory cgroup of --cgroup-mib (root), and report success, OOM kill or mmap failure"},
+			&cli.IntFlag{Name: "cgroup-mib", Value: bench.DefaultCgroupLimit >> 20, Usage: "the memory cgroup's memory.limit_in_bytes, in MiB"},
+			&cli.DurationFlag{Name: "cgroup-timeout", Value: 10 * time.Minute, Usage: "a case in the memory cgroup that runs longer is killed and reported as not finished"},
 			&cli.BoolFlag{Name: "cold", Value: true, Usage: "also measure every case with the page cache dropped before it, where " + bench.DefaultDropCaches +
 				" is writable (root); --cold=false: warm only"},
 		},
@@ -155,8 +163,23 @@ func runBench(c *cli.Context) error {
 			profiles = append(profiles, p)
 		}
 	}
+	var cases []string
+	for _, name := range strings.Split(c.String("cases"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			cases = append(cases, name)
+		}
+	}
+	shared := c.String("shared-cache")
+	if shared == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("no --shared-cache and no user cache directory: %w", err)
+		}
+		shared = filepath.Join(dir, "snapshift-bench")
+	}
 	rep, err := bench.Run(c.Context, bench.Config{Sizes: sizes, Profiles: profiles, Runs: c.Int("runs"), Seed: c.Int64("seed"), Cache: cache, Keep: c.Bool("keep"),
-		Snapshift: []string{bin}, Child: []string{self, bench.ChildCommand}, Log: c.App.ErrWriter, OrderSeed: c.Int64("order-seed"), Cold: c.Bool("cold")})
+		Snapshift: []string{bin}, Child: []string{self, bench.ChildCommand}, Log: c.App.ErrWriter, OrderSeed: c.Int64("order-seed"), Cold: c.Bool("cold"),
+		Cases: cases, SharedCache: shared, KeepFree: int64(c.Float64("keep-free-gib") * (1 << 30)), Cgroup: c.Bool("cgroup"), CgroupLimit: int64(c.Int("cgroup-mib")) << 20, CgroupTimeout: c.Duration("cgroup-timeout")})
 	if rep != nil && len(rep.Sizes) > 0 {
 		rep.WriteTable(c.App.Writer)
 		if werr := writeJSON(out, rep); werr != nil && err == nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +23,26 @@ import (
 // snapshiftCommand makes this test binary run snapshift's CLI, so the smoke test needs no build.
 const snapshiftCommand = "__snapshift"
 
+// allocCommand makes this test binary touch N MiB of anonymous memory and exit 0.
+const allocCommand = "__alloc"
+
+var sink [][]byte
+
+func alloc(args []string) int {
+	n, err := strconv.Atoi(args[0])
+	if err != nil {
+		return 2
+	}
+	for range n {
+		b := make([]byte, 1<<20)
+		for i := range b {
+			b[i] = 1
+		}
+		sink = append(sink, b)
+	}
+	return 0
+}
+
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
@@ -29,6 +50,8 @@ func TestMain(m *testing.M) {
 			os.Exit(bench.ChildMain(os.Args[2:], os.Stdout, os.Stderr))
 		case snapshiftCommand:
 			os.Exit(app.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		case allocCommand:
+			os.Exit(alloc(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())
@@ -65,6 +88,93 @@ func TestFloorCopy(t *testing.T) {
 	}
 	if stIn, _ := etcdsnapshot.NewV3(zap.NewNop()).Status(in.Path); stIn.Hash != st.Hash {
 		t.Fatalf("content hash %x, input %x", st.Hash, stIn.Hash)
+	}
+}
+
+// TestBboltFloorCopy: the floor through bbolt's own writer is a valid snapshot (trailer, etcd's
+// status) with every bucket, key and value of the input, across many small transactions.
+func TestBboltFloorCopy(t *testing.T) {
+	dir := t.TempDir()
+	in, err := gen.Generate(t.Context(), gen.Config{Path: filepath.Join(dir, "in.db"), Keys: 1000, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "floor-bbolt.db")
+	res, err := bench.BboltFloorCopy(t.Context(), in.Path, out, 64<<10) // small transactions: many commits
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open(out, snapshot.OpenOptions{}) // checks the trailer
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if st, err := os.Stat(out); err != nil || st.Size() != res.Size {
+		t.Fatalf("size %d, stat %v %v", res.Size, st, err)
+	}
+	st, err := etcdsnapshot.NewV3(zap.NewNop()).Status(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TotalKey != in.LiveKeys || st.Revision != in.Revision {
+		t.Fatalf("status %+v, want %d keys at %d", st, in.LiveKeys, in.Revision)
+	}
+	if a, b := dump(t, in.Path), dump(t, out); a != b {
+		t.Fatal("the bbolt copy's buckets differ from the input's")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*tmp")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// TestMeasureInCgroup runs a child that touches 256 MiB inside a real 64 MiB memory cgroup (v1,
+// as root): the OOM killer ends it, and that is the measurement's result, not an error; a child
+// within the limit succeeds, and the cgroup recorded its usage. The cgroups are removed.
+func TestMeasureInCgroup(t *testing.T) {
+	cg, err := bench.NewMemoryCgroups(64 << 20)
+	if err != nil {
+		t.Fatalf("this machine (root, cgroup v1) should allow memory cgroups: %v", err)
+	}
+	launcher := []string{os.Args[0], bench.ChildCommand}
+	run := func(mib string) bench.Measurement {
+		dir, err := cg.Create()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := bench.MeasureIn(t.Context(), launcher, dir, []string{os.Args[0], allocCommand, mib})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cg.Remove(dir); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s left: %v", dir, err)
+		}
+		return m
+	}
+	m := run("256")
+	if !strings.HasPrefix(m.Failure, "OOM-killed") || m.Cgroup == nil || m.Cgroup.OOMKills == 0 || m.Cgroup.LimitBytes != 64<<20 {
+		t.Errorf("256 MiB in 64 MiB: %+v, cgroup %+v", m, m.Cgroup)
+	}
+	m = run("16")
+	if m.Failure != "" || m.Cgroup == nil || m.Cgroup.MaxUsageBytes < 16<<20 || m.Cgroup.OOMKills != 0 {
+		t.Errorf("16 MiB in 64 MiB: %+v, cgroup %+v", m, m.Cgroup)
+	}
+}
+
+// TestRefusesShortDisk: a size that would leave less than KeepFree free is refused, with a
+// sentence that says how much it needs, before anything is generated.
+func TestRefusesShortDisk(t *testing.T) {
+	cache := t.TempDir()
+	cfg := bench.Config{Sizes: []gen.Size{{Name: "tiny", Keys: 1000}}, Profiles: []string{gen.ProfileBasic}, Runs: 1, Cache: cache,
+		Snapshift: []string{os.Args[0], snapshiftCommand}, Child: []string{os.Args[0], bench.ChildCommand}, KeepFree: 1 << 60}
+	_, err := bench.Run(t.Context(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "needs about") || !strings.Contains(err.Error(), "is free") {
+		t.Fatalf("err = %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cache, "*.db")); len(left) != 0 {
+		t.Errorf("generated anyway: %v", left)
 	}
 }
 
@@ -143,12 +253,12 @@ func TestSmoke(t *testing.T) {
 // checkMode checks one mode of one size of the smoke run.
 func checkMode(t *testing.T, profile string, m bench.ModeReport) {
 	t.Helper()
-	if len(m.Cases) != 7 {
+	if len(m.Cases) != len(bench.Cases) {
 		t.Fatalf("%s %s: cases %+v", profile, m.Mode, m.Cases)
 	}
 	positions := map[int]bool{}
 	for _, c := range m.Cases {
-		if c.MedianSeconds <= 0 || c.RatioToFloor <= 0 || c.PeakRSSBytes <= 0 || len(c.Runs) != 1 || c.KeysPerSecond <= 0 || c.Runs[0].MinorFaults <= 0 {
+		if c.MedianSeconds <= 0 || c.RatioToFloor <= 0 || c.RatioToBboltFloor <= 0 || c.PeakRSSBytes <= 0 || len(c.Runs) != 1 || c.KeysPerSecond <= 0 || c.Runs[0].MinorFaults <= 0 {
 			t.Errorf("%s %s: case %s: %+v", profile, m.Mode, c.Name, c)
 		}
 		if c.Name == bench.CaseFloor && c.RatioToFloor != 1 {
@@ -159,10 +269,21 @@ func checkMode(t *testing.T, profile string, m bench.ModeReport) {
 			t.Errorf("%s %s: restore-migrate's phases %+v", profile, m.Mode, c.MedianPhases)
 		}
 	}
-	if len(positions) != 7 || positions[0] {
+	if len(positions) != len(bench.Cases) || positions[0] {
 		t.Errorf("%s %s: positions %v", profile, m.Mode, positions)
 	}
-	if ts := m.Targets; len(ts) != 6 || ts[0].Value <= 0 || ts[0].Limit != 0 || ts[2].Limit != 0.35 {
+	want := []string{"restore-migrate / etcdutl-restore", "restore-migrate / etcdutl-restore (8 GiB)", "(transform-migrate + restore) / etcdutl-restore",
+		"plan-migrate / floor", "transform-migrate / floor", "plan-migrate / floor-bbolt", "cp+sha256sum / floor-bbolt",
+		"peak RssAnon transform-migrate", "peak RssAnon restore-migrate", "peak RSS transform", "peak RSS transform-migrate", "peak RSS plan-migrate",
+		"peak RSS restore-migrate", "peak RSS restore"}
+	var names []string
+	for _, tg := range m.Targets {
+		names = append(names, tg.Name)
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("%s %s: targets %v, want %v", profile, m.Mode, names, want)
+	}
+	if ts := m.Targets; ts[0].Value <= 0 || ts[0].Limit != 0 || ts[1].Limit != 0 || ts[3].Limit != 0.35 || ts[5].Limit != 0.35 || ts[5].Value <= 0 || ts[9].Limit != 128 || ts[9].Value <= 0 {
 		t.Errorf("%s %s: targets %+v", profile, m.Mode, ts)
 	}
 }

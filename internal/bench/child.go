@@ -19,11 +19,18 @@ const ChildCommand = "__bench-child"
 // ChildMain runs one child case and returns its exit code:
 //
 //	floor IN OUT            FloorCopy of IN to OUT
+//	floor-bbolt IN OUT      BboltFloorCopy of IN to OUT
 //	etcdutl-restore IN DIR  etcd's own restore of IN into the new data dir DIR
 //	measure ARGV...         run ARGV with MeasureDirect and print the Measurement as JSON
+//	measure --cgroup DIR ARGV...
+//	                        the same from inside the memory cgroup DIR (joined before ARGV starts);
+//	                        a failure of ARGV is printed in the Measurement (Failure), exit code 0
 //
 // The benchmark's binary calls it when its first argument is ChildCommand.
 func ChildMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 3 && args[0] == "measure" && args[1] == "--cgroup" {
+		return measureInCgroup(args[2], args[3:], stdout, stderr)
+	}
 	if len(args) > 1 && args[0] == "measure" {
 		m, err := MeasureDirect(context.Background(), args[1:])
 		if err != nil {
@@ -43,6 +50,30 @@ func ChildMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// measureInCgroup joins the memory cgroup dir, runs argv there and prints its Measurement with
+// what the cgroup recorded and, if it failed, why.
+func measureInCgroup(dir string, argv []string, stdout, stderr io.Writer) int {
+	if err := joinCgroup(dir); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	m, err := MeasureDirect(context.Background(), argv)
+	u, uerr := readCgroupUsage(dir)
+	if uerr != nil {
+		fmt.Fprintln(stderr, uerr)
+		return 1
+	}
+	m.Cgroup = u
+	if err != nil {
+		m.Failure = classifyFailure(m, err)
+	}
+	if err := json.NewEncoder(stdout).Encode(m); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
 func child(args []string) error {
 	if len(args) != 3 {
 		return fmt.Errorf("want CASE IN OUT, got %d arguments", len(args))
@@ -50,6 +81,9 @@ func child(args []string) error {
 	switch args[0] {
 	case "floor":
 		_, err := FloorCopy(context.Background(), args[1], args[2], DefaultTxBytes)
+		return err
+	case "floor-bbolt":
+		_, err := BboltFloorCopy(context.Background(), args[1], args[2], BboltFloorTxBytes)
 		return err
 	case "etcdutl-restore":
 		return EtcdutlRestore(args[1], args[2])

@@ -41,6 +41,13 @@ type Measurement struct {
 	// Phases are where the child said its time went: the "Timing" block snapshift's --profile
 	// prints last (none for other children).
 	Phases []Phase `json:"phases,omitempty"`
+	// Signal is the signal that ended the child ("killed" for SIGKILL), if one did.
+	Signal string `json:"signal,omitempty"`
+	// Cgroup is what the case's memory cgroup recorded (ModeCgroup only).
+	Cgroup *CgroupUsage `json:"cgroup,omitempty"`
+	// Failure says why the case failed where failing is a result, not an error of the benchmark
+	// (ModeCgroup): "OOM-killed ...", "mmap failure: ...", "failed: ...". Empty: it succeeded.
+	Failure string `json:"failure,omitempty"`
 }
 
 // Phase is one phase of a snapshift run and its wall time.
@@ -82,8 +89,19 @@ func parsePhases(out string) []Phase {
 // is a small fresh process, so the child it starts reports its own peak, plus at most the
 // launcher's few MiB.
 func Measure(ctx context.Context, launcher, argv []string) (Measurement, error) {
+	return MeasureIn(ctx, launcher, "", argv)
+}
+
+// MeasureIn is Measure with the launcher, and so the measured child, inside the memory cgroup
+// (v1) directory cgroup, if not empty: there a failure of the child is a result (Measurement's
+// Failure, with what the cgroup recorded), not an error.
+func MeasureIn(ctx context.Context, launcher []string, cgroup string, argv []string) (Measurement, error) {
 	var m Measurement
-	args := append(append(append([]string(nil), launcher[1:]...), "measure"), argv...)
+	args := append(append([]string(nil), launcher[1:]...), "measure")
+	if cgroup != "" {
+		args = append(args, "--cgroup", cgroup)
+	}
+	args = append(args, argv...)
 	cmd := exec.CommandContext(ctx, launcher[0], args...)
 	var stdout bytes.Buffer
 	var stderr tailBuffer
@@ -143,6 +161,9 @@ func MeasureDirect(ctx context.Context, argv []string) (Measurement, error) {
 			m.ReadBytes, m.WrittenBytes = ru.Inblock*512, ru.Oublock*512
 		}
 		m.User, m.Sys = ps.UserTime(), ps.SystemTime()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			m.Signal = ws.Signal().String()
+		}
 	}
 	if err != nil {
 		return m, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))

@@ -16,6 +16,9 @@ const (
 	ModeWarm = "warm"
 	// ModeCold: the page cache was dropped just before the case (after a sync).
 	ModeCold = "cold"
+	// ModeCgroup: cold, and the case runs inside a memory cgroup of Config.CgroupLimit bytes
+	// (snapshift's cases and etcd's restore only; see cgroup.go).
+	ModeCgroup = "cgroup"
 )
 
 // DefaultDropCaches is the file written to drop the page cache (Config.DropCaches).
@@ -31,13 +34,16 @@ func clockSeed() int64 {
 	return time.Now().UnixNano() & (1<<53 - 1) // printable exactly, and through JSON
 }
 
-// roundOrder is a random order of the cases for one round: every case once, each in any place,
-// except that restore, which reads transform-migrate's output, comes somewhere after it. No case
-// keeps its neighbours from round to round, so none pays for (or profits from) the same
+// roundOrder is a random order of the cases for one round: every one of cases once, each in any
+// place, except that restore, which reads transform-migrate's output, comes somewhere after it. No
+// case keeps its neighbours from round to round, so none pays for (or profits from) the same
 // predecessor every time.
-func roundOrder(rng *rand.Rand) []string {
-	seq := []string{CaseFloor, CaseTransform, CaseTransformMigrate, CasePlanMigrate, CaseFusedMigrate, CaseEtcdutlRestore}
+func roundOrder(rng *rand.Rand, cases []string) []string {
+	seq := slices.DeleteFunc(slices.Clone(cases), func(c string) bool { return c == CaseRestore })
 	rng.Shuffle(len(seq), func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
+	if !slices.Contains(cases, CaseRestore) {
+		return seq
+	}
 	after := slices.Index(seq, CaseTransformMigrate) + 1
 	return slices.Insert(seq, after+rng.IntN(len(seq)-after+1), CaseRestore)
 }

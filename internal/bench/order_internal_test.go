@@ -11,13 +11,13 @@ import (
 // changes from round to round, and the same seed gives the same orders.
 func TestRoundOrder(t *testing.T) {
 	rng, again := newOrderRNG(42), newOrderRNG(42)
-	all := slices.Clone(caseOrder)
+	all := slices.Clone(Cases)
 	slices.Sort(all)
 	seen := map[string]bool{}
 	firsts := map[string]bool{}
 	for round := range 50 {
-		seq := roundOrder(rng)
-		if other := roundOrder(again); !slices.Equal(seq, other) {
+		seq := roundOrder(rng, Cases)
+		if other := roundOrder(again, Cases); !slices.Equal(seq, other) {
 			t.Fatalf("round %d: seed 42 gave %v and %v", round, seq, other)
 		}
 		sorted := slices.Clone(seq)
@@ -37,7 +37,7 @@ func TestRoundOrder(t *testing.T) {
 	r1, r2 := newOrderRNG(1), newOrderRNG(2)
 	same := 0
 	for range 5 {
-		if slices.Equal(roundOrder(r1), roundOrder(r2)) {
+		if slices.Equal(roundOrder(r1, Cases), roundOrder(r2, Cases)) {
 			same++
 		}
 	}
