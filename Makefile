@@ -110,7 +110,7 @@ bench-xlarge:
 
 # etcd's suggested maximum (issue 39): the ~8 GiB xxlarge snapshot (3.23M keys, generated once
 # into ~/.cache/snapshift-bench and reused), basic profile, warm, cold and inside a 1 GiB memory
-# cgroup, the cases that count there; refuses to start with less than ~37 GiB free.
+# cgroup, the cases that count there; refuses to start with less than ~30 GiB free (~21 GiB once generated).
 bench-8g:
 	SIZES=xxlarge PROFILES=basic CGROUP=true CASES=floor-bbolt,cp+sha256sum,plan-migrate,restore-migrate,etcdutl-restore bash hack/bench.sh
 
