@@ -370,10 +370,11 @@ func (r *run) runbookKubelets(b *runbook) {
 	if r.cfg.NewPKI() && r.token != nil {
 		b.step("Rejoin every worker node (the CA changed), before any workload restarts")
 		b.w("Their kubelets trust the old CA. Wait until every worker shows `NotReady` (its kubelet is stopped since the worker")
-		b.w("step; kubeadm join refuses a Node that is Ready), with the kubeconfig of the previous step:")
+		b.w("step; kubeadm join refuses a Node that is Ready): the node controller sets its Ready condition to Unknown about a")
+		b.w("minute after the new control plane is up. With the kubeconfig of the previous step:")
 		var ready []string
 		for _, w := range r.kubeletWorkers() {
-			ready = append(ready, fmt.Sprintf("kubectl get node %s   # STATUS NotReady", w))
+			ready = append(ready, fmt.Sprintf(`kubectl wait node/%s --for=jsonpath='{.status.conditions[?(@.type=="Ready")].status}'=Unknown --timeout=5m   # STATUS NotReady`, w))
 		}
 		b.sh(ready...)
 		b.w("Then on %s (its old `/etc/kubernetes` and kubelet files are in its backup directory, `$B` of the worker step):", r.onWorkers())

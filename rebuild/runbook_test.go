@@ -63,7 +63,7 @@ func checkRunbook(t *testing.T, rb, out string, rep *rebuild.Report, newCA bool,
 		if first := strings.Index(rb, b); first < 0 || first > rollback || !strings.Contains(rb[rollback:], b) {
 			t.Errorf("RUNBOOK.md: %q not in the worker step and the rollback", b)
 		}
-		if newCA && !strings.Contains(rb, "kubectl get node "+w+"   # STATUS NotReady") {
+		if newCA && !strings.Contains(rb, "kubectl wait node/"+w+" --for=jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}'=Unknown --timeout=5m   # STATUS NotReady") {
 			t.Errorf("RUNBOOK.md does not wait for %s NotReady by name", w)
 		}
 	}

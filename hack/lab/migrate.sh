@@ -94,9 +94,9 @@ EOF
   rb_kubectl "$rb"
   rb_run "$rb" "$(rb_step "$rb" '^Point kubectl')" kubectl
   if k=$(rb_step "$rb" '^Rejoin every worker'); [ -n "$k" ]; then
-    # "Wait until every worker shows NotReady": the node controller marks
-    # them so once their stopped kubelets miss the grace period.
-    for n in $WORKERS; do wait_for "[$label] $n: NotReady in the new cluster" 240 node_not_ready "$n"; done
+    # Block 1 waits (kubectl wait) until every worker is NotReady: the node
+    # controller marks them so once their stopped kubelets miss the grace
+    # period.
     rb_run "$rb" "$k" kubectl 1
     rb_run "$rb" "$k" workers 2
     # Block 3 (kubeconfigs for hosts that run only kube-proxy or a CNI
@@ -139,6 +139,8 @@ lab_rollback() {
 # lab_wait_workloads LABEL: every controller rolled out, the probe and every
 # pod Ready.
 lab_wait_workloads() {
+  local n
+  for n in cp1 $WORKERS; do wait_for "[$1] $n: node Ready" 180 node_ready "$n"; done
   wait_for "[$1] coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
   wait_for "[$1] web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
   wait_for "[$1] db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s

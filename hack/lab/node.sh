@@ -222,7 +222,15 @@ lab_flannel() {
   # plugin reads: before it, the kubelet keeps the node NotReady and nothing
   # is scheduled to fail there.
   wait_for "$n: flanneld wrote /run/flannel/subnet.env" 60 nodeexec "$n" test -s /run/flannel/subnet.env
-  kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.cni-conf\.json}' > "$dir/etc/cni/net.d/10-flannel.conflist"
+  # Written aside and renamed: containerd watches the directory, and a
+  # truncated file read half-way makes the node NotReady ("cni plugin not
+  # initialized") for a moment.
+  kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.cni-conf\.json}' > "$dir/etc/cni/net.d/.10-flannel.conflist.tmp"
+  if cmp -s "$dir/etc/cni/net.d/.10-flannel.conflist.tmp" "$dir/etc/cni/net.d/10-flannel.conflist"; then
+    rm -f "$dir/etc/cni/net.d/.10-flannel.conflist.tmp"
+  else
+    mv "$dir/etc/cni/net.d/.10-flannel.conflist.tmp" "$dir/etc/cni/net.d/10-flannel.conflist"
+  fi
 }
 
 # lab_kube_proxy NODE: kube-proxy as a host process of the node, with the

@@ -36,7 +36,7 @@ func (o *nodeOptions) flags() []cli.Flag {
 	fs = append(fs, &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "print nothing but errors"})
 	if o.op == "apply" {
 		fs = append(fs, &cli.BoolFlag{Name: "preflight-only", Destination: &o.cfg.PreflightOnly, Usage: "run the checks and say what apply would back up, move and restore; change nothing"},
-			&cli.DurationFlag{Name: "rollback-after", Destination: &o.cfg.RollbackAfter, Usage: "arm a systemd timer that rolls this node back after `DURATION` unless snapshift node confirm runs before (opt-in)"})
+			&cli.DurationFlag{Name: "rollback-after", Destination: &o.cfg.RollbackAfter, Usage: "arm a systemd timer that rolls this node back after `DURATION` unless snapshift node confirm runs before (opt-in; refused before any change where systemd-run or a running systemd is missing)"})
 	}
 	return fs
 }

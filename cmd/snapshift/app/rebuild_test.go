@@ -69,7 +69,7 @@ manifests: {kubernetesVersion: v1.36.3}
 	tag := hex.EncodeToString(sum[:])[:12]
 	for _, want := range []string{"- `/var/lib/snapshift/backup/master-2-" + tag + "/` on master-2",
 		"snapshift node apply --bundle /root/snapshift-bundle --node cp3 --timeout 5m   # on cp3",
-		"On each worker: worker-hw1, worker-vm1, as root", "kubectl get node worker-vm1   # STATUS NotReady",
+		"On each worker: worker-hw1, worker-vm1, as root", "kubectl wait node/worker-vm1 --for=jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}'=Unknown --timeout=5m   # STATUS NotReady",
 		"B=/var/lib/snapshift/backup/worker-hw1-" + tag + "   # on worker-hw1", `cp -a "$B/etc/kubernetes/." /etc/kubernetes/`,
 		"**If one of the applies fails**", "**The point of no return:**"} {
 		if !strings.Contains(string(rb), want) {
