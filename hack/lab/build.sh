@@ -21,10 +21,12 @@ bash hack/build-etcd.sh
 took etcd "$t"
 etcd_bin=$(ls -d "$LAB_CACHE"/etcd-v*/etcd | sort -V | tail -1)
 
-# gobuild NAME MODULE@VERSION PACKAGE: a main package of a module from the
-# proxy, built in a small module of its own, into $LAB_BIN/NAME-VERSION.
+# gobuild NAME MODULE@VERSION PACKAGE [MAINFN]: a main package of a module
+# from the proxy, built in a small module of its own, into
+# $LAB_BIN/NAME-VERSION; with MAINFN, the main is the Go source that function
+# prints (PACKAGE is then only named in the log).
 gobuild() {
-  local name=$1 mod=${2%@*} ver=${2#*@} pkg=$3
+  local name=$1 mod=${2%@*} ver=${2#*@} pkg=$3 mainfn=${4:-}
   local out="$LAB_BIN/$name-$ver"
   if [ -x "$out" ]; then echo "[lab] $name $ver: cached"; return; fi
   mkdir -p "$LAB_BIN"
@@ -34,7 +36,12 @@ gobuild() {
   (
     cd "$work"
     printf 'module snapshift.local/%sbuild\n\ngo 1.25\n\nrequire %s %s\n' "$name" "$mod" "$ver" > go.mod
-    printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
+    if [ -n "$mainfn" ]; then
+      "$mainfn" > main.go
+      pkg=.
+    else
+      printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
+    fi
     GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1
     GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.tmp" "$pkg"
   ) || { rm -rf "$work"; return 1; }
@@ -47,30 +54,15 @@ gobuild() {
 # for a build of one's own: a main that imports them and coremain. The
 # release's main imports every plugin (cloud SDKs, etcd, gRPC...), which
 # took 33 minutes cold here.
-corednsbuild() {
-  local out="$LAB_BIN/coredns-lab-$COREDNS_VERSION" work t p
-  if [ -x "$out" ]; then echo "[lab] coredns $COREDNS_VERSION: cached"; return; fi
-  mkdir -p "$LAB_BIN"
-  t=$(date +%s)
-  work=$(mktemp -d "$LAB_CACHE/.build-coredns.XXXX")
-  (
-    cd "$work"
-    printf 'module snapshift.local/corednsbuild\n\ngo 1.25\n\nrequire github.com/coredns/coredns %s\n' "$COREDNS_VERSION" > go.mod
-    {
-      printf 'package main\n\nimport (\n\t"github.com/coredns/coredns/coremain"\n'
-      for p in errors health ready kubernetes cache loop reload loadbalance; do
-        printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "$p"
-      done
-      printf ')\n\nfunc main() { coremain.Run() }\n'
-    } > main.go
-    GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1
-    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.tmp" .
-  ) || { rm -rf "$work"; return 1; }
-  rm -rf "$work"
-  mv "$out.tmp" "$out"
-  took "coredns $COREDNS_VERSION (the lab's plugins)" "$t"
+corednsmain() {
+  local p
+  printf 'package main\n\nimport (\n\t"github.com/coredns/coredns/coremain"\n'
+  for p in errors health ready kubernetes cache loop reload loadbalance; do
+    printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "$p"
+  done
+  printf ')\n\nfunc main() { coremain.Run() }\n'
 }
-corednsbuild
+gobuild coredns-lab "github.com/coredns/coredns@$COREDNS_VERSION" github.com/coredns/coredns corednsmain
 # flanneld: its main.go imports every backend, and the Tencent Cloud one needs
 # github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc, which the
 # module proxy does not serve, and the udp one needs cgo; so it is built from
