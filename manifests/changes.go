@@ -193,6 +193,33 @@ func parseInitialCluster(s string) ([]clusterEntry, error) {
 	return out, nil
 }
 
+// InitialClusterMembers is --initial-cluster ("name=peerURL,...") as the
+// members Generate lays out, in its order: local (this node's member, with
+// its client URL) in its own place, which the list must name with the same
+// peer URL. Used to generate one member of a multi-member cluster.
+func InitialClusterMembers(s string, local EtcdMember) ([]EtcdMember, error) {
+	entries, err := parseInitialCluster(s)
+	if err != nil {
+		return nil, err
+	}
+	var out []EtcdMember
+	found := false
+	for _, e := range entries {
+		if e.name == local.Name {
+			if e.url != local.PeerURL {
+				return nil, fmt.Errorf("%q lists member %s at %s, not at its peer URL %s", s, e.name, e.url, local.PeerURL)
+			}
+			out, found = append(out, local), true
+			continue
+		}
+		out = append(out, EtcdMember{Name: e.name, PeerURL: e.url})
+	}
+	if !found {
+		return nil, fmt.Errorf("%q does not list this node's member %s; etcd would not start", s, local.Name)
+	}
+	return out, nil
+}
+
 func clusterNames(entries []clusterEntry) []string {
 	var names []string
 	for _, e := range entries {

@@ -73,6 +73,16 @@ func (o *manifestsOptions) build() (*manifests.Set, []manifests.Change, error) {
 		if o.changes.EtcdMember.Name != "" {
 			g.EtcdMembers = []manifests.EtcdMember{o.changes.EtcdMember}
 		}
+		if o.changes.InitialCluster != "" {
+			if o.changes.EtcdMember.Name == "" {
+				return nil, nil, usagef("--initial-cluster with --generate needs --etcd-member: this node's member among those it lists")
+			}
+			members, err := manifests.InitialClusterMembers(o.changes.InitialCluster, o.changes.EtcdMember)
+			if err != nil {
+				return nil, nil, usagef("--initial-cluster %w", err)
+			}
+			g.EtcdMembers = members
+		}
 		set, err := manifests.Generate(g)
 		if err != nil {
 			return nil, nil, usagef("%w", err)
@@ -121,6 +131,9 @@ func (o *manifestsOptions) Run(context.Context) error {
 	}
 	for _, ch := range changes {
 		fmt.Fprintf(o.stdout, "[manifests] %s\n", ch)
+	}
+	if o.quiet {
+		return nil // the changes above, not the files written
 	}
 	for _, p := range res.Written() {
 		fmt.Fprintf(o.stdout, "[manifests] wrote %s\n", p)

@@ -63,3 +63,41 @@ func TestManifestsCommand(t *testing.T) {
 		t.Errorf("second run: exit %d, %q", code, out.String())
 	}
 }
+
+// TestManifestsGenerateInitialCluster generates one member of a
+// three-member etcd: its etcd.yaml names all three in --initial-cluster
+// (the lab found it named the member alone, so each node started a
+// cluster of its own), --quiet prints nothing, and a list without this
+// node's member is refused.
+func TestManifestsGenerateInitialCluster(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "manifests")
+	cluster := "cp1=https://10.0.0.11:2380,cp2=https://10.0.0.14:2380,cp3=https://10.0.0.15:2380"
+	base := []string{"snapshift", "manifests", "--generate", "--quiet", "--out-dir", dir, "--kubernetes-version", "v1.36.3",
+		"--node-name", "cp2", "--apiserver-advertise-address", "10.0.0.14", "--service-cidr", "192.168.0.0/16",
+		"--etcd-member", "cp2=https://10.0.0.14:2380"}
+	var out, errb bytes.Buffer
+	if code := Main(append(base, "--initial-cluster", cluster), strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
+	}
+	if out.Len() != 0 || errb.Len() != 0 {
+		t.Errorf("--quiet printed %q %q", out.String(), errb.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "etcd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--initial-cluster=" + cluster, "--name=cp2", "--listen-client-urls=https://127.0.0.1:2379,https://10.0.0.14:2379"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("etcd.yaml lacks %s:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "initial-cluster-state") {
+		t.Errorf("etcd.yaml sets --initial-cluster-state; a new cluster needs none:\n%s", b)
+	}
+	out.Reset()
+	errb.Reset()
+	code := Main(append(base, "--initial-cluster", "cp1=https://10.0.0.11:2380,cp3=https://10.0.0.15:2380"), strings.NewReader(""), &out, &errb)
+	if code == 0 || !strings.Contains(errb.String(), "does not list this node's member cp2") {
+		t.Errorf("a list without cp2: exit %d, %q", code, errb.String())
+	}
+}
