@@ -52,17 +52,17 @@ c_pod_to_pod() { # from w1's probe to a web pod on another node
 c_proxy_rules() { # every node's kube-proxy ruleset: each Service VIP, no address of OLD_SVC
   local old=$1 n vips v rules bad
   vips=$(kc cp1 get svc -A -o jsonpath='{range .items[*]}{.spec.clusterIP}{"\n"}{end}' | grep -v None)
-  for n in cp1 $WORKERS; do
+  for n in $CPS $WORKERS; do
     rules=$(nodeexec "$n" nft list table ip kube-proxy) || { echo "$n: no nft table ip kube-proxy"; return 1; }
     for v in $vips; do grep -qF "$v" <<< "$rules" || { echo "$n: kube-proxy has no rule for $v"; return 1; }; done
     bad=$(grep -oE '([0-9]+\.){3}[0-9]+' <<< "$rules" | sort -u | while read -r a; do if in_cidr "$a" "$old"; then echo "$a"; fi; done)
     [ -z "$bad" ] || { echo "$n: kube-proxy still has $(echo $bad) of $old"; return 1; }
   done
-  echo "$(wc -w <<< "$vips") VIPs on $(( 1 + $(wc -w <<< "$WORKERS") )) nodes"
+  echo "$(wc -w <<< "$vips") VIPs on $(wc -w <<< "$CPS $WORKERS") nodes"
 }
 c_cni_addrs() { # every node's flannel.1 and cni0 hold addresses of POD_CIDR only
   local pods=$1 n dev a
-  for n in cp1 $WORKERS; do
+  for n in $CPS $WORKERS; do
     for dev in flannel.1 cni0; do
       for a in $(nodeexec "$n" ip -4 -o addr show dev "$dev" | awk '{print $4}'); do
         in_cidr "${a%/*}" "$pods" || { echo "$n: $dev has $a, not in $pods"; return 1; }
@@ -88,6 +88,26 @@ c_new_objects() { # a Service and a pod created now get addresses in the ranges
   echo "Service $ip, pod $pip"
 }
 
+# c_control_plane: every control-plane node's kube-apiserver ready at its own
+# address; etcd has one started member per control-plane node, every one
+# healthy, and all of them the same hash of the keyspace at one revision.
+ETCDCTL_LAB='etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt --key /etc/kubernetes/pki/etcd/healthcheck-client.key'
+c_control_plane() {
+  local n members rev hashes
+  for n in $CPS; do
+    kc cp1 --server "https://$(nodeip "$n"):6443" get --raw /readyz >/dev/null || { echo "$n: kube-apiserver not ready"; return 1; }
+  done
+  members=$(nodesh cp1 "$ETCDCTL_LAB member list -w simple" | awk -F', ' '$2 == "started" {print $3}' | sort | tr '\n' ' ')
+  [ "$members" = "$(tr ' ' '\n' <<< "$CPS" | sort | tr '\n' ' ')" ] || { echo "etcd members started: $members, want $CPS"; return 1; }
+  nodesh cp1 "$ETCDCTL_LAB endpoint health --cluster" >/dev/null || { echo "etcd: a member is unhealthy"; return 1; }
+  rev=$(nodesh cp1 "$ETCDCTL_LAB endpoint status -w json" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["Status"]["header"]["revision"])')
+  hashes=$(nodesh cp1 "$ETCDCTL_LAB endpoint hashkv --cluster --rev $rev -w json" |
+    python3 -c 'import json,sys; h=[e["HashKV"]["hash"] for e in json.load(sys.stdin)]; print(len(h), *sorted(set(h)))')
+  [ "$(wc -w <<< "$hashes")" = 2 ] && [ "${hashes%% *}" = "$(wc -w <<< "$CPS")" ] ||
+    { echo "etcd at revision $rev: members and their hashes: $hashes"; return 1; }
+  echo "$(wc -w <<< "$CPS") apiservers ready; etcd members $members healthy, one hash at revision $rev"
+}
+
 # retry CMD...: CMD, up to 4 times 5 s apart: a data-plane path converges
 # (endpoints, kube-proxy's next sync) within seconds of a restart.
 retry() {
@@ -100,6 +120,7 @@ retry() {
 checks_cluster() {
   local l=$1 pods=$2 svcs=$3 api=$4 dns=$5
   check "$l: nodes Ready, podCIDR in $pods" c_nodes_cidr "$pods"
+  [ "$CPS" = cp1 ] || check "$l: every apiserver ready, etcd members healthy and equal" retry c_control_plane
   check "$l: pod IPs in $pods" c_pod_ips "$pods"
   check "$l: kubernetes.default at $api" c_svc_ip default kubernetes "$api"
   check "$l: kube-dns at $dns" c_svc_ip kube-system kube-dns "$dns"

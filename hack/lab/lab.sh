@@ -46,6 +46,9 @@ POD_CIDR=10.244.0.0/16
 SVC_CIDR=192.168.0.0/16
 DNS_IP=192.168.0.10
 WORKERS=${LAB_WORKERS:-"w1 w2"}
+# LAB_HA=1: three control-plane nodes (three etcd members, three
+# apiservers), the runbook's HA path.
+if [ "${LAB_HA:-0}" = 1 ]; then CPS="cp1 cp2 cp3"; else CPS=cp1; fi
 
 # The check table: check NAME CMD... runs CMD, records PASS or FAIL with
 # CMD's last output line.
@@ -64,23 +67,42 @@ table() {
 }
 
 t0=$(date +%s)
-log "underlay $LAB_NETNS and node cp1"
+log "underlay $LAB_NETNS and the control-plane node(s) $CPS"
 lab_underlay
 lab_admin
-lab_node cp1
-lab_containerd cp1
-t=$(date +%s); lab_import_images cp1; log "images imported into cp1 in $(( $(date +%s) - t ))s"
-
+initial_cluster=$(for n in $CPS; do printf '%s=https://%s:2380,' "$n" "$(nodeip "$n")"; done); initial_cluster=${initial_cluster%,}
+extra_sans=$(for n in $CPS; do [ "$n" = cp1 ] || printf '%s,' "$(nodeip "$n")"; done); extra_sans=${extra_sans%,}
 cp1=$(nodedir cp1)/root
-"$snap" certs --all --quiet --cert-dir "$cp1/etc/kubernetes/pki" --control-plane-endpoint 10.0.0.11:6443 \
-  --apiserver-advertise-address 10.0.0.11 --node-name cp1 --service-cidr "$SVC_CIDR" \
-  --etcd-member cp1=https://10.0.0.11:2380 >/dev/null
-"$snap" manifests --generate --quiet --out-dir "$cp1/etc/kubernetes/manifests" --kubernetes-version "$K8S_VERSION" \
-  --node-name cp1 --apiserver-advertise-address 10.0.0.11 --service-cidr "$SVC_CIDR" \
-  --pod-network-cidr "$POD_CIDR" --etcd-member cp1=https://10.0.0.11:2380 --etcd-data-dir /var/lib/etcd >/dev/null
-lab_kubelet_config cp1 "$DNS_IP"
-lab_kubelet cp1
-wait_for "cp1: kube-apiserver ready (static pods etcd, kube-apiserver)" 300 kc cp1 get --raw /readyz
+for n in $CPS; do
+  lab_node "$n"
+  lab_containerd "$n"
+  t=$(date +%s); lab_import_images "$n"; log "images imported into $n in $(( $(date +%s) - t ))s"
+  d=$(nodedir "$n")/root ip=$(nodeip "$n")
+  if [ "$n" = cp1 ]; then
+    # The cluster's PKI and kubeconfigs; the apiserver certificate names
+    # every control-plane node's address (they share it below).
+    "$snap" certs --all --quiet --cert-dir "$cp1/etc/kubernetes/pki" --control-plane-endpoint 10.0.0.11:6443 \
+      --apiserver-advertise-address 10.0.0.11 --node-name cp1 --service-cidr "$SVC_CIDR" \
+      ${extra_sans:+--apiserver-cert-extra-sans "$extra_sans"} --etcd-member cp1=https://10.0.0.11:2380 >/dev/null
+  else
+    # Another control-plane node: the cluster's CAs and shared keys (as
+    # kubeadm join --control-plane copies them), its own etcd certificates.
+    cp -a "$cp1/etc/kubernetes/pki" "$d/etc/kubernetes/"
+    "$snap" certs --renew etcd --quiet --cert-dir "$d/etc/kubernetes/pki" --node-name "$n" \
+      --etcd-member "$n=https://$ip:2380" >/dev/null
+    find "$d/etc/kubernetes/pki" -name '*.bak' -delete
+    for f in admin.conf super-admin.conf controller-manager.conf scheduler.conf; do cp -a "$cp1/etc/kubernetes/$f" "$d/etc/kubernetes/"; done
+    lab_client_kubeconfig "$n" "system:node:$n" /etc/kubernetes/kubelet.conf system:nodes >/dev/null
+  fi
+  "$snap" manifests --generate --quiet --out-dir "$d/etc/kubernetes/manifests" --kubernetes-version "$K8S_VERSION" \
+    --node-name "$n" --apiserver-advertise-address "$ip" --service-cidr "$SVC_CIDR" \
+    --pod-network-cidr "$POD_CIDR" --etcd-member "$n=https://$ip:2380" --initial-cluster "$initial_cluster" \
+    --etcd-data-dir /var/lib/etcd >/dev/null
+  lab_kubelet_config "$n" "$DNS_IP"
+done
+# Every kubelet at once: etcd's members need their quorum.
+for n in $CPS; do lab_kubelet "$n"; done
+for n in $CPS; do wait_for "$n: kube-apiserver ready (static pods etcd, kube-apiserver)" 300 kc "$n" --server "https://$(nodeip "$n"):6443" get --raw /readyz; done
 # As kubeadm init does with super-admin.conf: admin.conf's group
 # kubeadm:cluster-admins gets cluster-admin, and the apiserver's kubelet
 # client (kubectl exec, logs) system:kubelet-api-admin.
@@ -90,9 +112,11 @@ kc cp1 create clusterrolebinding kubeadm:kubelet-api-admin --clusterrole=system:
   --user=kube-apiserver-kubelet-client >/dev/null
 lab_kubeadm_phases > "$LAB_ROOT/logs/cp1-kubeadm-phases.log" 2>&1 || die "kubeadm init phase upload-config/bootstrap-token on cp1 failed (log: out/lab/logs/cp1-kubeadm-phases.log)"
 lab_apply hack/lab/manifests/addons.yaml >/dev/null
-lab_flannel cp1
-lab_kube_proxy cp1
-wait_for "cp1: node Ready" 180 node_ready cp1
+for n in $CPS; do
+  lab_flannel "$n"
+  lab_kube_proxy "$n"
+done
+for n in $CPS; do wait_for "$n: node Ready" 180 node_ready "$n"; done
 log "control plane up in $(( $(date +%s) - t0 ))s"
 
 for w in $WORKERS; do
@@ -112,7 +136,7 @@ for w in $WORKERS; do
   lab_kube_proxy "$w"
 done
 for w in $WORKERS; do wait_for "$w: node Ready" 180 node_ready "$w"; done
-log "cluster of $(( 1 + $(wc -w <<< "$WORKERS") )) nodes up in $(( $(date +%s) - t0 ))s"
+log "cluster of $(wc -w <<< "$CPS $WORKERS") nodes up in $(( $(date +%s) - t0 ))s"
 lab_apply hack/lab/manifests/workloads.yaml >/dev/null
 wait_for "coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
 wait_for "web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s

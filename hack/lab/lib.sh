@@ -11,13 +11,15 @@ LAB_NODE_DIRS="backup root/snapshift-bundle usr/local/bin var/lib/snapshift etc/
 log() { echo "[lab $(date +%H:%M:%S)] $*"; }
 die() { echo "[lab] FAIL: $*" >&2; exit 1; }
 
+LAB_ALL_NODES="cp1 w1 w2 cp2 cp3"   # cp2 and cp3: the three-control-plane variant (LAB_HA=1)
 nodeip() { # node -> address on the underlay
-  case $1 in admin) echo 10.0.0.10 ;; cp1) echo 10.0.0.11 ;; w1|cp2) echo 10.0.0.12 ;; w2|cp3) echo 10.0.0.13 ;; *) die "unknown node $1" ;; esac
+  case $1 in admin) echo 10.0.0.10 ;; cp1) echo 10.0.0.11 ;; w1) echo 10.0.0.12 ;; w2) echo 10.0.0.13 ;;
+    cp2) echo 10.0.0.14 ;; cp3) echo 10.0.0.15 ;; *) die "unknown node $1" ;; esac
 }
 nodedir() { echo "$LAB_ROOT/nodes/$1"; }
-ipnode() { # address on the underlay -> node (workers; the HA variant's cp2/cp3 share them)
+ipnode() { # address on the underlay -> node
   local n
-  for n in cp1 ${LAB_NODES:-w1 w2}; do [ "$(nodeip "$n")" = "$1" ] && { echo "$n"; return; }; done
+  for n in $LAB_ALL_NODES; do [ "$(nodeip "$n")" = "$1" ] && { echo "$n"; return; }; done
   die "no lab node has the address $1"
 }
 
@@ -136,7 +138,7 @@ lab_node() {
       # Names resolve inside the lab only: the nodes by /etc/hosts, and no
       # resolver (a lookup of anything else fails at once, not after a
       # timeout towards the host'"'"'s resolver).
-      printf "127.0.0.1 localhost\n10.0.0.11 cp1\n10.0.0.12 w1 cp2\n10.0.0.13 w2 cp3\n" > "$dir/hosts"
+      printf "127.0.0.1 localhost\n10.0.0.11 cp1\n10.0.0.12 w1\n10.0.0.13 w2\n10.0.0.14 cp2\n10.0.0.15 cp3\n" > "$dir/hosts"
       printf "nameserver 127.0.0.1\n" > "$dir/resolv.conf"
       mount --bind "$dir/hosts" /etc/hosts
       mount --bind "$dir/resolv.conf" /etc/resolv.conf

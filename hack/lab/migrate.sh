@@ -41,8 +41,8 @@ restart_agents() {
 # the checks; "new" rebuilds with a new CA, "old" reissues from the old one.
 lab_migrate() {
   local label=$1 ca=$2 a=$LAB_ROOT/admin/$1 rb k
-  log "[$label] before the snapshot (runbook header), on cp1"
-  nodesh cp1 "$PRE_SNAPSHOT"
+  log "[$label] before the snapshot (runbook header), on $CPS"
+  for n in $CPS; do nodesh "$n" "$PRE_SNAPSHOT"; done
   nodesh cp1 "mkdir -p /backup && rm -f /backup/etcd.db && $SNAPSHOT_SAVE" > "$LAB_ROOT/logs/$label-snapshot.log" 2>&1 ||
     die "etcdctl snapshot save failed (log: $LAB_ROOT/logs/$label-snapshot.log)"
   # The operator copies the snapshot, the manifests and (old CA) the PKI to
@@ -66,9 +66,7 @@ networking:
   podSubnet: $NEW_POD_CIDR
 etcd:
   members:
-  - name: cp1
-    peerURL: https://10.0.0.11:2380
-    clientURL: https://10.0.0.11:2379
+$(for n in $CPS; do printf '  - name: %s\n    peerURL: https://%s:2380\n    clientURL: https://%s:2379\n' "$n" "$(nodeip "$n")" "$(nodeip "$n")"; done)
 $pki
 manifests:
   source: manifests.before-snapshift
@@ -88,7 +86,7 @@ EOF
   # before it removes the agent's host state; the lab's agents are host
   # processes, so the lab stops them at that point (a running flanneld
   # recreates flannel.1 with its old address at once).
-  for n in cp1 $WORKERS; do lab_stop "$n" flanneld; done
+  for n in $CPS $WORKERS; do lab_stop "$n" flanneld; done
   rb_run "$rb" "$(rb_step "$rb" '^Back up and stop the kubelet')" workers
   rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 1   # block 2 is node confirm, after the checks
   rb_kubectl "$rb"
@@ -104,11 +102,11 @@ EOF
   else
     rb_run "$rb" "$(rb_step "$rb" '^Start the kubelet on every worker')" workers
   fi
-  for n in cp1 $WORKERS; do wait_for "[$label] $n: node Ready" 180 node_ready "$n"; done
+  for n in $CPS $WORKERS; do wait_for "[$label] $n: node Ready" 180 node_ready "$n"; done
   k=$(rb_step "$rb" '^Restart the workloads')
   if grep -q 'restart its agents by hand first' "$LAB_ROOT/logs/$label-RUNBOOK.md"; then
     log "[$label] stage 1 by hand, as the runbook says: flanneld and kube-proxy on every node"
-    restart_agents cp1 $WORKERS
+    restart_agents $CPS $WORKERS
   fi
   rb_run "$rb" "$k" kubectl 1
   # The restart deletes bare pods ("the pods no controller restarts"): their
@@ -123,13 +121,13 @@ EOF
 lab_rollback() {
   local label=$1 rb=$LAB_ROOT/runbook-$1 k
   k=$(rb_step "$rb" '^Rollback$')
-  for n in cp1 $WORKERS; do lab_stop "$n" flanneld; done   # as rollback's crictl stop kube-flannel would
+  for n in $CPS $WORKERS; do lab_stop "$n" flanneld; done   # as rollback's crictl stop kube-flannel would
   rb_run "$rb" "$k" admin 1
   rb_run "$rb" "$k" workers 2
   # "with the old cluster's kubeconfig, once the old control plane is back"
   RB_KUBECTL=cp1 RB_KUBECTL_ENV='export KUBECONFIG=/etc/kubernetes/admin.conf'
-  for n in cp1 $WORKERS; do wait_for "[$label rollback] $n: node Ready" 180 node_ready "$n"; done
-  restart_agents cp1 $WORKERS
+  for n in $CPS $WORKERS; do wait_for "[$label rollback] $n: node Ready" 180 node_ready "$n"; done
+  restart_agents $CPS $WORKERS
   rb_run "$rb" "$k" kubectl 3
   # The bare probe pod was deleted with the rest: its owner creates it again.
   lab_apply hack/lab/manifests/workloads.yaml >/dev/null
@@ -140,7 +138,7 @@ lab_rollback() {
 # pod Ready.
 lab_wait_workloads() {
   local n
-  for n in cp1 $WORKERS; do wait_for "[$1] $n: node Ready" 180 node_ready "$n"; done
+  for n in $CPS $WORKERS; do wait_for "[$1] $n: node Ready" 180 node_ready "$n"; done
   wait_for "[$1] coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
   wait_for "[$1] web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
   wait_for "[$1] db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s
