@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // mmapPopulate maps a file's pages in one go (see Open).
@@ -79,4 +81,19 @@ func memTotal() int64 {
 		}
 	}
 	return 0
+}
+
+// adviseSequential undoes, for an input Open does not populate, bbolt's
+// MADV_RANDOM (bolt_unix.go mmap: no readahead, one page read a fault) on
+// the first size bytes of the mapping at data, advising MADV_SEQUENTIAL
+// instead: the passes read the key bucket in key order, which in a
+// snapshot is mostly file order, and the kernel reads ahead and reclaims
+// the pages read first. In a 1 GiB memory cgroup the one pass of the
+// 8 GiB bench input read its mapped input and output at 53 MB/s, a 4 KiB
+// page a fault. A failure is ignored: the advice is only a speed.
+func adviseSequential(data uintptr, size int64) {
+	if data == 0 || size <= 0 {
+		return
+	}
+	unix.Syscall(unix.SYS_MADVISE, data, uintptr(size), unix.MADV_SEQUENTIAL)
 }

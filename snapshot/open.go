@@ -143,7 +143,8 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 	// cache's, not this process's memory. An input larger than half the
 	// memory this process may fill (a small host, a memory cgroup) is not
 	// populated (populateFlags).
-	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: time.Second, MmapFlags: populateFlags(s.Size)})
+	flags := populateFlags(s.Size)
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: time.Second, MmapFlags: flags})
 	if err != nil {
 		if herr := s.WaitHash(); herr != nil {
 			return nil, herr // a corrupt file: the hash says it best
@@ -157,6 +158,9 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot %s: open: %w", path, err)
 	}
 	s.db = db
+	if flags&mmapPopulate == 0 {
+		adviseSequential(db.Info().Data, s.DBSize)
+	}
 	if err := s.load(); err != nil {
 		s.Close() // rolls back the read transaction first; db.Close waits for it
 		if herr := s.WaitHash(); herr != nil {
