@@ -30,7 +30,7 @@ func TestPopulateFlags(t *testing.T) {
 
 // TestAdviseSequential: bbolt maps a database MADV_RANDOM (VmFlags "rr"
 // in smaps: no readahead); adviseSequential turns the mapping sequential
-// ("sr"), as Open does for an input it does not populate.
+// ("sr"), as Open does for a file written in key order it does not populate.
 func TestAdviseSequential(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	db, err := bolt.Open(path, 0o600, nil)

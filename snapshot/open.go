@@ -59,6 +59,10 @@ type OpenOptions struct {
 	// Progress receives the hash check as a "hash" phase (HashVerify
 	// only). Optional.
 	Progress progress.Reporter
+	// InOrder says the file's pages are in key order (one this process's
+	// Writer has just written): if Open does not populate the mapping, it
+	// advises it sequential (adviseSequential). Default false.
+	InOrder bool
 }
 
 // Snapshot is an open, verified snapshot file. It is read-only: nothing in
@@ -158,7 +162,7 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot %s: open: %w", path, err)
 	}
 	s.db = db
-	if flags&mmapPopulate == 0 {
+	if flags&mmapPopulate == 0 && opts.InOrder {
 		adviseSequential(db.Info().Data, s.DBSize)
 	}
 	if err := s.load(); err != nil {
