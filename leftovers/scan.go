@@ -377,10 +377,34 @@ func (s *LeftoverScan) find(value []byte, needles [][]byte, groups []leadGroup, 
 			hits = append(hits, hit{gi, n, at, a, cidrText(value, at, j, a)})
 		}
 	}
-	// The candidates: every position with a lead's first byte (one
-	// IndexByte cursor a distinct first byte, the lowest next) followed by
-	// one of the leads' second bytes, as bytes.Index checks its needle's
-	// first two bytes before the rest.
+	eachCandidate(value, groups, match)
+	if len(hits) == 0 {
+		return nil
+	}
+	// Keep the hit of each address one pass a group would: by group, then
+	// position.
+	slices.SortStableFunc(hits, func(x, y hit) int { return cmp.Or(cmp.Compare(x.group, y.group), cmp.Compare(x.at, y.at)) })
+	kept := hits[:0]
+	for _, h := range hits {
+		if !seen[h.addr] {
+			seen[h.addr] = true
+			kept = append(kept, h)
+		}
+	}
+	slices.SortFunc(kept, func(x, y hit) int { return cmp.Or(cmp.Compare(x.needle, y.needle), cmp.Compare(x.at, y.at)) })
+	found := make([]string, len(kept))
+	for i, h := range kept {
+		found[i] = h.text
+	}
+	return found
+}
+
+// eachCandidate calls match, in increasing order, at every position of
+// value where a group's lead may begin: a lead's first byte (one IndexByte
+// cursor a distinct first byte, the lowest next) followed by one of the
+// leads' second bytes, as bytes.Index checks its needle's first two bytes
+// before the rest; with an empty lead, every position.
+func eachCandidate(value []byte, groups []leadGroup, match func(at int)) {
 	var firstBuf [8]byte
 	var second [256]bool
 	firsts, everywhere := firstBuf[:0], false
@@ -437,25 +461,6 @@ func (s *LeftoverScan) find(value []byte, needles [][]byte, groups []leadGroup, 
 			}
 		}
 	}
-	if len(hits) == 0 {
-		return nil
-	}
-	// Keep the hit of each address one pass a group would: by group, then
-	// position.
-	slices.SortStableFunc(hits, func(x, y hit) int { return cmp.Or(cmp.Compare(x.group, y.group), cmp.Compare(x.at, y.at)) })
-	kept := hits[:0]
-	for _, h := range hits {
-		if !seen[h.addr] {
-			seen[h.addr] = true
-			kept = append(kept, h)
-		}
-	}
-	slices.SortFunc(kept, func(x, y hit) int { return cmp.Or(cmp.Compare(x.needle, y.needle), cmp.Compare(x.at, y.at)) })
-	found := make([]string, len(kept))
-	for i, h := range kept {
-		found[i] = h.text
-	}
-	return found
 }
 
 // leadGroup is the needles that begin with the same first group (the text
