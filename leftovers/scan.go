@@ -332,51 +332,135 @@ func (s *LeftoverScan) onlyKept(found map[netip.Addr]bool) bool {
 // characters for at most longest bytes, and must parse as an address inside a
 // range. seen collects what was found, so each address is listed once.
 //
-// The needles are searched by their groups (leadGroups(needles), made once
-// in prepare: "10." for "10.96." to "10.111." and "10.244.", kubeadm's
-// default service range alone being 16 needles), one pass over value a
-// group, and each hit is matched against the group's needles. The result
-// is in the order of one pass a needle:
-// by needle, then by position (BenchmarkFind: 16 needles of 10.96.0.0/12
-// and one of 10.244.0.0/16 over the sample's values).
+// value is read once for all the needles: the candidates are the positions
+// of the groups' first bytes (leadGroups(needles), made once in prepare:
+// "10." for "10.96." to "10.111." and "10.244.", kubeadm's default service
+// range alone being 16 needles; the bench's 192.168.0.0/16 and
+// 10.244.0.0/16 are two groups that both begin with '1', so one
+// IndexByte pass finds every candidate of both), a candidate that continues a
+// token is dropped at once, and the rest are matched against each group's
+// lead, then its needles. The result is what one pass a needle finds
+// (findByNeedle, kept in the tests): which hit of an address is kept is
+// decided in the order of one pass a group (the order seen fills in), and
+// the hits are listed by needle, then by position (BenchmarkFind: over the
+// sample's values, this against one pass a group and one pass a needle).
 func (s *LeftoverScan) find(value []byte, needles [][]byte, groups []leadGroup, part func(byte) bool, longest int, seen map[netip.Addr]bool) []string {
+	if len(groups) == 0 {
+		return nil
+	}
 	type hit struct {
-		needle, at int
-		text       string
+		group, needle, at int
+		addr              netip.Addr
+		text              string
 	}
 	var hits []hit
-	for _, g := range groups {
-		rest, base := value, 0
-		for {
-			i := bytes.Index(rest, g.lead)
-			if i < 0 {
-				break
+	match := func(at int) {
+		if at > 0 && part(value[at-1]) {
+			return // the middle of a longer token, for every needle
+		}
+		for gi, g := range groups {
+			if !bytes.HasPrefix(value[at:], g.lead) {
+				continue
 			}
-			at := base + i
-			step := max(len(g.lead), 1) // an empty needle (0.0.0.0/0) looks everywhere
-			rest, base = rest[i+step:], at+step
 			n := firstPrefix(value[at:], needles, g.members)
-			if n < 0 || at > 0 && part(value[at-1]) {
-				continue // no needle here, or the middle of a longer token
+			if n < 0 {
+				continue
 			}
 			j := at
 			for j < len(value) && j-at < longest && part(value[j]) {
 				j++
 			}
 			a, err := netip.ParseAddr(trimToken(string(value[at:j])))
-			if err != nil || seen[a] || !s.inRanges(a) {
+			if err != nil || !s.inRanges(a) {
 				continue
 			}
-			seen[a] = true
-			hits = append(hits, hit{n, at, cidrText(value, at, j, a)})
+			hits = append(hits, hit{gi, n, at, a, cidrText(value, at, j, a)})
 		}
 	}
-	slices.SortFunc(hits, func(x, y hit) int { return cmp.Or(cmp.Compare(x.needle, y.needle), cmp.Compare(x.at, y.at)) })
-	found := make([]string, len(hits))
-	for i, h := range hits {
+	eachCandidate(value, groups, match)
+	if len(hits) == 0 {
+		return nil
+	}
+	// Keep the hit of each address one pass a group would: by group, then
+	// position.
+	slices.SortStableFunc(hits, func(x, y hit) int { return cmp.Or(cmp.Compare(x.group, y.group), cmp.Compare(x.at, y.at)) })
+	kept := hits[:0]
+	for _, h := range hits {
+		if !seen[h.addr] {
+			seen[h.addr] = true
+			kept = append(kept, h)
+		}
+	}
+	slices.SortFunc(kept, func(x, y hit) int { return cmp.Or(cmp.Compare(x.needle, y.needle), cmp.Compare(x.at, y.at)) })
+	found := make([]string, len(kept))
+	for i, h := range kept {
 		found[i] = h.text
 	}
 	return found
+}
+
+// eachCandidate calls match, in increasing order, at every position of
+// value where a group's lead may begin: a lead's first byte (one IndexByte
+// cursor a distinct first byte, the lowest next) followed by one of the
+// leads' second bytes, as bytes.Index checks its needle's first two bytes
+// before the rest; with an empty lead, every position.
+func eachCandidate(value []byte, groups []leadGroup, match func(at int)) {
+	var firstBuf [8]byte
+	var second [256]bool
+	firsts, everywhere := firstBuf[:0], false
+	for _, g := range groups {
+		switch {
+		case len(g.lead) < 2: // an empty needle (0.0.0.0/0) looks everywhere
+			everywhere = true
+		default:
+			if bytes.IndexByte(firsts, g.lead[0]) < 0 {
+				firsts = append(firsts, g.lead[0])
+			}
+			second[g.lead[1]] = true
+		}
+	}
+	if everywhere {
+		for at := range len(value) + 1 {
+			match(at)
+		}
+	} else if len(firsts) == 1 {
+		c := firsts[0]
+		for at := 0; ; at++ {
+			i := bytes.IndexByte(value[at:], c)
+			if i < 0 {
+				break
+			}
+			if at += i; at+1 < len(value) && second[value[at+1]] {
+				match(at)
+			}
+		}
+	} else {
+		var nextBuf [8]int
+		next := nextBuf[:0]
+		for _, c := range firsts {
+			next = append(next, bytes.IndexByte(value, c))
+		}
+		for {
+			k := -1
+			for i, n := range next {
+				if n >= 0 && (k < 0 || n < next[k]) {
+					k = i
+				}
+			}
+			if k < 0 {
+				break
+			}
+			at := next[k]
+			if at+1 < len(value) && second[value[at+1]] {
+				match(at)
+			}
+			if i := bytes.IndexByte(value[at+1:], firsts[k]); i >= 0 {
+				next[k] = at + 1 + i
+			} else {
+				next[k] = -1
+			}
+		}
+	}
 }
 
 // leadGroup is the needles that begin with the same first group (the text

@@ -2,6 +2,7 @@ package leftovers
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand"
@@ -340,7 +341,7 @@ func TestFindMatchesOnePassANeedle(t *testing.T) {
 // BenchmarkFind is the leftover scan's search over the sample's values with
 // kubeadm's default ranges (10.96.0.0/12: 16 needles; 10.244.0.0/16) and
 // with the bench's (192.168.0.0/16, 10.244.0.0/16: two lone needles): the
-// grouped search against one pass a needle.
+// one-pass search against one pass a group and one pass a needle.
 func BenchmarkFind(b *testing.B) {
 	raw, err := os.ReadFile(filepath.Join("..", "testdata", "sample.db"))
 	if err != nil {
@@ -352,7 +353,10 @@ func BenchmarkFind(b *testing.B) {
 		s := NewLeftoverScan(plan)
 		s.prepare()
 		for name, find := range map[string]func([]byte) []string{
-			"grouped":   func(v []byte) []string { return s.find(v, s.needles, s.groups4, isV4Char, 15, map[netip.Addr]bool{}) },
+			"one-pass": func(v []byte) []string { return s.find(v, s.needles, s.groups4, isV4Char, 15, map[netip.Addr]bool{}) },
+			"grouped": func(v []byte) []string {
+				return findGrouped(s, v, s.needles, s.groups4, isV4Char, 15, map[netip.Addr]bool{})
+			},
 			"by-needle": func(v []byte) []string { return findByNeedle(s, v, s.needles, isV4Char, 15, map[netip.Addr]bool{}) },
 		} {
 			b.Run(strings.ReplaceAll(ranges[0], "/", "_")+"/"+name, func(b *testing.B) {
@@ -361,6 +365,150 @@ func BenchmarkFind(b *testing.B) {
 					find(raw)
 				}
 			})
+		}
+	}
+}
+
+// findGrouped is find as it was before the one-pass search: one
+// bytes.Index pass over value a lead group, each hit matched against the
+// group's needles. Kept as a second reference (TestFindOnePass) and for
+// BenchmarkFind.
+func findGrouped(s *LeftoverScan, value []byte, needles [][]byte, groups []leadGroup, part func(byte) bool, longest int, seen map[netip.Addr]bool) []string {
+	type hit struct {
+		needle, at int
+		text       string
+	}
+	var hits []hit
+	for _, g := range groups {
+		rest, base := value, 0
+		for {
+			i := bytes.Index(rest, g.lead)
+			if i < 0 {
+				break
+			}
+			at := base + i
+			step := max(len(g.lead), 1)
+			rest, base = rest[i+step:], at+step
+			n := firstPrefix(value[at:], needles, g.members)
+			if n < 0 || at > 0 && part(value[at-1]) {
+				continue
+			}
+			j := at
+			for j < len(value) && j-at < longest && part(value[j]) {
+				j++
+			}
+			a, err := netip.ParseAddr(trimToken(string(value[at:j])))
+			if err != nil || seen[a] || !s.inRanges(a) {
+				continue
+			}
+			seen[a] = true
+			hits = append(hits, hit{n, at, cidrText(value, at, j, a)})
+		}
+	}
+	slices.SortFunc(hits, func(x, y hit) int { return cmp.Or(cmp.Compare(x.needle, y.needle), cmp.Compare(x.at, y.at)) })
+	found := make([]string, len(hits))
+	for i, h := range hits {
+		found[i] = h.text
+	}
+	return found
+}
+
+// TestFindOnePass is the one-pass search against the two it replaced, one
+// pass a needle and one pass a lead group, on random ranges (IPv4 of every
+// length from /0, so needles of one to three octets, several first bytes,
+// an empty needle; IPv6, also overlapping) and random values: addresses in
+// and around the ranges, canonical or not, upper-case, CIDRs, repeated,
+// glued to digits, dots and colons, between random bytes. The addresses
+// found, their order, and what seen holds after both families (as Observe
+// calls find) must be the same.
+func TestFindOnePass(t *testing.T) {
+	r := rand.New(rand.NewSource(39))
+	randV4 := func() netip.Addr {
+		firsts := []byte{1, 10, 100, 172, 192, 2, 25, 255, 0, 9}
+		return netip.AddrFrom4([4]byte{firsts[r.Intn(len(firsts))], byte([]int{0, 1, 10, 96, 100, 168, 244, r.Intn(256)}[r.Intn(8)]), byte(r.Intn(4)), byte(r.Intn(256))})
+	}
+	randV6 := func() netip.Addr {
+		b := [16]byte{0xfd, 0, 0, byte([]int{0, 0x10, 0x20}[r.Intn(3)]), 0, byte([]int{0, 0x96, 0x97}[r.Intn(3)])}
+		for i := 6; i < 16; i++ {
+			if r.Intn(3) == 0 {
+				b[i] = byte(r.Intn(256))
+			}
+		}
+		return netip.AddrFrom16(b)
+	}
+	for round := 0; round < 300; round++ {
+		var old []netip.Prefix
+		for k := 1 + r.Intn(4); k > 0; k-- {
+			if r.Intn(4) == 0 {
+				old = append(old, netip.PrefixFrom(randV6(), []int{16, 32, 48, 64, 108}[r.Intn(5)]).Masked())
+			} else {
+				bits := r.Intn(33)
+				if r.Intn(40) > 0 && bits == 0 {
+					bits = 8
+				}
+				old = append(old, netip.PrefixFrom(randV4(), bits).Masked())
+			}
+		}
+		split := 1 + r.Intn(len(old))
+		newOf := func(n int) []netip.Prefix {
+			out := make([]netip.Prefix, n)
+			for i := range out {
+				out[i] = netip.MustParsePrefix("203.0.113.0/24")
+			}
+			return out
+		}
+		plan := &rules.Plan{Service: &rules.ServicePlan{Old: old[:split], New: newOf(split)}}
+		if split < len(old) {
+			plan.Pod = &rules.PodPlan{Old: old[split:], New: newOf(len(old) - split)}
+		}
+		s := NewLeftoverScan(plan)
+		s.prepare()
+		for i := 0; i < 40; i++ {
+			var b []byte
+			for j := r.Intn(20); j > 0; j-- {
+				switch r.Intn(8) {
+				case 0:
+					for k := r.Intn(12); k > 0; k-- {
+						b = append(b, byte(r.Intn(256)))
+					}
+				case 1:
+					b = append(b, []string{".", ":", "1", "a", "F", "::", "0.", "/"}[r.Intn(8)]...)
+				case 2, 3:
+					a := randV6()
+					text := a.String()
+					switch r.Intn(3) {
+					case 0:
+						text = strings.ToUpper(text)
+					case 1:
+						text = a.StringExpanded()
+					}
+					b = append(b, text...)
+				default:
+					b = append(b, randV4().String()...)
+				}
+				b = append(b, []string{"", "", " ", "\x12\x0b", ",", "/24", "/8", "/128", "."}[r.Intn(9)]...)
+			}
+			type finder func(v []byte, needles [][]byte, groups []leadGroup, part func(byte) bool, longest int, seen map[netip.Addr]bool) []string
+			run := func(f finder) ([]string, map[netip.Addr]bool) {
+				seen := map[netip.Addr]bool{}
+				found := f(b, s.needles, s.groups4, isV4Char, 15, seen)
+				found = append(found, f(b, s.needle6, s.groups6, isV6Char, 45, seen)...)
+				return found, seen
+			}
+			got, gotSeen := run(s.find)
+			for name, ref := range map[string]finder{
+				"one pass a needle": func(v []byte, needles [][]byte, _ []leadGroup, part func(byte) bool, longest int, seen map[netip.Addr]bool) []string {
+					return findByNeedle(s, v, needles, part, longest, seen)
+				},
+				"one pass a group": func(v []byte, needles [][]byte, groups []leadGroup, part func(byte) bool, longest int, seen map[netip.Addr]bool) []string {
+					return findGrouped(s, v, needles, groups, part, longest, seen)
+				},
+			} {
+				want, wantSeen := run(ref)
+				if !slices.Equal(got, want) || !maps.Equal(gotSeen, wantSeen) {
+					t.Fatalf("ranges %v, value %q:\n one pass: %q\n %s: %q", old, b, got, name, want)
+				}
+			}
 		}
 	}
 }

@@ -50,6 +50,8 @@ type bulkLoader struct {
 	// flushed counts bytes written since the last failpoint.
 	flushed int64
 	txBytes int64
+	// wb starts the writeback of the chunks as they are written.
+	wb *writeBehind
 }
 
 type kv struct{ k, v []byte }
@@ -135,9 +137,11 @@ const (
 // chunkBytes is how much the loader writes at once.
 const chunkBytes = 1 << 20
 
-func newBulkLoader(f *os.File, pageSize int, txBytes int64) *bulkLoader {
+// newBulkLoader writes into f, which is expected to grow to about
+// sizeHint bytes (0: unknown; see newWriteBehind).
+func newBulkLoader(f *os.File, pageSize int, txBytes, sizeHint int64) *bulkLoader {
 	return &bulkLoader{
-		f: f, pageSize: pageSize, txBytes: txBytes,
+		f: f, pageSize: pageSize, txBytes: txBytes, wb: newWriteBehind(f, sizeHint),
 		next: firstFreePage, chunkPg: firstFreePage,
 		chunk: make([]byte, 0, max(chunkBytes, pageSize)),
 		used:  pageHeaderSize,
@@ -239,9 +243,11 @@ func (b *bulkLoader) flush() error {
 	if len(b.chunk) == 0 {
 		return nil
 	}
-	if _, err := b.f.WriteAt(b.chunk, int64(b.chunkPg)*int64(b.pageSize)); err != nil {
+	off := int64(b.chunkPg) * int64(b.pageSize)
+	if _, err := b.f.WriteAt(b.chunk, off); err != nil {
 		return err
 	}
+	b.wb.wrote(off, int64(len(b.chunk)))
 	b.flushed += int64(len(b.chunk))
 	b.chunkPg = b.next
 	b.chunk = b.chunk[:0]

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // mmapPopulate maps a file's pages in one go (see Open).
@@ -79,4 +81,22 @@ func memTotal() int64 {
 		}
 	}
 	return 0
+}
+
+// adviseSequential undoes, for a file Open does not populate and that was
+// written in key order (OpenOptions.InOrder), bbolt's MADV_RANDOM
+// (bolt_unix.go mmap: no readahead, one 4 KiB page read a fault) on the
+// first size bytes of the mapping at data, advising MADV_SEQUENTIAL
+// instead: a pass over the key bucket then reads the file front to back,
+// and the kernel reads ahead and reclaims the pages read first. An input
+// keeps bbolt's advice: its pages are not in key order, and in a 1 GiB
+// memory cgroup plan of the 8 GiB bench input, which finishes in 173 s
+// with MADV_RANDOM, had read 142 GB in 172 s with MADV_NORMAL's read-around
+// and the one pass 190 GB in 228 s with MADV_SEQUENTIAL. A failure is
+// ignored: the advice is only a speed.
+func adviseSequential(data uintptr, size int64) {
+	if data == 0 || size <= 0 {
+		return
+	}
+	unix.Syscall(unix.SYS_MADVISE, data, uintptr(size), unix.MADV_SEQUENTIAL)
 }

@@ -59,6 +59,10 @@ type OpenOptions struct {
 	// Progress receives the hash check as a "hash" phase (HashVerify
 	// only). Optional.
 	Progress progress.Reporter
+	// InOrder says the file's pages are in key order (one this process's
+	// Writer has just written): if Open does not populate the mapping, it
+	// advises it sequential (adviseSequential). Default false.
+	InOrder bool
 }
 
 // Snapshot is an open, verified snapshot file. It is read-only: nothing in
@@ -143,7 +147,8 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 	// cache's, not this process's memory. An input larger than half the
 	// memory this process may fill (a small host, a memory cgroup) is not
 	// populated (populateFlags).
-	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: time.Second, MmapFlags: populateFlags(s.Size)})
+	flags := populateFlags(s.Size)
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: time.Second, MmapFlags: flags})
 	if err != nil {
 		if herr := s.WaitHash(); herr != nil {
 			return nil, herr // a corrupt file: the hash says it best
@@ -157,6 +162,9 @@ func Open(path string, opts OpenOptions) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot %s: open: %w", path, err)
 	}
 	s.db = db
+	if flags&mmapPopulate == 0 && opts.InOrder {
+		adviseSequential(db.Info().Data, s.DBSize)
+	}
 	if err := s.load(); err != nil {
 		s.Close() // rolls back the read transaction first; db.Close waits for it
 		if herr := s.WaitHash(); herr != nil {

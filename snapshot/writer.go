@@ -53,7 +53,9 @@ type WriterConfig struct {
 	PageSize int
 	// SizeHint is the expected database size in bytes: bbolt, which writes
 	// the buckets other than `key` at the end, maps the file that large at
-	// once. Optional.
+	// once; the bulk loader, which writes the `key` bucket back while it
+	// writes it, drops its written pages from the page cache if the hint is
+	// over half the memory the process may fill (newWriteBehind). Optional.
 	SizeHint int64
 	// BeforePublish, if set, checks the finished database under its
 	// temporary name (complete, but its sha256 trailer is being computed at
@@ -196,7 +198,7 @@ func Create(cfg WriterConfig) (*Writer, error) {
 	}
 	w := &Writer{cfg: cfg, tmp: f.Name(), small: smallBuckets{}}
 	if kind == WriterBulk {
-		w.keys = newBulkLoader(f, cfg.PageSize, cfg.TxBytes)
+		w.keys = newBulkLoader(f, cfg.PageSize, cfg.TxBytes, cfg.SizeHint)
 		return w, nil
 	}
 	f.Close()

@@ -104,7 +104,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.JustWritten {
 		hash = snapshot.HashTrailerOnly
 	}
-	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: hash, Progress: cfg.Progress})
+	snap, err := snapshot.Open(cfg.Path, snapshot.OpenOptions{AllowNoTrailer: cfg.SkipHashCheck, Hash: hash, Progress: cfg.Progress, InOrder: cfg.JustWritten})
 	if err != nil {
 		return nil, err
 	}
