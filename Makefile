@@ -4,7 +4,7 @@ BIN     := bin/snapshift
 DEMO    := out/demo
 PKGS    := ./...
 
-.PHONY: all build test e2e lab lab-clean demo bench bench-xlarge lint fmt tidy clean sample docs bench-8g release release-check install-check failpoints crash
+.PHONY: all build test e2e lab lab-ha lab-clean demo bench bench-xlarge lint fmt tidy clean sample docs bench-8g release release-check install-check failpoints crash
 
 all: build
 
@@ -67,6 +67,11 @@ e2e:
 # lab-clean removes what a killed run left (processes by PID, mounts, namespaces).
 lab:
 	bash hack/lab/lab.sh
+
+# The three-control-plane variant (cp1, cp2, cp3: three etcd members), new CA
+# (LAB_CAS="old new" runs both). Part of make e2e.
+lab-ha:
+	LAB_HA=1 LAB_CAS=$${LAB_CAS:-new} bash hack/lab/lab.sh
 
 lab-clean:
 	bash hack/lab/clean.sh

@@ -41,8 +41,10 @@ else
   bin/e2e.test "${args[@]}"
 fi
 # The lab (hack/lab): a cluster of real components in network namespaces of
-# its own, migrated by the runbook's steps and rolled back, old CA and new CA.
-# SNAPSHIFT_E2E_LAB=0 leaves it out (a machine without root or its packages).
+# its own, migrated by the runbook's steps and rolled back, old CA and new CA;
+# then its three-control-plane variant with a new CA (make lab-ha).
+# SNAPSHIFT_E2E_LAB=0 leaves both out (a machine without root or its packages).
 if [ "${SNAPSHIFT_E2E_LAB:-1}" = 1 ]; then
   bash hack/lab/lab.sh
+  LAB_HA=1 LAB_CAS=new bash hack/lab/lab.sh
 fi

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # make lab (issue 33): a cluster of real components in network namespaces on
-# this machine, offline. So far: the control-plane node cp1 (containerd,
-# kubelet, the control plane as static pods from snapshift's own certs and
-# manifests) comes up Ready. Everything it starts is stopped by PID and every
+# this machine, offline: control-plane node cp1 (LAB_HA=1: cp1, cp2, cp3)
+# and workers w1, w2, each with containerd and a kubelet; the control plane
+# as static pods from snapshift's own certs and manifests; kube-proxy
+# (kubeadm's add-on) and flannel (its kube-flannel.yml) as DaemonSets,
+# CoreDNS as a Deployment. It is migrated and rolled back by RUNBOOK.md's
+# own blocks (hack/lab/migrate.sh) and checked (hack/lab/checks.sh). Everything it starts is stopped by PID and every
 # namespace and mount removed on exit, failure or Ctrl-C (LAB_KEEP=1 keeps
-# the cluster running; make lab-clean removes it). Logs: out/lab/logs.
+# the cluster running; make lab-clean removes it). Logs: out/lab/logs (LAB_HA=1: out/lab-ha/logs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -29,15 +32,16 @@ finish() {
   if { [ "${LAB_KEEP:-}" = 1 ] && [ $status = 0 ]; } || [ "${LAB_KEEP:-}" = always ]; then
     log "LAB_KEEP=1: the lab keeps running; make lab-clean removes it"; return
   fi
-  rm -rf "$repo/out/lab/logs"; mkdir -p "$repo/out/lab/logs"
-  cp -a "$LAB_ROOT"/logs/. "$repo/out/lab/logs/" 2>/dev/null || true
+  local logs=${logs:-$repo/out/lab/logs}
+  rm -rf "$logs"; mkdir -p "$logs"
+  cp -a "$LAB_ROOT"/logs/. "$logs/" 2>/dev/null || true
   for n in $(lab_nodes_present | sort -u); do
-    cp -a "$(nodedir "$n")/root/var/log/pods" "$repo/out/lab/logs/$n-pods" 2>/dev/null || true
+    cp -a "$(nodedir "$n")/root/var/log/pods" "$logs/$n-pods" 2>/dev/null || true
   done
   log "stopping the lab"
   lab_clean
   rm -rf "$LAB_ROOT"
-  if [ $status = 0 ]; then log "PASS"; else log "FAIL (component logs in out/lab/logs)"; fi
+  if [ $status = 0 ]; then log "PASS"; else log "FAIL (component logs in ${logs#$repo/})"; fi
 }
 trap finish EXIT
 trap 'exit 130' INT TERM
@@ -47,8 +51,8 @@ SVC_CIDR=192.168.0.0/16
 DNS_IP=192.168.0.10
 WORKERS=${LAB_WORKERS:-"w1 w2"}
 # LAB_HA=1: three control-plane nodes (three etcd members, three
-# apiservers), the runbook's HA path.
-if [ "${LAB_HA:-0}" = 1 ]; then CPS="cp1 cp2 cp3"; else CPS=cp1; fi
+# apiservers), the runbook's HA path; its logs in out/lab-ha/logs.
+if [ "${LAB_HA:-0}" = 1 ]; then CPS="cp1 cp2 cp3" logs=$repo/out/lab-ha/logs; else CPS=cp1 logs=$repo/out/lab/logs; fi
 
 # The check table: check NAME CMD... runs CMD, records PASS or FAIL with
 # CMD's last output line.
@@ -110,13 +114,12 @@ nodeexec cp1 "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/super-admin.conf cr
   kubeadm:cluster-admins --clusterrole=cluster-admin --group=kubeadm:cluster-admins >/dev/null
 kc cp1 create clusterrolebinding kubeadm:kubelet-api-admin --clusterrole=system:kubelet-api-admin \
   --user=kube-apiserver-kubelet-client >/dev/null
-lab_kubeadm_phases > "$LAB_ROOT/logs/cp1-kubeadm-phases.log" 2>&1 || die "kubeadm init phase upload-config/bootstrap-token on cp1 failed (log: out/lab/logs/cp1-kubeadm-phases.log)"
+lab_kubeadm_phases > "$LAB_ROOT/logs/cp1-kubeadm-phases.log" 2>&1 || die "kubeadm init phase upload-config/bootstrap-token on cp1 failed (log: ${logs#$repo/}/cp1-kubeadm-phases.log)"
 lab_apply hack/lab/manifests/addons.yaml >/dev/null
-for n in $CPS; do
-  lab_flannel "$n"
-  lab_kube_proxy "$n"
-done
-for n in $CPS; do wait_for "$n: node Ready" 180 node_ready "$n"; done
+lab_flannel_manifest > "$LAB_ROOT/logs/kube-flannel-apply.log" 2>&1 || die "kubectl apply of kube-flannel.yml failed (log: ${logs#$repo/}/kube-flannel-apply.log)"
+# The nodes turn Ready once flannel's DaemonSet pod has installed the CNI
+# plugin and config and flanneld has written /run/flannel/subnet.env.
+for n in $CPS; do wait_for "$n: node Ready (kube-proxy and flannel pods)" 240 node_ready "$n"; done
 log "control plane up in $(( $(date +%s) - t0 ))s"
 
 for w in $WORKERS; do
@@ -132,12 +135,12 @@ for w in $WORKERS; do
   lab_kubelet_config "$w" "$DNS_IP"
   lab_kubelet "$w"
   wait_for "$w: node registered" 120 kc cp1 get node "$w"
-  lab_flannel "$w"
-  lab_kube_proxy "$w"
 done
 for w in $WORKERS; do wait_for "$w: node Ready" 180 node_ready "$w"; done
 log "cluster of $(wc -w <<< "$CPS $WORKERS") nodes up in $(( $(date +%s) - t0 ))s"
 lab_apply hack/lab/manifests/workloads.yaml >/dev/null
+wait_for "kube-proxy on every node" 180 kc cp1 -n kube-system rollout status ds/kube-proxy --timeout=1s
+wait_for "kube-flannel on every node" 180 kc cp1 -n kube-flannel rollout status ds/kube-flannel-ds --timeout=1s
 wait_for "coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
 wait_for "web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
 wait_for "db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s
