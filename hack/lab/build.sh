@@ -132,8 +132,15 @@ img coredns-lab "$COREDNS_IMAGE" -file /coredns="$LAB_BIN/coredns-lab-$COREDNS_V
 # extensions), with the libraries they load.
 command -v nft >/dev/null && [ -x /usr/sbin/xtables-nft-multi ] ||
   { echo "[lab] nft or xtables-nft-multi is missing: apt-get install -y nftables iptables" >&2; exit 1; }
+# /etc/protocols too (Debian's netbase): without it nft prints a protocol as
+# its number (6, not tcp), so a restarted kube-proxy, which reads its maps'
+# elements back to find stale ones, found none of its "ip . tcp . port" keys
+# and deleted every Service's element (the lab saw VIPs refuse connections
+# after cluster restart restarted the DaemonSet).
+[ -s /etc/protocols ] && [ -s /etc/services ] || { echo "[lab] /etc/protocols or /etc/services is missing: apt-get install -y netbase" >&2; exit 1; }
 netfilter=()
 mapfile -t netfilter < <(
+  printf -- '-file\n/etc/protocols=/etc/protocols\n-file\n/etc/services=/etc/services\n'
   printf -- '-file\n/usr/sbin/nft=%s\n' "$(readlink -f "$(command -v nft)")"
   for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
     printf -- '-file\n/usr/sbin/%s=/usr/sbin/xtables-nft-multi\n' "$t"
