@@ -5,9 +5,10 @@
 # as static pods from snapshift's own certs and manifests; kube-proxy
 # (kubeadm's add-on) and flannel (its kube-flannel.yml) as DaemonSets,
 # CoreDNS as a Deployment. It is migrated and rolled back by RUNBOOK.md's
-# own blocks (hack/lab/migrate.sh) and checked (hack/lab/checks.sh). Everything it starts is stopped by PID and every
-# namespace and mount removed on exit, failure or Ctrl-C (LAB_KEEP=1 keeps
-# the cluster running; make lab-clean removes it). Logs: out/lab/logs (LAB_HA=1: out/lab-ha/logs).
+# own blocks (hack/lab/migrate.sh) and checked (hack/lab/checks.sh).
+# Everything it starts is stopped by PID and every namespace and mount
+# removed on exit, failure or Ctrl-C (LAB_KEEP=1 keeps the cluster running;
+# make lab-clean removes it). Logs: out/lab/logs (LAB_HA=1: out/lab-ha/logs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
