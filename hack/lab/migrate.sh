@@ -24,6 +24,7 @@ fromnode() {
 # the checks; "new" rebuilds with a new CA, "old" reissues from the old one.
 lab_migrate() {
   local label=$1 ca=$2 a=$LAB_ROOT/admin/$1 rb k
+  EVENTS_SINCE=$(date -u +%FT%TZ)   # the checks count the events made from here on
   log "[$label] before the snapshot (runbook header), on $CPS"
   for n in $CPS; do nodesh "$n" "$PRE_SNAPSHOT"; done
   nodesh cp1 "mkdir -p /backup && rm -f /backup/etcd.db && $SNAPSHOT_SAVE" > "$LAB_ROOT/logs/$label-snapshot.log" 2>&1 ||
@@ -96,6 +97,7 @@ EOF
 # lab_rollback LABEL: the runbook's section "Rollback", every block.
 lab_rollback() {
   local label=$1 rb=$LAB_ROOT/runbook-$1 k
+  EVENTS_SINCE=$(date -u +%FT%TZ)
   k=$(rb_step "$rb" '^Rollback$')
   rb_run "$rb" "$k" admin 1
   rb_run "$rb" "$k" workers 2
