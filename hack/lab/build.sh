@@ -89,6 +89,9 @@ flanneld
 gobuild crictl "sigs.k8s.io/cri-tools@$CRICTL_VERSION" sigs.k8s.io/cri-tools/cmd/crictl
 gobuild etcdctl "go.etcd.io/etcd/etcdctl/v3@$ETCDCTL_VERSION" go.etcd.io/etcd/etcdctl/v3
 gobuild cni-flannel "github.com/containernetworking/plugins@$CNI_FLANNEL_VERSION" github.com/containernetworking/plugins/plugins/meta/flannel
+# The flannel image's install-conf (kube-flannel.yml's init container
+# install-cni copies the CNI config with it).
+gobuild flannel-install-conf "github.com/flannel-io/flannel@$FLANNEL_VERSION" github.com/flannel-io/flannel/cmd/install_conf
 
 t=$(date +%s)
 mkdir -p "$LAB_BIN/tools"
@@ -123,6 +126,34 @@ img etcd "$ETCD_IMAGE" -file /usr/local/bin/etcd="$etcd_bin" "${etcd_libs[@]}"
 [ -x /bin/busybox ] || { echo "[lab] /bin/busybox is missing: apt-get install -y busybox-static" >&2; exit 1; }
 img busybox "$BUSYBOX_IMAGE" -file /bin/busybox=/bin/busybox -file /bin/nslookup=/bin/busybox -file /bin/sh=/bin/busybox
 img coredns-lab "$COREDNS_IMAGE" -file /coredns="$LAB_BIN/coredns-lab-$COREDNS_VERSION" -entrypoint /coredns
+# The DaemonSets' images. kube-proxy (nftables mode) runs nft; flanneld
+# (--ip-masq) runs iptables: Debian's nft and iptables (nf_tables backend,
+# the multi-call xtables-nft-multi under each name it answers to, and its
+# extensions), with the libraries they load.
+command -v nft >/dev/null && [ -x /usr/sbin/xtables-nft-multi ] ||
+  { echo "[lab] nft or xtables-nft-multi is missing: apt-get install -y nftables iptables" >&2; exit 1; }
+# /etc/protocols too (Debian's netbase): without it nft prints a protocol as
+# its number (6, not tcp), so a restarted kube-proxy, which reads its maps'
+# elements back to find stale ones, found none of its "ip . tcp . port" keys
+# and deleted every Service's element (the lab saw VIPs refuse connections
+# after cluster restart restarted the DaemonSet).
+[ -s /etc/protocols ] && [ -s /etc/services ] || { echo "[lab] /etc/protocols or /etc/services is missing: apt-get install -y netbase" >&2; exit 1; }
+netfilter=()
+mapfile -t netfilter < <(
+  printf -- '-file\n/etc/protocols=/etc/protocols\n-file\n/etc/services=/etc/services\n'
+  printf -- '-file\n/usr/sbin/nft=%s\n' "$(readlink -f "$(command -v nft)")"
+  for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+    printf -- '-file\n/usr/sbin/%s=/usr/sbin/xtables-nft-multi\n' "$t"
+  done
+  for x in /usr/lib/x86_64-linux-gnu/xtables/*.so; do printf -- '-file\n%s=%s\n' "$x" "$x"; done
+  { libs "$(command -v nft)"; libs /usr/sbin/xtables-nft-multi; } | paste - - | sort -u | tr '\t' '\n'
+)
+img kube-proxy "$KUBE_PROXY_IMAGE" -file "/usr/local/bin/kube-proxy=$K8S_BIN/kube-proxy" "${netfilter[@]}"
+img flannel "$FLANNEL_IMAGE" -file "/opt/bin/flanneld=$LAB_BIN/flanneld-$FLANNEL_VERSION" \
+  -file "/opt/bin/install-conf=$LAB_BIN/flannel-install-conf-$FLANNEL_VERSION" "${netfilter[@]}" -entrypoint /opt/bin/flanneld
+# The CNI plugin's image: the plugin and a cp (busybox) for its init container.
+img flannel-cni-plugin "$FLANNEL_CNI_PLUGIN_IMAGE" -file "/flannel=$LAB_BIN/cni-flannel-$CNI_FLANNEL_VERSION" \
+  -file /bin/cp=/bin/busybox -file /bin/sh=/bin/busybox
 took images "$t"
 ls -la "$LAB_IMAGES"
 took "lab build" "$t0"

@@ -2,13 +2,13 @@
 # make lab (issue 33): a cluster of real components in network namespaces on
 # this machine, offline: control-plane node cp1 (LAB_HA=1: cp1, cp2, cp3)
 # and workers w1, w2, each with containerd and a kubelet; the control plane
-# as static pods from snapshift's own certs and manifests; flanneld and
-# kube-proxy as host processes, CoreDNS as a Deployment. It is migrated and
-# rolled back by RUNBOOK.md's own blocks (hack/lab/migrate.sh) and checked
-# (hack/lab/checks.sh). Everything it starts is stopped by PID and every
-# namespace and mount removed on exit, failure or Ctrl-C (LAB_KEEP=1 keeps
-# the cluster running; make lab-clean removes it). Logs: out/lab/logs
-# (LAB_HA=1: out/lab-ha/logs).
+# as static pods from snapshift's own certs and manifests; kube-proxy
+# (kubeadm's add-on) and flannel (its kube-flannel.yml) as DaemonSets,
+# CoreDNS as a Deployment. It is migrated and rolled back by RUNBOOK.md's
+# own blocks (hack/lab/migrate.sh) and checked (hack/lab/checks.sh).
+# Everything it starts is stopped by PID and every namespace and mount
+# removed on exit, failure or Ctrl-C (LAB_KEEP=1 keeps the cluster running;
+# make lab-clean removes it). Logs: out/lab/logs (LAB_HA=1: out/lab-ha/logs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -117,11 +117,10 @@ kc cp1 create clusterrolebinding kubeadm:kubelet-api-admin --clusterrole=system:
   --user=kube-apiserver-kubelet-client >/dev/null
 lab_kubeadm_phases > "$LAB_ROOT/logs/cp1-kubeadm-phases.log" 2>&1 || die "kubeadm init phase upload-config/bootstrap-token on cp1 failed (log: ${logs#$repo/}/cp1-kubeadm-phases.log)"
 lab_apply hack/lab/manifests/addons.yaml >/dev/null
-for n in $CPS; do
-  lab_flannel "$n"
-  lab_kube_proxy "$n"
-done
-for n in $CPS; do wait_for "$n: node Ready" 180 node_ready "$n"; done
+lab_flannel_manifest > "$LAB_ROOT/logs/kube-flannel-apply.log" 2>&1 || die "kubectl apply of kube-flannel.yml failed (log: ${logs#$repo/}/kube-flannel-apply.log)"
+# The nodes turn Ready once flannel's DaemonSet pod has installed the CNI
+# plugin and config and flanneld has written /run/flannel/subnet.env.
+for n in $CPS; do wait_for "$n: node Ready (kube-proxy and flannel pods)" 240 node_ready "$n"; done
 log "control plane up in $(( $(date +%s) - t0 ))s"
 
 for w in $WORKERS; do
@@ -137,12 +136,12 @@ for w in $WORKERS; do
   lab_kubelet_config "$w" "$DNS_IP"
   lab_kubelet "$w"
   wait_for "$w: node registered" 120 kc cp1 get node "$w"
-  lab_flannel "$w"
-  lab_kube_proxy "$w"
 done
 for w in $WORKERS; do wait_for "$w: node Ready" 180 node_ready "$w"; done
 log "cluster of $(wc -w <<< "$CPS $WORKERS") nodes up in $(( $(date +%s) - t0 ))s"
 lab_apply hack/lab/manifests/workloads.yaml >/dev/null
+wait_for "kube-proxy on every node" 180 kc cp1 -n kube-system rollout status ds/kube-proxy --timeout=1s
+wait_for "kube-flannel on every node" 180 kc cp1 -n kube-flannel rollout status ds/kube-flannel-ds --timeout=1s
 wait_for "coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
 wait_for "web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
 wait_for "db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s

@@ -20,27 +20,11 @@ fromnode() {
   nodeexec "$1" tar -C "$(dirname "$2")" -cf - "$(basename "$2")" | tar -C "$3" -xpf -
 }
 
-# restart_agents NODES...: flanneld and kube-proxy (host processes in the
-# lab, DaemonSets in a real cluster) started again, from the ConfigMaps the
-# snapshot carries: what the runbook's "restart its agents by hand first"
-# asks for, since the lab's agents are not pods snapshift can restart.
-restart_agents() {
-  local n
-  for n in "$@"; do
-    lab_stop "$n" flanneld; lab_stop "$n" kube-proxy
-    # Their kubeconfigs signed again by the CA cp1 now has (a new CA, or
-    # the old one back after a rollback): the runbook's "hosts ... with
-    # their own kubeconfigs need ones signed by the new CA".
-    rm -f "$(nodedir "$n")/root/etc/kubernetes/flannel.conf" "$(nodedir "$n")/root/etc/kubernetes/kube-proxy.conf"
-    lab_flannel "$n"
-    lab_kube_proxy "$n"
-  done
-}
-
 # lab_migrate LABEL new|old: the whole operation. LABEL names the bundle and
 # the checks; "new" rebuilds with a new CA, "old" reissues from the old one.
 lab_migrate() {
   local label=$1 ca=$2 a=$LAB_ROOT/admin/$1 rb k
+  EVENTS_SINCE=$(date -u +%FT%TZ)   # the checks count the events made from here on
   log "[$label] before the snapshot (runbook header), on $CPS"
   for n in $CPS; do nodesh "$n" "$PRE_SNAPSHOT"; done
   nodesh cp1 "mkdir -p /backup && rm -f /backup/etcd.db && $SNAPSHOT_SAVE" > "$LAB_ROOT/logs/$label-snapshot.log" 2>&1 ||
@@ -82,11 +66,6 @@ EOF
   grep -qF "$SNAPSHOT_SAVE" <(tr '\n' ' ' < "$a/bundle/RUNBOOK.md") || die "the runbook's header no longer gives the lab's SNAPSHOT_SAVE command"
 
   rb_run "$rb" "$(rb_step "$rb" '^Copy each node')" admin
-  # The runbook stops the CNI agent's containers (crictl stop kube-flannel)
-  # before it removes the agent's host state; the lab's agents are host
-  # processes, so the lab stops them at that point (a running flanneld
-  # recreates flannel.1 with its old address at once).
-  for n in $CPS $WORKERS; do lab_stop "$n" flanneld; done
   rb_run "$rb" "$(rb_step "$rb" '^Back up and stop the kubelet')" workers
   rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 1   # block 2 is node confirm, after the checks
   rb_kubectl "$rb"
@@ -98,16 +77,14 @@ EOF
     rb_run "$rb" "$k" kubectl 1
     rb_run "$rb" "$k" workers 2
     # Block 3 (kubeconfigs for hosts that run only kube-proxy or a CNI
-    # agent): restart_agents signs the lab's agents' kubeconfigs the same way.
+    # agent outside a pod): the lab has none, its agents are DaemonSets.
   else
     rb_run "$rb" "$(rb_step "$rb" '^Start the kubelet on every worker')" workers
   fi
   for n in $CPS $WORKERS; do wait_for "[$label] $n: node Ready" 180 node_ready "$n"; done
   k=$(rb_step "$rb" '^Restart the workloads')
-  if grep -q 'restart its agents by hand first' "$LAB_ROOT/logs/$label-RUNBOOK.md"; then
-    log "[$label] stage 1 by hand, as the runbook says: flanneld and kube-proxy on every node"
-    restart_agents $CPS $WORKERS
-  fi
+  ! grep -q 'restart its agents by hand first' "$LAB_ROOT/logs/$label-RUNBOOK.md" ||
+    die "the runbook asks to restart the CNI agents by hand: it did not recognise flannel's DaemonSet"
   rb_run "$rb" "$k" kubectl 1
   # The restart deletes bare pods ("the pods no controller restarts"): their
   # owner, here the lab, creates them again from its manifests.
@@ -120,14 +97,13 @@ EOF
 # lab_rollback LABEL: the runbook's section "Rollback", every block.
 lab_rollback() {
   local label=$1 rb=$LAB_ROOT/runbook-$1 k
+  EVENTS_SINCE=$(date -u +%FT%TZ)
   k=$(rb_step "$rb" '^Rollback$')
-  for n in $CPS $WORKERS; do lab_stop "$n" flanneld; done   # as rollback's crictl stop kube-flannel would
   rb_run "$rb" "$k" admin 1
   rb_run "$rb" "$k" workers 2
   # "with the old cluster's kubeconfig, once the old control plane is back"
   RB_KUBECTL=cp1 RB_KUBECTL_ENV='export KUBECONFIG=/etc/kubernetes/admin.conf'
   for n in $CPS $WORKERS; do wait_for "[$label rollback] $n: node Ready" 180 node_ready "$n"; done
-  restart_agents $CPS $WORKERS
   rb_run "$rb" "$k" kubectl 3
   # The bare probe pod was deleted with the rest: its owner creates it again.
   lab_apply hack/lab/manifests/workloads.yaml >/dev/null
@@ -139,6 +115,8 @@ lab_rollback() {
 lab_wait_workloads() {
   local n
   for n in $CPS $WORKERS; do wait_for "[$1] $n: node Ready" 180 node_ready "$n"; done
+  wait_for "[$1] kube-proxy on every node" 180 kc cp1 -n kube-system rollout status ds/kube-proxy --timeout=1s
+  wait_for "[$1] kube-flannel on every node" 180 kc cp1 -n kube-flannel rollout status ds/kube-flannel-ds --timeout=1s
   wait_for "[$1] coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
   wait_for "[$1] web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
   wait_for "[$1] db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s

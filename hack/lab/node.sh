@@ -34,9 +34,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = "/opt/cni/bin"
     conf_dir = "/etc/cni/net.d"
 TOML
+  # Debian's plugins (bridge, host-local, portmap...); flannel's own is
+  # installed by its DaemonSet's init container, as on any flannel node.
   local p
   for p in /usr/lib/cni/*; do ln -sf "$p" "$dir/root/opt/cni/bin/"; done
-  cp "$LAB_BIN/cni-flannel-$CNI_FLANNEL_VERSION" "$dir/root/opt/cni/bin/flannel"
 }
 
 lab_containerd() {
@@ -112,8 +113,11 @@ lab_kubelet_config() {
 # itself on cp1 from the lab's configuration: the kubeadm-config and
 # kubelet-config ConfigMaps (upload-config), a bootstrap token, the
 # cluster-info ConfigMap and the RBAC rules that let a node join
-# (bootstrap-token). snapshift rebuild reads and rewrites them; the new-CA
-# runbook's kubeadm join needs them.
+# (bootstrap-token), and the kube-proxy add-on (its ServiceAccount, RBAC,
+# ConfigMap and DaemonSet, nftables mode). snapshift rebuild reads and
+# rewrites them; the new-CA runbook's kubeadm join needs them. The
+# KubeProxyConfiguration: conntrack.maxPerCore 0 leaves nf_conntrack_max,
+# which only the host's own network namespace may set, as it is.
 lab_kubeadm_phases() {
   local cfg=/etc/kubernetes/lab-kubeadm.yaml
   {
@@ -142,10 +146,16 @@ networking:
   serviceSubnet: $SVC_CIDR
   podSubnet: $POD_CIDR
 ---
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+conntrack:
+  maxPerCore: 0
+---
 YAML
     lab_kubelet_yaml "$DNS_IP"
   } > "$(nodedir cp1)/root$cfg"
-  nodesh cp1 "kubeadm init phase upload-config all --config $cfg && kubeadm init phase bootstrap-token --config $cfg"
+  nodesh cp1 "kubeadm init phase upload-config all --config $cfg && kubeadm init phase bootstrap-token --config $cfg && kubeadm init phase addon kube-proxy --config $cfg"
 }
 
 # lab_kubelet NODE: the kubelet as kubeadm's systemd drop-in (10-kubeadm.conf)
@@ -205,43 +215,20 @@ lab_client_kubeconfig() {
     --kubeconfig-user "$user" ${group:+--kubeconfig-group "$group"} --kubeconfig-out "$(nodedir "$n")/root$file"
 }
 
-# lab_flannel NODE: flanneld as a host process of the node, configured from
-# the kube-flannel-cfg ConfigMap as its DaemonSet would be (net-conf.json,
-# and cni-conf.json installed as the CNI config).
-lab_flannel() {
-  local n=$1 dir; dir=$(nodedir "$n")/root
-  mkdir -p "$dir/etc/kubernetes/flannel"
-  kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.net-conf\.json}' > "$dir/etc/kubernetes/flannel/net-conf.json"
-  [ -f "$dir/etc/kubernetes/flannel.conf" ] || lab_client_kubeconfig "$n" flannel /etc/kubernetes/flannel.conf
-  # flanneld exits when the Node has no podCIDR yet (its DaemonSet would restart it).
-  wait_for "$n: podCIDR assigned" 60 node_pod_cidr "$n"
-  lab_start "$n" flanneld env NODE_NAME="$n" "$LAB_BIN/flanneld-$FLANNEL_VERSION" --kube-subnet-mgr \
-    --kubeconfig-file=/etc/kubernetes/flannel.conf --net-config-path=/etc/kubernetes/flannel/net-conf.json \
-    --iface=eth0 --ip-masq --healthz-ip=127.0.0.1
-  # The CNI config once flanneld has written subnet.env, which the flannel
-  # plugin reads: before it, the kubelet keeps the node NotReady and nothing
-  # is scheduled to fail there.
-  wait_for "$n: flanneld wrote /run/flannel/subnet.env" 60 nodeexec "$n" test -s /run/flannel/subnet.env
-  # Written aside and renamed: containerd watches the directory, and a
-  # truncated file read half-way makes the node NotReady ("cni plugin not
-  # initialized") for a moment.
-  kc cp1 -n kube-flannel get configmap kube-flannel-cfg -o jsonpath='{.data.cni-conf\.json}' > "$dir/etc/cni/net.d/.10-flannel.conflist.tmp"
-  if cmp -s "$dir/etc/cni/net.d/.10-flannel.conflist.tmp" "$dir/etc/cni/net.d/10-flannel.conflist"; then
-    rm -f "$dir/etc/cni/net.d/.10-flannel.conflist.tmp"
-  else
-    mv "$dir/etc/cni/net.d/.10-flannel.conflist.tmp" "$dir/etc/cni/net.d/10-flannel.conflist"
-  fi
-}
-
-# lab_kube_proxy NODE: kube-proxy as a host process of the node, with the
-# config.conf of the kube-proxy ConfigMap as its DaemonSet would mount it.
-lab_kube_proxy() {
-  local n=$1 dir; dir=$(nodedir "$n")/root
-  mkdir -p "$dir/var/lib/kubelet/kube-proxy"
-  kc cp1 -n kube-system get configmap kube-proxy -o jsonpath='{.data.config\.conf}' |
-    sed "s#/var/lib/kube-proxy/kubeconfig.conf#/etc/kubernetes/kube-proxy.conf#" > "$dir/var/lib/kubelet/kube-proxy/config.conf"
-  [ -f "$dir/etc/kubernetes/kube-proxy.conf" ] || lab_client_kubeconfig "$n" system:kube-proxy /etc/kubernetes/kube-proxy.conf
-  lab_start "$n" kube-proxy "$K8S_BIN/kube-proxy" --config=/var/lib/kubelet/kube-proxy/config.conf --hostname-override="$n" --v=2
+# lab_flannel_manifest: flannel's own kube-flannel.yml, from the flannel
+# module at FLANNEL_VERSION (its Namespace, RBAC, kube-flannel-cfg ConfigMap
+# with 10.244.0.0/16, the lab's pod range, and the DaemonSet), with one
+# change: the CNI config's cniVersion 1.0.0 becomes 0.3.1, since the flannel
+# plugin the lab builds (containernetworking/plugins v0.9.1) speaks CNI up to
+# 0.4.0; flannel-io/cni-plugin, which speaks 1.0.0, is not on the module proxy.
+lab_flannel_manifest() {
+  local dir
+  dir=$(cd "$repo" && go mod download -json "github.com/flannel-io/flannel@$FLANNEL_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  [ -f "$dir/Documentation/kube-flannel.yml" ] || die "no Documentation/kube-flannel.yml in the flannel module $FLANNEL_VERSION"
+  grep -q "\"Network\": \"$POD_CIDR\"" "$dir/Documentation/kube-flannel.yml" || die "kube-flannel.yml's Network is not the lab's pod range $POD_CIDR"
+  grep -q '"cniVersion": "1.0.0"' "$dir/Documentation/kube-flannel.yml" || die "kube-flannel.yml's cniVersion is not 1.0.0: check the lab's change to it"
+  sed 's/"cniVersion": "1.0.0"/"cniVersion": "0.3.1"/' "$dir/Documentation/kube-flannel.yml" |
+    nodeexec cp1 "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/admin.conf apply -f -
 }
 
 # lab_apply FILE: kubectl apply with the lab's placeholders filled in.

@@ -17,6 +17,11 @@ COREDNS_IMAGE=registry.k8s.io/coredns/coredns:$COREDNS_VERSION
 WEB_IMAGE=lab.local/web:1
 PROBE_IMAGE=lab.local/probe:1
 BUSYBOX_IMAGE=docker.io/library/busybox:1.36 # snapshift cluster check's default --probe-image
+# The add-on DaemonSets' images, as kubeadm's kube-proxy and flannel's own
+# kube-flannel.yml (from the flannel module, at FLANNEL_VERSION) name them.
+KUBE_PROXY_IMAGE=registry.k8s.io/kube-proxy:$K8S_VERSION
+FLANNEL_IMAGE=ghcr.io/flannel-io/flannel:$FLANNEL_VERSION
+FLANNEL_CNI_PLUGIN_IMAGE=ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3
 LAB_CACHE=${SNAPSHIFT_E2E_CACHE:-$HOME/.cache/snapshift-e2e}
 LAB_BIN=$LAB_CACHE/lab-bin
 LAB_IMAGES=$LAB_CACHE/lab-images-$K8S_VERSION

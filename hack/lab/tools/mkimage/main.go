@@ -76,7 +76,7 @@ func run(args []string) error {
 		Architecture: "amd64",
 		OS:           "linux",
 		Config: v1.Config{
-			Env:        append([]string{"PATH=/usr/local/bin:/usr/bin:/bin:/"}, env...),
+			Env:        append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/"}, env...),
 			Entrypoint: strings.Fields(*entry),
 		},
 	}
