@@ -281,7 +281,10 @@ func checkEvents(ctx context.Context, cfg *Config) CheckResult {
 }
 
 // checkRolePods: the pods of the bundle's workloads with these roles are
-// all Ready.
+// all Ready, and there are as many as their controller wants (a
+// Deployment's or StatefulSet's replicas, a DaemonSet's desired number
+// scheduled): a pod just deleted and not yet replaced does not count, and
+// neither does one being deleted.
 func checkRolePods(ctx context.Context, cfg *Config, name string, want func(role string) bool) CheckResult {
 	read := "kubectl get pods -A -o wide -l SELECTOR; kubectl describe pod; kubectl logs"
 	var bad, seen []string
@@ -291,20 +294,32 @@ func checkRolePods(ctx context.Context, cfg *Config, name string, want func(role
 			continue
 		}
 		seen = append(seen, w.Namespace+"/"+w.Ref())
+		desired, err := desiredPods(ctx, cfg, w)
+		if err != nil {
+			return fail(name, read, "reading %s/%s: %v", w.Namespace, w.Ref(), err)
+		}
 		pods, err := cfg.Client.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: w.Selector})
 		if err != nil {
 			return fail(name, read, "listing pods of %s/%s: %v", w.Namespace, w.Ref(), err)
 		}
-		n := 0
+		n, live := 0, 0
 		for _, p := range pods.Items {
-			total++
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			live++
 			if podReady(&p) {
-				ready++
 				n++
 			}
 		}
-		if len(pods.Items) == 0 || n < len(pods.Items) {
-			bad = append(bad, fmt.Sprintf("%s/%s %d/%d Ready", w.Namespace, w.Ref(), n, len(pods.Items)))
+		total += desired
+		ready += min(n, desired)
+		if desired == 0 || n < desired || n < live {
+			msg := fmt.Sprintf("%s/%s %d/%d Ready", w.Namespace, w.Ref(), n, desired)
+			if live != desired {
+				msg += fmt.Sprintf(" (%d pods)", live)
+			}
+			bad = append(bad, msg)
 		}
 	}
 	if len(seen) == 0 {
@@ -314,6 +329,39 @@ func checkRolePods(ctx context.Context, cfg *Config, name string, want func(role
 		return fail(name, strings.Replace(read, "SELECTOR", "<its selector>", 1), "%s", capNames(bad))
 	}
 	return pass(name, "%d of %d pods Ready (%s)", ready, total, strings.Join(seen, ", "))
+}
+
+// desiredPods is how many pods w's controller wants: its replicas, or for
+// a DaemonSet the number of nodes it should run on.
+func desiredPods(ctx context.Context, cfg *Config, w restart.Workload) (int, error) {
+	apps := cfg.Client.AppsV1()
+	switch w.Kind {
+	case "DaemonSet":
+		ds, err := apps.DaemonSets(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		return int(ds.Status.DesiredNumberScheduled), nil
+	case "StatefulSet":
+		ss, err := apps.StatefulSets(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		return replicas(ss.Spec.Replicas), nil
+	}
+	d, err := apps.Deployments(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return replicas(d.Spec.Replicas), nil
+}
+
+// replicas is spec.replicas, 1 when unset (the API's default).
+func replicas(r *int32) int {
+	if r == nil {
+		return 1
+	}
+	return int(*r)
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -15,7 +15,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/keyutil"
@@ -151,9 +153,29 @@ manifests: {kubernetesVersion: %s}
 		t.Errorf("[cluster] FAIL the second run recreated kube-dns again: %v", err)
 	}
 
+	// CoreDNS wants two pods and a quota lets it have one: the check counts
+	// against what the controller wants, not the pods that happen to exist.
+	one := resource.MustParse("1")
+	if _, err := c.CoreV1().ResourceQuotas("kube-system").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "one-pod"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: one}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AppsV1().Deployments("kube-system").Patch(ctx, "coredns", types.MergePatchType, []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		pods, err := c.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+		if err == nil && len(pods.Items) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("[cluster] FAIL no single coredns pod under the one-pod quota: %d pods, %v", len(pods.Items), err)
+		}
+	}
 	out, code = runCode(t, "cluster", "check", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "5s")
 	t.Logf("[cluster] check after the restart (exit %d):\n%s", code, out)
-	for _, want := range []string{"ok   dns-service", "kube-system/kube-dns at 172.24.0.10", "FAIL nodes", "ok   service-ip-events"} {
+	for _, want := range []string{"ok   dns-service", "kube-system/kube-dns at 172.24.0.10", "FAIL nodes", "ok   service-ip-events",
+		"FAIL dns-pods", "kube-system/deploy/coredns 0/2 Ready (1 pods)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("[cluster] FAIL check does not say %q", want)
 		}
