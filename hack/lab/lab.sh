@@ -62,7 +62,18 @@ check() {
   local name=$1 out rc=0; shift
   out=$("$@" 2>&1) || rc=$?
   if [ $rc = 0 ]; then checks+=("PASS  $name"); log "PASS $name"
-  else checks+=("FAIL  $name: $(echo "$out" | tail -1)"); log "FAIL $name: $(echo "$out" | tail -3 | tr '\n' ' ')"; fi
+  else checks+=("FAIL  $name: $(echo "$out" | tail -1)"); log "FAIL $name: $(echo "$out" | tail -3 | tr '\n' ' ')"; lab_diag "$name"; fi
+}
+# lab_diag NAME: what a failed check leaves to read, printed (CI shows only
+# the run's output) and kept in the logs: every pod with its node, IP, age and
+# owner, and the newest events.
+lab_diag() {
+  local f=$LAB_ROOT/logs/check-failures.txt
+  {
+    echo "==== $(date -u +%T) FAIL $1"
+    kc cp1 get pods -A -o custom-columns='POD:.metadata.namespace,NAME:.metadata.name,NODE:.spec.nodeName,PHASE:.status.phase,IP:.status.podIP,CREATED:.metadata.creationTimestamp,DELETING:.metadata.deletionTimestamp,OWNER:.metadata.ownerReferences[0].name' 2>&1 || true
+    kc cp1 get events -A --sort-by=.lastTimestamp -o custom-columns='LAST:.lastTimestamp,NS:.metadata.namespace,OBJECT:.involvedObject.name,REASON:.reason,FROM:.source.component,MESSAGE:.message' 2>&1 | tail -25 || true
+  } | tee -a "$f" | sed 's/^/    /' || true
 }
 table() {
   echo "---------------- lab checks ----------------"
@@ -140,11 +151,11 @@ done
 for w in $WORKERS; do wait_for "$w: node Ready" 180 node_ready "$w"; done
 log "cluster of $(wc -w <<< "$CPS $WORKERS") nodes up in $(( $(date +%s) - t0 ))s"
 lab_apply hack/lab/manifests/workloads.yaml >/dev/null
-wait_for "kube-proxy on every node" 180 kc cp1 -n kube-system rollout status ds/kube-proxy --timeout=1s
-wait_for "kube-flannel on every node" 180 kc cp1 -n kube-flannel rollout status ds/kube-flannel-ds --timeout=1s
-wait_for "coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
-wait_for "web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
-wait_for "db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s
+wait_for "kube-proxy on every node" 180 ctl_pods_ready kube-system ds/kube-proxy
+wait_for "kube-flannel on every node" 180 ctl_pods_ready kube-flannel ds/kube-flannel-ds
+wait_for "coredns available" 240 ctl_pods_ready kube-system deploy/coredns
+wait_for "web available" 180 ctl_pods_ready prod deploy/web
+wait_for "db available" 180 ctl_pods_ready prod sts/db
 wait_for "probe running" 120 kc cp1 -n prod wait pod/probe --for=condition=Ready --timeout=1s
 wait_for "every pod Ready" 120 all_pods_ready
 kc cp1 get nodes -o wide

@@ -110,16 +110,17 @@ lab_rollback() {
   lab_wait_workloads "$label rollback"
 }
 
-# lab_wait_workloads LABEL: every controller rolled out, the probe and every
-# pod Ready.
+# lab_wait_workloads LABEL: every controller has all the pods it wants, Ready
+# (ctl_pods_ready, not rollout status: after a restore or a pod deletion the
+# controllers' status is stale for a while), the probe and every pod Ready.
 lab_wait_workloads() {
   local n
   for n in $CPS $WORKERS; do wait_for "[$1] $n: node Ready" 180 node_ready "$n"; done
-  wait_for "[$1] kube-proxy on every node" 180 kc cp1 -n kube-system rollout status ds/kube-proxy --timeout=1s
-  wait_for "[$1] kube-flannel on every node" 180 kc cp1 -n kube-flannel rollout status ds/kube-flannel-ds --timeout=1s
-  wait_for "[$1] coredns available" 240 kc cp1 -n kube-system rollout status deploy/coredns --timeout=1s
-  wait_for "[$1] web available" 180 kc cp1 -n prod rollout status deploy/web --timeout=1s
-  wait_for "[$1] db available" 180 kc cp1 -n prod rollout status sts/db --timeout=1s
+  wait_for "[$1] kube-proxy on every node" 180 ctl_pods_ready kube-system ds/kube-proxy
+  wait_for "[$1] kube-flannel on every node" 180 ctl_pods_ready kube-flannel ds/kube-flannel-ds
+  wait_for "[$1] coredns available" 240 ctl_pods_ready kube-system deploy/coredns
+  wait_for "[$1] web available" 180 ctl_pods_ready prod deploy/web
+  wait_for "[$1] db available" 180 ctl_pods_ready prod sts/db
   wait_for "[$1] probe running" 120 kc cp1 -n prod wait pod/probe --for=condition=Ready --timeout=1s
   wait_for "[$1] every pod Ready" 120 all_pods_ready
 }

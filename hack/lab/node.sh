@@ -203,6 +203,29 @@ all_pods_ready() {
   [ -n "$out" ] && ! grep -vqx True <<< "$out"
 }
 
+# ctl_pods_ready NS KIND/NAME: as many pods as the controller wants (a
+# Deployment's or StatefulSet's replicas, a DaemonSet's one per node) exist,
+# match its selector and are Ready. Unlike rollout status, which reads the
+# controller's status, this holds only once the pods are there: right after a
+# restore that status is the snapshot's, and after pods are deleted it still
+# counts them until the controller notices.
+ctl_pods_ready() {
+  local ns=$1 ctl=$2 spec nodes
+  spec=$(kc cp1 -n "$ns" get "$ctl" -o json) || return 1
+  nodes=$(kc cp1 get nodes -o name | wc -l)
+  kc cp1 -n "$ns" get pods -o json | python3 -c '
+import json, sys
+ctl, nodes = json.loads(sys.argv[1]), int(sys.argv[2])
+want = nodes if ctl["kind"] == "DaemonSet" else ctl["spec"].get("replicas", 1)
+sel = ctl["spec"]["selector"]["matchLabels"]
+pods = [p for p in json.load(sys.stdin)["items"]
+        if all(p["metadata"].get("labels", {}).get(k) == v for k, v in sel.items())]
+ready = [p for p in pods if "deletionTimestamp" not in p["metadata"] and any(
+    c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", []))]
+print(f"{len(ready)}/{want} Ready, {len(pods)} pods")
+sys.exit(0 if len(ready) == want == len(pods) else 1)' "$spec" "$nodes"
+}
+
 node_ready() {
   [ "$(kc cp1 get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
