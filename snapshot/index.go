@@ -19,9 +19,10 @@ import (
 // built by one pass over the `key` bucket and holds no values, and, to stay
 // small on snapshots of a million keys, no key strings either: keys are
 // recorded by a hash of up to 32 bits, sorted, beside the position in the
-// bucket of their newest revision: the hash's top bits (up to 16) pick a
-// slot of a table of starts, its next 16 bits are kept (6 bytes a key,
-// exactly sized, and 4 bytes a slot, a slot for about 16 keys); the revision is
+// bucket of their newest revision: the hash's top byte picks one of 256
+// parts, its top bits (8 to 16) a slot of a table of starts, its next 16
+// bits are kept (6 bytes a key, exactly sized, and 4 bytes a slot, a slot
+// for about 16 keys); the revision is
 // read back from the bucket when asked for. Where two revisions share a
 // hash the stored keys are read back to tell an update from a collision,
 // and the keys of a collision are then recorded by name. Keys under the
@@ -29,9 +30,11 @@ import (
 // that they can be listed quickly; other prefixes are listed by a walk of
 // the bucket.
 type Index struct {
-	hashes []uint16 // one per key not named: its hash's 16 bits below the slot's; sorted within a slot
-	ords   []uint32 // beside hashes: the newest revision's position in the bucket, or collided
-	starts []uint32 // 1<<slotBits+1: where each slot's keys start in hashes
+	// hashes has, per part, one entry per key not named: its hash's 16
+	// bits below the slot's; sorted within a slot.
+	hashes [parts][]uint16
+	ords   [parts][]uint32 // beside hashes: the newest revision's position in the bucket, or collided
+	starts []uint32        // 1<<slotBits: where each slot's keys start in its part's arrays
 	// slotBits is how many top bits of the hash pick a slot; the index
 	// tells keys apart by the hash's top slotBits+16 bits.
 	slotBits uint
@@ -104,14 +107,52 @@ type revisionKey struct {
 	check uint64
 }
 
+// parts is how many parts the index splits keys into, by their hash's top
+// byte.
+const parts = 256
+
 // revisionParts holds the revisions of hashed keys while the bucket is
-// read, split by the top byte of their hash: each part grows on its own, so
-// growing never copies the whole (it did: 0.36 GB of copies and a copy's
-// worth of garbage at 3.9M revisions), and each part is sorted alone.
-type revisionParts [256][]revisionKey
+// read, split by the top byte of their hash, each part in blocks of
+// revBlock: nothing is copied to grow (one array grown by appends copied
+// 0.36 GB at 3.9M revisions and held a copy's worth of garbage beside
+// them), and each part is sorted, packed and let go alone, so the packed
+// index and the revisions are never both whole.
+type revisionParts [parts][][]revisionKey
+
+const revBlock = 512 // 8 KiB
 
 func (rp *revisionParts) add(r revisionKey) {
-	rp[r.hash>>24] = append(rp[r.hash>>24], r)
+	bs := rp[r.hash>>24]
+	if len(bs) == 0 || len(bs[len(bs)-1]) == revBlock {
+		bs = append(bs, make([]revisionKey, 0, revBlock))
+		rp[r.hash>>24] = bs
+	}
+	bs[len(bs)-1] = append(bs[len(bs)-1], r)
+}
+
+// len counts the revisions.
+func (rp *revisionParts) len() int {
+	n := 0
+	for _, bs := range rp {
+		for _, b := range bs {
+			n += len(b)
+		}
+	}
+	return n
+}
+
+// take returns part p's revisions in one slice and lets its blocks go.
+func (rp *revisionParts) take(p int) []revisionKey {
+	n := 0
+	for _, b := range rp[p] {
+		n += len(b)
+	}
+	out := make([]revisionKey, 0, n)
+	for _, b := range rp[p] {
+		out = append(out, b...)
+	}
+	rp[p] = nil
+	return out
 }
 
 // IndexOptions tune what an Index records.
@@ -240,24 +281,18 @@ func (ix *Index) record(revs *revisionParts, key []byte, l latest, checkSeed map
 // pairs of 32-bit hashes among 3M keys) move to named, with a marker left
 // under the hash. Each part is let go once it is packed.
 func (ix *Index) pack(revs *revisionParts) error {
-	total := 0
-	for _, part := range revs {
-		total += len(part)
-	}
-	ix.slotBits = slotBitsFor(total)
-	n := 0
-	for _, part := range revs {
+	ix.slotBits = slotBitsFor(revs.len())
+	ix.starts = make([]uint32, 1<<ix.slotBits)
+	for p := range parts {
+		part := revs.take(p)
 		slices.SortFunc(part, func(a, b revisionKey) int {
 			if c := cmp.Compare(a.hash, b.hash); c != 0 {
 				return c
 			}
 			return cmp.Compare(a.ord, b.ord)
 		})
-		n += ix.countHashes(part)
-	}
-	ix.hashes, ix.ords = make([]uint16, 0, n), make([]uint32, 0, n)
-	ix.starts = make([]uint32, 1<<ix.slotBits+1)
-	for p, part := range revs {
+		n := ix.countHashes(part)
+		hashes, ords := make([]uint16, 0, n), make([]uint32, 0, n)
 		for i := 0; i < len(part); {
 			r := ix.reduce(part[i].hash)
 			j := i + 1
@@ -268,22 +303,25 @@ func (ix *Index) pack(revs *revisionParts) error {
 			if err != nil {
 				return err
 			}
-			ix.hashes, ix.ords = append(ix.hashes, uint16(r)), append(ix.ords, ord)
-			ix.starts[r>>16+1]++
+			hashes, ords = append(hashes, uint16(r)), append(ords, ord)
+			ix.starts[r>>16]++ // counted here, made starts below
 			i = j
 		}
-		revs[p] = nil
-	}
-	for i := 1; i < len(ix.starts); i++ {
-		ix.starts[i] += ix.starts[i-1]
+		ix.hashes[p], ix.ords[p] = hashes, ords
+		per := 1 << (ix.slotBits - 8)
+		off := uint32(0)
+		for s := p * per; s < (p+1)*per; s++ {
+			off, ix.starts[s] = off+ix.starts[s], off
+		}
 	}
 	return nil
 }
 
 // slotBitsFor is the slot table's size for about n keys: a slot for
-// about 16 of them, at most 1<<16 slots (the whole 32-bit hash kept).
+// about 16 of them, at least one a part, at most 1<<16 slots (the whole
+// 32-bit hash kept).
 func slotBitsFor(n int) uint {
-	return uint(min(max(bits.Len(uint(n))-4, 0), 16))
+	return uint(min(max(bits.Len(uint(n))-4, 8), 16))
 }
 
 // reduce is the part of a hash the index keeps: its top slotBits+16 bits,
@@ -382,9 +420,11 @@ func (ix *Index) markLive(tombs []uint64) {
 			ix.LiveKeys++
 		}
 	}
-	for _, ord := range ix.ords {
-		if ord != collided {
-			set(ord, tombs[ord/64]&(1<<(ord%64)) != 0)
+	for _, ords := range ix.ords {
+		for _, ord := range ords {
+			if ord != collided {
+				set(ord, tombs[ord/64]&(1<<(ord%64)) != 0)
+			}
 		}
 	}
 	for _, n := range ix.named {
@@ -441,16 +481,22 @@ func (ix *Index) find(key []byte) (latest, bool) {
 	if len(ix.starts) == 0 {
 		return latest{}, false // nothing hashed
 	}
-	r := ix.reduce(ix.opts.hash(key))
-	lo, hi := ix.starts[r>>16], ix.starts[r>>16+1]
-	i, found := slices.BinarySearch(ix.hashes[lo:hi], uint16(r))
-	i += int(lo)
-	if !found || ix.ords[i] == collided {
+	h := ix.opts.hash(key)
+	r, p := ix.reduce(h), h>>24
+	slot := r >> 16
+	hashes, ords := ix.hashes[p], ix.ords[p]
+	lo, hi := ix.starts[slot], uint32(len(hashes))
+	if next := slot + 1; next&(1<<(ix.slotBits-8)-1) != 0 { // the next slot is in this part
+		hi = ix.starts[next]
+	}
+	i, found := slices.BinarySearch(hashes[lo:hi], uint16(r))
+	ords = ords[lo:]
+	if !found || ords[i] == collided {
 		return latest{}, false // a collided hash: every key under it is named
 	}
 	// The hash is the key's, or another key's that never met this one in
 	// the bucket: confirm against the stored key.
-	l, stored, err := ix.entryAt(ix.ords[i])
+	l, stored, err := ix.entryAt(ords[i])
 	if err != nil || !bytes.Equal(stored, key) {
 		return latest{}, false
 	}

@@ -529,7 +529,7 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 		return e.keep(ent)
 	}
 	stored := e.index.Intern(string(ent.KV.Key)) // the report keeps it: one copy with the index's
-	key, _ := state.Canonical(e.prefix, stored) // the router claims only keys under the prefix
+	key, _ := state.Canonical(e.prefix, stored)  // the router claims only keys under the prefix
 	plain, info, err := state.Decrypt(e.cfg.Encryption, stored, ent.KV.Value)
 	if err != nil {
 		if errors.Is(err, state.ErrEncrypted) && e.tolerated(rules, key, err) {
