@@ -6,6 +6,7 @@ import (
 	"context"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -17,8 +18,11 @@ import (
 // Index knows, for every user key of a snapshot, its newest revision. It is
 // built by one pass over the `key` bucket and holds no values, and, to stay
 // small on snapshots of a million keys, no key strings either: keys are
-// recorded by a 64-bit hash, sorted, beside the position in the bucket of
-// their newest revision (12 bytes a key, exactly sized); the revision is
+// recorded by a hash of up to 32 bits, sorted, beside the position in the
+// bucket of their newest revision: the hash's top byte picks one of 256
+// parts, its top bits (8 to 16) a slot of a table of starts, its next 16
+// bits are kept (6 bytes a key, exactly sized, and 4 bytes a slot, a slot
+// for about 16 keys); the revision is
 // read back from the bucket when asked for. Where two revisions share a
 // hash the stored keys are read back to tell an update from a collision,
 // and the keys of a collision are then recorded by name. Keys under the
@@ -26,9 +30,15 @@ import (
 // that they can be listed quickly; other prefixes are listed by a walk of
 // the bucket.
 type Index struct {
-	hashes []uint64   // sorted; one per key not named
-	ords   []uint32   // beside hashes: the newest revision's position in the bucket, or collided
-	named  []namedKey // Named prefixes, and keys whose hash collided; sorted by key
+	// hashes has, per part, one entry per key not named: its hash's 16
+	// bits below the slot's; sorted within a slot.
+	hashes [parts][]uint16
+	ords   [parts][]uint32 // beside hashes: the newest revision's position in the bucket, or collided
+	starts []uint32        // 1<<slotBits: where each slot's keys start in its part's arrays
+	// slotBits is how many top bits of the hash pick a slot; the index
+	// tells keys apart by the hash's top slotBits+16 bits.
+	slotBits uint
+	named    []namedKey // Named prefixes, and keys whose hash collided; sorted by key
 	// marks holds the revision of every markEvery-th entry of the bucket,
 	// where entryAt starts its walk to a position.
 	marks []Revision
@@ -88,13 +98,61 @@ const (
 )
 
 // revisionKey is one revision of a hashed key while the bucket is read (16
-// bytes): its hash, its position, and a second, independent 32-bit hash of
+// bytes): its hash, its position, and a second, independent 64-bit hash of
 // the key: revisions under one hash whose second hashes differ are
 // certainly of different keys.
 type revisionKey struct {
-	hash  uint64
+	hash  uint32
 	ord   uint32
-	check uint32
+	check uint64
+}
+
+// parts is how many parts the index splits keys into, by their hash's top
+// byte.
+const parts = 256
+
+// revisionParts holds the revisions of hashed keys while the bucket is
+// read, split by the top byte of their hash, each part in blocks of
+// revBlock: nothing is copied to grow (one array grown by appends copied
+// 0.36 GB at 3.9M revisions and held a copy's worth of garbage beside
+// them), and each part is sorted, packed and let go alone, so the packed
+// index and the revisions are never both whole.
+type revisionParts [parts][][]revisionKey
+
+const revBlock = 512 // 8 KiB
+
+func (rp *revisionParts) add(r revisionKey) {
+	bs := rp[r.hash>>24]
+	if len(bs) == 0 || len(bs[len(bs)-1]) == revBlock {
+		bs = append(bs, make([]revisionKey, 0, revBlock))
+		rp[r.hash>>24] = bs
+	}
+	bs[len(bs)-1] = append(bs[len(bs)-1], r)
+}
+
+// len counts the revisions.
+func (rp *revisionParts) len() int {
+	n := 0
+	for _, bs := range rp {
+		for _, b := range bs {
+			n += len(b)
+		}
+	}
+	return n
+}
+
+// take returns part p's revisions in one slice and lets its blocks go.
+func (rp *revisionParts) take(p int) []revisionKey {
+	n := 0
+	for _, b := range rp[p] {
+		n += len(b)
+	}
+	out := make([]revisionKey, 0, n)
+	for _, b := range rp[p] {
+		out = append(out, b...)
+	}
+	rp[p] = nil
+	return out
 }
 
 // IndexOptions tune what an Index records.
@@ -107,7 +165,7 @@ type IndexOptions struct {
 	// still validated and counted); Live must not be used then.
 	Only func(key []byte) bool
 
-	hash func(key []byte) uint64 // tests: force collisions
+	hash func(key []byte) uint32 // tests: force collisions
 }
 
 // Index walks the `key` bucket once, validating every revision key and
@@ -129,10 +187,10 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 	ix = &Index{seed: maphash.MakeSeed(), opts: opts, snap: s}
 	if ix.opts.hash == nil {
 		seed := ix.seed
-		ix.opts.hash = func(key []byte) uint64 { return maphash.Bytes(seed, key) }
+		ix.opts.hash = func(key []byte) uint32 { return uint32(maphash.Bytes(seed, key)) }
 	}
-	var revs []revisionKey // one per revision of a hashed key, in bucket order
-	var tombs []uint64     // one bit per entry: a tombstone
+	revs := new(revisionParts) // one per revision of a hashed key, in bucket order
+	var tombs []uint64         // one bit per entry: a tombstone
 	checkSeed := maphash.MakeSeed()
 	c := s.tx.Bucket(KeyBucket).Cursor()
 	var pending int64
@@ -175,9 +233,7 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 		if opts.Only != nil && !opts.Only(kv.Key) {
 			continue
 		}
-		if revs, err = ix.record(revs, kv.Key, latest{rev: rev, ord: ord, tomb: tomb}, checkSeed); err != nil {
-			return nil, err
-		}
+		ix.record(revs, kv.Key, latest{rev: rev, ord: ord, tomb: tomb}, checkSeed)
 	}
 	p.Add(pending)
 	if err := ix.pack(revs); err != nil {
@@ -208,50 +264,77 @@ func (s *Snapshot) parseEntry(k, v, prev []byte) (Revision, bool, KV, error) {
 
 // record notes one revision of key: by name under a Named prefix (the
 // last wins: bucket order is revision order), else appended to revs.
-func (ix *Index) record(revs []revisionKey, key []byte, l latest, checkSeed maphash.Seed) ([]revisionKey, error) {
+func (ix *Index) record(revs *revisionParts, key []byte, l latest, checkSeed maphash.Seed) {
 	if ix.isNamed(key) {
 		ix.named = append(ix.named, namedKey{key: string(key), latest: l})
-		return revs, nil
+		return
 	}
-	return append(revs, revisionKey{hash: ix.opts.hash(key), ord: l.ord, check: uint32(maphash.Bytes(checkSeed, key))}), nil
+	revs.add(revisionKey{hash: ix.opts.hash(key), ord: l.ord, check: maphash.Bytes(checkSeed, key)})
 }
 
 // pack sorts the revisions of hashed keys by hash and keeps the newest of
 // each key, in arrays of exactly that many entries. Revisions under one
-// hash are of one key when their second hashes agree too (96 bits in all:
-// for a million keys, two distinct keys agree with a probability of about
-// 10^-17); otherwise their stored keys are read back and tell them apart
-// exactly: several keys under one hash (a collision) move to named, with a
-// marker left under the hash.
-func (ix *Index) pack(revs []revisionKey) error {
-	slices.SortFunc(revs, func(a, b revisionKey) int {
-		if c := cmp.Compare(a.hash, b.hash); c != 0 {
-			return c
+// hash are of one key when their second, 64-bit hashes agree too (80 to
+// 96 bits in all: for 3M keys, two distinct keys agree with a probability
+// of about 10^-16); otherwise their stored keys are read back and tell them apart
+// exactly: several keys under one hash (a collision: about a thousand
+// pairs of 32-bit hashes among 3M keys) move to named, with a marker left
+// under the hash. Each part is let go once it is packed.
+func (ix *Index) pack(revs *revisionParts) error {
+	ix.slotBits = slotBitsFor(revs.len())
+	ix.starts = make([]uint32, 1<<ix.slotBits)
+	for p := range parts {
+		part := revs.take(p)
+		slices.SortFunc(part, func(a, b revisionKey) int {
+			if c := cmp.Compare(a.hash, b.hash); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.ord, b.ord)
+		})
+		n := ix.countHashes(part)
+		hashes, ords := make([]uint16, 0, n), make([]uint32, 0, n)
+		for i := 0; i < len(part); {
+			r := ix.reduce(part[i].hash)
+			j := i + 1
+			for j < len(part) && ix.reduce(part[j].hash) == r {
+				j++
+			}
+			ord, err := ix.newestOf(part[i:j])
+			if err != nil {
+				return err
+			}
+			hashes, ords = append(hashes, uint16(r)), append(ords, ord)
+			ix.starts[r>>16]++ // counted here, made starts below
+			i = j
 		}
-		return cmp.Compare(a.ord, b.ord)
-	})
-	n := countHashes(revs)
-	ix.hashes, ix.ords = make([]uint64, 0, n), make([]uint32, 0, n)
-	for i := 0; i < len(revs); {
-		j := i + 1
-		for j < len(revs) && revs[j].hash == revs[i].hash {
-			j++
+		ix.hashes[p], ix.ords[p] = hashes, ords
+		per := 1 << (ix.slotBits - 8)
+		off := uint32(0)
+		for s := p * per; s < (p+1)*per; s++ {
+			off, ix.starts[s] = off+ix.starts[s], off
 		}
-		ord, err := ix.newestOf(revs[i:j])
-		if err != nil {
-			return err
-		}
-		ix.hashes, ix.ords = append(ix.hashes, revs[i].hash), append(ix.ords, ord)
-		i = j
 	}
 	return nil
 }
 
-// countHashes counts the distinct hashes of sorted revisions.
-func countHashes(revs []revisionKey) int {
+// slotBitsFor is the slot table's size for about n keys: a slot for
+// about 16 of them, at least one a part, at most 1<<16 slots (the whole
+// 32-bit hash kept).
+func slotBitsFor(n int) uint {
+	return uint(min(max(bits.Len(uint(n))-4, 8), 16))
+}
+
+// reduce is the part of a hash the index keeps: its top slotBits+16 bits,
+// the slot above the 16 bits stored.
+func (ix *Index) reduce(h uint32) uint32 {
+	return h >> (16 - ix.slotBits)
+}
+
+// countHashes counts the distinct reduced hashes of sorted revisions.
+func (ix *Index) countHashes(revs []revisionKey) int {
 	n := 0
 	for i := range revs {
-		if i == 0 || revs[i].hash != revs[i-1].hash {
+		if i == 0 || ix.reduce(revs[i].hash) != ix.reduce(revs[i-1].hash) {
 			n++
 		}
 	}
@@ -306,6 +389,18 @@ func (ix *Index) sortNamed() {
 	ix.named = slices.Clone(ix.named[:n])
 }
 
+// Intern returns the index's own copy of key when key is recorded by name
+// (under a Named prefix), else key: a caller that keeps the keys it meets
+// under those prefixes keeps one string per key instead of two (6 MB on
+// the 131k Services and IPAddresses of the 8 GiB bench input).
+func (ix *Index) Intern(key string) string {
+	i, ok := slices.BinarySearchFunc(ix.named, key, func(n namedKey, k string) int { return strings.Compare(n.key, k) })
+	if !ok {
+		return key
+	}
+	return ix.named[i].key
+}
+
 // findNamed returns what is recorded by name for key.
 func (ix *Index) findNamed(key string) (latest, bool) {
 	i, ok := slices.BinarySearchFunc(ix.named, key, func(n namedKey, k string) int { return strings.Compare(n.key, k) })
@@ -325,9 +420,11 @@ func (ix *Index) markLive(tombs []uint64) {
 			ix.LiveKeys++
 		}
 	}
-	for _, ord := range ix.ords {
-		if ord != collided {
-			set(ord, tombs[ord/64]&(1<<(ord%64)) != 0)
+	for _, ords := range ix.ords {
+		for _, ord := range ords {
+			if ord != collided {
+				set(ord, tombs[ord/64]&(1<<(ord%64)) != 0)
+			}
 		}
 	}
 	for _, n := range ix.named {
@@ -381,13 +478,25 @@ func (ix *Index) find(key []byte) (latest, bool) {
 	if ix.isNamed(key) {
 		return latest{}, false
 	}
-	i, found := slices.BinarySearch(ix.hashes, ix.opts.hash(key))
-	if !found || ix.ords[i] == collided {
+	if len(ix.starts) == 0 {
+		return latest{}, false // nothing hashed
+	}
+	h := ix.opts.hash(key)
+	r, p := ix.reduce(h), h>>24
+	slot := r >> 16
+	hashes, ords := ix.hashes[p], ix.ords[p]
+	lo, hi := ix.starts[slot], uint32(len(hashes))
+	if next := slot + 1; next&(1<<(ix.slotBits-8)-1) != 0 { // the next slot is in this part
+		hi = ix.starts[next]
+	}
+	i, found := slices.BinarySearch(hashes[lo:hi], uint16(r))
+	ords = ords[lo:]
+	if !found || ords[i] == collided {
 		return latest{}, false // a collided hash: every key under it is named
 	}
 	// The hash is the key's, or another key's that never met this one in
 	// the bucket: confirm against the stored key.
-	l, stored, err := ix.entryAt(ix.ords[i])
+	l, stored, err := ix.entryAt(ords[i])
 	if err != nil || !bytes.Equal(stored, key) {
 		return latest{}, false
 	}

@@ -60,11 +60,11 @@ func TestIndexAgreesWithReference(t *testing.T) {
 			live++
 		}
 	}
-	hashes := map[string]func([]byte) uint64{
+	hashes := map[string]func([]byte) uint32{
 		"maphash":        nil,
-		"all collide":    func([]byte) uint64 { return 7 },
-		"three buckets":  func(k []byte) uint64 { return uint64(len(k) % 3) },
-		"by last letter": func(k []byte) uint64 { return uint64(k[len(k)-1]) },
+		"all collide":    func([]byte) uint32 { return 7 },
+		"three buckets":  func(k []byte) uint32 { return uint32(len(k) % 3) },
+		"by last letter": func(k []byte) uint32 { return uint32(k[len(k)-1]) },
 	}
 	for name, h := range hashes {
 		for _, named := range [][]string{nil, {"/registry/services/"}} {

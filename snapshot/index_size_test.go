@@ -43,9 +43,10 @@ func heapOf(tb testing.TB, build func() *snapshot.Index) (*snapshot.Index, uint6
 	return ix, after.HeapAlloc - before.HeapAlloc
 }
 
-// TestIndexBytesPerKey: the index keeps at most 16 bytes per key (issues 16
-// and 28): a sorted array of 8-byte hashes and one of 4-byte positions,
-// exactly sized, one bit per bucket entry and a 16-byte mark every 64.
+// TestIndexBytesPerKey: the index keeps at most 9 bytes per key (issues
+// 16, 28 and 39): 2 bytes of each key's hash under a table of slots (4
+// bytes for about 16 keys), a 4-byte position, exactly sized, one bit per
+// bucket entry and a 16-byte mark every 64.
 func TestIndexBytesPerKey(t *testing.T) {
 	s := generated(t, 20_000)
 	ix, kept := heapOf(t, func() *snapshot.Index {
@@ -57,8 +58,8 @@ func TestIndexBytesPerKey(t *testing.T) {
 	})
 	perKey := float64(kept) / float64(ix.LiveKeys)
 	t.Logf("%d entries, %d live keys, %d bytes kept: %.1f bytes per live key", ix.Entries, ix.LiveKeys, kept, perKey)
-	if perKey > 16 {
-		t.Errorf("the index keeps %.1f bytes per live key, want at most 16", perKey)
+	if perKey > 9 {
+		t.Errorf("the index keeps %.1f bytes per live key, want at most 9", perKey)
 	}
 	runtime.KeepAlive(ix)
 }

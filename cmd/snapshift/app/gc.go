@@ -13,18 +13,19 @@ var SizeGC bool
 // Collector settings of a migration: at most half the collections of the
 // GOGC=50 the binary starts with, and a soft memory limit that brings them
 // back only when the heap nears it. The live heap peaks at the end of the
-// stream at about 2.5% of the input (72 MB on the 2.9 GB, 1.1M-key bench
-// snapshot), so the limit is gcFloor, or the input's size over
-// gcSizeDivisor above that: about 1.6x the live heap, and never a limit a
-// huge cluster's live heap could reach (the collector would then run
-// back to back). gcFloor at every size was measured on the 8 GiB bench
-// input: plan's peak RssAnon went from 280 to 150 MiB (the live heap is
-// over gcFloor there) for about a fifth more time, so the limit still grows
-// with the input (README, Performance).
+// stream at about 1.3% of the input (92 MB for plan, 110 MB for the one
+// pass on the 8 GiB, 3.2M-key bench snapshot, since issue 39 shrank the
+// index and the engine's bookkeeping), so the limit is gcFloor, or the
+// input's size over gcSizeDivisor above that (5.5 GiB): about 1.5x the
+// live heap, and not a limit a huge cluster's live heap is near (the
+// collector would then run back to back). A 128 MiB limit at 8 GiB kept
+// RssAnon at 127 MiB but doubled the one pass's stream (its live heap is
+// 110 MB); 1/50 of the input (164 MiB) cost nothing measurable (README,
+// Performance).
 const (
 	gcPercent     = 100
 	gcFloor       = 112 << 20
-	gcSizeDivisor = 25
+	gcSizeDivisor = 50
 )
 
 // sizeGC applies the settings above for a migration of input.
