@@ -151,13 +151,7 @@ done
 for w in $WORKERS; do wait_for "$w: node Ready" 180 node_ready "$w"; done
 log "cluster of $(wc -w <<< "$CPS $WORKERS") nodes up in $(( $(date +%s) - t0 ))s"
 lab_apply hack/lab/manifests/workloads.yaml >/dev/null
-wait_for "kube-proxy on every node" 180 ctl_pods_ready kube-system ds/kube-proxy
-wait_for "kube-flannel on every node" 180 ctl_pods_ready kube-flannel ds/kube-flannel-ds
-wait_for "coredns available" 240 ctl_pods_ready kube-system deploy/coredns
-wait_for "web available" 180 ctl_pods_ready prod deploy/web
-wait_for "db available" 180 ctl_pods_ready prod sts/db
-wait_for "probe running" 120 kc cp1 -n prod wait pod/probe --for=condition=Ready --timeout=1s
-wait_for "every pod Ready" 120 all_pods_ready
+lab_wait_workloads "old cluster"
 kc cp1 get nodes -o wide
 kc cp1 get pods -A -o wide
 
