@@ -27,6 +27,9 @@ var ErrRefused = transform.ErrRefused
 // Report is the engine's report of one run.
 type Report = transform.Report
 
+// ObjectChange is one changed, deleted or created key of a Report.
+type ObjectChange = transform.ObjectChange
+
 // Observer sees every output value beside the leftover scan.
 type Observer = transform.Observer
 

@@ -155,7 +155,7 @@ func TestConformance(t *testing.T) {
 					t.Errorf("%s: outside %s's prefixes but changed (revision %v -> %v)", k, name, inState.Live[k].Rev, o.Rev)
 				}
 			}
-			for _, o := range rep.Objects {
+			for o := range rep.Objects.All() {
 				if !underAny(o.Key, target.Prefixes()) {
 					t.Errorf("%s %s: outside %s's prefixes %v", o.Action, o.Key, name, target.Prefixes())
 				}

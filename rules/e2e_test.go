@@ -358,7 +358,7 @@ func (m *migration) checkConfigs(t *testing.T, dns string) {
 func (m *migration) checkUntouched(t *testing.T) {
 	t.Helper()
 	changed := map[string]string{}
-	for _, o := range m.report.Objects {
+	for o := range m.report.Objects.All() {
 		changed[o.Key] = o.Action
 	}
 	n := 0
@@ -572,7 +572,7 @@ func TestEndToEndCustomPrefix(t *testing.T) {
 		t.Errorf("prefixed run replaced/created/deleted %d/%d/%d, default-prefix run %d/%d/%d",
 			prefRep.Replaced, prefRep.Created, prefRep.Deleted, plainRep.Replaced, plainRep.Created, plainRep.Deleted)
 	}
-	for _, o := range prefRep.Objects {
+	for o := range prefRep.Objects.All() {
 		if !strings.HasPrefix(o.Key, prefix) {
 			t.Errorf("report names %s, not a key under %s", o.Key, prefix)
 		}

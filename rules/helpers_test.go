@@ -360,7 +360,7 @@ func checkRevisionMetadata(t testing.TB, in, out *liveState, rep *transform.Repo
 	t.Helper()
 	next := in.Current + 1
 	actions := map[string]string{}
-	for _, o := range rep.Objects {
+	for o := range rep.Objects.All() {
 		actions[o.Key] = o.Action
 	}
 	for _, k := range out.keys() {

@@ -32,7 +32,7 @@ func goldenInput(t *testing.T, dir string) string {
 
 func changesOf(rep *transform.Report, key string) []string {
 	var out []string
-	for _, o := range rep.Objects {
+	for o := range rep.Objects.All() {
 		if o.Key == key {
 			for _, c := range o.Changes {
 				out = append(out, c.String())
@@ -65,7 +65,7 @@ func TestUserRulesReport(t *testing.T) {
 	if secret != "memberlist-key: /data/secretkey: (hidden) -> (hidden)" {
 		t.Errorf("Secret change = %q, want the field only", secret)
 	}
-	for _, o := range rep.Objects {
+	for o := range rep.Objects.All() {
 		for _, c := range o.Changes {
 			if strings.Contains(c.Old+c.New, "bmV3") || strings.Contains(c.Old+c.New, "b2xk") {
 				t.Errorf("%s: a Secret value is in the report: %v", o.Key, c)

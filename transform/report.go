@@ -22,7 +22,7 @@ type Report struct {
 	NewRevision     int64          `json:"newRevision,omitempty"`
 	CompactRevision int64          `json:"compactRevision"`
 	Rules           []*RuleReport  `json:"rules"`
-	Objects         []ObjectChange `json:"objects"`
+	Objects         *ObjectChanges `json:"objects"`
 	// Alarms are the input's active etcd alarms; AlarmsCleared says the
 	// output holds none of them (the default: see Config.KeepAlarms).
 	Alarms        []snapshot.Alarm `json:"alarms,omitempty"`

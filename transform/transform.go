@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -400,8 +401,20 @@ func openIndexed(ctx context.Context, cfg Config, p progress.Reporter, timer *ph
 func newEngine(ctx context.Context, cfg Config, snap *snapshot.Snapshot, ix *snapshot.Index) *engine {
 	prefix := state.ResolvePrefix(ix, cfg.EtcdPrefix)
 	e := &engine{ctx: ctx, cfg: cfg, snap: snap, index: ix, prefix: prefix, router: newRouter(cfg.Rules, prefix)}
+	// The changed objects' list spills beside the output, under a name the
+	// next run knows as a leftover (a dry run, which creates nothing there:
+	// in the temporary directory).
+	beside := filepath.Join(os.TempDir(), "snapshift-objects")
+	switch {
+	case cfg.DryRun:
+	case cfg.Output != "":
+		beside = cfg.Output
+	case len(cfg.Restore) > 0:
+		beside = cfg.Restore[0].DataDir
+	}
 	e.report = &Report{
-		DryRun: cfg.DryRun,
+		Objects: &ObjectChanges{beside: beside, spillAt: defaultSpillAt},
+		DryRun:  cfg.DryRun,
 		Input: InputSummary{Path: cfg.Input, Size: snap.Size, // SHA256 once the hash is confirmed
 			CurrentRevision: ix.CurrentRevision, Entries: ix.Entries, LiveKeys: ix.LiveKeys, EtcdPrefix: prefix},
 	}
@@ -514,12 +527,7 @@ type engine struct {
 	pump        *observerPump // nil without observers
 	timer       *phaseTimer
 	createdKeys map[string]bool
-	// ruleSets holds one names slice per distinct set of rules that changed
-	// an object, shared by the report's objects (see sharedNames); names
-	// and setKey are scratch for entry.
-	ruleSets map[string][]string
-	names    []string
-	setKey   []byte
+	names       []string // scratch for entry
 }
 
 // entry handles one live key of the stream.
@@ -564,9 +572,8 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 		case Delete:
 			rr.Deleted++
 			e.report.Deleted++
-			e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "delete",
-				Rules: e.sharedNames(append(names, r.Name())), Changes: joinChanges(changes, res.Changes)})
-			return nil
+			return e.report.Objects.Add(ObjectChange{Key: stored, Action: "delete",
+				Rules: append(names, r.Name()), Changes: joinChanges(changes, res.Changes)})
 		case Replace:
 			rr.Changed++
 			changed = true
@@ -596,28 +603,10 @@ func (e *engine) entry(ent *snapshot.Entry) error {
 	} else if b, err = e.encrypt(stored, b, info); err != nil {
 		return err
 	}
-	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "replace", Rules: e.sharedNames(names), Changes: changes})
+	if err := e.report.Objects.Add(ObjectChange{Key: stored, Action: "replace", Rules: names, Changes: changes}); err != nil {
+		return err
+	}
 	return e.addPending(pending{key: stored, createRev: ent.KV.CreateRevision, version: ent.KV.Version, lease: ent.KV.Lease}, b)
-}
-
-// sharedNames returns names as one slice shared by every object the same
-// rules changed: a run changes ~100k objects with a handful of rule sets,
-// and a slice each held 2.5 MB through the stream. The slice is clipped, so
-// an append by a reader of the report copies it.
-func (e *engine) sharedNames(names []string) []string {
-	e.setKey = e.setKey[:0]
-	for _, n := range names {
-		e.setKey = append(append(e.setKey, n...), 0)
-	}
-	if s, ok := e.ruleSets[string(e.setKey)]; ok {
-		return s
-	}
-	if e.ruleSets == nil {
-		e.ruleSets = map[string][]string{}
-	}
-	s := slices.Clip(slices.Clone(names))
-	e.ruleSets[string(e.setKey)] = s
-	return s
 }
 
 // joinChanges appends a rule's changes to an object's. The first rule's
@@ -712,7 +701,9 @@ func (e *engine) create(ri int, o NewObject) error {
 	if b, err = e.encrypt(stored, b, info); err != nil {
 		return err
 	}
-	e.report.Objects = append(e.report.Objects, ObjectChange{Key: stored, Action: "create", Rules: e.sharedNames([]string{name}), Changes: o.Changes})
+	if err := e.report.Objects.Add(ObjectChange{Key: stored, Action: "create", Rules: []string{name}, Changes: o.Changes}); err != nil {
+		return err
+	}
 	return e.addPending(pending{key: stored, created: true}, b)
 }
 
@@ -729,10 +720,14 @@ func (e *engine) checkCreates() error {
 	if len(live) == 0 {
 		return nil
 	}
-	for _, o := range e.report.Objects {
+	err := e.report.Objects.Each(func(o ObjectChange) error {
 		if o.Action == Delete.String() && live[o.Key] {
 			live[o.Key] = false
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	var clash []string
 	for k, stays := range live {

@@ -63,7 +63,7 @@ func TestIdentitySample(t *testing.T) {
 	if want := ix.Entries - ix.LiveKeys; rep.Dropped != want {
 		t.Errorf("Dropped = %d, want entries-live = %d", rep.Dropped, want)
 	}
-	if rep.Replaced != 0 || rep.Deleted != 0 || rep.Created != 0 || rep.NewRevision != 0 || len(rep.Objects) != 0 {
+	if rep.Replaced != 0 || rep.Deleted != 0 || rep.Created != 0 || rep.NewRevision != 0 || rep.Objects.Len() != 0 {
 		t.Errorf("identity reported changes: %+v", rep)
 	}
 	if rep.CompactRevision != ix.CurrentRevision+1 {
@@ -359,7 +359,7 @@ func TestRevisionBookkeeping(t *testing.T) {
 		}
 	}
 	actions := map[string]string{}
-	for _, o := range rep.Objects {
+	for o := range rep.Objects.All() {
 		actions[o.Key] = o.Action
 	}
 	wantActions := map[string]string{kChange: "replace", kDelete: "delete", kRenameOld: "delete", kCreated: "create", kGone: "create", kRenameNew: "create"}
@@ -498,6 +498,18 @@ func TestDryRunWritesNothing(t *testing.T) {
 	}
 	real.DryRun, real.Output = true, nil
 	real.Timing, dry.Timing = nil, nil // wall times differ from run to run
+	realObjs, err := real.Objects.Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dryObjs, err := dry.Objects.Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(realObjs, dryObjs) {
+		t.Errorf("dry run objects differ from the real run's:\n dry  %+v\n real %+v", dryObjs, realObjs)
+	}
+	real.Objects, dry.Objects = nil, nil // where they spill differs
 	if !reflect.DeepEqual(real, dry) {
 		t.Errorf("dry run report differs from the real run:\n dry  %+v\n real %+v", dry, real)
 	}

@@ -177,16 +177,16 @@ func printTransform(out io.Writer, res *migrate.Result) {
 	printKeys(out, r, verb)
 	printAlarms(out, r.Alarms, r.AlarmsCleared, r.DryRun)
 	printRules(out, r)
-	if len(r.Objects) > 0 {
+	if r.Objects.Len() > 0 {
 		fmt.Fprintln(out, "\nChanges:")
 		shown, hidden := map[string]int{}, 0
-		for _, o := range r.Objects {
+		err := r.Objects.Each(func(o migrate.ObjectChange) error {
 			// A migration of a large cluster changes tens of thousands of
 			// objects: the text lists the first of each rule, JSON lists all.
 			rule := strings.Join(o.Rules, ",")
 			if shown[rule] >= maxChangesPerRule {
 				hidden++
-				continue
+				return nil
 			}
 			shown[rule]++
 			// As kubectl names objects (svc/prod/web); -o json has the etcd key.
@@ -194,6 +194,10 @@ func printTransform(out io.Writer, res *migrate.Result) {
 			for _, ch := range o.Changes {
 				fmt.Fprintf(out, "          %s\n", ch)
 			}
+			return nil
+		})
+		if err != nil {
+			fmt.Fprintf(out, "  (the rest cannot be listed: %v)\n", err)
 		}
 		if hidden > 0 {
 			fmt.Fprintf(out, "  ... and %d more changes (%d shown per rule; --output json lists every one)\n", hidden, maxChangesPerRule)
