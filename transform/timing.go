@@ -40,7 +40,8 @@ const (
 	PhaseBootstrap = "bootstrap"
 	// PhaseIndex: the pass over every revision of the key bucket.
 	PhaseIndex = "index"
-	// PhaseHashWait: waiting for the input's sha256 after the index pass.
+	// PhaseHashWait: waiting for the input's sha256 after the stream (which
+	// writes only under temporary names before it has matched).
 	PhaseHashWait = "hash wait"
 	// PhasePrepare: the rules' Prepare.
 	PhasePrepare = "prepare"
@@ -68,7 +69,7 @@ const (
 	PhasePublish = snapshot.StepPublish
 )
 
-var phaseOrder = []string{PhaseOpen, PhaseBootstrap, PhaseIndex, PhasePrepare, PhaseHashWait, PhaseStream, PhaseScanWait,
+var phaseOrder = []string{PhaseOpen, PhaseBootstrap, PhaseIndex, PhasePrepare, PhaseStream, PhaseScanWait, PhaseHashWait,
 	PhaseGC, PhaseWrite, PhaseCheck, PhaseTrailer, PhaseFsync, PhaseMembers, PhasePublish}
 
 // Phases are the phases' names in the order Timing.Phases lists them

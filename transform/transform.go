@@ -156,19 +156,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	e := newEngine(ctx, cfg, snap, ix)
 	e.timer = timer
 	defer e.abort() // no-op after a successful commit
-	// What only reads the input (and starts the member's database in its
-	// temporary dir) overlaps the rest of the input's hash on the other
-	// core; the hash is waited for before anything is written or decided,
-	// and a bad input explains any failure on the way.
+	// The rules' Prepare and the stream overlap the rest of the input's
+	// hash on the other core. What the stream writes goes to temporary
+	// names only, removed if the hash does not match: the hash is waited
+	// for before anything is published or reported, and a bad input
+	// explains any failure on the way.
+	// The stream's end is reported once the hash has matched.
 	err = e.beforeHash(ctx, in.fused)
-	if err == nil && cfg.DryRun {
-		// A plan writes nothing, so its stream does not wait for the hash
-		// either: it reads beside the rest of it, and nothing is reported
-		// before the hash is confirmed.
-		if e.startObservers() {
-			defer e.pump.wait() // before snap.Close: the observers read its mapping
+	streamed := &heldDone{Reporter: p}
+	if err == nil {
+		if cfg.DryRun {
+			if e.startObservers() {
+				defer e.pump.wait() // before snap.Close: the observers read its mapping
+			}
+			err = e.stream(ctx, streamed)
+		} else {
+			err = e.writeStream(ctx, streamed)
 		}
-		err = e.stream(ctx, p)
 	}
 	if herr := in.confirm(); herr != nil {
 		return nil, herr
@@ -176,12 +180,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	streamed.release()
 	e.report.Input.SHA256 = snap.SHA256 // known once the hash is confirmed
-	if !cfg.DryRun {
-		if err := e.writeStream(ctx, p); err != nil {
-			return nil, err
-		}
-	}
 	e.report.Dropped = ix.Entries - ix.LiveKeys // old revisions, tombstones, bump markers
 	if err := ctx.Err(); err != nil {
 		return nil, err // an interrupted plan is not a plan
@@ -205,8 +205,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return e.report, nil
 }
 
-// writeStream starts the output and streams the input into it, once the
-// input's hash is confirmed.
+// writeStream starts the output (under temporary names) and streams the
+// input into it.
 func (e *engine) writeStream(ctx context.Context, p progress.Reporter) error {
 	if len(e.cfg.Restore) == 0 {
 		if err := e.startOutput(ctx); err != nil {
