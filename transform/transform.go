@@ -181,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	streamed.release()
-	e.report.Input.SHA256 = snap.SHA256 // known once the hash is confirmed
+	e.report.Input.SHA256 = snap.SHA256         // known once the hash is confirmed
 	e.report.Dropped = ix.Entries - ix.LiveKeys // old revisions, tombstones, bump markers
 	if err := ctx.Err(); err != nil {
 		return nil, err // an interrupted plan is not a plan
