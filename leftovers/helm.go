@@ -71,10 +71,12 @@ func (s *LeftoverScan) helmLeftovers(value []byte) (string, bool) {
 
 // decodeHelmRelease undoes Helm's base64 and gzip.
 func decodeHelmRelease(data []byte) (*helmRelease, error) {
-	raw, err := base64.StdEncoding.DecodeString(string(data))
+	raw := make([]byte, base64.StdEncoding.DecodedLen(len(data))) // DecodeString, without its copy of data
+	n, err := base64.StdEncoding.Decode(raw, data)
 	if err != nil {
 		return nil, fmt.Errorf("release is not base64: %w", err)
 	}
+	raw = raw[:n]
 	if bytes.HasPrefix(raw, []byte{0x1f, 0x8b}) {
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		if err != nil {
