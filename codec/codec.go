@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"runtime/debug"
+	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +44,8 @@ type Codec struct {
 	proto      *protobuf.Serializer
 	json       *kjson.Serializer
 	cbor       cbor.Serializer
-	apiVersion string // version of k8s.io/api in this build, for error messages
+	apiVersion string    // version of k8s.io/api in this build, for error messages
+	scratch    sync.Pool // *ownedWriter: CheckRoundTrip's encodings
 }
 
 // New returns a Codec over client-go's scheme (k8s.io/client-go/kubernetes/scheme.Scheme), which
@@ -248,6 +250,12 @@ func decodeUnstructured(d runtime.Decoder, format string, value []byte) (*unstru
 // If o.Obj carries no apiVersion/kind, o.GVK is set on a copy; o.Obj is never modified. If
 // o.GVK is empty, the object's own is used; if both are set they must agree.
 func (c *Codec) Encode(o *Object) ([]byte, error) {
+	return c.encode(o, &ownedWriter{})
+}
+
+// encode is Encode; a protobuf value is written through w (a pooled one
+// for a value only compared, as CheckRoundTrip's).
+func (c *Codec) encode(o *Object, w *ownedWriter) ([]byte, error) {
 	if o == nil || isNil(o.Obj) {
 		return nil, errors.New("codec: Encode of a nil object")
 	}
@@ -257,7 +265,7 @@ func (c *Codec) Encode(o *Object) ([]byte, error) {
 	}
 	switch o.Encoding {
 	case Protobuf:
-		return c.EncodeProtobuf(o.Obj, gvk)
+		return c.encodeProtobuf(o.Obj, gvk, w)
 	case JSON:
 		obj := withGVK(o.Obj, gvk)
 		if u, ok := obj.(*unstructured.Unstructured); ok && o.layout != nil {
@@ -280,6 +288,10 @@ func (c *Codec) Encode(o *Object) ([]byte, error) {
 // create a new object or a test fixture. gvk is set on a shallow copy; obj is not modified. obj
 // must be the type the scheme registers for gvk.
 func (c *Codec) EncodeProtobuf(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error) {
+	return c.encodeProtobuf(obj, gvk, &ownedWriter{})
+}
+
+func (c *Codec) encodeProtobuf(obj runtime.Object, gvk schema.GroupVersionKind, out *ownedWriter) ([]byte, error) {
 	if isNil(obj) {
 		return nil, errors.New("codec: EncodeProtobuf of a nil object")
 	}
@@ -300,8 +312,7 @@ func (c *Codec) EncodeProtobuf(obj runtime.Object, gvk schema.GroupVersionKind) 
 		return nil, fmt.Errorf("codec: %T is registered as %v, not as %s", obj, kinds, gvkString(gvk))
 	}
 	obj = withGVK(obj, gvk)
-	var out ownedWriter
-	if err := c.proto.EncodeWithAllocator(obj, &out, &out); err != nil {
+	if err := c.proto.EncodeWithAllocator(obj, out, out); err != nil {
 		return nil, fmt.Errorf("codec: encoding %s as %s: %w", gvkString(gvk), "protobuf", err)
 	}
 	return out.b, nil
@@ -315,12 +326,28 @@ func (c *Codec) EncodeProtobuf(obj runtime.Object, gvk schema.GroupVersionKind) 
 type ownedWriter struct {
 	buf []byte // the last buffer Allocate made
 	b   []byte // what was written
+	// spare, when set, is a buffer Allocate reuses (a pooled writer's):
+	// what was written is then valid only until the writer is reused.
+	spare []byte
 }
 
 // Allocate implements runtime.MemoryAllocator.
 func (w *ownedWriter) Allocate(n uint64) []byte {
-	w.buf = make([]byte, n)
+	if uint64(cap(w.spare)) >= n {
+		w.buf = w.spare[:n]
+	} else {
+		w.buf = make([]byte, n)
+	}
 	return w.buf
+}
+
+// reset readies a pooled writer for its next value, keeping the largest
+// buffer it has used.
+func (w *ownedWriter) reset() {
+	if cap(w.b) > cap(w.spare) {
+		w.spare = w.b[:0]
+	}
+	w.buf, w.b = nil, nil
 }
 
 // Write keeps p if it is the start of the buffer Allocate made and the
@@ -377,7 +404,12 @@ func (c *Codec) CheckRoundTrip(value []byte) error {
 	if err != nil {
 		return err
 	}
-	out, err := c.Encode(o)
+	w, _ := c.scratch.Get().(*ownedWriter) // the value is only compared: its buffer is reused
+	if w == nil {
+		w = &ownedWriter{}
+	}
+	defer func() { w.reset(); c.scratch.Put(w) }()
+	out, err := c.encode(o, w)
 	if err != nil {
 		return fmt.Errorf("%w: %s %s: re-encoding failed: %v", ErrNotRoundTrip, o.Encoding, gvkString(o.GVK), err)
 	}

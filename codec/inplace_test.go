@@ -94,3 +94,26 @@ func TestDecodeInPlaceAgreesWithSerializer(t *testing.T) {
 		t.Fatalf("only %d values decoded in place: the test does not test it", inPlace)
 	}
 }
+
+// TestCheckRoundTripReusesItsBuffer: CheckRoundTrip encodes into a pooled
+// buffer; one codec checking values of every size in turn, larger and
+// smaller than the one before, round-trip or not (a field appended), says
+// the same of each as a fresh codec, with the same error.
+func TestCheckRoundTripReusesItsBuffer(t *testing.T) {
+	shared := New()
+	var values [][]byte
+	for _, tc := range roundTripCases(t) {
+		values = append(values, tc.value)
+		if tc.encoding == Protobuf {
+			values = append(values, append(bytes.Clone(tc.value), 0x28, 0x01))
+		}
+	}
+	r := rand.New(rand.NewSource(3))
+	for range 5 * len(values) {
+		v := values[r.Intn(len(values))]
+		got, want := shared.CheckRoundTrip(v), New().CheckRoundTrip(v)
+		if (got == nil) != (want == nil) || got != nil && got.Error() != want.Error() {
+			t.Fatalf("CheckRoundTrip(%q) = %v on a used codec, %v on a fresh one", v, got, want)
+		}
+	}
+}

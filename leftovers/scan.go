@@ -55,6 +55,8 @@ type LeftoverScan struct {
 	// resources keeps resource's answers.
 	seen      map[netip.Addr]bool
 	resources map[string]string
+	hits      []hit  // find's, reused
+	b64       []byte // decodeHelmRelease's, reused
 }
 
 // LeftoverGroup is one resource's leftovers.
@@ -388,11 +390,8 @@ func (s *LeftoverScan) find(value []byte, needles [][]byte, groups []leadGroup, 
 	if len(groups) == 0 {
 		return nil
 	}
-	type hit struct {
-		group, needle, at, end int
-		addr                   netip.Addr
-	}
-	var hits []hit
+	hits := s.hits[:0]
+	defer func() { s.hits = hits[:0] }() // reused: find runs for every value
 	match := func(at int) {
 		if at > 0 && part(value[at-1]) {
 			return // the middle of a longer token, for every needle
@@ -436,6 +435,13 @@ func (s *LeftoverScan) find(value []byte, needles [][]byte, groups []leadGroup, 
 		found[i] = cidrText(value, h.at, h.end, h.addr)
 	}
 	return found
+}
+
+// hit is one address find found: in which group and by which needle, and
+// where.
+type hit struct {
+	group, needle, at, end int
+	addr                   netip.Addr
 }
 
 // eachCandidate calls match, in increasing order, at every position of
