@@ -14,6 +14,10 @@ type envelope struct {
 	raw             []byte // field 2, the typed object's protobuf
 	contentEncoding []byte // field 3, written empty by the apiserver
 	contentType     []byte // field 4, written empty by the apiserver
+	// plain: every field was one of the four, length-delimited, as the
+	// apiserver writes them (runtime.Unknown's unmarshaller refuses other
+	// wire types for them, and skips other fields with rules of its own).
+	plain bool
 }
 
 // Protobuf wire types (https://protobuf.dev/programming-guides/encoding/).
@@ -33,6 +37,7 @@ func parseEnvelope(value []byte, onlyTypeMeta bool) (envelope, error) {
 		return env, undecodable("protobuf value has no body after the k8s\\x00 magic")
 	}
 	b := value[len(protobufMagic):]
+	env.plain = true
 	for len(b) > 0 {
 		tag, n := binary.Uvarint(b)
 		if n <= 0 {
@@ -42,6 +47,9 @@ func parseEnvelope(value []byte, onlyTypeMeta bool) (envelope, error) {
 		field, wire := tag>>3, tag&7
 		if field == 0 {
 			return env, undecodable("protobuf envelope has an invalid field number 0")
+		}
+		if field > 4 || wire != wireBytes {
+			env.plain = false
 		}
 		var v []byte
 		switch wire {

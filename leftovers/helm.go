@@ -50,7 +50,7 @@ func (s *LeftoverScan) helmLeftovers(value []byte) (string, bool) {
 	if !ok || string(sec.Type) != helmReleaseType {
 		return "", false
 	}
-	rel, err := decodeHelmRelease(sec.Data["release"])
+	rel, err := s.decodeHelmRelease(sec.Data["release"])
 	if err != nil {
 		return fmt.Sprintf("Helm release Secret %s/%s could not be read: %v", sec.Namespace, sec.Name, err), true
 	}
@@ -70,11 +70,18 @@ func (s *LeftoverScan) helmLeftovers(value []byte) (string, bool) {
 }
 
 // decodeHelmRelease undoes Helm's base64 and gzip.
-func decodeHelmRelease(data []byte) (*helmRelease, error) {
-	raw, err := base64.StdEncoding.DecodeString(string(data))
+// The base64 is decoded into a buffer the scan reuses (DecodeString would
+// copy data to a string, then allocate): nothing decoded is kept.
+func (s *LeftoverScan) decodeHelmRelease(data []byte) (*helmRelease, error) {
+	if n := base64.StdEncoding.DecodedLen(len(data)); cap(s.b64) < n {
+		s.b64 = make([]byte, n)
+	}
+	raw := s.b64[:base64.StdEncoding.DecodedLen(len(data))]
+	n, err := base64.StdEncoding.Decode(raw, data)
 	if err != nil {
 		return nil, fmt.Errorf("release is not base64: %w", err)
 	}
+	raw = raw[:n]
 	if bytes.HasPrefix(raw, []byte{0x1f, 0x8b}) {
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		if err != nil {

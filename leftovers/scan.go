@@ -51,6 +51,12 @@ type LeftoverScan struct {
 	// an old service range overlaps its new one (stays asks only then).
 	movedTo map[netip.Addr]bool
 	cd      *codec.Codec // for Helm release Secrets, made on first use
+	// seen is Observe's set of the addresses found in one value, reused;
+	// resources keeps resource's answers.
+	seen      map[netip.Addr]bool
+	resources map[string]string
+	hits      []hit  // find's, reused
+	b64       []byte // decodeHelmRelease's, reused
 }
 
 // LeftoverGroup is one resource's leftovers.
@@ -106,16 +112,48 @@ func RecreateOrder(perNS map[string]int) []NamespaceCount {
 
 // namespaceOf is the namespace in a namespaced key under resource res
 // (/registry/<res path>/<ns>/<name>), or "".
+// It reads the key in place: it runs for every pod-level key with a
+// leftover (660k Pods on the 8 GiB bench).
 func namespaceOf(key, res string) string {
-	parts := strings.Split(strings.TrimPrefix(key, wellknown.DefaultPrefix), "/")
-	skip := len(strings.Split(res, "/"))
+	rest := strings.TrimPrefix(key, wellknown.DefaultPrefix)
+	skip := strings.Count(res, "/") + 1
 	if res == "endpoints" {
 		skip = 2 // services/endpoints
 	}
-	if len(parts) != skip+2 {
+	if strings.Count(rest, "/") != skip+1 { // skip+2 segments
 		return ""
 	}
-	return parts[skip]
+	for range skip {
+		rest = rest[strings.IndexByte(rest, '/')+1:]
+	}
+	ns, _, _ := strings.Cut(rest, "/")
+	return ns
+}
+
+// resource is wellknown.Resource(key), kept by the key's first two
+// segments after the prefix, which are all it depends on (a resource
+// path, keyOf's services/specs, a group and its plural, ranges/<name>):
+// it runs for every key with a leftover.
+func (s *LeftoverScan) resource(key string) string {
+	rest, ok := strings.CutPrefix(key, wellknown.DefaultPrefix)
+	if !ok {
+		return wellknown.Resource(key)
+	}
+	head := rest
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		if j := strings.IndexByte(rest[i+1:], '/'); j >= 0 {
+			head = rest[:i+1+j]
+		}
+	}
+	if r, ok := s.resources[head]; ok {
+		return r
+	}
+	r := wellknown.Resource(key)
+	if s.resources == nil {
+		s.resources = map[string]string{}
+	}
+	s.resources[strings.Clone(head)] = r
+	return r
 }
 
 // Leftover is one key and the old-range addresses in it.
@@ -242,7 +280,11 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 	if len(s.needles)+len(s.needle6) == 0 {
 		return
 	}
-	seen := map[netip.Addr]bool{}
+	if s.seen == nil {
+		s.seen = map[netip.Addr]bool{}
+	}
+	seen := s.seen
+	clear(seen)
 	found := s.find(value, s.needles, s.groups4, isV4Char, 15, seen)
 	found = append(found, s.find(value, s.needle6, s.groups6, isV6Char, 45, seen)...)
 	if policyLike(k) {
@@ -258,7 +300,7 @@ func (s *LeftoverScan) Observe(k, value []byte, _ bool) {
 		return
 	}
 	key := string(k)
-	res := wellknown.Resource(key)
+	res := s.resource(key)
 	intended := s.kept[key] || s.onlyKept(seen)
 	gk := res
 	if intended {
@@ -348,12 +390,8 @@ func (s *LeftoverScan) find(value []byte, needles [][]byte, groups []leadGroup, 
 	if len(groups) == 0 {
 		return nil
 	}
-	type hit struct {
-		group, needle, at int
-		addr              netip.Addr
-		text              string
-	}
-	var hits []hit
+	hits := s.hits[:0]
+	defer func() { s.hits = hits[:0] }() // reused: find runs for every value
 	match := func(at int) {
 		if at > 0 && part(value[at-1]) {
 			return // the middle of a longer token, for every needle
@@ -370,11 +408,11 @@ func (s *LeftoverScan) find(value []byte, needles [][]byte, groups []leadGroup, 
 			for j < len(value) && j-at < longest && part(value[j]) {
 				j++
 			}
-			a, err := netip.ParseAddr(trimToken(string(value[at:j])))
-			if err != nil || !s.inRanges(a) {
+			a, ok := parseAddr(trimTokenBytes(value[at:j]))
+			if !ok || !s.inRanges(a) {
 				continue
 			}
-			hits = append(hits, hit{gi, n, at, a, cidrText(value, at, j, a)})
+			hits = append(hits, hit{gi, n, at, j, a})
 		}
 	}
 	eachCandidate(value, groups, match)
@@ -393,10 +431,17 @@ func (s *LeftoverScan) find(value []byte, needles [][]byte, groups []leadGroup, 
 	}
 	slices.SortFunc(kept, func(x, y hit) int { return cmp.Or(cmp.Compare(x.needle, y.needle), cmp.Compare(x.at, y.at)) })
 	found := make([]string, len(kept))
-	for i, h := range kept {
-		found[i] = h.text
+	for i, h := range kept { // the text only of the hits kept: an address is often there twice (podIP, podIPs)
+		found[i] = cidrText(value, h.at, h.end, h.addr)
 	}
 	return found
+}
+
+// hit is one address find found: in which group and by which needle, and
+// where.
+type hit struct {
+	group, needle, at, end int
+	addr                   netip.Addr
 }
 
 // eachCandidate calls match, in increasing order, at every position of
@@ -593,16 +638,6 @@ func textPrefix6(r netip.Prefix) string {
 	return out
 }
 
-// trimToken drops punctuation a token may end with ("10.0.0.1." at the end
-// of a sentence, "fd00::1:" before a port list) but keeps an IPv6 "::".
-func trimToken(t string) string {
-	t = strings.TrimRight(t, ".")
-	if strings.HasSuffix(t, ":") && !strings.HasSuffix(t, "::") {
-		t = t[:len(t)-1]
-	}
-	return t
-}
-
 // policyLikePrefixes are where CIDRs that select traffic live: a
 // NetworkPolicy ipBlock, a Calico or Cilium policy, a ConfigMap's settings.
 // There a CIDR wider than an old range (10.0.0.0/8 around 10.244.0.0/16),
@@ -643,12 +678,14 @@ func (s *LeftoverScan) coveringCIDRs(value []byte, found []string) []string {
 		for end < len(value) && end-at <= 3 && isDigit(value[end]) {
 			end++
 		}
-		if p, err := netip.ParsePrefix(trimLeadingColons(string(value[start:end]))); err == nil && !seen[p] {
-			seen[p] = true
-			for _, r := range s.rs {
-				if p.Overlaps(r) && !(p.Bits() >= r.Bits() && r.Contains(p.Addr())) {
-					out = append(out, fmt.Sprintf("%s (covers the old range %s)", p, r))
-					break
+		if t := trimLeadingColons(value[start:end]); maybePrefix(t) {
+			if p, err := netip.ParsePrefix(string(t)); err == nil && !seen[p] {
+				seen[p] = true
+				for _, r := range s.rs {
+					if p.Overlaps(r) && !(p.Bits() >= r.Bits() && r.Contains(p.Addr())) {
+						out = append(out, fmt.Sprintf("%s (covers the old range %s)", p, r))
+						break
+					}
 				}
 			}
 		}
@@ -663,8 +700,8 @@ func (s *LeftoverScan) coveringCIDRs(value []byte, found []string) []string {
 
 // trimLeadingColons drops a ":" the backward scan may take from a
 // "key:10.0.0.0/8" text, but keeps an IPv6 "::/0" or "::1/128".
-func trimLeadingColons(t string) string {
-	if strings.HasPrefix(t, ":") && !strings.HasPrefix(t, "::") {
+func trimLeadingColons(t []byte) []byte {
+	if bytes.HasPrefix(t, []byte(":")) && !bytes.HasPrefix(t, []byte("::")) {
 		return t[1:]
 	}
 	return t

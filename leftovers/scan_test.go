@@ -512,3 +512,14 @@ func TestFindOnePass(t *testing.T) {
 		}
 	}
 }
+
+// trimToken is the scan's trimTokenBytes as it was, on strings, for the
+// references: it drops punctuation a token may end with ("10.0.0.1." at the end
+// of a sentence, "fd00::1:" before a port list) but keeps an IPv6 "::".
+func trimToken(t string) string {
+	t = strings.TrimRight(t, ".")
+	if strings.HasSuffix(t, ":") && !strings.HasSuffix(t, "::") {
+		t = t[:len(t)-1]
+	}
+	return t
+}

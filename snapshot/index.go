@@ -41,10 +41,11 @@ type Index struct {
 	named    []namedKey // Named prefixes, and keys whose hash collided; sorted by key
 	// marks holds the revision of every markEvery-th entry of the bucket,
 	// where entryAt starts its walk to a position.
-	marks []Revision
-	seed  maphash.Seed
-	opts  IndexOptions
-	snap  *Snapshot
+	marks    []Revision
+	seed     maphash.Seed
+	opts     IndexOptions
+	namedSet prefixSet // opts.Named
+	snap     *Snapshot
 	// live has one bit per entry of the bucket, in bucket order: set for
 	// the newest revision of each live key. Live walks the same read-only
 	// bucket in the same order and reads its answers here, without hashing.
@@ -184,7 +185,7 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 	defer guard(s.Path, &err, debug.SetPanicOnFault(true))
 	p = progress.OrNop(p)
 	p.Start("index", "bytes", s.DBSize)
-	ix = &Index{seed: maphash.MakeSeed(), opts: opts, snap: s}
+	ix = &Index{seed: maphash.MakeSeed(), opts: opts, namedSet: newPrefixSet(opts.Named), snap: s}
 	if ix.opts.hash == nil {
 		seed := ix.seed
 		ix.opts.hash = func(key []byte) uint32 { return uint32(maphash.Bytes(seed, key)) }
@@ -433,8 +434,61 @@ func (ix *Index) markLive(tombs []uint64) {
 }
 
 // isNamed reports whether key is under one of the Named prefixes.
-func (ix *Index) isNamed(key []byte) bool {
-	for _, p := range ix.opts.Named {
+func (ix *Index) isNamed(key []byte) bool { return ix.namedSet.has(key) }
+
+// prefixSet answers whether a key is under one of a few prefixes (the
+// rules' Named, some thirty with repeats, nearly all under /registry/):
+// for each of the 3.9M entries of the 8 GiB bench, comparing every prefix
+// cost 0.7 s of the index pass. A key is compared only with the prefixes
+// whose byte after what they all begin with is the key's.
+type prefixSet struct {
+	list   []string      // the prefixes, each once
+	common string        // what every prefix begins with
+	next   [256][]string // the prefixes longer than common, by their byte after it
+	all    bool          // common is itself one of the prefixes
+}
+
+func newPrefixSet(prefixes []string) prefixSet {
+	var ps prefixSet
+	for _, p := range prefixes {
+		if !slices.Contains(ps.list, p) {
+			ps.list = append(ps.list, p)
+		}
+	}
+	if len(ps.list) == 0 {
+		return ps
+	}
+	ps.common = ps.list[0]
+	for _, p := range ps.list[1:] {
+		n := 0
+		for n < len(p) && n < len(ps.common) && p[n] == ps.common[n] {
+			n++
+		}
+		ps.common = ps.common[:n]
+	}
+	for _, p := range ps.list {
+		if len(p) == len(ps.common) {
+			ps.all = true
+		} else {
+			b := p[len(ps.common)]
+			ps.next[b] = append(ps.next[b], p)
+		}
+	}
+	return ps
+}
+
+func (ps *prefixSet) has(key []byte) bool {
+	c := len(ps.common)
+	if len(ps.list) == 0 || len(key) < c || string(key[:c]) != ps.common {
+		return false
+	}
+	if ps.all {
+		return true
+	}
+	if len(key) == c {
+		return false
+	}
+	for _, p := range ps.next[key[c]] {
 		if len(key) >= len(p) && string(key[:len(p)]) == p {
 			return true
 		}

@@ -123,3 +123,33 @@ func TestIndexAgreesWithReference(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixSet: has answers as comparing every prefix does, for prefix
+// lists with repeats, one prefix inside another, one that is all the
+// others have in common, none; and keys around them.
+func TestPrefixSet(t *testing.T) {
+	lists := [][]string{
+		nil,
+		{"/registry/minions/"},
+		{"/registry/minions/", "/registry/minions/", "/registry/services/specs/", "/registry/crd.projectcalico.org/ippools/", "/registry/configmaps/kube-system/kubeadm-config"},
+		{"/registry/", "/registry/pods/"},
+		{"/a", "/b", ""},
+		{"/registry/services/", "/registry/services/specs/", "/registry/secrets/"},
+	}
+	keys := []string{"", "/", "/r", "/registry", "/registry/", "/registry/m", "/registry/minions", "/registry/minions/", "/registry/minions/cp1",
+		"/registry/services/specs/default/kubernetes", "/registry/services/endpoints/x", "/registry/secrets/a", "/registry/crd.projectcalico.org/ippools/p",
+		"/registry/configmaps/kube-system/kubeadm-config", "/registry/configmaps/kube-system/kubeadm-configx", "/registry/configmaps/kube-system/kubeadm",
+		"/registry/pods/demo/p", "/a", "/ab", "/b/c", "/c", "x/registry/minions/"}
+	for _, list := range lists {
+		ps := newPrefixSet(list)
+		for _, k := range keys {
+			want := false
+			for _, p := range list {
+				want = want || strings.HasPrefix(k, p)
+			}
+			if got := ps.has([]byte(k)); got != want {
+				t.Errorf("prefixes %q: has(%q) = %v, want %v", list, k, got, want)
+			}
+		}
+	}
+}

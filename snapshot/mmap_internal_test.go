@@ -3,6 +3,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/snapshift/snapshift/progress"
 )
 
 // TestPopulateFlags: an input that fits in half the memory budget is populated, one beyond it is
@@ -72,4 +75,36 @@ func vmFlags(t *testing.T, addr uintptr) []string {
 	}
 	t.Fatalf("no mapping at %#x in /proc/self/smaps", addr)
 	return nil
+}
+
+// TestHashMapped: the mapped hash writes the file's first bytes exactly
+// (pieces of 4 MiB and a short last one); a mapping longer than the file
+// (truncated while it is read) faults past its end, which hashMapped
+// reports as false instead of crashing.
+func TestHashMapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	content := make([]byte, 9<<20+123)
+	for i := range content {
+		content[i] = byte(i*7 + i>>13)
+	}
+	if err := os.WriteFile(path, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size := int64(len(content) - 100)
+	var got bytes.Buffer
+	if !hashMapped(f, size, &got, progress.Nop{}) {
+		t.Fatal("hashMapped of a file in the page cache is false")
+	}
+	if !bytes.Equal(got.Bytes(), content[:size]) {
+		t.Fatalf("hashMapped wrote %d bytes, not the file's first %d", got.Len(), size)
+	}
+	got.Reset()
+	if hashMapped(f, int64(len(content))+64<<10, &got, progress.Nop{}) {
+		t.Fatal("hashMapped past the end of the file is true")
+	}
 }

@@ -1,13 +1,17 @@
 package snapshot
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snapshift/snapshift/progress"
 )
 
 // mmapPopulate maps a file's pages in one go (see Open).
@@ -99,4 +103,42 @@ func adviseSequential(data uintptr, size int64) {
 		return
 	}
 	unix.Syscall(unix.SYS_MADVISE, data, uintptr(size), unix.MADV_SEQUENTIAL)
+}
+
+// hashMapped writes the first size bytes of f to w in 4 MiB pieces
+// through a read-only mapping of its own, reporting each to p, and reports
+// whether it could: false (nothing written) when the input is one Open
+// does not populate (a memory cgroup smaller than twice the input: there
+// the hash reads as it always did), when the file cannot be mapped, or on
+// a fault (a file truncated while it is read), after which the caller
+// reads it with pread, from the start, and says what is wrong.
+//
+// Read with pread, the hash of the 8 GiB bench input cost 1.7 s of system
+// time copying the page cache into a buffer; mapped, the hash reads the
+// page cache where it is, and each page fault maps 16 pages that are there
+// already (fault-around). MADV_SEQUENTIAL makes the kernel read ahead of a
+// cold input as it does for pread.
+func hashMapped(f *os.File, size int64, w io.Writer, p progress.Reporter) (ok bool) {
+	if size <= 0 || populateFlags(size) == 0 || int64(int(size)) != size {
+		return false
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return false
+	}
+	defer unix.Munmap(data)
+	_ = unix.Madvise(data, unix.MADV_SEQUENTIAL) // only a speed
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+		}
+	}()
+	const piece = 4 << 20
+	for off := 0; off < len(data); off += piece {
+		n := min(piece, len(data)-off)
+		w.Write(data[off : off+n])
+		p.Add(int64(n))
+	}
+	return true
 }

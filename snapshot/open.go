@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -268,6 +269,28 @@ func isText(b []byte) bool {
 func (s *Snapshot) verifyTrailer(f *os.File, p progress.Reporter) error {
 	h := sha256.New()
 	p.Start("hash", "bytes", s.DBSize)
+	if !hashMapped(f, s.DBSize, h, p) {
+		if err := s.hashRead(f, h, p); err != nil {
+			return err
+		}
+	}
+	got := h.Sum(nil)
+	want, err := readTrailer(f, s.Path, s.DBSize)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		return invalid(s.Path, "sha256 trailer does not match its contents (expected %x, got %x): the file is corrupt or truncated", want, got)
+	}
+	s.SHA256 = hex.EncodeToString(got)
+	p.Done()
+	return nil
+}
+
+// hashRead writes the bbolt part to h with pread, 4 MiB at a time. A
+// mapped read that faulted may have written part of it: h starts again.
+func (s *Snapshot) hashRead(f *os.File, h hash.Hash, p progress.Reporter) error {
+	h.Reset()
 	buf := make([]byte, 4<<20)
 	r := io.NewSectionReader(f, 0, s.DBSize)
 	for {
@@ -281,16 +304,6 @@ func (s *Snapshot) verifyTrailer(f *os.File, p progress.Reporter) error {
 			return fmt.Errorf("snapshot %s: reading: %w", s.Path, err)
 		}
 	}
-	got := h.Sum(nil)
-	want, err := readTrailer(f, s.Path, s.DBSize)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(got, want) {
-		return invalid(s.Path, "sha256 trailer does not match its contents (expected %x, got %x): the file is corrupt or truncated", want, got)
-	}
-	s.SHA256 = hex.EncodeToString(got)
-	p.Done()
 	return nil
 }
 
