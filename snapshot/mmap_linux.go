@@ -138,6 +138,10 @@ func hashMapped(f *os.File, size int64, w io.Writer, p progress.Reporter) (ok bo
 	for off := 0; off < len(data); off += piece {
 		n := min(piece, len(data)-off)
 		w.Write(data[off : off+n])
+		// Unmap what was hashed (the pages stay in the page cache): the
+		// process's RSS then counts the input once, as the index's
+		// mapping holds it, not twice.
+		_ = unix.Madvise(data[off:off+n], unix.MADV_DONTNEED)
 		p.Add(int64(n))
 	}
 	return true
