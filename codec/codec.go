@@ -150,6 +150,12 @@ func (c *Codec) Decode(value []byte) (*Object, error) {
 }
 
 func (c *Codec) decodeProtobuf(value []byte) (*Object, error) {
+	return c.decodeProtobufWith(value, true)
+}
+
+// decodeProtobufWith decodes a protobuf value; inPlace false sends every
+// value through apimachinery's serializer (the tests' reference).
+func (c *Codec) decodeProtobufWith(value []byte, inPlace bool) (*Object, error) {
 	env, err := parseEnvelope(value, false)
 	if err != nil {
 		return nil, err
@@ -165,7 +171,13 @@ func (c *Codec) decodeProtobuf(value []byte) (*Object, error) {
 		return nil, undecodable("%s: protobuf envelope with content encoding %q and type %q; the apiserver writes both empty",
 			gvkString(gvk), env.contentEncoding, env.contentType)
 	}
-	obj, ok := c.unmarshalRaw(env, gvk)
+	var (
+		obj runtime.Object
+		ok  bool
+	)
+	if inPlace {
+		obj, ok = c.unmarshalRaw(env, gvk)
+	}
 	if !ok {
 		var err error
 		if obj, _, err = c.proto.Decode(value, nil, nil); err != nil {

@@ -11,26 +11,7 @@ import (
 // through apimachinery's protobuf serializer: the reference for the
 // in-place decode.
 func (c *Codec) decodeProtobufBySerializer(value []byte) (*Object, error) {
-	env, err := parseEnvelope(value, false)
-	if err != nil {
-		return nil, err
-	}
-	gvk, err := env.gvk()
-	if err != nil {
-		return nil, err
-	}
-	if !c.scheme.Recognizes(gvk) {
-		return nil, &UnknownTypeError{GVK: gvk, Encoding: Protobuf}
-	}
-	if len(env.contentEncoding) > 0 || len(env.contentType) > 0 {
-		return nil, undecodable("%s: protobuf envelope with content encoding %q and type %q; the apiserver writes both empty",
-			gvkString(gvk), env.contentEncoding, env.contentType)
-	}
-	obj, _, err := c.proto.Decode(value, nil, nil)
-	if err != nil {
-		return nil, undecodable("%s: %v", gvkString(gvk), err)
-	}
-	return &Object{Encoding: Protobuf, GVK: gvk, Obj: obj}, nil
+	return c.decodeProtobufWith(value, false)
 }
 
 // TestDecodeInPlaceAgreesWithSerializer: the protobuf values of the
