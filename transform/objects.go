@@ -10,8 +10,6 @@ import (
 	"io"
 	"iter"
 	"os"
-
-	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
 // ObjectChanges is the list of changed, deleted and created keys of a run,
@@ -95,14 +93,9 @@ func (l *ObjectChanges) set(names []string) int {
 // spill moves the records in memory to the spill file.
 func (l *ObjectChanges) spill() error {
 	if l.f == nil {
-		f, err := fsutil.CreateTemp(l.beside, 0o600)
+		f, err := createUnlinked(l.beside)
 		if err != nil {
 			l.noSpill = true // a directory that takes no file: memory it is
-			return nil
-		}
-		if err := os.Remove(f.Name()); err != nil {
-			f.Close()
-			l.noSpill = true
 			return nil
 		}
 		l.f = f

@@ -24,6 +24,17 @@ type spill struct {
 }
 
 func newSpill(beside string) (*spill, error) {
+	f, err := createUnlinked(beside)
+	if err != nil {
+		return nil, err
+	}
+	return &spill{f: f, w: bufio.NewWriterSize(f, 1<<20), name: f.Name()}, nil
+}
+
+// createUnlinked creates a 0600 temporary file beside path, under a name
+// the next run knows as a leftover, and unlinks it at once: nothing is
+// left of it once it is closed, even after a kill.
+func createUnlinked(beside string) (*os.File, error) {
 	f, err := fsutil.CreateTemp(beside, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("creating a temporary file beside %s: %w", beside, err)
@@ -32,7 +43,7 @@ func newSpill(beside string) (*spill, error) {
 		f.Close()
 		return nil, fmt.Errorf("creating a temporary file beside %s: %w", beside, err)
 	}
-	return &spill{f: f, w: bufio.NewWriterSize(f, 1<<20), name: f.Name()}, nil
+	return f, nil
 }
 
 // add stores b and returns where it is.
