@@ -98,6 +98,12 @@ func StartFused(ctx context.Context, src *Snapshot, members []RestoreConfig) (_ 
 		if cfg.RevisionBump != members[0].RevisionBump || cfg.KeepAlarms != members[0].KeepAlarms {
 			return nil, fmt.Errorf("member %s: every member of one restore needs the same revision bump and alarm choice", cfg.Name)
 		}
+		if i > 0 && (cfg.InitialClusterToken != f.members[0].cfg.InitialClusterToken || cfg.InitialCluster != f.members[0].cfg.InitialCluster) {
+			return nil, fmt.Errorf("member %s: every member of one restore needs the same initial cluster and token", cfg.Name)
+		}
+		if err := cfg.checkIdentity(src); err != nil {
+			return nil, err
+		}
 		f.members = append(f.members, memberDirs{cfg: cfg})
 	}
 	if f.alarms, err = src.Alarms(); err != nil {

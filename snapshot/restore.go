@@ -41,7 +41,11 @@ type RestoreConfig struct {
 	// InitialCluster lists every member, "name=url,...". Default
 	// "<Name>=<PeerURLs[0]>".
 	InitialCluster string
-	// InitialClusterToken. Default "etcd-cluster".
+	// InitialClusterToken. Default: DeriveToken of the snapshot and
+	// InitialCluster, a new token for every restore (as etcd advises), the
+	// same for every member restored from one file with one initial
+	// cluster. A token that gives a member an ID the snapshot's own members
+	// bucket holds (the old cluster's token and peer URLs) is refused.
 	InitialClusterToken string
 	// SkipHashCheck accepts a snapshot without a sha256 trailer.
 	SkipHashCheck bool
@@ -84,7 +88,9 @@ func (c *RestoreConfig) Validate() error {
 		c.InitialCluster = c.Name + "=" + c.PeerURLs[0]
 	}
 	if c.InitialClusterToken == "" {
-		c.InitialClusterToken = "etcd-cluster"
+		// An unreadable snapshot is left to the restore's own open, whose
+		// error names the cause.
+		c.InitialClusterToken, _ = DeriveToken(c.SnapshotPath, c.InitialCluster)
 	}
 	if (c.RevisionBump == 0) != !c.MarkCompacted {
 		return option.Errorf("RevisionBump", "{} and {MarkCompacted} go together: give both (the default) or neither")
@@ -231,6 +237,9 @@ func precheck(ctx context.Context, cfg RestoreConfig) (trailer bool, err error) 
 		return false, err
 	}
 	err = s.Validate(ctx)
+	if err == nil {
+		err = cfg.checkIdentity(s)
+	}
 	s.Close()
 	if err != nil {
 		// A damaged file with a trailer: the trailer names the cause.
@@ -242,6 +251,33 @@ func precheck(ctx context.Context, cfg RestoreConfig) (trailer bool, err error) 
 		return false, err
 	}
 	return s.HasTrailer, ctx.Err()
+}
+
+// Identity is the identity etcd's restore gives the cluster this member
+// belongs to (after Validate).
+func (c *RestoreConfig) Identity() (ClusterIdentity, error) {
+	return IdentityOf(c.InitialCluster, c.InitialClusterToken)
+}
+
+// checkIdentity refuses a restore whose members would carry a member ID of
+// the cluster the snapshot was saved from: the old cluster's token with its
+// peer URLs. Such a member is, to an old member still running, one of its
+// own (see DeriveToken's comment).
+func (c *RestoreConfig) checkIdentity(src *Snapshot) error {
+	next, err := c.Identity()
+	if err != nil {
+		return option.Errorf("InitialCluster", "{}: %s", err)
+	}
+	old, err := src.OldIdentity(c.InitialClusterToken)
+	if err != nil {
+		return err
+	}
+	if shared := SharedMembers(old, next); len(shared) > 0 {
+		return option.Errorf("InitialClusterToken", "{} %q is the old cluster's: member %s would get the old member ID %s, "+
+			"so an old member still running would take it for its own; give another {} or none (a new one is derived)",
+			c.InitialClusterToken, shared[0].Name, shared[0].ID)
+	}
+	return nil
 }
 
 // tempDirs names the temporary data and WAL directories beside the final

@@ -30,7 +30,8 @@ func (o *restoreOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "data-dir", Destination: &o.cfg.DataDir, Usage: "the new data dir (default <name>.etcd); must not exist or be empty"},
 		&cli.StringFlag{Name: "wal-dir", Destination: &o.cfg.WALDir, Usage: "a separate WAL dir (default <data-dir>/member/wal); must not exist"},
 		&cli.StringFlag{Name: "initial-cluster", Destination: &o.cfg.InitialCluster, Usage: "every member, name=peer-url,... (default <name>=<peer url>)"},
-		&cli.StringFlag{Name: "initial-cluster-token", Value: "etcd-cluster", Destination: &o.cfg.InitialClusterToken, Usage: "the cluster token"},
+		&cli.StringFlag{Name: "initial-cluster-token", Destination: &o.cfg.InitialClusterToken,
+			Usage: "the new cluster's token (default: derived from the snapshot and --initial-cluster, the same for every member; the old cluster's token is refused)"},
 		&cli.StringFlag{Name: "initial-advertise-peer-urls", Value: "http://localhost:2380", Destination: &o.peerURLs, Usage: "this member's peer URLs, comma-separated"},
 		&cli.Uint64Flag{Name: "bump-revision", Value: snapshot.DefaultRevisionBump, Destination: &o.cfg.RevisionBump,
 			Usage: "raise the revision by this much (0 with --mark-compacted=false to disable)"},
@@ -91,8 +92,9 @@ func (o *restoreOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.json() {
+		id, _ := cfg.Identity()
 		return writeJSON(o.stdout, map[string]any{"name": cfg.Name, "dataDir": cfg.DataDir, "walDir": cfg.WALDir, "initialCluster": cfg.InitialCluster,
-			"peerURLs": cfg.PeerURLs, "revisionBump": cfg.RevisionBump, "markCompacted": cfg.MarkCompacted, "alarms": rep.Alarms, "alarmsCleared": rep.AlarmsCleared})
+			"peerURLs": cfg.PeerURLs, "initialClusterToken": cfg.InitialClusterToken, "clusterID": id.ClusterID, "memberID": id.MemberID(cfg.Name), "revisionBump": cfg.RevisionBump, "markCompacted": cfg.MarkCompacted, "alarms": rep.Alarms, "alarmsCleared": rep.AlarmsCleared})
 	}
 	printAlarms(o.stdout, rep.Alarms, rep.AlarmsCleared, false)
 	o.printRestored()
@@ -101,7 +103,9 @@ func (o *restoreOptions) Run(ctx context.Context) error {
 
 func (o *restoreOptions) printRestored() {
 	cfg := o.cfg
-	fmt.Fprintf(o.stdout, "[restore] member %s restored into %s (initial cluster %s", cfg.Name, cfg.DataDir, cfg.InitialCluster)
+	id, _ := cfg.Identity()
+	fmt.Fprintf(o.stdout, "[restore] member %s (ID %s of cluster %s, token %s) restored into %s (initial cluster %s",
+		cfg.Name, id.MemberID(cfg.Name), id.ClusterID, cfg.InitialClusterToken, cfg.DataDir, cfg.InitialCluster)
 	if cfg.RevisionBump > 0 {
 		fmt.Fprintf(o.stdout, ", revision bumped by %d and marked compacted", cfg.RevisionBump)
 	}
@@ -138,7 +142,11 @@ func restoreCommand() *cli.Command {
 			"metadata from --name, --initial-cluster and --initial-advertise-peer-urls. By default the\n" +
 			"revision is bumped by 1000000000 and marked compacted, so every client holding an old\n" +
 			"resourceVersion relists. The data dir is built under a temporary name and renamed into place;\n" +
-			"it must not exist or be empty. Run once per member with the same --initial-cluster and token.\n\n" +
+			"it must not exist or be empty. Run once per member with the same --initial-cluster and token.\n" +
+			"The token defaults to one derived from the snapshot's checksum and --initial-cluster, so the restored\n" +
+			"members get a member and cluster ID of their own: an old member still reachable (the same CA, the same\n" +
+			"peer URLs) refuses their messages instead of taking them for its own (a token that would give a member\n" +
+			"an old member's ID is refused).\n\n" +
 			"With rule flags (those of transform, e.g. --service-cidr, or --rules FILE) the rules are applied on\n" +
 			"the way, in one pass: the live state is written anew into the member's database, as transform writes\n" +
 			"a snapshot (the snapshot's old revisions never reach the member's disk), and checked as transform\n" +
