@@ -176,5 +176,7 @@ func sortedCopy(ss []string) []string {
 }
 
 func sortMembers(ms []MemberIdentity) {
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name || (ms[i].Name == ms[j].Name && ms[i].ID < ms[j].ID) })
+	sort.Slice(ms, func(i, j int) bool {
+		return ms[i].Name < ms[j].Name || (ms[i].Name == ms[j].Name && ms[i].ID < ms[j].ID)
+	})
 }
