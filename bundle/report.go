@@ -29,6 +29,9 @@ type Report struct {
 	Nodes []Node `json:"nodes"`
 	// Operation is what the node-side commands need to act.
 	Operation *Operation `json:"operation,omitempty"`
+	// Etcd are the restored cluster's IDs and the old cluster's: node
+	// apply's and cluster check's gates compare the live members with them.
+	Etcd *EtcdIdentities `json:"etcd,omitempty"`
 }
 
 // NewReport is an empty report of this version.
@@ -171,4 +174,63 @@ func (o *Opened) Node(name string) (Node, error) {
 // sts/<name>).
 func (w Workload) Resource() string {
 	return restart.Workload{Kind: w.Kind, Name: w.Name}.Ref()
+}
+
+// EtcdIdentities are the etcd clusters of a bundle: the restored one, which
+// every restored member must belong to, and the one the snapshot was saved
+// from, which none may.
+type EtcdIdentities struct {
+	New EtcdCluster `json:"new"`
+	Old EtcdCluster `json:"old"`
+}
+
+// EtcdCluster is an etcd cluster as its peers know it: its cluster ID and
+// its members' IDs, in etcd's hex form (`etcdctl member list -w table`).
+// The old cluster's ID is empty when the snapshot does not tell it (etcd
+// keeps it in the WAL, not in the database).
+type EtcdCluster struct {
+	ClusterID string `json:"clusterID,omitempty"`
+	// Token is the cluster token its members' IDs were derived with.
+	Token   string       `json:"initialClusterToken,omitempty"`
+	Members []EtcdMember `json:"members"`
+}
+
+// EtcdMember is one member of an EtcdCluster.
+type EtcdMember struct {
+	Name     string   `json:"name"`
+	ID       string   `json:"id"`
+	PeerURLs []string `json:"peerURLs"`
+	// ClientURLs are the restored members' (the old ones': none).
+	ClientURLs []string `json:"clientURLs,omitempty"`
+}
+
+// Differs says, in one sentence, how a live member list (the cluster ID it
+// came with and its members, IDs in etcd's hex form) differs from c: a
+// cluster ID other than c's (when known), or a member c does not list.
+// nil: the same cluster.
+func (c EtcdCluster) Differs(clusterID string, live []EtcdMember) error {
+	if c.ClusterID != "" && clusterID != c.ClusterID {
+		return fmt.Errorf("it answers as etcd cluster %s, not as the cluster %s report.json records: another cluster's member runs there", clusterID, c.ClusterID)
+	}
+	known := map[string]bool{}
+	for _, m := range c.Members {
+		known[m.ID] = true
+	}
+	for _, m := range live {
+		if !known[m.ID] {
+			return fmt.Errorf("it lists member %s (ID %s, peer URLs %s), which report.json does not record: another cluster's member has joined",
+				m.Name, m.ID, strings.Join(m.PeerURLs, ","))
+		}
+	}
+	return nil
+}
+
+// Member is the member named name, or false.
+func (c EtcdCluster) Member(name string) (EtcdMember, bool) {
+	for _, m := range c.Members {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return EtcdMember{}, false
 }

@@ -21,6 +21,8 @@ type CheckConfig struct {
 	ProbeNamespace string
 	// ClusterDomain is the cluster's DNS domain. Default cluster.local.
 	ClusterDomain string
+	// Etcd, when set, adds the etcd-identity check.
+	Etcd *EtcdCheck
 }
 
 // CheckResult is one check.
@@ -51,6 +53,9 @@ func Check(ctx context.Context, cfg Config, cc CheckConfig) ([]CheckResult, erro
 	}
 	out := []CheckResult{checkNodes(ctx, &cfg), checkPods(ctx, &cfg), checkKubernetesService(ctx, &cfg), checkDNSService(ctx, &cfg)}
 	out = append(out, checkDNSProbe(ctx, &cfg, cc), checkEvents(ctx, &cfg))
+	if cc.Etcd != nil {
+		out = append(out, checkEtcdIdentity(ctx, cc.Etcd))
+	}
 	out = append(out, checkRolePods(ctx, &cfg, "cni-pods", func(r string) bool { return restart.StageOf(r) <= restart.StageKubeProxy && r != "" }),
 		checkRolePods(ctx, &cfg, "dns-pods", func(r string) bool { return r == restart.RoleClusterDNS || r == restart.RoleNodeLocalDNS }))
 	return out, nil

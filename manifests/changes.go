@@ -66,6 +66,11 @@ type Changes struct {
 	// member that once joined) becomes "new"; an absent one (etcd's default
 	// is new) stays absent. Needs etcd.yaml.
 	InitialCluster string `json:"initialCluster,omitempty"`
+	// InitialClusterToken is the restored cluster's token: a manifest's
+	// --initial-cluster-token is set to it; an absent one (kubeadm writes
+	// none) stays absent, since etcd reads a restored member's identity
+	// from its data dir. Needs etcd.yaml when given.
+	InitialClusterToken string `json:"initialClusterToken,omitempty"`
 	// EtcdServers is kube-apiserver's --etcd-servers. Default: entries equal
 	// to the etcd member's old client URL become its new ClientURL; other
 	// entries (kubeadm's https://127.0.0.1:2379) stay. Needs

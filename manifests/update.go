@@ -290,6 +290,15 @@ func (u *updater) etcd(ch Changes) error {
 	if err := u.initialCluster(m, l, ch); err != nil {
 		return err
 	}
+	if ch.InitialClusterToken != "" {
+		if _, found, err := l.get("initial-cluster-token"); err != nil {
+			return err
+		} else if found {
+			if _, err := u.setFlag(m, l, "initial-cluster-token", ch.InitialClusterToken, false, "the restored cluster's token"); err != nil {
+				return err
+			}
+		}
+	}
 	if ch.DataDir != "" {
 		return u.dataDir(m, l, ch.DataDir)
 	}

@@ -69,6 +69,10 @@ func Apply(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("[%s] recording it in %s: %w", st.phase, filepath.Join(a.backup, RecordFile), err)
 		}
 	}
+	if cfg.StopOnly {
+		a.logf("apply", "stopped: %s's old control plane is down and backed up in %s; once every control-plane node is stopped, run node apply again without --stop-only", b.node.Name, a.backup)
+		return nil
+	}
 	if a.rec.Applied == nil {
 		now := cfg.Now().UTC()
 		a.rec.Applied = &now

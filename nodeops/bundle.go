@@ -55,3 +55,20 @@ func (b *nodeBundle) memberDir() string {
 // verify checks every file of the node's part of the bundle against
 // report.json: none missing, none changed, none added.
 func (b *nodeBundle) verify() error { return b.op.Verify(b.dir, b.node) }
+
+// newCluster is the restored etcd cluster report.json records, or nil.
+func (b *nodeBundle) newCluster() *bundle.EtcdCluster {
+	if b.report.Etcd == nil {
+		return nil
+	}
+	return &b.report.Etcd.New
+}
+
+// oldCluster is the old etcd cluster report.json records (its members as
+// the snapshot lists them), or nil.
+func (b *nodeBundle) oldCluster() *bundle.EtcdCluster {
+	if b.report.Etcd == nil || len(b.report.Etcd.Old.Members) == 0 {
+		return nil
+	}
+	return &b.report.Etcd.Old
+}

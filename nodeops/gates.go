@@ -13,12 +13,15 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	"go.etcd.io/etcd/client/pkg/v3/types"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/bundle"
 )
 
 // readHint is what to read when a gate fails.
@@ -64,6 +67,10 @@ func (h *host) waitFor(ctx context.Context, what string, check func(context.Cont
 		if err == nil {
 			return nil
 		}
+		var p permanent
+		if errors.As(err, &p) {
+			return fmt.Errorf("%s: %w", what, p.error)
+		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("%s: not healthy after %s: %w", what, h.cfg.Timeout, err)
 		}
@@ -75,10 +82,15 @@ func (h *host) waitFor(ctx context.Context, what string, check func(context.Cont
 	}
 }
 
+// permanent is a gate's finding that waiting does not change.
+type permanent struct{ error }
+
 // etcdGate waits until the local etcd member lists want members (0: any)
 // including itself, and answers a linearizable read (etcdctl endpoint
-// health), with pki/etcd/healthcheck-client.crt.
-func (h *host) etcdGate(ctx context.Context, want int) error {
+// health), with pki/etcd/healthcheck-client.crt; with an identity, its
+// cluster ID and every member's ID must be the identity's (at once: that
+// is no matter of time).
+func (h *host) etcdGate(ctx context.Context, want int, id *bundle.EtcdCluster) error {
 	cmd, err := h.staticPodCommand("etcd")
 	if err != nil {
 		return err
@@ -114,10 +126,15 @@ func (h *host) etcdGate(ctx context.Context, want int) error {
 		if !self || (want > 0 && len(ml.Members) != want) {
 			return fmt.Errorf("member list %v (want %d members with %s)", names, want, name)
 		}
+		if id != nil {
+			if err := sameIdentity(ml, *id); err != nil {
+				return permanent{err}
+			}
+		}
 		if _, err := cli.Get(ctx, "health"); err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
 			return err
 		}
-		h.logf("health", "etcd: member list %s; %s healthy (linearizable read)", strings.Join(names, ", "), name)
+		h.logf("health", "etcd: cluster %s, member list %s; %s healthy (linearizable read)", types.ID(ml.Header.ClusterId), strings.Join(names, ", "), name)
 		return nil
 	})
 }
@@ -187,9 +204,22 @@ func (h *host) adminConfig() (*rest.Config, error) {
 	return clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
 }
 
+// sameIdentity compares a member list with the cluster report.json
+// records: the cluster ID (when known) and every member's ID.
+func sameIdentity(ml *clientv3.MemberListResponse, id bundle.EtcdCluster) error {
+	var live []bundle.EtcdMember
+	for _, m := range ml.Members {
+		live = append(live, bundle.EtcdMember{Name: m.Name, ID: types.ID(m.ID).String(), PeerURLs: m.PeerURLs})
+	}
+	if err := id.Differs(types.ID(ml.Header.ClusterId).String(), live); err != nil {
+		return fmt.Errorf("%w (roll back every control-plane node; etcdctl endpoint status -w table on each shows which cluster it is in)", err)
+	}
+	return nil
+}
+
 // gates runs both gates; on failure the error says what to read.
-func (h *host) gates(ctx context.Context, members int) error {
-	if err := h.etcdGate(ctx, members); err != nil {
+func (h *host) gates(ctx context.Context, members int, id *bundle.EtcdCluster) error {
+	if err := h.etcdGate(ctx, members, id); err != nil {
 		return fmt.Errorf("%w (%s)", err, fmt.Sprintf(readHint, "etcd"))
 	}
 	if err := h.apiserverGate(ctx); err != nil {

@@ -30,8 +30,13 @@ type Config struct {
 	Timeout time.Duration
 	// PreflightOnly runs the checks and changes nothing (apply only).
 	PreflightOnly bool
-	// SkipHealth skips the health gates after the kubelet starts.
+	// SkipHealth skips the health gates after the kubelet starts, and the
+	// peer check before it (both talk to etcd over the network).
 	SkipHealth bool
+	// StopOnly (apply only) backs up and stops the old control plane (its
+	// etcd data dir moved into the backup) and stops there: the first of
+	// the two phases of a multi-member apply. The next apply goes on.
+	StopOnly bool
 	// RollbackAfter, when > 0, arms a systemd timer (apply only) that
 	// rolls the node back that long after the backup unless confirmed.
 	RollbackAfter time.Duration

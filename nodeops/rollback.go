@@ -65,12 +65,15 @@ func rollback(ctx context.Context, h *host, b *nodeBundle, dir string, rec *Reco
 	if err := h.cleanCNI(ctx, b.op.CNI); err != nil {
 		return fmt.Errorf("[cni] %w", err)
 	}
+	if err := h.waitNoRestoredPeers(ctx, b); err != nil {
+		return fmt.Errorf("[peers] %w", err)
+	}
 	if err := h.systemctl(ctx, "start"); err != nil {
 		return fmt.Errorf("[start] %w", err)
 	}
 	if !cfg.SkipHealth {
 		if _, err := os.Stat(h.path(filepath.Join(ManifestsDir, "etcd.yaml"))); err == nil {
-			if err := h.gates(ctx, 0); err != nil {
+			if err := h.gates(ctx, 0, b.oldCluster()); err != nil {
 				return fmt.Errorf("[health] %w", err)
 			}
 		} else {

@@ -16,8 +16,10 @@ const (
 	StepInstallEtcd Step = "etcd-installed"
 	StepInstall     Step = "installed"
 	StepCNI         Step = "cni-cleaned"
-	StepStart       Step = "kubelet-started"
-	StepHealth      Step = "healthy"
+	// StepPeers: no peer URL of the bundle answers as an old member.
+	StepPeers  Step = "peers-checked"
+	StepStart  Step = "kubelet-started"
+	StepHealth Step = "healthy"
 )
 
 // applyStep is one step of apply: what it records, the phase its lines
@@ -42,13 +44,19 @@ func (a *applyRun) steps() []applyStep {
 	s = append(s, []applyStep{
 		{StepStopPods, "stop", true, func(ctx context.Context) error { return a.stopStaticPods(ctx, stoppedDir) }},
 		{StepMoveEtcd, "stop", true, func(context.Context) error { return a.backupMove(a.backup, a.rec, a.b.op.EtcdDataDir) }},
+	}...)
+	if a.cfg.StopOnly {
+		return s
+	}
+	s = append(s, []applyStep{
 		{StepInstallEtcd, "install", true, a.installEtcd},
 		{StepInstall, "install", false, a.install},
 		{StepCNI, "cni", false, func(ctx context.Context) error { return a.cleanCNI(ctx, a.b.op.CNI) }},
+		{StepPeers, "peers", false, a.checkNoOldPeers},
 		{StepStart, "start", false, func(ctx context.Context) error { return a.systemctl(ctx, "start") }},
 	}...)
 	if !a.cfg.SkipHealth {
-		s = append(s, applyStep{StepHealth, "health", false, func(ctx context.Context) error { return a.gates(ctx, len(a.b.report.Nodes)) }})
+		s = append(s, applyStep{StepHealth, "health", false, func(ctx context.Context) error { return a.gates(ctx, len(a.b.report.Nodes), a.b.newCluster()) }})
 	}
 	return s
 }

@@ -142,18 +142,24 @@ type recorded struct {
 	// the nodes run cgroups v1, and kubeadm join's SystemVerification
 	// refuses them unless told to skip it (k8s.io/system-validators).
 	cgroupV1 bool
+	// oldEtcd is the old etcd cluster: the snapshot's members bucket.
+	oldEtcd snapshot.ClusterIdentity
 }
 
 // readRecorded reads kube-system/kubeadm-config and the member nodes'
 // recorded addresses from the input snapshot. The input is indexed for
 // those keys only, and its hash is left to the transform phase, which
 // checks it.
-func readRecorded(ctx context.Context, path string, skipHash bool, enc *encryption.Config, nodes []string) (*recorded, error) {
+func readRecorded(ctx context.Context, path string, skipHash bool, enc *encryption.Config, nodes []string, oldToken string) (*recorded, error) {
 	snap, err := snapshot.Open(path, snapshot.OpenOptions{Hash: snapshot.HashTrailerOnly, AllowNoTrailer: skipHash})
 	if err != nil {
 		return nil, err
 	}
 	defer snap.Close()
+	oldEtcd, err := snap.OldIdentity(oldToken)
+	if err != nil {
+		return nil, err
+	}
 	ix, err := snap.IndexFiltered(ctx, nil, func(k []byte) bool {
 		s := string(k)
 		return strings.HasSuffix(s, "/configmaps/kube-system/kubeadm-config") || strings.HasSuffix(s, "/configmaps/kube-system/kubelet-config") ||
@@ -163,7 +169,7 @@ func readRecorded(ctx context.Context, path string, skipHash bool, enc *encrypti
 	if err != nil {
 		return nil, err
 	}
-	rec := &recorded{addrs: map[string]netip.Addr{}, etcdPrefix: wellknown.DefaultPrefix}
+	rec := &recorded{addrs: map[string]netip.Addr{}, etcdPrefix: wellknown.DefaultPrefix, oldEtcd: oldEtcd}
 	for _, kr := range ix.LiveKeysWithPrefix("") {
 		if p, ok := strings.CutSuffix(kr.Key, "configmaps/kube-system/kubeadm-config"); ok && strings.HasPrefix(p, "/") {
 			rec.etcdPrefix = p

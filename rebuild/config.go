@@ -141,7 +141,12 @@ func (n Networking) MarshalJSON() ([]byte, error) {
 type Etcd struct {
 	// Members of the new cluster, one data dir each. Required (at least one).
 	Members []Member `json:"members"`
-	// InitialClusterToken. Default "etcd-cluster".
+	// InitialClusterToken of the restored cluster. Default: derived from
+	// the snapshot's checksum, the members and the networking section (a
+	// new one for every rebuild, the same for every member of one bundle).
+	// The old cluster's token (manifests.source's etcd
+	// --initial-cluster-token, else etcd's default "etcd-cluster") is
+	// refused: the restored members would get the old members' IDs.
 	InitialClusterToken string `json:"initialClusterToken,omitempty"`
 	// RevisionBump for every member. Default 1000000000 (always marked compacted).
 	RevisionBump uint64 `json:"revisionBump,omitempty"`
@@ -323,7 +328,6 @@ func (c *Config) setDefaults() {
 			*p = v
 		}
 	}
-	def(&c.Etcd.InitialClusterToken, "etcd-cluster")
 	def(&c.Networking.DNSService, "kube-system/kube-dns")
 	// etcd.dataDir and networking.dnsDomain default to kubeadm-config's,
 	// read from the snapshot (the run's config phase).

@@ -38,8 +38,15 @@ func (r *run) readConfig(ctx context.Context) error {
 	for _, n := range r.cfg.Nodes() {
 		names = append(names, n.NodeName)
 	}
-	rec, err := readRecorded(ctx, r.cfg.Snapshot, r.cfg.SkipHashCheck, r.enc, names)
+	oldToken, from, err := oldEtcdToken(r.cfg)
 	if err != nil {
+		return err
+	}
+	rec, err := readRecorded(ctx, r.cfg.Snapshot, r.cfg.SkipHashCheck, r.enc, names, oldToken)
+	if err != nil {
+		return err
+	}
+	if err := r.chooseEtcdToken(rec.oldEtcd, oldToken, from); err != nil {
 		return err
 	}
 	r.noteMoves(rec)
@@ -189,7 +196,7 @@ func (r *run) nodeManifests(n Node, src *manifests.Set) error {
 		set, changes, err = manifests.Update(src, manifests.Changes{
 			ServiceCIDR: c.Networking.ServiceCIDR, PodCIDR: c.Networking.PodNetworkCIDR,
 			EtcdMember:     manifests.EtcdMember{Name: n.NodeName, PeerURL: n.PeerURL, ClientURL: n.ClientURL},
-			InitialCluster: c.InitialCluster(), DataDir: c.Etcd.DataDir, AdvertiseAddress: n.AdvertiseAddress,
+			InitialCluster: c.InitialCluster(), InitialClusterToken: r.etcdToken, DataDir: c.Etcd.DataDir, AdvertiseAddress: n.AdvertiseAddress,
 		})
 		if err != nil {
 			return err

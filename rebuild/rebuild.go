@@ -69,13 +69,15 @@ type Report struct {
 }
 
 type run struct {
-	cfg    *Config
-	opts   Options
-	tmp    string
-	report *Report
-	enc    *encryption.Config
-	token  *rules.BootstrapToken
-	caPEM  []byte
+	// etcdToken is the restored etcd cluster's token (chooseEtcdToken).
+	etcdToken string
+	cfg       *Config
+	opts      Options
+	tmp       string
+	report    *Report
+	enc       *encryption.Config
+	token     *rules.BootstrapToken
+	caPEM     []byte
 	// cc is the snapshot's kubeadm ClusterConfiguration; nil when absent.
 	cc *ClusterConfiguration
 	// ks are the cluster-wide values it sets (kubeadmconfig.go).
@@ -244,7 +246,7 @@ func (r *run) members() ([]snapshot.RestoreConfig, error) {
 	for _, m := range r.cfg.Etcd.Members {
 		out = append(out, snapshot.RestoreConfig{
 			Name: m.NodeName, DataDir: r.path(bundle.EtcdDir, m.Name), PeerURLs: []string{m.PeerURL},
-			InitialCluster: r.cfg.InitialCluster(), InitialClusterToken: r.cfg.Etcd.InitialClusterToken,
+			InitialCluster: r.cfg.InitialCluster(), InitialClusterToken: r.etcdToken,
 			RevisionBump: r.cfg.Etcd.RevisionBump, MarkCompacted: true,
 		})
 	}

@@ -96,7 +96,7 @@ func plannedInput(t *testing.T, snap string, o rules.Options) *restart.Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := readRecorded(ctx, snap, false, nil, nil)
+	rec, err := readRecorded(ctx, snap, false, nil, nil, "etcd-cluster")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -298,11 +298,25 @@ func (r *run) runbookApply(b *runbook) {
 	b.w("control-plane node within a few minutes of each other (one terminal each). `--timeout` (5m by default) bounds each")
 	b.w("wait (static pods stopping, etcd's quorum, kube-apiserver's `/readyz`): give more, e.g. `--timeout 15m`, on slow disks,")
 	b.w("with a large etcd, or when the nodes start minutes apart.")
-	var lines []string
+	b.w("")
+	b.w("It runs in two phases. **First, on every control-plane node, stop the old control plane** (`--stop-only`: the checks,")
+	b.w("the backup, the static pods stopped and the old etcd data dir moved into the backup; it ends with `[apply] stopped`):")
+	var stops, lines []string
 	for _, n := range r.report.Nodes {
+		stops = append(stops, fmt.Sprintf("snapshift node apply --bundle %s --node %s --timeout 5m --stop-only   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 		lines = append(lines, fmt.Sprintf("snapshift node apply --bundle %s --node %s --timeout 5m   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
+	b.sh(stops...)
+	b.w("**Then, once every node says `[apply] stopped`, start the restored members**, on every node at once:")
 	b.sh(lines...)
+	b.w("Why two phases: an old etcd member that still runs while a restored one starts on the same peer URLs, with a CA that")
+	b.w("accepts it, would take the restored member for one of its own and hand it the old cluster's log. The bundle gives the")
+	b.w("restored cluster its own token, so its cluster ID (%s) and member IDs are not the old cluster's (%s)", r.newClusterID(), orUnknown(r.oldClusterID()))
+	b.w("and etcd's peers refuse each other's messages; the two phases make the order sure as well. Before it starts the kubelet,")
+	b.w("apply asks every other peer URL of the bundle who it is (`GET /members`, its cluster ID) and refuses, naming the node,")
+	b.w("while one answers as a member of another cluster; its health gate fails if a member's cluster or member ID is not the")
+	b.w("one `report.json` records.")
+	b.w("")
 	b.w("On each node, in order, it: checks (as above); backs up `/etc/kubernetes`, `/var/lib/kubelet/config.yaml` and")
 	b.w("`/var/lib/kubelet/pki` (copies) and `%s` (moved) under its backup directory, recorded in its `backup.json`:", r.cfg.Etcd.DataDir)
 	for _, n := range r.report.Nodes {
@@ -611,4 +625,20 @@ func capNodes(names []string, max int) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s … and %d more (report.json lists them all)", strings.Join(names[:max], ", "), len(names)-max)
+}
+
+// newClusterID and oldClusterID are the etcd cluster IDs report.json
+// records ("" when unknown).
+func (r *run) newClusterID() string {
+	if r.report.Etcd == nil {
+		return ""
+	}
+	return r.report.Etcd.New.ClusterID
+}
+
+func (r *run) oldClusterID() string {
+	if r.report.Etcd == nil {
+		return ""
+	}
+	return r.report.Etcd.Old.ClusterID
 }

@@ -75,6 +75,9 @@ func (o *clusterOptions) Run(ctx context.Context) error {
 		}
 	}
 	if o.check {
+		if o.probe.Etcd, err = etcdCheckInput(o.bundle); err != nil {
+			return err
+		}
 		return o.runCheck(ctx, cfg)
 	}
 	if !o.quiet && !o.json() {

@@ -31,11 +31,12 @@ func (o *nodeOptions) flags() []cli.Flag {
 	if o.op != "confirm" {
 		fs = append(fs,
 			&cli.DurationFlag{Name: "timeout", Value: nodeopsDefaultTimeout, Destination: &o.cfg.Timeout, Usage: "bound on each wait (static pods stopping, etcd, kube-apiserver)"},
-			&cli.BoolFlag{Name: "skip-health", Destination: &o.cfg.SkipHealth, Usage: "do not wait for etcd and kube-apiserver after starting the kubelet"})
+			&cli.BoolFlag{Name: "skip-health", Destination: &o.cfg.SkipHealth, Usage: "do not wait for etcd and kube-apiserver after starting the kubelet, nor ask the other etcd peers who they are before it"})
 	}
 	fs = append(fs, &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "print nothing but errors"})
 	if o.op == "apply" {
 		fs = append(fs, &cli.BoolFlag{Name: "preflight-only", Destination: &o.cfg.PreflightOnly, Usage: "run the checks and say what apply would back up, move and restore; change nothing"},
+			&cli.BoolFlag{Name: "stop-only", Destination: &o.cfg.StopOnly, Usage: "back up and stop the old control plane (its etcd member) and stop there: the first phase on every control-plane node, before any restored member starts"},
 			&cli.DurationFlag{Name: "rollback-after", Destination: &o.cfg.RollbackAfter, Usage: "arm a systemd timer that rolls this node back after `DURATION` unless snapshift node confirm runs before (opt-in; refused before any change where systemd-run or a running systemd is missing)"})
 	}
 	return fs
@@ -48,6 +49,9 @@ func (o *nodeOptions) setup(c *cli.Context) error { return o.noArgs(c) }
 func (o *nodeOptions) Validate() error {
 	if o.cfg.Bundle == "" || o.cfg.Node == "" {
 		return usagef("give --bundle DIR and --node NAME")
+	}
+	if o.cfg.StopOnly && o.cfg.PreflightOnly {
+		return usagef("--stop-only stops the old control plane and --preflight-only changes nothing: give one of them")
 	}
 	if d := o.cfg.RollbackAfter; d < 0 || (d > 0 && d < time.Second) {
 		return usagef("--rollback-after %s: give a duration of at least a second (30m gives time to apply and check), or leave the flag out", d)
@@ -128,8 +132,13 @@ func nodeCommand() *cli.Command {
 				"/etc/kubernetes, /var/lib/kubelet/config.yaml and pki/ (copies) and the etcd data dir (moved) into\n" +
 				"/var/lib/snapshift/backup/<node>-<first 12 hex of report.json's sha256>/ with backup.json; moves the manifests out and waits until crictl shows\n" +
 				"no etcd and no kube-apiserver; stops the kubelet; installs the node's files; moves old-CA kubelet client\n" +
-				"certificates aside when the CA changed; removes the detected CNI's host state; starts the kubelet; waits for\n" +
-				"etcd (member list, health) and kube-apiserver (/readyz with admin.conf). Safe to run again.\n\n" +
+				"certificates aside when the CA changed; removes the detected CNI's host state; asks every other etcd peer URL of the\n" +
+				"bundle who it is (GET /members, its cluster ID) and refuses (exit 4) while one answers as a member of another\n" +
+				"cluster (the old one): a restored member never starts beside an old one; starts the kubelet; waits for etcd\n" +
+				"(member list, health, and the cluster and member IDs report.json records) and kube-apiserver (/readyz with\n" +
+				"admin.conf). Safe to run again.\n\n" +
+				"With several control-plane nodes, run it in two phases: first with --stop-only on every node (backs up and stops\n" +
+				"the old control plane, its etcd data dir moved into the backup), then without it on every node at the same time.\n\n" +
 				"With --rollback-after DURATION, right after the backup it arms a transient systemd timer (systemd-run, unit\n" +
 				"snapshift-rollback-<node>) that runs snapshift node rollback-if-unconfirmed DURATION later: unless snapshift node\n" +
 				"confirm ran before, the node rolls back, even after the SSH session that ran apply has ended. A reboot removes\n" +
@@ -141,7 +150,8 @@ func nodeCommand() *cli.Command {
 			Name:  "rollback",
 			Usage: "put back every path apply backed up, byte for byte, and restart the old control plane",
 			Description: "Run on every control-plane node at the same time. Stops the bundle's static pods and the kubelet, restores\n" +
-				"what backup.json records, starts the kubelet and waits for the old etcd and kube-apiserver.\n\n" +
+				"what backup.json records, waits (up to --timeout) until no old peer URL answers as a member of the restored etcd\n" +
+				"cluster, starts the kubelet and waits for the old etcd and kube-apiserver.\n\n" +
 				"Example:\n   snapshift node rollback --bundle /root/snapshift-bundle --node cp1",
 			Flags:  rollback.flags(),
 			Action: action(rollback),
