@@ -66,6 +66,8 @@ type Server struct {
 	peerURL  string
 	// removeDir is set when the data dir was created by this package and must go with the server.
 	removeDir bool
+	// startTimeout bounds WaitReady (LaunchRestored); zero: DefaultStartTimeout.
+	startTimeout time.Duration
 
 	closeOnce sync.Once
 	closeErr  error

@@ -63,3 +63,31 @@ func closeT(t testing.TB, s *Server) {
 		t.Errorf("close %s: %v", s.Name(), err)
 	}
 }
+
+// StartClusterT is StartCluster for tests: it fails the test on error and closes every member when
+// the test ends.
+func StartClusterT(t testing.TB, cfg ClusterConfig) []*Server {
+	t.Helper()
+	servers, err := StartCluster(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := CloseAll(servers...); err != nil {
+			t.Errorf("close cluster: %v", err)
+		}
+	})
+	return servers
+}
+
+// LaunchRestoredT is LaunchRestored for tests: it fails the test on error and closes the member
+// when the test ends.
+func LaunchRestoredT(t testing.TB, cfg RestoredConfig) *Server {
+	t.Helper()
+	s, err := LaunchRestored(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeT(t, s) })
+	return s
+}
