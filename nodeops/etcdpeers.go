@@ -65,11 +65,19 @@ func askPeer(ctx context.Context, client *http.Client, url string) (peerAnswer, 
 // otherPeers asks every peer URL of cluster's members but self's and
 // returns those that answer as a member of another cluster than want.
 func (h *host) otherPeers(ctx context.Context, cluster bundle.EtcdCluster, self, want string) ([]peerAnswer, error) {
-	tlsConfig, err := h.peerTLS()
-	if err != nil {
-		return nil, fmt.Errorf("the node's etcd peer certificate: %w", err)
+	transport := &http.Transport{Proxy: nil}
+	for _, m := range cluster.Members {
+		for _, u := range m.PeerURLs {
+			if m.Name != self && strings.HasPrefix(u, "https://") && transport.TLSClientConfig == nil {
+				tlsConfig, err := h.peerTLS()
+				if err != nil {
+					return nil, fmt.Errorf("the node's etcd peer certificate: %w", err)
+				}
+				transport.TLSClientConfig = tlsConfig
+			}
+		}
 	}
-	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil}}
+	client := &http.Client{Timeout: 3 * time.Second, Transport: transport}
 	defer client.CloseIdleConnections()
 	var out []peerAnswer
 	for _, m := range cluster.Members {

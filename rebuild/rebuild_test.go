@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"go.etcd.io/etcd/client/pkg/v3/types"
 	"io"
 	"net"
 	"os"
@@ -256,6 +257,24 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	if err != nil || len(list.Members) != 3 {
 		t.Fatalf("member list: %v %v", list, err)
 	}
+	// The members are the cluster report.json records (issue 45): its own
+	// cluster ID, every member's ID as recorded, none of the old cluster's.
+	if rep.Etcd == nil || !strings.HasPrefix(rep.Etcd.New.Token, "snapshift-") {
+		t.Fatalf("report.json's etcd identities: %+v", rep.Etcd)
+	}
+	if got := types.ID(list.Header.ClusterId).String(); got != rep.Etcd.New.ClusterID {
+		t.Errorf("the restored cluster is %s, report.json records %s", got, rep.Etcd.New.ClusterID)
+	}
+	for _, m := range list.Members {
+		if want, ok := rep.Etcd.New.Member(m.Name); !ok || want.ID != types.ID(m.ID).String() {
+			t.Errorf("member %s has ID %s, report.json records %+v", m.Name, types.ID(m.ID), want)
+		}
+		for _, o := range rep.Etcd.Old.Members {
+			if o.ID == types.ID(m.ID).String() {
+				t.Errorf("restored member %s has the old member %s's ID %s", m.Name, o.Name, o.ID)
+			}
+		}
+	}
 	// Every member is restored under its node's name, the --name its
 	// manifest renders (kubeadm's): node-b, not cp2.
 	var names []string
@@ -474,6 +493,70 @@ func TestRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(out3); !os.IsNotExist(err) {
 		t.Error("a dry run wrote the bundle")
+	}
+}
+
+// TestEtcdToken: the restored cluster's token is derived (the same for
+// the same input and configuration, another for other members), and the
+// old cluster's token is refused: etcd's default, or the one the old etcd
+// manifest names (issue 45).
+func TestEtcdToken(t *testing.T) {
+	dir := t.TempDir()
+	ms := members(t, 3)
+	for i := range ms {
+		ms[i].AdvertiseAddress = fmt.Sprintf("127.0.0.%d", i+1)
+	}
+	run := func(mod func(*rebuild.Config)) (*rebuild.Report, error) {
+		cfg := baseConfig(t, filepath.Join(dir, "bundle"), ms)
+		if mod != nil {
+			mod(cfg)
+		}
+		return rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow, DryRun: true})
+	}
+	a, err := run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Etcd.New.Token != b.Etcd.New.Token || a.Etcd.New.ClusterID != b.Etcd.New.ClusterID {
+		t.Errorf("two rebuilds of one input: tokens %s and %s", a.Etcd.New.Token, b.Etcd.New.Token)
+	}
+	if len(a.Etcd.Old.Members) == 0 || a.Etcd.Old.Members[0].ID == "" {
+		t.Errorf("report.json records no old member: %+v", a.Etcd.Old)
+	}
+	c, err := run(func(c *rebuild.Config) { c.Etcd.Members = c.Etcd.Members[:2] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Etcd.New.Token == a.Etcd.New.Token {
+		t.Errorf("another member layout got the same token %s", c.Etcd.New.Token)
+	}
+	if _, err := run(func(c *rebuild.Config) { c.Etcd.InitialClusterToken = "etcd-cluster" }); err == nil ||
+		!strings.Contains(err.Error(), `"etcd-cluster" is the old cluster's token (etcd's default`) {
+		t.Errorf("etcd's default token: %v", err)
+	}
+	src := filepath.Join(dir, "manifests")
+	copyDir(t, "../manifests/testdata/kubeadm-v1.36.3/ipv4", src)
+	m := filepath.Join(src, "etcd.yaml")
+	y, err := os.ReadFile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y = []byte(strings.Replace(string(y), "    - --initial-cluster=", "    - --initial-cluster-token=prod-etcd\n    - --initial-cluster=", 1))
+	if err := os.WriteFile(m, y, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(func(c *rebuild.Config) { c.Manifests.Source = src; c.Etcd.InitialClusterToken = "prod-etcd" })
+	if err == nil || !strings.Contains(err.Error(), `"prod-etcd" is the old cluster's token (`+m+`'s --initial-cluster-token)`) {
+		t.Errorf("the old manifest's token: %v", err)
+	}
+	if d, err := run(func(c *rebuild.Config) { c.Manifests.Source = src; c.Etcd.InitialClusterToken = "etcd-cluster" }); err != nil {
+		t.Errorf("etcd's default token where the old cluster had another: %v", err)
+	} else if d.Etcd.New.Token != "etcd-cluster" {
+		t.Errorf("the given token: %s", d.Etcd.New.Token)
 	}
 }
 

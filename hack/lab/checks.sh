@@ -89,6 +89,7 @@ c_new_objects() { # a Service and a pod created now get addresses in the ranges
   kc cp1 -n prod delete svc lab-new pod lab-new --ignore-not-found --wait=true >/dev/null
   kc cp1 -n prod create service clusterip lab-new --tcp=80:8080 >/dev/null || return 1
   ip=$(kc cp1 -n prod get svc lab-new -o jsonpath='{.spec.clusterIP}')
+  LAB_NEW_IP=$ip
   in_cidr "$ip" "$svcs" || { echo "new Service at $ip, not in $svcs"; return 1; }
   kc cp1 -n prod run lab-new --image="$WEB_IMAGE" --restart=Never >/dev/null || return 1
   kc cp1 -n prod wait pod/lab-new --for=condition=Ready --timeout=90s >/dev/null || { echo "pod lab-new not Ready"; return 1; }
@@ -118,6 +119,40 @@ c_control_plane() {
   echo "$(wc -w <<< "$CPS") apiservers ready; etcd members $members healthy, one hash at revision $rev"
 }
 
+# etcd_cluster_id NODE: the cluster ID of NODE's etcd member, in etcd's hex
+# form (as report.json and etcd's log write it).
+etcd_cluster_id() {
+  nodesh "$1" "$ETCDCTL_LAB endpoint status -w json" |
+    python3 -c 'import json,sys; print("%x" % json.load(sys.stdin)[0]["Status"]["header"]["cluster_id"])'
+}
+# c_etcd_cluster WANT NOT: every control-plane node's etcd member is in
+# cluster WANT (empty: any) and not in cluster NOT (issue 45: a restored
+# member that joined the old cluster has the old cluster's ID).
+c_etcd_cluster() {
+  local n id ids=""
+  for n in $CPS; do
+    id=$(etcd_cluster_id "$n") || { echo "$n: etcd endpoint status failed"; return 1; }
+    [ -z "$1" ] || [ "$id" = "$1" ] || { echo "$n: etcd cluster $id, want $1"; return 1; }
+    [ "$id" != "$2" ] || { echo "$n: etcd cluster $id is the other cluster's"; return 1; }
+    ids="$ids $n=$id"
+  done
+  echo "etcd cluster IDs:$ids (not $2)"
+}
+# c_no_lab_new: the Service prod/lab-new that the last state's checks made
+# and deleted before the snapshot is not there (issue 45: it came back,
+# with its old uid and address, when a restored member took the old
+# cluster's log), nor an IPAddress of its old address.
+c_no_lab_new() {
+  local out
+  out=$(kc cp1 -n prod get svc lab-new -o jsonpath='{.metadata.uid} {.spec.clusterIP}' 2>&1) &&
+    { echo "Service prod/lab-new is back: $out"; return 1; }
+  grep -q NotFound <<< "$out" || { echo "$out"; return 1; }
+  if [ -n "${LAB_NEW_IP:-}" ] && kc cp1 get ipaddresses.networking.k8s.io "$LAB_NEW_IP" >/dev/null 2>&1; then
+    echo "IPAddress $LAB_NEW_IP of the deleted lab-new is back"; return 1
+  fi
+  echo "absent${LAB_NEW_IP:+ (and no IPAddress $LAB_NEW_IP)}"
+}
+
 # retry CMD...: CMD, up to 4 times 5 s apart: a data-plane path converges
 # (endpoints, kube-proxy's next sync) within seconds of a restart.
 retry() {
@@ -127,10 +162,14 @@ retry() {
 }
 
 # checks_cluster LABEL POD_CIDR SVC_CIDR API_IP DNS_IP [OLD_SVC_CIDR]
+# (ETCD_WANT, ETCD_NOT: the etcd cluster ID the state must have and must
+# not have; empty for the old cluster before any migration)
 checks_cluster() {
   local l=$1 pods=$2 svcs=$3 api=$4 dns=$5
   check "$l: nodes Ready, podCIDR in $pods" c_nodes_cidr "$pods"
   [ "$CPS" = cp1 ] || check "$l: every apiserver ready, etcd members healthy and equal" retry c_control_plane
+  [ -z "${ETCD_NOT:-}" ] || check "$l: etcd cluster ${ETCD_WANT:-any}, not ${ETCD_NOT}" c_etcd_cluster "${ETCD_WANT:-}" "$ETCD_NOT"
+  [ -z "${ETCD_NOT:-}" ] || check "$l: the Service deleted before the snapshot (prod/lab-new) stays deleted" c_no_lab_new
   check "$l: pod IPs in $pods" c_pod_ips "$pods"
   check "$l: kubernetes.default at $api" c_svc_ip default kubernetes "$api"
   check "$l: kube-dns at $dns" c_svc_ip kube-system kube-dns "$dns"

@@ -159,10 +159,10 @@ kc cp1 get pods -A -o wide
 checks_cluster old "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP"
 for ca in ${LAB_CAS:-old new}; do
   lab_migrate "$ca-ca" "$ca"
-  checks_cluster "$ca CA, migrated" "$NEW_POD_CIDR" "$NEW_SVC_CIDR" 172.24.0.1 172.24.0.10 "$SVC_CIDR"
+  ETCD_WANT=$NEW_ETCD ETCD_NOT=$OLD_ETCD checks_cluster "$ca CA, migrated" "$NEW_POD_CIDR" "$NEW_SVC_CIDR" 172.24.0.1 172.24.0.10 "$SVC_CIDR"
   [ "${LAB_ROLLBACK:-1}" = 1 ] || continue
   lab_rollback "$ca-ca"
-  checks_cluster "$ca CA, rolled back" "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP" "$NEW_SVC_CIDR"
+  ETCD_WANT=$OLD_ETCD ETCD_NOT=$NEW_ETCD checks_cluster "$ca CA, rolled back" "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP" "$NEW_SVC_CIDR"
 done
 log "scenario done in $(( $(date +%s) - t0 ))s"
 table && status=0

@@ -25,6 +25,10 @@ fromnode() {
 lab_migrate() {
   local label=$1 ca=$2 a=$LAB_ROOT/admin/$1 rb k
   EVENTS_SINCE=$(date -u +%FT%TZ)   # the checks count the events made from here on
+  # The checks' lab-new Service, deleted: gone before the snapshot, so the
+  # snapshot does not hold it (c_no_lab_new).
+  wait_for "[$label] prod/lab-new deleted before the snapshot" 60 lab_new_gone
+  OLD_ETCD=$(etcd_cluster_id cp1) || die "etcd endpoint status on cp1 failed"
   log "[$label] before the snapshot (runbook header), on $CPS"
   for n in $CPS; do nodesh "$n" "$PRE_SNAPSHOT"; done
   nodesh cp1 "mkdir -p /backup && rm -f /backup/etcd.db && $SNAPSHOT_SAVE" > "$LAB_ROOT/logs/$label-snapshot.log" 2>&1 ||
@@ -59,6 +63,8 @@ EOF
   log "[$label] snapshift rebuild ($ca CA)"
   adminsh "snapshift rebuild --config '$a/rebuild.yaml'" > "$LAB_ROOT/logs/$label-rebuild.log" 2>&1 ||
     die "snapshift rebuild failed (log: $LAB_ROOT/logs/$label-rebuild.log)"
+  NEW_ETCD=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["etcd"]["new"]["clusterID"])' "$a/bundle/report.json")
+  log "[$label] etcd: the old cluster is $OLD_ETCD, the bundle's restored cluster $NEW_ETCD"
   rb=$LAB_ROOT/runbook-$label
   rb_parse "$a/bundle/RUNBOOK.md" "$rb"
   cp "$a/bundle/RUNBOOK.md" "$LAB_ROOT/logs/$label-RUNBOOK.md"
@@ -67,7 +73,9 @@ EOF
 
   rb_run "$rb" "$(rb_step "$rb" '^Copy each node')" admin
   rb_run "$rb" "$(rb_step "$rb" '^Back up and stop the kubelet')" workers
-  rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 1   # block 2 is node confirm, after the checks
+  # Block 1 stops the old control plane on every node (--stop-only), block
+  # 2 starts the restored members; block 3 is node confirm, after the checks.
+  rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 1 2
   rb_kubectl "$rb"
   rb_run "$rb" "$(rb_step "$rb" '^Point kubectl')" kubectl
   if k=$(rb_step "$rb" '^Rejoin every worker'); [ -n "$k" ]; then
@@ -91,8 +99,11 @@ EOF
   lab_apply hack/lab/manifests/workloads.yaml >/dev/null
   lab_wait_workloads "$label"
   rb_run "$rb" "$(rb_step "$rb" '^Check$')" kubectl
-  rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 2   # node confirm, after the checks
+  rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 3   # node confirm, after the checks
 }
+
+# lab_new_gone: the checks' Service prod/lab-new is not there.
+lab_new_gone() { kc cp1 -n prod get svc lab-new 2>&1 | grep -q NotFound; }
 
 # lab_rollback LABEL: the runbook's section "Rollback", every block.
 lab_rollback() {
