@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -35,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snapshift/snapshift/bundle"
+	"github.com/snapshift/snapshift/cmd/snapshift/app"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/nodeops"
 	"github.com/snapshift/snapshift/rebuild"
@@ -188,6 +190,12 @@ func (c *nodeOpsCase) run(source string) {
 		// here on every node at once as the timers would.
 		apply, rollback = "apply --rollback-after 1h", "rollback-if-unconfirmed"
 	}
+	if c.nodes > 1 && !c.newCA {
+		c.checkPeerRefusal(ctx, apply, bundle)
+	}
+	// The runbook's two phases: every old member stopped, then the
+	// restored ones started.
+	c.all(ctx, apply+" --stop-only", bundle)
 	c.all(ctx, apply, bundle)
 	t.Logf("[nodeops] PASS snapshift node apply on %d nodes at once: exit 0 after its own health gates (etcd member list and health, kube-apiserver /readyz) passed against the real etcd members and kube-apiservers started from the installed files (%s)", c.nodes, time.Since(start).Round(time.Second))
 	c.checkApplied(ctx, bundle)
@@ -206,6 +214,38 @@ func (c *nodeOpsCase) run(source string) {
 	c.all(ctx, rollback, bundle)
 	t.Logf("[nodeops] PASS snapshift node %s on %d nodes at once: exit 0 after its health gates passed against the old etcd and kube-apiservers (%s)", rollback, c.nodes, time.Since(start).Round(time.Second))
 	c.checkRolledBack(ctx, oldRev)
+}
+
+// checkPeerRefusal applies the bundle on the first node alone while the
+// other nodes' old etcd members run, with a CA that accepts the bundle's
+// certificates (issue 45): apply must refuse before it starts the kubelet,
+// naming the second node and the old cluster, exit 4.
+func (c *nodeOpsCase) checkPeerRefusal(ctx context.Context, apply, bundle string) {
+	t := c.t
+	n := c.ns[0]
+	out, err := c.node(ctx, n, apply, bundle)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != app.ExitRefused {
+		t.Fatalf("[nodeops] FAIL apply on %s beside running old members: %v, want exit %d\n%s", n.name, err, app.ExitRefused, out)
+	}
+	want := "on " + c.ns[1].name + " still runs as a member of cluster "
+	if !strings.Contains(out, want) || !strings.Contains(out, "(the old cluster)") {
+		t.Fatalf("[nodeops] FAIL the refusal does not say %q:\n%s", want, out)
+	}
+	for _, l := range calls(t, n.root) {
+		if strings.HasPrefix(l, "systemctl start") {
+			t.Fatalf("[nodeops] FAIL the refused apply started the kubelet: %q", l)
+		}
+	}
+	t.Logf("[nodeops] PASS apply on %s alone, beside the old members, is refused before its kubelet starts:\n%s", n.name, lastLines(out, 2))
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
 }
 
 // prepare is steps 1 and 2: the old cluster running on the case's nodes,

@@ -58,7 +58,7 @@ func Library() Table {
 		{Flag: "show-entry"}, {Flag: "show-secrets"}, {Flag: "generate"}, {Flag: "renew"},
 		{Flag: "kubeconfig-dir"}, {Flag: "kubeconfig-out"}, {Flag: "kubeconfig-user"}, {Flag: "kubeconfig-group"},
 		{Flag: "manifest-dir"}, {Flag: "out-dir"}, {Flag: "bundle"}, {Flag: "node"},
-		{Flag: "root"}, {Flag: "backup-dir"}, {Flag: "preflight-only"}, {Flag: "skip-health"},
+		{Flag: "root"}, {Flag: "backup-dir"}, {Flag: "preflight-only"}, {Flag: "stop-only"}, {Flag: "skip-health"},
 		{Flag: "rollback-after"}, // node apply's deadline (nodeops)
 		{Flag: "timeout"},
 		// cluster restart|check (clusterops; the probe pod of the DNS check)

@@ -293,7 +293,7 @@ func (r *run) runbookEndpoint(b *runbook) {
 
 // runbookApply is the control plane's switch: apply on every node.
 func (r *run) runbookApply(b *runbook) {
-	b.step("Apply the bundle on every control-plane node, all at once")
+	b.step("Apply the bundle on every control-plane node, in two phases")
 	b.w("etcd needs a quorum (%d of %d members) before any node's health gate can pass: start the command on every", len(r.report.Nodes)/2+1, len(r.report.Nodes))
 	b.w("control-plane node within a few minutes of each other (one terminal each). `--timeout` (5m by default) bounds each")
 	b.w("wait (static pods stopping, etcd's quorum, kube-apiserver's `/readyz`): give more, e.g. `--timeout 15m`, on slow disks,")
@@ -309,14 +309,7 @@ func (r *run) runbookApply(b *runbook) {
 	b.sh(stops...)
 	b.w("**Then, once every node says `[apply] stopped`, start the restored members**, on every node at once:")
 	b.sh(lines...)
-	b.w("Why two phases: an old etcd member that still runs while a restored one starts on the same peer URLs, with a CA that")
-	b.w("accepts it, would take the restored member for one of its own and hand it the old cluster's log. The bundle gives the")
-	b.w("restored cluster its own token, so its cluster ID (%s) and member IDs are not the old cluster's (%s)", r.newClusterID(), orUnknown(r.oldClusterID()))
-	b.w("and etcd's peers refuse each other's messages; the two phases make the order sure as well. Before it starts the kubelet,")
-	b.w("apply asks every other peer URL of the bundle who it is (`GET /members`, its cluster ID) and refuses, naming the node,")
-	b.w("while one answers as a member of another cluster; its health gate fails if a member's cluster or member ID is not the")
-	b.w("one `report.json` records.")
-	b.w("")
+	r.runbookWhyTwoPhases(b)
 	b.w("On each node, in order, it: checks (as above); backs up `/etc/kubernetes`, `/var/lib/kubelet/config.yaml` and")
 	b.w("`/var/lib/kubelet/pki` (copies) and `%s` (moved) under its backup directory, recorded in its `backup.json`:", r.cfg.Etcd.DataDir)
 	for _, n := range r.report.Nodes {
@@ -641,4 +634,21 @@ func (r *run) oldClusterID() string {
 		return ""
 	}
 	return r.report.Etcd.Old.ClusterID
+}
+
+// runbookWhyTwoPhases says why apply runs in two phases and what it checks
+// of the other members (issue 45).
+func (r *run) runbookWhyTwoPhases(b *runbook) {
+	b.w("Why two phases: an old etcd member that still runs while a restored one starts on the same peer URLs, with a CA that")
+	b.w("accepts it, would take the restored member for one of its own and hand it the old cluster's log. The bundle gives the")
+	old := "the old cluster's"
+	if id := r.oldClusterID(); id != "" {
+		old += " (" + id + ")"
+	}
+	b.w("restored cluster its own token, so its cluster ID (%s) and member IDs are not %s", r.newClusterID(), old)
+	b.w("and etcd's peers refuse each other's messages; the two phases make the order sure as well. Before it starts the kubelet,")
+	b.w("apply asks every other peer URL of the bundle who it is (`GET /members`, its cluster ID) and refuses, naming the node,")
+	b.w("while one answers as a member of another cluster; its health gate fails if a member's cluster or member ID is not the")
+	b.w("one `report.json` records.")
+	b.w("")
 }
