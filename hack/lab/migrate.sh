@@ -103,7 +103,8 @@ EOF
 }
 
 # lab_new_gone: the checks' Service prod/lab-new is not there.
-lab_new_gone() { kc cp1 -n prod get svc lab-new 2>&1 | grep -q NotFound; }
+# (Not a pipe into grep: under pipefail kubectl's exit 1 would fail it.)
+lab_new_gone() { local out; if out=$(kc cp1 -n prod get svc lab-new 2>&1); then return 1; fi; grep -q NotFound <<< "$out"; }
 
 # lab_rollback LABEL: the runbook's section "Rollback", every block.
 lab_rollback() {
