@@ -70,7 +70,7 @@ func TestCNICommands(t *testing.T) {
 		t.Fatal("calico has no host state")
 	}
 	got := strings.Join(st.Commands(), "\n")
-	want := "crictl ps -q --name '^calico-node$' | xargs -r crictl stop\nip link show vxlan.calico >/dev/null 2>&1 && ip link delete vxlan.calico\nip link show vxlan-v6.calico >/dev/null 2>&1 && ip link delete vxlan-v6.calico\n" +
+	want := "crictl ps -q --name '^calico-node$' | xargs -r crictl --timeout 60s stop\nip link show vxlan.calico >/dev/null 2>&1 && ip link delete vxlan.calico\nip link show vxlan-v6.calico >/dev/null 2>&1 && ip link delete vxlan-v6.calico\n" +
 		"ip link show tunl0 >/dev/null 2>&1 && ip addr flush dev tunl0\nip route flush proto bird"
 	if got != want {
 		t.Errorf("calico's commands:\n%s\nwant\n%s", got, want)

@@ -110,7 +110,7 @@ func (s CNIHostState) Actions() []CNIAction {
 func (a CNIAction) Shell() string {
 	switch a.Kind {
 	case StopAgent:
-		return fmt.Sprintf("crictl ps -q --name '^%s$' | xargs -r crictl stop", a.Arg)
+		return fmt.Sprintf("crictl ps -q --name '^%s$' | xargs -r crictl --timeout 60s stop", a.Arg)
 	case DeleteLink:
 		return fmt.Sprintf("ip link show %s >/dev/null 2>&1 && ip link delete %s", a.Arg, a.Arg)
 	case FlushAddresses:

@@ -40,7 +40,9 @@ func (h *host) cniAction(ctx context.Context, cni string, a bundle.CNIAction) er
 			return nil
 		}
 		h.logf("cni", "%s: crictl stop %s (its agent %s, which would recreate what is removed next)", cni, strings.Join(ids, " "), a.Arg)
-		_, err = h.run(ctx, "crictl", append([]string{"stop"}, ids...)...)
+		// crictl's own deadline (2s by default) covers the stop itself: a
+		// loaded node took longer (the lab saw DeadlineExceeded).
+		_, err = h.run(ctx, "crictl", append([]string{"--timeout", "60s", "stop"}, ids...)...)
 		return err
 	case bundle.DeleteLink, bundle.FlushAddresses:
 		if _, err := h.run(ctx, "ip", "link", "show", a.Arg); err != nil {
