@@ -117,3 +117,47 @@ func readCalls(t *testing.T, root string) string {
 	}
 	return string(b)
 }
+
+// TestRollbackWaitsForRestoredMembers: a member of the restored cluster
+// still answers at a peer URL of the old cluster (its node not rolled back
+// yet): rollback waits for it, up to --timeout, and fails naming it, before
+// it starts the old member; once it is gone, rollback goes on.
+func TestRollbackWaitsForRestoredMembers(t *testing.T) {
+	restored := etcdtest.StartT(t)
+	ml, err := restored.Client().MemberList(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, root := makeBundle(t), node(t)
+	withIdentities(t, b, "http://127.0.0.1:1", "0ld0000000000001")
+	p := filepath.Join(b, bundle.ReportFile)
+	raw, _ := os.ReadFile(p)
+	var rep bundle.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	rep.Etcd.New.ClusterID = types.ID(ml.Header.ClusterId).String()
+	rep.Etcd.Old.Members = []bundle.EtcdMember{{Name: "n1", ID: "0000000000000001", PeerURLs: []string{"https://127.0.0.1:2380"}},
+		{Name: "n2", ID: "0000000000000002", PeerURLs: []string{restored.PeerURL()}}}
+	out, _ := json.Marshal(rep)
+	write(t, p, string(out), 0o600)
+	if err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, Timeout: 2 * time.Second}
+	err = nodeops.Rollback(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "[peers]") || !strings.Contains(err.Error(), "on n2 still runs as a member of the restored cluster "+rep.Etcd.New.ClusterID) {
+		t.Fatalf("Rollback beside a restored member: %v", err)
+	}
+	starts := strings.Count(readCalls(t, root), "systemctl start kubelet")
+	if err := restored.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = nodeops.Rollback(context.Background(), cfg)
+	if err == nil || strings.Contains(err.Error(), "[peers]") {
+		t.Fatalf("Rollback once the restored member is gone: %v, want it past the peer check", err)
+	}
+	if n := strings.Count(readCalls(t, root), "systemctl start kubelet"); n != starts+1 {
+		t.Errorf("the kubelet was started %d times by the rollbacks, want once, after the restored member was gone", n-starts)
+	}
+}
