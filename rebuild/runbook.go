@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapshift/snapshift/ansible"
 	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/restart"
@@ -55,6 +56,9 @@ func (r *run) writeRunbook(context.Context) error {
 	r.runbookFollowUp(&b)
 	r.runbookRollback(&b)
 	if err := writeJSONFile(r.path(bundle.RunbookJSONFile), &b.doc); err != nil {
+		return err
+	}
+	if err := r.writeAnsible(&b.doc); err != nil {
 		return err
 	}
 	return os.WriteFile(r.path(bundle.RunbookFile), []byte(b.doc.Markdown()), 0o600)
@@ -679,4 +683,29 @@ func (r *run) runbookWhyTwoPhases(b *runbook) {
 	b.w("while one answers as a member of another cluster; its health gate fails if a member's cluster or member ID is not the")
 	b.w("one `report.json` records.")
 	b.w("")
+}
+
+// writeAnsible renders runbook.json as the bundle's ansible/ (an inventory
+// of its nodes, migrate.yml, rollback.yml, late-node.yml and one script per
+// block and host): 0600, as RUNBOOK.md (the join block holds the
+// bootstrap token's secret).
+func (r *run) writeAnsible(doc *bundle.Runbook) error {
+	var workers []ansible.Host
+	for _, w := range r.kubeletWorkers() {
+		workers = append(workers, ansible.Host{Name: w})
+	}
+	files, err := ansible.Render(ansible.Input{Runbook: doc, ControlPlane: r.report.Nodes, Workers: workers, Serial: r.cfg.Ansible.Serial})
+	if err != nil {
+		return err
+	}
+	for rel, b := range files {
+		p := r.path(ansible.Dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
