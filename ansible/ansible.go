@@ -382,14 +382,22 @@ func (r *renderer) migrate() ([]play, error) {
 	rb := r.in.Runbook
 	steps := []func() error{
 		func() error { return add(r.copyPlay()) },
-		func() error { return add(r.workersPlay("workers-stop: back up and stop the kubelet on every worker", "workers-stop.backup")) },
+		func() error {
+			return add(r.workersPlay("workers-stop: back up and stop the kubelet on every worker", "workers-stop.backup"))
+		},
 		func() error { return add(r.controlPlaneApply()) },
 	}
 	if rb.Block("workers-rejoin.join") != nil {
-		steps = append(steps, func() error { return add(r.kubectlPlay("workers-rejoin: every worker NotReady", "workers-rejoin.wait")) },
-			func() error { return add(r.workersPlay("workers-rejoin: kubeadm join, in batches", "workers-rejoin.join")) })
+		steps = append(steps, func() error {
+			return add(r.kubectlPlay("workers-rejoin: every worker NotReady", "workers-rejoin.wait"))
+		},
+			func() error {
+				return add(r.workersPlay("workers-rejoin: kubeadm join, in batches", "workers-rejoin.join"))
+			})
 	} else if rb.Block("workers-start.kubelet") != nil {
-		steps = append(steps, func() error { return add(r.workersPlay("workers-start: the kubelet, in batches", "workers-start.kubelet")) })
+		steps = append(steps, func() error {
+			return add(r.workersPlay("workers-start: the kubelet, in batches", "workers-start.kubelet"))
+		})
 	}
 	steps = append(steps, func() error { return add(r.kubectlPlay("restart and check", "restart.run", "check.run")) },
 		func() error {
