@@ -65,7 +65,7 @@ func Library() Table {
 		{Flag: "kubeconfig"}, {Flag: "probe-image"}, {Flag: "probe-namespace"}, {Flag: "cluster-domain"},
 
 		// Keys only the rebuild file has.
-		{Key: "apiVersion"}, {Key: "kind"}, {Key: "snapshot"},
+		{Key: "apiVersion"}, {Key: "kind"}, {Key: "snapshot"}, {Key: "ansible.serial"},
 		{Key: "etcd.members[].name"}, {Key: "etcd.members[].clientURL"},
 		{Key: "pki.nodeName"}, {Key: "pki.advertiseAddress"}, {Key: "pki.controlPlaneEndpoint"},
 		{Key: "manifests.source"},

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snapshift/snapshift/ansible"
 	"net"
 	"net/netip"
 	"net/url"
@@ -59,6 +60,8 @@ type Config struct {
 	Etcd      Etcd      `json:"etcd"`
 	PKI       PKI       `json:"pki"`
 	Manifests Manifests `json:"manifests"`
+	// Ansible configures the playbooks rendered into the bundle's ansible/.
+	Ansible Ansible `json:"ansible,omitzero"`
 
 	// File is the path the configuration was loaded from (Load sets it;
 	// report.json's provenance names it and its sha256).
@@ -177,6 +180,14 @@ type Member struct {
 	// an IP SAN of its certificates). Default: pki.advertiseAddress for the
 	// node named pki.nodeName, else the host of PeerURL (it must be an IP).
 	AdvertiseAddress string `json:"advertiseAddress,omitempty"`
+}
+
+// Ansible configures the bundle's playbooks (package ansible).
+type Ansible struct {
+	// Serial is the workers' batch size: a percentage (1% to 100%) or a
+	// count. Default 20%, kubespray's; ansible-playbook -e
+	// snapshift_serial=N overrides it at run time.
+	Serial string `json:"serial,omitempty"`
 }
 
 // PKI says where certificates come from.
@@ -314,6 +325,11 @@ func (c *Config) Validate() error {
 		add("output %s is a file: give a directory that does not exist or is empty", c.Output)
 	}
 	c.validateSources(add)
+	if s := c.Ansible.Serial; s != "" {
+		if err := ansible.CheckSerial(s); err != nil {
+			add("ansible.serial: %v", err)
+		}
+	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}

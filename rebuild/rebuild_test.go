@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -257,6 +258,7 @@ func TestDisasterRecoveryThreeMembers(t *testing.T) {
 	if err != nil || len(list.Members) != 3 {
 		t.Fatalf("member list: %v %v", list, err)
 	}
+	checkPlaybooks(t, out)
 	// The members are the cluster report.json records (issue 45): its own
 	// cluster ID, every member's ID as recorded, none of the old cluster's.
 	if rep.Etcd == nil || !strings.HasPrefix(rep.Etcd.New.Token, "snapshift-") {
@@ -735,6 +737,31 @@ func TestJoinOnCgroupV1(t *testing.T) {
 		}
 		if got := strings.Contains(string(rb), "kubeadm join ") && strings.Contains(string(rb), "--ignore-preflight-errors=SystemVerification"); got != c.skip {
 			t.Errorf("%s: the join skips SystemVerification: %v, want %v", filepath.Base(c.snap), got, c.skip)
+		}
+	}
+}
+
+// checkPlaybooks runs the real ansible-playbook (Debian's ansible-core)
+// on the bundle's rendered playbooks: --syntax-check, and the guard play
+// (tag guard) against the bundle's own report.json (issue 46).
+func checkPlaybooks(t *testing.T, out string) {
+	t.Helper()
+	bin, err := exec.LookPath("ansible-playbook")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ansible-playbook is missing: .ci/run installs Debian's ansible-core")
+		}
+		t.Log("ansible-playbook is not installed (apt-get install ansible-core): the playbooks are not checked")
+		return
+	}
+	home := t.TempDir()
+	for _, args := range [][]string{{"--syntax-check", "migrate.yml"}, {"--syntax-check", "rollback.yml"}, {"--syntax-check", "late-node.yml"},
+		{"--limit", "localhost", "--tags", "guard", "migrate.yml"}} {
+		cmd := exec.Command(bin, append([]string{"-i", "inventory.ini"}, args...)...)
+		cmd.Dir = filepath.Join(out, "ansible")
+		cmd.Env = append(os.Environ(), "HOME="+home, "ANSIBLE_LOCAL_TEMP="+filepath.Join(home, "tmp"), "ANSIBLE_NOCOLOR=1")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("ansible-playbook %s: %v\n%s", strings.Join(args, " "), err, b)
 		}
 	}
 }

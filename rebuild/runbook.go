@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapshift/snapshift/ansible"
 	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/restart"
@@ -43,6 +44,7 @@ func (r *run) writeRunbook(context.Context) error {
 	}
 	sum := sha256.Sum256(rj)
 	b := runbook{reportSum: hex.EncodeToString(sum[:])}
+	b.doc = bundle.Runbook{APIVersion: bundle.APIVersion, Kind: bundle.RunbookKind, ReportSHA256: b.reportSum}
 	r.runbookHeader(&b)
 	r.runbookChanges(&b)
 	r.runbookPrepare(&b)
@@ -53,14 +55,21 @@ func (r *run) writeRunbook(context.Context) error {
 	r.runbookRestart(&b)
 	r.runbookFollowUp(&b)
 	r.runbookRollback(&b)
-	return os.WriteFile(r.path(bundle.RunbookFile), []byte(b.String()), 0o600)
+	if err := writeJSONFile(r.path(bundle.RunbookJSONFile), &b.doc); err != nil {
+		return err
+	}
+	if err := r.writeAnsible(&b.doc); err != nil {
+		return err
+	}
+	return os.WriteFile(r.path(bundle.RunbookFile), []byte(b.doc.Markdown()), 0o600)
 }
 
-// runbook is RUNBOOK.md being written; steps are numbered as they are
-// written, so the numbers have no gaps whatever is left out.
+// runbook is the window being written (bundle.Runbook, runbook.json):
+// steps are numbered as they are written, so the numbers have no gaps
+// whatever is left out. RUNBOOK.md is its Markdown.
 type runbook struct {
-	strings.Builder
-	n int
+	doc bundle.Runbook
+	n   int
 	// reportSum is report.json's sha256 (hex): `node apply` names its
 	// backup directory after it.
 	reportSum string
@@ -76,29 +85,52 @@ func (b *runbook) backupDir(node string) string {
 // backupRoot is nodeops.BackupRoot (rebuild does not import nodeops).
 const backupRoot = "/var/lib/snapshift/backup"
 
-// w writes one line.
-func (b *runbook) w(format string, args ...any) { fmt.Fprintf(&b.Builder, format+"\n", args...) }
+// cur is the step being written.
+func (b *runbook) cur() *bundle.RunbookStep { return &b.doc.Steps[len(b.doc.Steps)-1] }
 
-// step starts the next numbered step.
-func (b *runbook) step(format string, args ...any) {
-	b.n++
-	b.w("## %d. %s", b.n, fmt.Sprintf(format, args...))
+// w writes one line of prose.
+func (b *runbook) w(format string, args ...any) {
+	t := fmt.Sprintf(format, args...)
+	b.cur().Items = append(b.cur().Items, bundle.RunbookItem{Text: &t})
 }
 
-// sh writes a shell block.
-func (b *runbook) sh(lines ...string) {
-	b.w("```sh")
-	for _, l := range lines {
-		b.w("%s", l)
+// title starts the document: its level-1 heading.
+func (b *runbook) title(id, title string) {
+	b.doc.Steps = append(b.doc.Steps, bundle.RunbookStep{ID: id, Level: 1, Title: title, Where: bundle.WhereOperator})
+}
+
+// step starts the next numbered step; its blocks run where says.
+func (b *runbook) step(id, where, format string, args ...any) *bundle.RunbookStep {
+	b.n++
+	b.doc.Steps = append(b.doc.Steps, bundle.RunbookStep{ID: id, Number: b.n, Level: 2, Title: fmt.Sprintf(format, args...), Where: where})
+	return b.cur()
+}
+
+// section starts an unnumbered section.
+func (b *runbook) section(id, where, title string) *bundle.RunbookStep {
+	b.doc.Steps = append(b.doc.Steps, bundle.RunbookStep{ID: id, Level: 2, Title: title, Where: where})
+	return b.cur()
+}
+
+// shAs writes a shell block named name (its ID "<step>.<name>"), run
+// where says (empty: where the step says).
+func (b *runbook) shAs(name, where string, lines ...string) {
+	s := b.cur()
+	if where == "" {
+		where = s.Where
 	}
-	b.w("```")
+	blk := &bundle.RunbookBlock{ID: s.ID + "." + name, Where: where}
+	for _, l := range lines {
+		blk.Lines = append(blk.Lines, bundle.NewRunbookLine(l))
+	}
+	s.Items = append(s.Items, bundle.RunbookItem{Block: blk})
 }
 
 // runbookHeader names the bundle's maker and inputs (provenance) and the
 // one warning that cannot wait: writes after the snapshot are lost.
 func (r *run) runbookHeader(b *runbook) {
 	p := r.report.Provenance
-	b.w("# Rebuild runbook")
+	b.title("header", "Rebuild runbook")
 	b.w("")
 	b.w("- Generated %s by snapshift %s (commit %s).", r.opts.Now().UTC().Format("2006-01-02 15:04 MST"), p.Snapshift.Version, orUnknown(p.Snapshift.Commit))
 	if p.ConfigFile != "" {
@@ -113,11 +145,10 @@ func (r *run) runbookHeader(b *runbook) {
 	b.w("apiserver again if you stop here), then take `kube-apiserver.yaml` out of the directory the kubelet watches, and wait")
 	b.w("until the apiserver has exited (it keeps running for its grace period):")
 	b.w("")
-	b.w("```sh")
-	b.w("[ -e %s ] || cp -a /etc/kubernetes/manifests %s   # a copy from an earlier attempt is kept", bundle.ManifestsBefore, bundle.ManifestsBefore)
-	b.w("rm -f /etc/kubernetes/manifests/kube-apiserver.yaml   # its copy is in manifests.before-snapshift")
-	b.w("while [ -n \"$(crictl ps --name kube-apiserver -q)\" ]; do sleep 2; done")
-	b.w("```")
+	b.shAs("before-snapshot", bundle.WhereControlPlane,
+		fmt.Sprintf("[ -e %s ] || cp -a /etc/kubernetes/manifests %s   # a copy from an earlier attempt is kept", bundle.ManifestsBefore, bundle.ManifestsBefore),
+		"rm -f /etc/kubernetes/manifests/kube-apiserver.yaml   # its copy is in manifests.before-snapshift",
+		"while [ -n \"$(crictl ps --name kube-apiserver -q)\" ]; do sleep 2; done")
 	b.w("")
 	b.w("The block can run again; a `manifests.before-snapshift` left by an earlier attempt (rolled back) is kept, as `node rollback`")
 	b.w("puts `kube-apiserver.yaml` back from it: if the manifests changed since, move the old copy away first.")
@@ -138,7 +169,7 @@ func orUnknown(s string) string {
 // runbookChanges is what changed in the snapshot.
 func (r *run) runbookChanges(b *runbook) {
 	c := r.cfg
-	b.w("## What changed in the snapshot")
+	b.section("changes", bundle.WhereNone, "What changed in the snapshot")
 	if p := r.report.Plan; p != nil && p.Service != nil {
 		b.w("- Service CIDR %s -> %s (%d Services moved; `default/kubernetes` is now the first address).", cidr.Join(p.Service.Old), cidr.Join(p.Service.New), len(p.Service.Services))
 	}
@@ -165,7 +196,7 @@ func (r *run) runbookChanges(b *runbook) {
 // runbookPrepare copies each node's part of the bundle and checks it.
 func (r *run) runbookPrepare(b *runbook) {
 	out := r.cfg.Output
-	b.step("Copy each node's part of the bundle, and snapshift, to that node")
+	b.step("copy", bundle.WhereOperator, "Copy each node's part of the bundle, and snapshift, to that node")
 	b.w("Each control-plane node gets only its own directory (its certificates, kubeconfigs and manifests carry its own name and")
 	b.w("address), its own etcd member, and report.json. From the machine holding the bundle:")
 	var lines []string
@@ -178,14 +209,14 @@ func (r *run) runbookPrepare(b *runbook) {
 			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, bundle.EtcdDir, n.EtcdMember), h, bundle.NodeBundleDir, bundle.EtcdDir),
 			fmt.Sprintf("scp -p \"$(command -v snapshift)\" %s:/usr/local/bin/snapshift", h))
 	}
-	b.sh(lines...)
+	b.shAs("bundle", "", lines...)
 	b.w("Then, on each control-plane node, run the checks alone (nothing is changed): right host, every file's sha256 against")
 	b.w("report.json, disk space for the backups, `crictl` and `systemctl` present:")
 	var checks []string
 	for _, n := range r.report.Nodes {
 		checks = append(checks, fmt.Sprintf("snapshift node apply --bundle %s --node %s --preflight-only   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
-	b.sh(checks...)
+	b.shAs("preflight", bundle.WhereControlPlane, checks...)
 	if len(r.report.MissingFiles) > 0 {
 		b.w("The manifests name files the bundle does not hold (they came from the cluster's kubeadm-config or manifests): make sure each is on every control-plane node:")
 		for _, m := range r.report.MissingFiles {
@@ -215,7 +246,7 @@ func (r *run) onWorkers() string {
 // state, stops their kubelets and removes that state (apply does the same
 // on the control-plane nodes); the rollback puts the backup back.
 func (r *run) runbookStopWorkers(b *runbook) {
-	b.step("Back up and stop the kubelet on every worker node")
+	b.step("workers-stop", bundle.WhereWorkers, "Back up and stop the kubelet on every worker node").Undo = "rollback"
 	if len(r.kubeletWorkers()) == 0 {
 		b.w("The snapshot lists no worker Node with a kubelet (every other Node is a control-plane node above): nothing to do.")
 		b.w("")
@@ -249,7 +280,7 @@ func (r *run) runbookStopWorkers(b *runbook) {
 			lines = append(lines, st.Commands()...)
 		}
 	}
-	b.sh(lines...)
+	b.shAs("backup", "", lines...)
 	b.w("Their pods keep running, without pod networking (the CNI agent is stopped), until the staged restart replaces them.")
 	b.w("")
 }
@@ -278,7 +309,7 @@ func (r *run) runbookEndpoint(b *runbook) {
 	if slices.Contains(addrs, host) && port == "6443" {
 		return // a control-plane node's own address: nothing to point
 	}
-	b.step("Point the new control-plane endpoint %s at the control-plane nodes, before any apply", ep)
+	b.step("endpoint", bundle.WhereNone, "Point the new control-plane endpoint %s at the control-plane nodes, before any apply", ep)
 	b.w("On your DNS server or load balancer (not on a node): every kubeconfig of the bundle (`admin.conf`, `kubelet.conf`), the")
 	b.w("kubelets and the join command reach the control plane at `%s`, and each node's health gate uses its `admin.conf`.", ep)
 	if _, err := netip.ParseAddr(host); err == nil {
@@ -293,7 +324,7 @@ func (r *run) runbookEndpoint(b *runbook) {
 
 // runbookApply is the control plane's switch: apply on every node.
 func (r *run) runbookApply(b *runbook) {
-	b.step("Apply the bundle on every control-plane node, in two phases")
+	b.step("apply", bundle.WhereControlPlane, "Apply the bundle on every control-plane node, in two phases").Undo = "rollback"
 	b.w("etcd needs a quorum (%d of %d members) before any node's health gate can pass: start the command on every", len(r.report.Nodes)/2+1, len(r.report.Nodes))
 	b.w("control-plane node within a few minutes of each other (one terminal each). `--timeout` (5m by default) bounds each")
 	b.w("wait (static pods stopping, etcd's quorum, kube-apiserver's `/readyz`): give more, e.g. `--timeout 15m`, on slow disks,")
@@ -306,9 +337,9 @@ func (r *run) runbookApply(b *runbook) {
 		stops = append(stops, fmt.Sprintf("snapshift node apply --bundle %s --node %s --timeout 5m --stop-only   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 		lines = append(lines, fmt.Sprintf("snapshift node apply --bundle %s --node %s --timeout 5m   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
-	b.sh(stops...)
+	b.shAs("stop", "", stops...)
 	b.w("**Then, once every node says `[apply] stopped`, start the restored members**, on every node at once:")
-	b.sh(lines...)
+	b.shAs("start", "", lines...)
 	r.runbookWhyTwoPhases(b)
 	b.w("On each node, in order, it: checks (as above); backs up `/etc/kubernetes`, `/var/lib/kubelet/config.yaml` and")
 	b.w("`/var/lib/kubelet/pki` (copies) and `%s` (moved) under its backup directory, recorded in its `backup.json`:", r.cfg.Etcd.DataDir)
@@ -336,7 +367,7 @@ func (r *run) runbookApply(b *runbook) {
 	for _, n := range r.report.Nodes {
 		confirm = append(confirm, fmt.Sprintf("snapshift node confirm --bundle %s --node %s   # on %s, after the final checks", bundle.NodeBundleDir, n.Name, n.Name))
 	}
-	b.sh(confirm...)
+	b.shAs("confirm", "", confirm...)
 	b.w("")
 	b.w("**Check:** each command ends with `[apply] done` and exit 0. **If it fails** it exits non-zero and names what to")
 	b.w("read (`crictl ps -a`, `crictl logs <id>`, `journalctl -u kubelet`, `/var/log/pods/kube-system_etcd-*`).")
@@ -355,15 +386,15 @@ func (r *run) runbookApply(b *runbook) {
 	b.w("cluster, a rollback loses nothing. After it, or after `snapshift node confirm`, whatever was written to the new cluster")
 	b.w("is lost by a rollback; roll forward (fix and run again) instead.")
 	b.w("")
-	b.step("Point kubectl at the new control plane")
+	b.step("kubectl", bundle.WhereOperator, "Point kubectl at the new control plane")
 	if r.cfg.NewPKI() {
 		b.w("From any machine that reaches the new endpoint %s, with the bundle's `admin.conf` (here, the machine holding the", r.apiEndpoint())
 		b.w("bundle); steps below that say no machine run there:")
-		b.sh(fmt.Sprintf("export KUBECONFIG=%s", filepath.Join(r.cfg.Output, r.report.Nodes[0].Dir, "admin.conf")),
+		b.shAs("export", "", fmt.Sprintf("export KUBECONFIG=%s", filepath.Join(r.cfg.Output, r.report.Nodes[0].Dir, "admin.conf")),
 			"kubectl get --raw /readyz; kubectl get nodes -o wide")
 	} else {
 		b.w("On %s (its `/etc/kubernetes/admin.conf`); steps below that say no machine run there:", r.report.Nodes[0].Name)
-		b.sh(fmt.Sprintf("export KUBECONFIG=/etc/kubernetes/admin.conf   # on %s", r.report.Nodes[0].Name),
+		b.shAs("export", bundle.WhereControlPlane, fmt.Sprintf("export KUBECONFIG=/etc/kubernetes/admin.conf   # on %s", r.report.Nodes[0].Name),
 			"kubectl get --raw /readyz; kubectl get nodes -o wide")
 	}
 	b.w("Every `kubectl` below uses it.")
@@ -375,7 +406,7 @@ func (r *run) runbookApply(b *runbook) {
 func (r *run) runbookKubelets(b *runbook) {
 	op := r.report.Operation
 	if r.cfg.NewPKI() && r.token != nil {
-		b.step("Rejoin every worker node (the CA changed), before any workload restarts")
+		b.step("workers-rejoin", bundle.WhereWorkers, "Rejoin every worker node (the CA changed), before any workload restarts")
 		b.w("Their kubelets trust the old CA. Wait until every worker shows `NotReady` (its kubelet is stopped since the worker")
 		b.w("step; kubeadm join refuses a Node that is Ready): the node controller sets its Ready condition to Unknown about a")
 		b.w("minute after the new control plane is up. With the kubeconfig of the previous step:")
@@ -383,7 +414,7 @@ func (r *run) runbookKubelets(b *runbook) {
 		for _, w := range r.kubeletWorkers() {
 			ready = append(ready, fmt.Sprintf(`kubectl wait node/%s --for=jsonpath='{.status.conditions[?(@.type=="Ready")].status}'=Unknown --timeout=5m   # STATUS NotReady`, w))
 		}
-		b.sh(ready...)
+		b.shAs("wait", bundle.WhereKubectl, ready...)
 		b.w("Then on %s (its old `/etc/kubernetes` and kubelet files are in its backup directory, `$B` of the worker step):", r.onWorkers())
 		join := fmt.Sprintf("kubeadm join %s --token %s.%s --discovery-token-ca-cert-hash %s", r.apiEndpoint(), r.token.ID, r.token.Secret, r.report.CAHash)
 		if r.cgroupV1 {
@@ -392,17 +423,17 @@ func (r *run) runbookKubelets(b *runbook) {
 			// must also explicitly skip this validation" (the lab's nodes).
 			join += " --ignore-preflight-errors=SystemVerification   # cgroups v1 (kubelet-config: failCgroupV1: false)"
 		}
-		b.sh("kubeadm reset -f", join)
+		b.shAs("join", "", "kubeadm reset -f", join)
 		b.w("The token expires at %s (`kubeadm token create --print-join-command` makes another).", r.tokenExpires.Format(time.RFC3339))
 		b.w("**Do not `kubectl delete node` a worker** to get past the join check: the Node object carries the pod CIDR the")
 		b.w("rebuild moved (`spec.podCIDR` is immutable), a new Node gets whatever the allocator hands out next, and on Calico")
 		b.w("calico-kube-controllers releases the deleted node's IPAM blocks. Wait for `NotReady` instead (about a minute).")
 		b.w("Kubelets with serverTLSBootstrap ask for serving certificates: `kubectl get csr`, then `kubectl certificate approve <csr>`.")
 		b.w("Hosts outside the cluster that run only kube-proxy or a CNI agent with their own kubeconfigs need ones signed by the new CA:")
-		b.sh(fmt.Sprintf("snapshift certs --cert-dir %s --control-plane-endpoint %s \\", filepath.Join(r.cfg.Output, bundle.KubeDir, r.firstNode().NodeName, "pki"), r.apiEndpoint()),
+		b.shAs("kubeconfigs", bundle.WhereOperator, fmt.Sprintf("snapshift certs --cert-dir %s --control-plane-endpoint %s \\", filepath.Join(r.cfg.Output, bundle.KubeDir, r.firstNode().NodeName, "pki"), r.apiEndpoint()),
 			"  --kubeconfig-user system:kube-proxy --kubeconfig-out kube-proxy.conf")
 	} else {
-		b.step("Start the kubelet on every worker node")
+		b.step("workers-start", bundle.WhereWorkers, "Start the kubelet on every worker node")
 		b.w("On %s:", r.onWorkers())
 		var lines []string
 		if op.ClusterDNS != "" {
@@ -411,7 +442,7 @@ func (r *run) runbookKubelets(b *runbook) {
 			lines = append(lines, fmt.Sprintf("sed -i -E -e 's/^clusterDNS: *\\[.*\\]/clusterDNS: [%s]/' -e '/^clusterDNS: *$/,/^[^ -]/ s/^( *- *).*/\\1%s/' /var/lib/kubelet/config.yaml   # clusterDNS (the control-plane nodes got it from apply)", op.ClusterDNS, op.ClusterDNS),
 				"grep -A1 '^clusterDNS' /var/lib/kubelet/config.yaml   # shows "+op.ClusterDNS)
 		}
-		b.sh(append(lines, "systemctl start kubelet")...)
+		b.shAs("kubelet", "", append(lines, "systemctl start kubelet")...)
 	}
 	if op.ClusterDNS != "" && r.cfg.NewPKI() {
 		b.w("A rejoined kubelet reads clusterDNS %s from the kubelet-config ConfigMap (already moved).", op.ClusterDNS)
@@ -431,11 +462,12 @@ func (r *run) runbookKubelets(b *runbook) {
 // operation.cluster).
 func (r *run) runbookRestart(b *runbook) {
 	stages := restart.Plan(*r.clusterInput())
-	b.step("Restart the workloads, in stages")
+	st := b.step("restart", bundle.WhereKubectl, "Restart the workloads, in stages")
+	st.PointOfNoReturn = true
 	b.w("Running pods keep their old addresses, resolv.conf and KUBERNETES_SERVICE_HOST, and tokens signed by an old key.")
 	where, dir := r.clusterHost()
 	b.w("%s:", where)
-	b.sh(fmt.Sprintf("snapshift cluster restart --bundle %s --dry-run   # every action, nothing changed", dir),
+	b.shAs("run", "", fmt.Sprintf("snapshift cluster restart --bundle %s --dry-run   # every action, nothing changed", dir),
 		fmt.Sprintf("snapshift cluster restart --bundle %s --timeout 10m", dir))
 	b.w("It runs the stages below in order: each rollout is waited for as `kubectl rollout status` waits (`--timeout` each),")
 	b.w("and a stage starts only when the one before is done. Run it again after a failure: a rollout restarted since this")
@@ -454,7 +486,7 @@ func (r *run) runbookRestart(b *runbook) {
 			lines = append(lines, a.Commands()...)
 		}
 		if len(lines) > 0 {
-			b.sh(lines...)
+			b.shAs(fmt.Sprintf("stage-%d", i+1), "", lines...)
 		}
 	}
 	b.w("")
@@ -481,13 +513,13 @@ func (r *run) runbookFollowUp(b *runbook) {
 		kept = slices.DeleteFunc(slices.Clone(kept), func(s string) bool { return s == d.Service }) // the restart's DNS handover moves it
 	}
 	if len(kept) > 0 {
-		b.step("Later: move the Services kept at their old address")
+		b.step("later-kept-services", bundle.WhereKubectl, "Later: move the Services kept at their old address")
 		b.w("%s still use the old service range. Once nothing depends on those addresses, recreate each Service with an address in the new range.", strings.Join(kept, ", "))
 		b.w("")
 	}
 	lo, old := r.report.Leftovers, r.report.OldAddresses
 	if (lo != nil && len(lo.Groups) > 0) || len(old) > 0 {
-		b.step("Addresses no rule moved")
+		b.step("leftovers", bundle.WhereNone, "Addresses no rule moved")
 		if lo != nil {
 			for _, g := range lo.Groups {
 				if e := g.Examples[0]; e.Note != "" && len(e.Addresses) > 0 {
@@ -503,27 +535,27 @@ func (r *run) runbookFollowUp(b *runbook) {
 		b.w("Pods, Endpoints and EndpointSlices are recreated by the restart and their controllers; Nodes by their kubelets; anything else (add-on configuration, webhooks, external load balancers) is yours to update.")
 		b.w("")
 	}
-	b.step("Check")
+	b.step("check", bundle.WhereKubectl, "Check")
 	b.w("One line per check, exit 5 naming the checks that failed and what to read (Nodes Ready with new podCIDRs, pods on new")
 	b.w("addresses, `default/kubernetes` at the new first address, the DNS Service at the kubelets' clusterDNS, a DNS lookup from a")
 	b.w("short-lived pod, no ClusterIPOutOfRange/ClusterIPNotAllocated events, the CNI's and the DNS's pods Ready):")
 	where, dir := r.clusterHost()
 	b.w("%s:", where)
-	b.sh(fmt.Sprintf("snapshift cluster check --bundle %s", dir),
+	b.shAs("run", "", fmt.Sprintf("snapshift cluster check --bundle %s", dir),
 		"kubectl get svc -A -o wide; kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDRS:.spec.podCIDRs")
 	b.w("")
 }
 
 // runbookRollback is how to go back: every node at once, then the workers.
 func (r *run) runbookRollback(b *runbook) {
-	b.w("## Rollback")
+	b.section("rollback", bundle.WhereControlPlane, "Rollback")
 	b.w("Until you write to the new cluster, going back loses nothing; after, whatever was written to it is lost. On every")
 	b.w("control-plane node, all at once (the old etcd members need their quorum too):")
 	var lines []string
 	for _, n := range r.report.Nodes {
 		lines = append(lines, fmt.Sprintf("snapshift node rollback --bundle %s --node %s   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
 	}
-	b.sh(lines...)
+	b.shAs("control-plane", "", lines...)
 	b.w("It stops the new static pods and the kubelet, puts back every path `backup.json` records byte for byte (the old")
 	b.w("etcd data dir, `/etc/kubernetes`, the kubelet's config and `pki/`) and `kube-apiserver.yaml` from")
 	b.w("`manifests.before-snapshift`, removes the new cluster's CNI host state, starts the kubelet and waits for the old etcd and")
@@ -568,7 +600,7 @@ func (r *run) runbookRollback(b *runbook) {
 		wl = append(wl, fmt.Sprintf(`cp -a "$B/cni/." /   # the CNI's files the worker step removed: %s`, strings.Join(paths, ", ")))
 	}
 	wl = append(wl, "systemctl start kubelet")
-	b.sh(wl...)
+	b.shAs("workers", bundle.WhereWorkers, wl...)
 	if len(links) > 0 || len(protos) > 0 {
 		what := "interfaces " + strings.Join(links, ", ")
 		if len(protos) > 0 {
@@ -585,7 +617,7 @@ func (r *run) runbookRollback(b *runbook) {
 		for _, w := range workers {
 			del = append(del, "kubectl delete pod -A --field-selector spec.nodeName="+w)
 		}
-		b.sh(del...)
+		b.shAs("pods", bundle.WhereKubectl, del...)
 	}
 }
 
@@ -651,4 +683,29 @@ func (r *run) runbookWhyTwoPhases(b *runbook) {
 	b.w("while one answers as a member of another cluster; its health gate fails if a member's cluster or member ID is not the")
 	b.w("one `report.json` records.")
 	b.w("")
+}
+
+// writeAnsible renders runbook.json as the bundle's ansible/ (an inventory
+// of its nodes, migrate.yml, rollback.yml, late-node.yml and one script per
+// block and host): 0600, as RUNBOOK.md (the join block holds the
+// bootstrap token's secret).
+func (r *run) writeAnsible(doc *bundle.Runbook) error {
+	var workers []ansible.Host
+	for _, w := range r.kubeletWorkers() {
+		workers = append(workers, ansible.Host{Name: w})
+	}
+	files, err := ansible.Render(ansible.Input{Runbook: doc, ControlPlane: r.report.Nodes, Workers: workers, Serial: r.cfg.Ansible.Serial})
+	if err != nil {
+		return err
+	}
+	for rel, b := range files {
+		p := r.path(ansible.Dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }

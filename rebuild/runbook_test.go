@@ -3,6 +3,7 @@ package rebuild_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/rebuild"
 )
 
@@ -31,6 +33,7 @@ func checkRunbook(t *testing.T, rb, out string, rep *rebuild.Report, newCA bool,
 	}
 	sum := sha256.Sum256(rj)
 	tag := hex.EncodeToString(sum[:])[:12]
+	checkRunbookJSON(t, rb, out, hex.EncodeToString(sum[:]), newCA)
 	for _, bad := range []string{"<worker>", "<bundle>", "old join command"} {
 		if strings.Contains(rb, bad) {
 			t.Errorf("RUNBOOK.md says %q", bad)
@@ -129,5 +132,69 @@ func checkRunbook(t *testing.T, rb, out string, rep *rebuild.Report, newCA bool,
 	}
 	if rep.Operation == nil || len(rep.Operation.Checksums) == 0 {
 		t.Errorf("report.json has no operation block with checksums")
+	}
+}
+
+// checkRunbookJSON holds runbook.json to issue 46: it is RUNBOOK.md's one
+// source (every heading, prose line and command of RUNBOOK.md is the
+// JSON's, in order, and nothing else), its steps and blocks carry unique
+// IDs, every block says where it runs, it names the report.json it was
+// made with, and the steps the window runs by ID are there.
+func checkRunbookJSON(t *testing.T, md, out, reportSum string, newCA bool) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(out, bundle.RunbookJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc bundle.Runbook
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Markdown() != md {
+		t.Errorf("RUNBOOK.md is not runbook.json's Markdown")
+	}
+	var headings, commands int
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "# ") || strings.HasPrefix(l, "# Rebuild") {
+			headings++
+		}
+	}
+	if doc.APIVersion != bundle.APIVersion || doc.Kind != bundle.RunbookKind || doc.ReportSHA256 != reportSum {
+		t.Errorf("runbook.json: %s %s for report.json %s, want %s", doc.APIVersion, doc.Kind, doc.ReportSHA256, reportSum)
+	}
+	ids := map[string]bool{}
+	for _, s := range doc.Steps {
+		if s.ID == "" || ids[s.ID] {
+			t.Errorf("step %q: no ID or a repeated one", s.Title)
+		}
+		ids[s.ID] = true
+		for _, it := range s.Items {
+			if b := it.Block; b != nil {
+				if ids[b.ID] || !strings.HasPrefix(b.ID, s.ID+".") || b.Where == "" || b.Where == bundle.WhereNone {
+					t.Errorf("block %q of step %s: a repeated ID, not the step's, or nowhere to run (%q)", b.ID, s.ID, b.Where)
+				}
+				ids[b.ID] = true
+				commands += len(b.Lines)
+			}
+		}
+	}
+	if headings != len(doc.Steps) {
+		t.Errorf("RUNBOOK.md has %d headings, runbook.json %d steps", headings, len(doc.Steps))
+	}
+	want := []string{"header.before-snapshot", "copy.bundle", "copy.preflight", "apply.stop", "apply.start", "apply.confirm", "kubectl.export",
+		"restart.run", "check.run", "rollback.control-plane"}
+	if newCA {
+		want = append(want, "workers-rejoin.join")
+	}
+	for _, id := range want {
+		if doc.Block(id) == nil {
+			t.Errorf("runbook.json has no block %s", id)
+		}
+	}
+	if s := doc.Step("apply"); s == nil || s.Undo != "rollback" || doc.Step("restart") == nil || !doc.Step("restart").PointOfNoReturn {
+		t.Errorf("runbook.json: apply's undo or the restart's point of no return missing")
+	}
+	if commands == 0 {
+		t.Error("runbook.json has no command")
 	}
 }

@@ -1,6 +1,7 @@
 # The migration and the rollback, by the operator's own steps (issue 33 items
 # 5 and 7; sourced by hack/lab/lab.sh after lib.sh, node.sh and runbook.sh).
-# What the runbook says is run from RUNBOOK.md itself (hack/lab/runbook.sh);
+# What the runbook says is run from the bundle's runbook.json, by block ID
+# (hack/lab/runbook.sh);
 # what comes before the runbook exists (the snapshot) follows its header.
 
 NEW_POD_CIDR=10.55.0.0/16
@@ -66,40 +67,41 @@ EOF
   NEW_ETCD=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["etcd"]["new"]["clusterID"])' "$a/bundle/report.json")
   log "[$label] etcd: the old cluster is $OLD_ETCD, the bundle's restored cluster $NEW_ETCD"
   rb=$LAB_ROOT/runbook-$label
-  rb_parse "$a/bundle/RUNBOOK.md" "$rb"
+  rb_parse "$a/bundle/runbook.json" "$rb"
   cp "$a/bundle/RUNBOOK.md" "$LAB_ROOT/logs/$label-RUNBOOK.md"
-  diff <(echo "$PRE_SNAPSHOT") "$rb/0.1.sh" >/dev/null || die "the runbook's header no longer says the lab's PRE_SNAPSHOT commands: update hack/lab/migrate.sh"
+  cp "$a/bundle/runbook.json" "$LAB_ROOT/logs/$label-runbook.json"
+  diff <(echo "$PRE_SNAPSHOT") "$rb/header.before-snapshot.sh" >/dev/null || die "runbook.json's block header.before-snapshot no longer says the lab's PRE_SNAPSHOT commands: update hack/lab/migrate.sh"
   grep -qF "$SNAPSHOT_SAVE" <(tr '\n' ' ' < "$a/bundle/RUNBOOK.md") || die "the runbook's header no longer gives the lab's SNAPSHOT_SAVE command"
 
-  rb_run "$rb" "$(rb_step "$rb" '^Copy each node')" admin
-  rb_run "$rb" "$(rb_step "$rb" '^Back up and stop the kubelet')" workers
-  # Block 1 stops the old control plane on every node (--stop-only), block
-  # 2 starts the restored members; block 3 is node confirm, after the checks.
-  rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 1 2
+  rb_run "$rb" copy.bundle copy.preflight workers-stop.backup
+  # apply.stop stops the old control plane on every node (--stop-only),
+  # apply.start starts the restored members; apply.confirm comes after the
+  # checks.
+  rb_run "$rb" apply.stop apply.start
   rb_kubectl "$rb"
-  rb_run "$rb" "$(rb_step "$rb" '^Point kubectl')" kubectl
-  if k=$(rb_step "$rb" '^Rejoin every worker'); [ -n "$k" ]; then
-    # Block 1 waits (kubectl wait) until every worker is NotReady: the node
-    # controller marks them so once their stopped kubelets miss the grace
-    # period.
-    rb_run "$rb" "$k" kubectl 1
-    rb_run "$rb" "$k" workers 2
-    # Block 3 (kubeconfigs for hosts that run only kube-proxy or a CNI
-    # agent outside a pod): the lab has none, its agents are DaemonSets.
+  rb_run "$rb" kubectl.export
+  if rb_has "$rb" workers-rejoin.join; then
+    # workers-rejoin.wait waits (kubectl wait) until every worker is
+    # NotReady: the node controller marks them so once their stopped
+    # kubelets miss the grace period. workers-rejoin.kubeconfigs (for hosts
+    # that run only kube-proxy or a CNI agent outside a pod): the lab has
+    # none, its agents are DaemonSets.
+    rb_run "$rb" workers-rejoin.wait workers-rejoin.join
   else
-    rb_run "$rb" "$(rb_step "$rb" '^Start the kubelet on every worker')" workers
+    rb_run "$rb" workers-start.kubelet
   fi
   for n in $CPS $WORKERS; do wait_for "[$label] $n: node Ready" 180 node_ready "$n"; done
-  k=$(rb_step "$rb" '^Restart the workloads')
-  ! grep -q 'restart its agents by hand first' "$LAB_ROOT/logs/$label-RUNBOOK.md" ||
-    die "the runbook asks to restart the CNI agents by hand: it did not recognise flannel's DaemonSet"
-  rb_run "$rb" "$k" kubectl 1
+  python3 - "$a/bundle/report.json" <<'PY' || die "report.json's restart does not restart flannel's DaemonSet: the rebuild did not recognise it"
+import json, sys
+r = json.load(open(sys.argv[1]))["operation"].get("restart", [])
+sys.exit(0 if any(w["kind"] == "DaemonSet" and w["name"] == "kube-flannel-ds" and w.get("role") for w in r) else 1)
+PY
+  rb_run "$rb" restart.run
   # The restart deletes bare pods ("the pods no controller restarts"): their
   # owner, here the lab, creates them again from its manifests.
   lab_apply hack/lab/manifests/workloads.yaml >/dev/null
   lab_wait_workloads "$label"
-  rb_run "$rb" "$(rb_step "$rb" '^Check$')" kubectl
-  rb_run "$rb" "$(rb_step "$rb" '^Apply the bundle')" admin 3   # node confirm, after the checks
+  rb_run "$rb" check.run apply.confirm   # node confirm, after the checks
 }
 
 # lab_new_gone: the checks' Service prod/lab-new is not there.
@@ -108,15 +110,13 @@ lab_new_gone() { local out; if out=$(kc cp1 -n prod get svc lab-new 2>&1); then 
 
 # lab_rollback LABEL: the runbook's section "Rollback", every block.
 lab_rollback() {
-  local label=$1 rb=$LAB_ROOT/runbook-$1 k
+  local label=$1 rb=$LAB_ROOT/runbook-$1
   EVENTS_SINCE=$(date -u +%FT%TZ)
-  k=$(rb_step "$rb" '^Rollback$')
-  rb_run "$rb" "$k" admin 1
-  rb_run "$rb" "$k" workers 2
+  rb_run "$rb" rollback.control-plane rollback.workers
   # "with the old cluster's kubeconfig, once the old control plane is back"
   RB_KUBECTL=cp1 RB_KUBECTL_ENV='export KUBECONFIG=/etc/kubernetes/admin.conf'
   for n in $CPS $WORKERS; do wait_for "[$label rollback] $n: node Ready" 180 node_ready "$n"; done
-  rb_run "$rb" "$k" kubectl 3
+  rb_run "$rb" rollback.pods
   # The bare probe pod was deleted with the rest: its owner creates it again.
   lab_apply hack/lab/manifests/workloads.yaml >/dev/null
   lab_wait_workloads "$label rollback"
