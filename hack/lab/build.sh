@@ -14,7 +14,7 @@ step() { echo "[lab] $*"; }
 took() { echo "[lab] $1 in $(( $(date +%s) - $2 ))s"; }
 
 t=$(date +%s)
-bash hack/build-k8s.sh "$K8S_VERSION" kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+bash hack/build-k8s.sh "$K8S_VERSION" kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm # kubeadm: the runbook's join and the lab's init phases (make lab alone on a fresh machine)
 took "kubernetes $K8S_VERSION" "$t"
 t=$(date +%s)
 bash hack/build-etcd.sh
