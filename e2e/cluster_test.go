@@ -71,7 +71,9 @@ manifests: {kubernetesVersion: %s}
 `, snap, bundle, newServiceCIDR, newPodCIDR, m.name, m.node, m.addr, m.peerURL, m.clientURL, ver)), 0o600)
 	run(t, "rebuild", "--config", cfg, "--quiet")
 
-	etcd2 := etcdtest.StartRestoredClusterT(t, []etcdtest.RestoredConfig{{DataDir: filepath.Join(bundle, "etcd", m.name), Name: m.name, PeerURL: m.peerURL}})[0]
+	// At the bundle's client URL: cluster check's etcd-identity asks it there.
+	etcd2 := etcdtest.StartRestoredClusterT(t, []etcdtest.RestoredConfig{{DataDir: filepath.Join(bundle, "etcd", m.name), Name: m.name, PeerURL: m.peerURL,
+		ClientPort: client}})[0]
 	k := filepath.Join(bundle, "kubernetes", m.node)
 	b := &pki{dir: filepath.Join(dir, "bundle-run"), certFile: filepath.Join(k, "pki", "apiserver.crt"), keyFile: filepath.Join(k, "pki", "apiserver.key"),
 		saKey: filepath.Join(k, "pki", "sa.key"), saPub: filepath.Join(k, "pki", "sa.pub"), clientCA: filepath.Join(k, "pki", "ca.crt")}
@@ -175,6 +177,7 @@ manifests: {kubernetesVersion: %s}
 	out, code = runCode(t, "cluster", "check", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "5s")
 	t.Logf("[cluster] check after the restart (exit %d):\n%s", code, out)
 	for _, want := range []string{"ok   dns-service", "kube-system/kube-dns at 172.24.0.10", "FAIL nodes", "ok   service-ip-events",
+		"ok   etcd-identity      1 members (cp-e2e-1) in etcd cluster ", "member IDs as report.json records",
 		"FAIL dns-pods", "kube-system/deploy/coredns 0/2 Ready (1 pods)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("[cluster] FAIL check does not say %q", want)

@@ -229,7 +229,7 @@ func (c *nodeOpsCase) checkPeerRefusal(ctx context.Context, apply, bundle string
 		t.Fatalf("[nodeops] FAIL apply on %s beside running old members: %v, want exit %d\n%s", n.name, err, app.ExitRefused, out)
 	}
 	want := "on " + c.ns[1].name + " still runs as a member of cluster "
-	if !strings.Contains(out, want) || !strings.Contains(out, "(the old cluster)") {
+	if !strings.Contains(out, want) || !strings.Contains(out, "(the old cluster") {
 		t.Fatalf("[nodeops] FAIL the refusal does not say %q:\n%s", want, out)
 	}
 	for _, l := range calls(t, n.root) {

@@ -151,8 +151,11 @@ func (h *host) waitNoRestoredPeers(ctx context.Context, b *nodeBundle) error {
 }
 
 func whichCluster(e *bundle.EtcdIdentities, id string) string {
-	if id == e.Old.ClusterID {
+	switch {
+	case id == e.Old.ClusterID:
 		return "the old cluster"
+	case e.Old.ClusterID == "":
+		return "the old cluster, most likely: report.json does not know the old cluster's ID"
 	}
 	return "a cluster this bundle does not know"
 }
