@@ -135,7 +135,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		args, err = help, nil
 	}
 	if err == nil {
-		err = app.RunContext(ctx, interspersed(app, args))
+		args = interspersed(app, args)
+		err = contradictions(app, args)
+	}
+	if err == nil {
+		err = app.RunContext(ctx, args)
 	}
 	if err == nil {
 		return ExitOK

@@ -186,6 +186,9 @@ func certsCommand() *cli.Command {
 type repeated []string
 
 // Set appends one occurrence's value.
+// repeatable: --etcd-member takes a value per occurrence.
+func (*repeated) repeatable() {}
+
 func (r *repeated) Set(v string) error {
 	*r = append(*r, v)
 	return nil

@@ -159,11 +159,6 @@ func findFlag(flags []cli.Flag, word string) cli.Flag {
 	return nil
 }
 
-func takesValue(f cli.Flag) bool {
-	_, isBool := f.(*cli.BoolFlag)
-	return !isBool
-}
-
 // valueChoices are the flags whose values are a fixed list.
 var valueChoices = map[string][]string{
 	"renew":           {"apiserver", "etcd"},

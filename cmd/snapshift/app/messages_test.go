@@ -117,7 +117,8 @@ func cmdline(args ...string) func(in, work string) []string {
 // messageRows are the rows of issue 24, by group.
 func messageRows() []badRow {
 	var rows []badRow
-	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows(), kubectlRows()} {
+	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows(), kubectlRows(),
+		contradictionRows()} {
 		rows = append(rows, group...)
 	}
 	return rows
@@ -374,6 +375,76 @@ func kubectlRows() []badRow {
 			want: "--pod-network-cidr is empty"},
 		{name: "a control-plane node the snapshot does not record", args: cmdline("plan", "IN", "--control-plane-address", "cpX=10.1.0.10"), code: ExitUsage,
 			want: `--control-plane-address cpX=10.1.0.10: the snapshot records no node "cpX"; did you mean cp1? (its nodes: cp1, `},
+	}
+}
+
+// contradictionRows are issue 52's first item: a command line that says two things is refused
+// (exit 2) naming both, on every command, whatever form the flags are given in; and a misspelt
+// name is never suggested back.
+func contradictionRows() []badRow {
+	const u1, u2 = "http://10.0.0.1:2380", "http://10.0.0.2:2380"
+	return []badRow{
+		{name: "a single-value flag given twice", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--service-cidr", "172.25.0.0/16"), code: ExitUsage,
+			want: "--service-cidr is given twice, as 172.24.0.0/16 and 172.25.0.0/16: it takes one value; give it once"},
+		{name: "a single-value flag given twice, with = and after the argument", args: cmdline("transform", "--pod-network-cidr=10.55.0.0/16", "IN", "--out", "WORK/o.db", "--pod-network-cidr", "10.56.0.0/16"),
+			code: ExitUsage, want: "--pod-network-cidr is given twice, as 10.55.0.0/16 and 10.56.0.0/16"},
+		{name: "a flag and its alias with two values", args: cmdline("inspect", "IN", "-o", "json", "--output=text"), code: ExitUsage,
+			want: "--output is given twice, as -o json and --output text: it takes one value; give it once"},
+		{name: "a switch set and unset", args: restoreWith("--mark-compacted=false", "--mark-compacted"), code: ExitUsage,
+			want: "--mark-compacted is given twice, as --mark-compacted=false and --mark-compacted: give it once"},
+		{name: "a subcommand's flag given twice", args: cmdline("node", "apply", "--bundle", "WORK", "--node", "cp1", "--bundle", "WORK/other"), code: ExitUsage,
+			want: "--bundle is given twice, as WORK and WORK/other"},
+		{name: "a duration given three times", args: cmdline("cluster", "check", "--bundle", "WORK", "--timeout", "5m", "--timeout", "300s", "--timeout", "1h"), code: ExitUsage,
+			want: "--timeout is given 3 times, as 5m, 300s and 1h"},
+		{name: "a rebuild flag given twice", args: cmdline("rebuild", "--config", "WORK/a.yaml", "--config", "WORK/b.yaml"), code: ExitUsage,
+			want: "--config is given twice, as WORK/a.yaml and WORK/b.yaml"},
+		{name: "two addresses for one control-plane node", args: cmdline("plan", "IN", "--control-plane-address", "cp1=10.1.0.10", "--control-plane-address", "cp1=10.1.0.11"),
+			code: ExitUsage, want: "--control-plane-address gives node cp1 two addresses, 10.1.0.10 and 10.1.0.11: give each node one"},
+		{name: "two addresses for one control-plane node in one value", args: cmdline("plan", "IN", "--control-plane-address", "cp1=10.1.0.10,cp1=10.1.0.11"),
+			code: ExitUsage, want: "--control-plane-address gives node cp1 two addresses"},
+		{name: "the WAL dir is the data dir", args: cmdline("restore", "IN", "--name", "m1", "--data-dir", "WORK/m1.etcd", "--wal-dir", "WORK/m1.etcd"), code: ExitUsage,
+			want: "--wal-dir WORK/m1.etcd is the --data-dir itself: give the WAL a directory of its own, or leave --wal-dir out", notWant: "--force"},
+		{name: "the WAL dir inside the data dir", args: cmdline("restore", "IN", "--name", "m1", "--data-dir", "WORK/m1.etcd", "--wal-dir", "WORK/m1.etcd/member/wal"), code: ExitUsage,
+			want: "--wal-dir WORK/m1.etcd/member/wal is inside the --data-dir WORK/m1.etcd"},
+		{name: "a DNS Service the snapshot does not hold", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--dns-service", "kube-system/kube-dnz"), code: ExitUsage,
+			want: "--dns-service kube-system/kube-dnz: no such Service in the snapshot; did you mean kube-system/kube-dns?"},
+		{name: "a DNS bridge for a misspelt DNS Service", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--dns-service", "kube-system/kube-dnz", "--dns-bridge"),
+			code: ExitUsage, want: "did you mean kube-system/kube-dns?", notWant: "--keep-service-ip kube-system/kube-dnz"},
+		{name: "a DNS bridge without the DNS Service kept", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--dns-bridge"), code: ExitUsage,
+			want: "--dns-bridge bridges a kept DNS Service: add --keep-service-ip kube-system/kube-dns"},
+		{name: "verify of a DNS Service the snapshot does not hold", args: cmdline("verify", "IN", "--service-cidr", "192.168.0.0/16", "--dns-service", "kube-system/kube-dnz"),
+			code: ExitUsage, want: "--dns-service kube-system/kube-dnz: no such Service in the snapshot; did you mean kube-system/kube-dns?"},
+
+		// restore: the member, its peer URLs and the initial cluster, in the flags' words.
+		{name: "an advertise URL the initial cluster does not list", args: restoreWith("--initial-cluster", "m1="+u1, "--initial-advertise-peer-urls", u2), code: ExitUsage,
+			want:    "--initial-advertise-peer-urls " + u2 + " is not what --initial-cluster lists for member m1 (" + u1 + "): give --initial-advertise-peer-urls " + u1 + ", or change m1's entry in --initial-cluster",
+			notWant: "resolved urls"},
+		{name: "two advertise URLs against one", args: restoreWith("--initial-cluster", "m1="+u1, "--initial-advertise-peer-urls", u1+","+u2), code: ExitUsage,
+			want: "--initial-advertise-peer-urls " + u1 + "," + u2 + " is not what --initial-cluster lists for member m1 (" + u1 + ")"},
+		{name: "one advertise URL against two", args: restoreWith("--initial-cluster", "m1="+u1+",m1="+u2, "--initial-advertise-peer-urls", u1), code: ExitUsage,
+			want: "give --initial-advertise-peer-urls " + u1 + "," + u2, notWant: "len("},
+		{name: "the default advertise URL against the initial cluster", args: restoreWith("--initial-cluster", "m1="+u1), code: ExitUsage,
+			want: "--initial-advertise-peer-urls http://localhost:2380 is not what --initial-cluster lists for member m1"},
+		{name: "a member name the initial cluster does not have", args: restoreWith("--initial-cluster", "cp1="+u1, "--initial-advertise-peer-urls", u1), code: ExitUsage,
+			want: `--initial-cluster "cp1=` + u1 + `" does not name this member "m1": add m1=` + u1 + ` to --initial-cluster, or give --name one of its members (cp1)`},
+		{name: "two members on one peer URL", args: restoreWith("--initial-cluster", "m1="+u1+",m2="+u1, "--initial-advertise-peer-urls", u1), code: ExitUsage,
+			want: "--initial-cluster gives the peer URL " + u1 + " to both m1 and m2: every member has peer URLs of its own", notWant: "identical ID"},
+		{name: "a peer URL with a path", args: restoreWith("--initial-cluster", "m1="+u1, "--initial-advertise-peer-urls", u1+"/"), code: ExitUsage,
+			want: `--initial-advertise-peer-urls "` + u1 + `/" is not a peer URL like https://10.0.0.11:2380`},
+		{name: "an initial cluster entry without a URL", args: restoreWith("--initial-cluster", "m1", "--initial-advertise-peer-urls", u1), code: ExitUsage,
+			want: `--initial-cluster "m1": "m1" is not NAME=PEER_URL`},
+	}
+}
+
+// TestSameValueTwiceIsNoContradiction: a flag given twice with the same value (5m and 300s are one
+// duration) says one thing, and runs.
+func TestSameValueTwiceIsNoContradiction(t *testing.T) {
+	in := copySample(t)
+	if r := run(t, "plan", in, "--service-cidr", newSvc, "--quiet", "--service-cidr="+newSvc, "--quiet"); r.code != ExitOK {
+		t.Errorf("plan with --service-cidr twice, the same: exit %d, %s", r.code, r.stderr)
+	}
+	if r := run(t, "cluster", "check", "--timeout", "5m", "--timeout", "300s"); r.code != ExitUsage || !strings.Contains(r.stderr, "give --bundle DIR") {
+		t.Errorf("cluster check with --timeout 5m and 300s: exit %d, %q; want the next mistake, the missing --bundle", r.code, r.stderr)
 	}
 }
 
