@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"net/url"
@@ -208,10 +209,21 @@ type Manifests struct {
 	ImageRepository string `json:"imageRepository,omitempty"`
 }
 
+// isDir reports whether path is a directory.
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
 // Load reads and checks a configuration file.
 func Load(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("rebuild configuration %s does not exist: give a RebuildConfiguration file (see snapshift rebuild --help)", path)
+	case err != nil && isDir(path):
+		return nil, fmt.Errorf("rebuild configuration %s is a directory: give the RebuildConfiguration file", path)
+	case err != nil:
 		return nil, fmt.Errorf("rebuild configuration: %w", err)
 	}
 	if k := strictyaml.Kind(b); k == "RuleSet" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -79,6 +80,16 @@ func (o *certsOptions) Validate() error {
 		if on {
 			modes++
 		}
+	}
+	if o.renew != "" && !slices.Contains(valueChoices["renew"], o.renew) {
+		return usagef("--renew %q is not %s%s", o.renew, orList(valueChoices["renew"]), choiceHint(o.renew, valueChoices["renew"]))
+	}
+	if o.alg != "" && !slices.Contains(pki.KeyAlgorithms(), pki.KeyAlgorithm(o.alg)) {
+		var algs []string
+		for _, a := range pki.KeyAlgorithms() {
+			algs = append(algs, string(a))
+		}
+		return usagef("--encryption-algorithm %q is not %s%s", o.alg, orList(algs), choiceHint(o.alg, algs))
 	}
 	switch {
 	case modes > 1:

@@ -118,7 +118,7 @@ func cmdline(args ...string) func(in, work string) []string {
 func messageRows() []badRow {
 	var rows []badRow
 	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows(), kubectlRows(),
-		contradictionRows()} {
+		contradictionRows(), exitCodeRows()} {
 		rows = append(rows, group...)
 	}
 	return rows
@@ -433,6 +433,78 @@ func contradictionRows() []badRow {
 			want: `--initial-advertise-peer-urls "` + u1 + `/" is not a peer URL like https://10.0.0.11:2380`},
 		{name: "an initial cluster entry without a URL", args: restoreWith("--initial-cluster", "m1", "--initial-advertise-peer-urls", u1), code: ExitUsage,
 			want: `--initial-cluster "m1": "m1" is not NAME=PEER_URL`},
+	}
+}
+
+// exitCodeRows are issue 52's fourth item: one exit code per kind of mistake on every command
+// (README's table, exitCodes), with what was probably meant for a misspelt subcommand, help topic or
+// value from a list.
+func exitCodeRows() []badRow {
+	noTrailer := sampleWith(func(_ *testing.T, d []byte) []byte { return d[:len(d)-32] })
+	return []badRow{
+		// Words that name nothing: 2, with the nearest.
+		{name: "a misspelt cluster subcommand", args: cmdline("cluster", "restrat", "--bundle", "WORK"), code: ExitUsage,
+			want: `unknown command "restrat" for "snapshift cluster"; did you mean restart?`, notWant: "No help topic"},
+		{name: "two letters swapped in a command", args: cmdline("plna", "IN"), code: ExitUsage, want: `unknown command "plna" for "snapshift"; did you mean plan?`},
+		{name: "help for a misspelt command", args: cmdline("help", "plna"), code: ExitUsage, want: `help: no command "plna"; did you mean plan?`},
+		{name: "help for a misspelt subcommand", args: cmdline("help", "cluster", "restrat"), code: ExitUsage,
+			want: `help: snapshift cluster has no subcommand "restrat"; did you mean restart?`},
+		{name: "help for a subcommand of a command without any", args: cmdline("help", "plan", "apply"), code: ExitUsage,
+			want: `help: snapshift plan has no subcommands, not "apply"`},
+		{name: "a misspelt --renew", args: cmdline("certs", "--renew", "apisever", "--cert-dir", "WORK"), code: ExitUsage,
+			want: `--renew "apisever" is not apiserver or etcd; did you mean apiserver?`},
+		{name: "a misspelt --output", args: cmdline("ls", "IN", "-o", "yml"), code: ExitUsage, want: `--output must be text, json or yaml, not "yml"; did you mean yaml?`},
+		{name: "an --output the command does not have", args: cmdline("cluster", "check", "--bundle", "WORK", "-o", "yaml"), code: ExitUsage,
+			want: `--output must be text or json, not "yaml"`},
+		{name: "a misspelt --writer", args: transformTo("--writer", "bulkk"), code: ExitUsage, want: `--writer "bulkk" is neither bulk nor bbolt; did you mean bulk?`},
+		{name: "a misspelt --webhooks", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--webhooks", "ignor"), code: ExitUsage,
+			want: `--webhooks takes "list" or "ignore", not "ignor"; did you mean ignore?`},
+		{name: "a misspelt --leave-cni-state", args: cmdline("plan", "IN", "--pod-network-cidr", "10.55.0.0/16", "--leave-cni-state", "calcio"), code: ExitUsage,
+			want: `--leave-cni-state takes calico or cilium, not "calcio"; did you mean calico?`},
+		{name: "a misspelt --encryption-algorithm", args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--encryption-algorithm", "RSA2048"), code: ExitUsage,
+			want: `--encryption-algorithm "RSA2048" is not RSA-2048, RSA-3072, RSA-4096, ECDSA-P256 or ECDSA-P384; did you mean RSA-2048?`},
+		{name: "a misspelt shell", args: cmdline("completion", "fsh"), code: ExitUsage, want: `completion: shell "fsh" is not bash, zsh or fish; did you mean zsh or fish?`},
+
+		// Values of the wrong type: 2, with the form wanted.
+		{name: "a negative revision bump", args: restoreWith("--bump-revision", "-5"), code: ExitUsage,
+			want: `invalid value "-5" for flag --bump-revision: want a whole number, 0 or more`, notWant: "parse error"},
+		{name: "a switch given a value", args: cmdline("inspect", "IN", "--skip-hash-check=maybe"), code: ExitUsage,
+			want: "--skip-hash-check is a switch: give it alone, or as --skip-hash-check=false, not --skip-hash-check=maybe"},
+		{name: "a flag without its value", args: cmdline("version", "-o"), code: ExitUsage, want: "-o needs a value (see snapshift version --help)"},
+		{name: "a certificate lifetime in years", args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--certificate-validity-period", "1y"), code: ExitUsage,
+			want: `invalid value "1y" for flag --certificate-validity-period: want a duration such as 90s, 5m or 1h`},
+
+		// Arguments and files: 2 for what a flag names, 3 for the input.
+		{name: "get without a key", args: cmdline("get", "IN"), code: ExitUsage, want: "get needs SNAPSHOT and KEY (got 1 arguments)"},
+		{name: "ls with too many arguments", args: cmdline("ls", "IN", "/registry/", "x"), code: ExitUsage, want: "ls needs SNAPSHOT and an optional PREFIX"},
+		{name: "inspect of a snapshot that does not exist", args: cmdline("inspect", "WORK/nope.db"), code: ExitBadInput, want: "snapshot WORK/nope.db: does not exist"},
+		{name: "ls of a snapshot without its trailer", input: noTrailer, args: cmdline("ls", "IN"), code: ExitBadInput, want: "has no sha256 trailer"},
+		rebuildRow("rebuild of a snapshot without its trailer", func(cfg, work string) string {
+			b, err := os.ReadFile(samplePath)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(work, "raw.db"), b[:len(b)-32], 0o600)
+			}
+			if err != nil {
+				panic(err)
+			}
+			return regexp.MustCompile(`snapshot: .*`).ReplaceAllString(cfg, "snapshot: raw.db")
+		}, ExitBadInput, "it is truncated, or a raw member/snap/db that needs skipHashCheck"),
+		{name: "verify of a data dir that does not exist", args: cmdline("verify", "--data-dir", "WORK/nowhere"), code: ExitBadInput,
+			want: "data dir WORK/nowhere: does not exist"},
+		{name: "verify of a directory that is no data dir", args: cmdline("verify", "--data-dir", "WORK"), code: ExitBadInput,
+			want: "data dir WORK: holds no member directory: it is no etcd data dir"},
+		{name: "verify of a snapshot as a data dir", args: cmdline("verify", "--data-dir", "IN"), code: ExitBadInput,
+			want: "is a file, not a member's data dir (a snapshot file is verify's argument, not --data-dir)"},
+		{name: "a rules file that does not exist", args: cmdline("plan", "IN", "--rules", "WORK/nope.yaml"), code: ExitUsage,
+			want: "--rules: rules file WORK/nope.yaml does not exist"},
+		{name: "a rebuild file that does not exist", args: cmdline("rebuild", "--config", "WORK/nope.yaml"), code: ExitUsage,
+			want: "rebuild configuration WORK/nope.yaml does not exist: give a RebuildConfiguration file"},
+		{name: "a directory as the rebuild file", args: cmdline("rebuild", "--config", "WORK"), code: ExitUsage,
+			want: "rebuild configuration WORK is a directory: give the RebuildConfiguration file"},
+		{name: "a manifests directory that does not exist", args: cmdline("manifests", "--manifest-dir", "WORK/nowhere", "--service-cidr", newSvc), code: ExitUsage,
+			want: "--manifest-dir WORK/nowhere does not exist: give kubeadm's manifests directory (or --generate to write new manifests)"},
+		{name: "a file as the manifests directory", args: cmdline("manifests", "--manifest-dir", "IN", "--service-cidr", newSvc), code: ExitUsage,
+			want: "is a file: give kubeadm's manifests directory"},
 	}
 }
 
