@@ -21,10 +21,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/internal/strictyaml"
+	"github.com/snapshift/snapshift/manifests"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
@@ -318,8 +318,8 @@ func (c *Config) Validate() error {
 		add("manifests.kubernetesVersion is required to generate manifests")
 	}
 	if v := c.Manifests.KubernetesVersion; v != "" {
-		if _, err := version.ParseSemantic(strings.TrimPrefix(v, "v")); err != nil || !strings.HasPrefix(v, "v") {
-			add("manifests.kubernetesVersion %q is not a version like v1.36.3", v)
+		if err := manifests.CheckKubernetesVersion(v); err != nil {
+			add("manifests.kubernetesVersion %v", err)
 		}
 	}
 	if st, err := os.Stat(c.Output); err == nil && !st.IsDir() {

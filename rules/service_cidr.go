@@ -667,7 +667,11 @@ func validateServiceOptions(o *Options) error {
 		}
 		return nil
 	}
-	if _, err := parseCIDRList("ServiceCIDR", o.ServiceCIDR); err != nil {
+	ps, err := parsePrefixes("ServiceCIDR", o.ServiceCIDR)
+	if err != nil {
+		return err
+	}
+	if err := checkUsable("ServiceCIDR", "service", ps); err != nil {
 		return err
 	}
 	for _, k := range o.KeepServiceIPs {
@@ -681,6 +685,6 @@ func validateServiceOptions(o *Options) error {
 	// --dns-bridge without the DNS Service kept is refused in Prepare, once
 	// the snapshot says whether --dns-service names a Service at all: the
 	// advice to keep it must not repeat a misspelt name.
-	_, err := ParseServiceCIDRMap(o.ServiceCIDRMap)
+	_, err = ParseServiceCIDRMap(o.ServiceCIDRMap)
 	return err
 }

@@ -77,6 +77,12 @@ func TestValidationErrors(t *testing.T) {
 			want: []string{"--old-pod-network-cidr needs --pod-network-cidr"}},
 		{name: "repack without service CIDR", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{Repack: true}},
 			want: []string{"--repack needs --service-cidr"}},
+		{name: "loopback service CIDR", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "127.0.0.0/16"}},
+			want: []string{"the new service CIDR 127.0.0.0/16 (--service-cidr) overlaps the loopback range 127.0.0.0/8: give a range of ordinary unicast addresses"}},
+		{name: "multicast IPv6 service CIDR", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16,ff00::/108"}},
+			want: []string{"the new service CIDR ff00::/108 (--service-cidr) overlaps the multicast range ff00::/8"}},
+		{name: "link-local pod CIDR", opts: rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: "169.254.0.0/16"}},
+			want: []string{"the new pod network CIDR 169.254.0.0/16 (--pod-network-cidr) overlaps the link-local range 169.254.0.0/16"}},
 		{name: "keep without a namespace", opts: rules.Options{ServiceCIDROptions: rules.ServiceCIDROptions{ServiceCIDR: "172.24.0.0/16", KeepServiceIPs: []string{"kube-dns"}}},
 			want: []string{`--keep-service-ip "kube-dns": want NAMESPACE/NAME`}},
 

@@ -191,15 +191,16 @@ func completeFamilies(named []netip.Prefix, srcs []state.Source) []netip.Prefix 
 	return cidr.Complete(named, recorded)
 }
 
-// parseNetworks parses the new CIDRs; an empty one is not given (nil).
+// parseNetworks parses the new CIDRs (ranges a cluster can use); an empty
+// one is not given (nil).
 func parseNetworks(cfg Config) (svc, pod []netip.Prefix, err error) {
 	if cfg.ServiceCIDR != "" {
-		if svc, err = cidr.ParseList(cfg.ServiceCIDR); err != nil {
+		if svc, err = cidr.ParseUsable(cfg.ServiceCIDR); err != nil {
 			return nil, nil, option.Errorf("ServiceCIDR", "{}: %w", err)
 		}
 	}
 	if cfg.PodNetworkCIDR != "" {
-		if pod, err = cidr.ParseList(cfg.PodNetworkCIDR); err != nil {
+		if pod, err = cidr.ParseUsable(cfg.PodNetworkCIDR); err != nil {
 			return nil, nil, option.Errorf("PodNetworkCIDR", "{}: %w", err)
 		}
 	}

@@ -118,7 +118,7 @@ func cmdline(args ...string) func(in, work string) []string {
 func messageRows() []badRow {
 	var rows []badRow
 	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows(), kubectlRows(),
-		contradictionRows(), exitCodeRows()} {
+		contradictionRows(), exitCodeRows(), badValueRows()} {
 		rows = append(rows, group...)
 	}
 	return rows
@@ -506,6 +506,45 @@ func exitCodeRows() []badRow {
 		{name: "a file as the manifests directory", args: cmdline("manifests", "--manifest-dir", "IN", "--service-cidr", newSvc), code: ExitUsage,
 			want: "is a file: give kubeadm's manifests directory"},
 	}
+}
+
+// badValueRows are issue 52's tenth item: values no cluster can use, refused with exit 2 naming the
+// flag or key, the value and what to give instead.
+func badValueRows() []badRow {
+	const fix = ": give a range of ordinary unicast addresses (not loopback, link-local or multicast)"
+	var rows []badRow
+	for _, c := range []struct{ cidr, why string }{
+		{"127.0.0.0/16", "the loopback range 127.0.0.0/8"}, {"169.254.0.0/16", "the link-local range 169.254.0.0/16"},
+		{"224.0.0.0/8", "the multicast range 224.0.0.0/4"}, {"::1/128", "the loopback address ::1/128"},
+		{"fe80::/64", "the link-local range fe80::/10"}, {"ff00::/8", "the multicast range ff00::/8"},
+	} {
+		rows = append(rows, badRow{name: "a service range over " + c.why, args: transformTo("--service-cidr", c.cidr), code: ExitUsage,
+			want: "the new service CIDR " + c.cidr + " (--service-cidr) overlaps " + c.why + fix})
+	}
+	return append(rows,
+		badRow{name: "a link-local pod range", args: cmdline("plan", "IN", "--pod-network-cidr", "169.254.0.0/16"), code: ExitUsage,
+			want: "the new pod network CIDR 169.254.0.0/16 (--pod-network-cidr) overlaps the link-local range 169.254.0.0/16" + fix},
+		badRow{name: "an IPv6 link-local pod range", args: restoreWith("--pod-network-cidr", "fe80::/56"), code: ExitUsage,
+			want: "the new pod network CIDR fe80::/56 (--pod-network-cidr) overlaps the link-local range fe80::/10"},
+		badRow{name: "a range over everything", args: cmdline("plan", "IN", "--service-cidr", "0.0.0.0/0"), code: ExitUsage,
+			want: "(--service-cidr) overlaps the unspecified address 0.0.0.0/32"},
+		badRow{name: "a multicast range for an added ServiceCIDR", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--service-cidr-map", "10.100.0.0/16=224.1.0.0/16"),
+			code: ExitUsage, want: "--service-cidr-map 10.100.0.0/16=224.1.0.0/16: the new range 224.1.0.0/16 overlaps the multicast range 224.0.0.0/4" + fix},
+		rebuildRow("rebuild loopback service range", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: 127.0.0.0/16"), ExitUsage,
+			"the new service CIDR 127.0.0.0/16 (networking.serviceSubnet) overlaps the loopback range 127.0.0.0/8"),
+		badRow{name: "certificates for a loopback service range", args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--service-cidr", "127.0.0.0/16", "--node-name", "cp1",
+			"--apiserver-advertise-address", "10.0.0.10"), code: ExitUsage, want: "--service-cidr: 127.0.0.0/16 overlaps the loopback range 127.0.0.0/8" + fix},
+		badRow{name: "manifests for a multicast pod range", args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "v1.36.3",
+			"--apiserver-advertise-address", "10.0.0.10", "--node-name", "cp1", "--service-cidr", newSvc, "--pod-network-cidr", "224.0.0.0/16"), code: ExitUsage,
+			want: "--pod-network-cidr: 224.0.0.0/16 overlaps the multicast range 224.0.0.0/4"},
+		badRow{name: "verify against a link-local range", args: cmdline("verify", "IN", "--service-cidr", "fe80::/108"), code: ExitUsage,
+			want: "--service-cidr: fe80::/108 overlaps the link-local range fe80::/10"},
+		badRow{name: "manifests for a Kubernetes older than supported", args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "v1.29.9",
+			"--apiserver-advertise-address", "10.0.0.10", "--node-name", "cp1", "--service-cidr", newSvc), code: ExitUsage,
+			want: `--kubernetes-version "v1.29.9" is older than v1.30, the oldest Kubernetes snapshift supports`},
+		rebuildRow("rebuild kubernetesVersion older than supported", replace("v1.36.3", "v1.24.17"), ExitUsage,
+			`manifests.kubernetesVersion "v1.24.17" is older than v1.30, the oldest Kubernetes snapshift supports`),
+	)
 }
 
 // TestSameValueTwiceIsNoContradiction: a flag given twice with the same value (5m and 300s are one
