@@ -269,3 +269,50 @@ func Split(s string) []string {
 	}
 	return out
 }
+
+// special are the ranges no service or pod range may overlap: kube-apiserver
+// refuses their addresses for a Service's endpoints (ValidateEndpointIP:
+// unspecified, loopback, link-local), a multicast address is no host's, and
+// a packet to any of them never leaves the host (or the link) it is sent on.
+var special = []struct {
+	what   string
+	prefix netip.Prefix
+}{
+	{"the unspecified address", netip.MustParsePrefix("0.0.0.0/32")},
+	{"the loopback range", netip.MustParsePrefix("127.0.0.0/8")},
+	{"the link-local range", netip.MustParsePrefix("169.254.0.0/16")},
+	{"the multicast range", netip.MustParsePrefix("224.0.0.0/4")},
+	{"the unspecified address", netip.MustParsePrefix("::/128")},
+	{"the loopback address", netip.MustParsePrefix("::1/128")},
+	{"the link-local range", netip.MustParsePrefix("fe80::/10")},
+	{"the multicast range", netip.MustParsePrefix("ff00::/8")},
+}
+
+// Unusable says why p cannot be a service or pod range ("overlaps the
+// loopback range 127.0.0.0/8"), or "" when it can.
+func Unusable(p netip.Prefix) string {
+	for _, s := range special {
+		if p.Overlaps(s.prefix) {
+			return fmt.Sprintf("overlaps %s %s", s.what, s.prefix)
+		}
+	}
+	return ""
+}
+
+// UsableNote is what a refusal of an Unusable range tells the user to give.
+const UsableNote = "give a range of ordinary unicast addresses (not loopback, link-local or multicast)"
+
+// ParseUsable is ParseList for a range a cluster is to use (a new service or
+// pod range): one that Unusable refuses is an error naming why.
+func ParseUsable(s string) ([]netip.Prefix, error) {
+	ps, err := ParseList(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		if why := Unusable(p); why != "" {
+			return nil, fmt.Errorf("%s %s: %s", p, why, UsableNote)
+		}
+	}
+	return ps, nil
+}

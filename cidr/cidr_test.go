@@ -511,3 +511,25 @@ func TestBitmapAddrsInverse(t *testing.T) {
 		t.Errorf("BitmapAddrs(/64, bit 65534) = %v, %v; want fd00::ffff", got, err)
 	}
 }
+
+func TestUnusable(t *testing.T) {
+	for _, c := range []struct {
+		cidr, want string
+	}{
+		{"127.0.0.0/16", "overlaps the loopback range 127.0.0.0/8"},
+		{"169.254.0.0/16", "overlaps the link-local range 169.254.0.0/16"},
+		{"224.0.0.0/8", "overlaps the multicast range 224.0.0.0/4"},
+		{"0.0.0.0/8", "overlaps the unspecified address 0.0.0.0/32"},
+		{"96.0.0.0/3", "overlaps the loopback range 127.0.0.0/8"}, // holds all of it
+		{"::1/128", "overlaps the loopback address ::1/128"},
+		{"fe80::/64", "overlaps the link-local range fe80::/10"},
+		{"ff00::/8", "overlaps the multicast range ff00::/8"},
+		{"::/64", "overlaps the unspecified address ::/128"},
+		{"172.24.0.0/16", ""}, {"10.0.0.0/8", ""}, {"192.168.0.0/16", ""}, {"100.64.0.0/10", ""},
+		{"fd00:10:96::/108", ""}, {"2001:db8::/64", ""}, {"128.0.0.0/3", ""},
+	} {
+		if got := cidr.Unusable(netip.MustParsePrefix(c.cidr)); got != c.want {
+			t.Errorf("Unusable(%s) = %q, want %q", c.cidr, got, c.want)
+		}
+	}
+}

@@ -99,11 +99,11 @@ func (c Changes) Validate() error {
 		}
 	}
 	if c.ServiceCIDR != "" {
-		_, err := cidr.ParseList(c.ServiceCIDR)
+		_, err := cidr.ParseUsable(c.ServiceCIDR)
 		add("ServiceCIDR", err)
 	}
 	if c.PodCIDR != "" {
-		_, err := cidr.ParseList(c.PodCIDR)
+		_, err := cidr.ParseUsable(c.PodCIDR)
 		add("PodCIDR", err)
 	}
 	if c.EtcdMember.Name != "" && strings.ContainsAny(c.EtcdMember.Name, "=, \t\n") {

@@ -73,6 +73,28 @@ type HostPathMount struct {
 	PathType  corev1.HostPathType `json:"pathType,omitempty"`
 }
 
+// OldestKubernetesVersion is the oldest Kubernetes snapshift supports: the
+// oldest release make e2e migrates and judges with its own kubeadm,
+// kube-apiserver and kube-controller-manager (hack/e2e.sh's versions; a
+// test keeps the two the same). kubeadm and the apiserver of an older
+// release have never judged what snapshift writes for it.
+const OldestKubernetesVersion = "v1.30"
+
+// CheckKubernetesVersion says what is wrong with a control plane version,
+// as a clause after the version's name: not a version like v1.36.3, or one
+// older than OldestKubernetesVersion.
+func CheckKubernetesVersion(v string) error {
+	sv, err := version.ParseSemantic(strings.TrimPrefix(v, "v"))
+	if err != nil || !strings.HasPrefix(v, "v") {
+		return fmt.Errorf("%q is not a version like v1.36.3", v)
+	}
+	oldest := version.MustParseGeneric(strings.TrimPrefix(OldestKubernetesVersion, "v"))
+	if sv.Major() < oldest.Major() || sv.Major() == oldest.Major() && sv.Minor() < oldest.Minor() {
+		return fmt.Errorf("%q is older than %s, the oldest Kubernetes snapshift supports", v, OldestKubernetesVersion)
+	}
+	return nil
+}
+
 // GenerateConfig describes the control plane Generate builds. Each field
 // documents its default; SetDefaults applies them.
 type GenerateConfig struct {
@@ -204,8 +226,8 @@ func (c GenerateConfig) Validate() error {
 	}
 	if c.KubernetesVersion == "" {
 		add(option.Errorf("KubernetesVersion", "{} is required"))
-	} else if _, err := version.ParseSemantic(strings.TrimPrefix(c.KubernetesVersion, "v")); err != nil || !strings.HasPrefix(c.KubernetesVersion, "v") {
-		add(option.Errorf("KubernetesVersion", "{} %q is not a version like v1.36.3", c.KubernetesVersion))
+	} else if err := CheckKubernetesVersion(c.KubernetesVersion); err != nil {
+		add(option.Errorf("KubernetesVersion", "{} %w", err))
 	}
 	if a, err := netip.ParseAddr(c.AdvertiseAddress); err != nil || a.Zone() != "" || a.Is4In6() {
 		add(option.Errorf("AdvertiseAddress", "{} %q is not an IP address", c.AdvertiseAddress))
@@ -213,11 +235,11 @@ func (c GenerateConfig) Validate() error {
 	if c.BindPort < 1 || c.BindPort > 65535 {
 		add(option.Errorf("BindPort", "{} %d is not in 1-65535", c.BindPort))
 	}
-	if _, err := cidr.ParseList(c.ServiceCIDR); err != nil {
+	if _, err := cidr.ParseUsable(c.ServiceCIDR); err != nil {
 		add(option.Errorf("ServiceCIDR", "{}: %w", err))
 	}
 	if c.PodCIDR != "" {
-		ps, err := cidr.ParseList(c.PodCIDR)
+		ps, err := cidr.ParseUsable(c.PodCIDR)
 		if err != nil {
 			add(option.Errorf("PodCIDR", "{}: %w", err))
 		} else if c.NodeCIDRMaskSize != 0 {

@@ -54,7 +54,8 @@ func Library() Table {
 		// Flags only the command line has (no library field names them).
 		{Flag: "output"}, {Flag: "quiet"}, {Flag: "profile"}, {Flag: "tmp-dir"},
 		{Flag: "etcd-prefix"}, {Flag: "dry-run"}, {Flag: "keep-alarms"}, {Flag: "compress"},
-		{Flag: "name"}, {Flag: "data-dir"}, {Flag: "wal-dir"}, {Flag: "config"},
+		{Fields: []string{"Name"}, Flag: "name", Key: "etcd.members[].name"},
+		{Fields: []string{"DataDir"}, Flag: "data-dir"}, {Fields: []string{"WALDir"}, Flag: "wal-dir"}, {Flag: "config"},
 		{Flag: "show-entry"}, {Flag: "show-secrets"}, {Flag: "generate"}, {Flag: "renew"},
 		{Flag: "kubeconfig-dir"}, {Flag: "kubeconfig-out"}, {Flag: "kubeconfig-user"}, {Flag: "kubeconfig-group"},
 		{Flag: "manifest-dir"}, {Flag: "out-dir"}, {Flag: "bundle"}, {Flag: "node"},
@@ -66,7 +67,7 @@ func Library() Table {
 
 		// Keys only the rebuild file has.
 		{Key: "apiVersion"}, {Key: "kind"}, {Key: "snapshot"}, {Key: "ansible.serial"},
-		{Key: "etcd.members[].name"}, {Key: "etcd.members[].clientURL"},
+		{Key: "etcd.members[].clientURL"},
 		{Key: "pki.nodeName"}, {Key: "pki.advertiseAddress"}, {Key: "pki.controlPlaneEndpoint"},
 		{Key: "manifests.source"},
 	}

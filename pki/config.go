@@ -270,6 +270,9 @@ func (c Config) Validate() error {
 	}
 	if c.ServiceCIDR != "" {
 		_, err := ServiceCIDRs(c.ServiceCIDR)
+		if err == nil {
+			_, err = cidr.ParseUsable(c.ServiceCIDR) // the new range: one a cluster can use
+		}
 		add(wrapField("ServiceCIDR", err))
 	}
 	if c.OldServiceCIDR != "" {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/snapshift/snapshift/ansible"
+	"io/fs"
 	"net"
 	"net/netip"
 	"net/url"
@@ -21,10 +22,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/internal/strictyaml"
+	"github.com/snapshift/snapshift/manifests"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
@@ -219,10 +220,21 @@ type Manifests struct {
 	ImageRepository string `json:"imageRepository,omitempty"`
 }
 
+// isDir reports whether path is a directory.
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
 // Load reads and checks a configuration file.
 func Load(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("rebuild configuration %s does not exist: give a RebuildConfiguration file (see snapshift rebuild --help)", path)
+	case err != nil && isDir(path):
+		return nil, fmt.Errorf("rebuild configuration %s is a directory: give the RebuildConfiguration file", path)
+	case err != nil:
 		return nil, fmt.Errorf("rebuild configuration: %w", err)
 	}
 	if k := strictyaml.Kind(b); k == "RuleSet" {
@@ -317,8 +329,8 @@ func (c *Config) Validate() error {
 		add("manifests.kubernetesVersion is required to generate manifests")
 	}
 	if v := c.Manifests.KubernetesVersion; v != "" {
-		if _, err := version.ParseSemantic(strings.TrimPrefix(v, "v")); err != nil || !strings.HasPrefix(v, "v") {
-			add("manifests.kubernetesVersion %q is not a version like v1.36.3", v)
+		if err := manifests.CheckKubernetesVersion(v); err != nil {
+			add("manifests.kubernetesVersion %v", err)
 		}
 	}
 	if st, err := os.Stat(c.Output); err == nil && !st.IsDir() {

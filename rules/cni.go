@@ -60,7 +60,7 @@ var cniEntry = Entry{
 func validateCNIOptions(o *Options) error {
 	for _, c := range o.LeaveCNIState {
 		if !slices.Contains(cniLeavable, c) {
-			return option.Errorf("LeaveCNIState", "{} takes %s, not %q", strings.Join(cniLeavable, " or "), c)
+			return option.Errorf("LeaveCNIState", "{} takes %s, not %q%s", strings.Join(cniLeavable, " or "), c, choiceHint(c, cniLeavable...))
 		}
 	}
 	if len(o.LeaveCNIState) > 0 && o.PodNetworkCIDR == "" {

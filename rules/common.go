@@ -17,10 +17,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/internal/textdist"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
 )
+
+// choiceHint is "; did you mean X?" for an option value meant to be one of
+// choices, or "".
+func choiceHint(value string, choices ...string) string {
+	near := textdist.Nearest(value, choices)
+	if len(near) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(near, " or ") + "?"
+}
 
 // LastApplied is kubectl's annotation with the last applied configuration.
 const LastApplied = "kubectl.kubernetes.io/last-applied-configuration"

@@ -80,6 +80,9 @@ func (o ControlPlaneOptions) parse() (map[string]netip.Addr, error) {
 		if prev, dup := seen[a]; dup && prev != node {
 			return nil, option.Errorf("ControlPlaneAddresses", "{}: %s and %s cannot both move to %s", prev, node, a)
 		}
+		if prev, dup := out[node]; dup && prev != a.Unmap() {
+			return nil, option.Errorf("ControlPlaneAddresses", "{} gives node %s two addresses, %s and %s: give each node one", node, prev, a.Unmap())
+		}
 		seen[a], out[node] = node, a.Unmap()
 	}
 	return out, nil

@@ -135,6 +135,7 @@ func TestControlPlaneAddressOptions(t *testing.T) {
 		{rules.ControlPlaneOptions{ControlPlaneAddresses: []string{"cp1"}}, "ControlPlaneAddresses"},
 		{rules.ControlPlaneOptions{ControlPlaneAddresses: []string{"cp1=10.0.0.300"}}, "ControlPlaneAddresses"},
 		{rules.ControlPlaneOptions{ControlPlaneAddresses: []string{"cp1=10.1.0.1", "cp2=10.1.0.1"}}, "cannot both move"},
+		{rules.ControlPlaneOptions{ControlPlaneAddresses: []string{"cp1=10.1.0.1", "cp2=10.1.0.2", "cp1=10.1.0.3"}}, "gives node cp1 two addresses, 10.1.0.1 and 10.1.0.3"},
 		{rules.ControlPlaneOptions{ControlPlaneEndpoint: "api:99999"}, "ControlPlaneEndpoint"},
 	} {
 		err := rules.Validate(rules.Options{ControlPlaneOptions: tc.o})

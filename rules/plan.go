@@ -199,6 +199,18 @@ func parsePrefixes(field, s string) ([]netip.Prefix, error) {
 	return ps, nil
 }
 
+// checkUsable refuses a new range of option field (kind "service" or "pod
+// network") that no cluster can use: loopback, link-local, multicast or the
+// unspecified address (cidr.Unusable).
+func checkUsable(field, kind string, ps []netip.Prefix) error {
+	for _, p := range ps {
+		if why := cidr.Unusable(p); why != "" {
+			return option.Errorf(field, "the new %s CIDR %s ({}) %s: %s", kind, p, why, cidr.UsableNote)
+		}
+	}
+	return nil
+}
+
 func overlaps(a, b string) bool {
 	pa, err1 := netip.ParsePrefix(a)
 	pb, err2 := netip.ParsePrefix(b)

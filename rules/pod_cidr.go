@@ -190,6 +190,10 @@ func validatePodOptions(o *Options) error {
 	if err != nil {
 		return err
 	}
+	ps, _ := parsePrefixes("PodNetworkCIDR", o.PodNetworkCIDR) // parsed just above
+	if err := checkUsable("PodNetworkCIDR", "pod network", ps); err != nil {
+		return err
+	}
 	if o.ServiceCIDR == "" {
 		return nil
 	}

@@ -55,7 +55,25 @@ type rangeUpdate struct {
 
 const (
 	keyDefaultKubernetes = wellknown.PrefixServices + "default/kubernetes"
+	// DefaultDNSService is kubeadm's cluster DNS Service (CoreDNS keeps
+	// kube-dns's name), and k3s's and RKE2's.
+	DefaultDNSService = "kube-system/kube-dns"
 )
+
+// checkDNSService refuses a --dns-service the snapshot does not hold, with
+// the names nearest to it (the default may be absent: nothing then points
+// at it, unless a bridge is asked for), and a --dns-bridge whose DNS Service
+// is not kept.
+func (r *ServiceCIDR) checkDNSService(svcs *services) error {
+	dns := r.opts.DNSService
+	if _, ok := svcs.ips[wellknown.PrefixServices+dns]; !ok && (dns != DefaultDNSService || r.opts.DNSBridge) {
+		return option.Errorf("DNSService", "{} %s: no such Service in the snapshot%s", dns, nearServices([]string{dns}, svcs.ips))
+	}
+	if r.opts.DNSBridge && !contains(r.opts.KeepServiceIPs, dns) {
+		return option.Errorf("DNSBridge", "{} bridges a kept DNS Service: add {KeepServiceIPs} %s", dns)
+	}
+	return nil
+}
 
 // bridgeFor names the bridge of a DNS Service "ns/name": "ns/name-bridge",
 // in the DNS Service's own namespace (a selector selects only there).
@@ -102,6 +120,9 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	// check needs, and the DNS Service itself.
 	svcs, err := readServices(v, dnsKey)
 	if err != nil {
+		return err
+	}
+	if err := r.checkDNSService(svcs); err != nil {
 		return err
 	}
 	// A copy of the slice: a pointer into svcs would keep its map of every
@@ -589,7 +610,8 @@ type ServiceCIDROptions struct {
 	// namespace: kube-system/kube-dns-bridge by default) at the address the
 	// DNS Service would have been mapped to.
 	DNSBridge bool `json:"dnsBridge,omitempty"`
-	// DNSService names the cluster DNS Service. Default kube-system/kube-dns.
+	// DNSService names the cluster DNS Service. Default DefaultDNSService;
+	// any other name must be a Service the snapshot holds.
 	DNSService string `json:"dnsService,omitempty"`
 	// ServiceCIDRMap moves the ServiceCIDRs a user added beside the default
 	// one ("OLD=NEW", one per range; 1.33+): their Services and IPAddress
@@ -623,7 +645,7 @@ var serviceCIDREntry = Entry{
 			{Field: "DNSBridge", Name: "dns-bridge", CLI: true, Config: "networking.dnsBridge", Value: &o.DNSBridge,
 				Usage: "with --keep-service-ip for the DNS Service: create kube-system/kube-dns-bridge at its mapped address and point clusterDNS there"},
 			{Field: "DNSService", Name: "dns-service", CLI: true, Verify: true, Config: "networking.dnsService", Value: &o.DNSService,
-				Default: "kube-system/kube-dns", Usage: "the cluster DNS Service"},
+				Default: DefaultDNSService, Usage: "the cluster DNS Service"},
 			{Field: "ServiceCIDRMap", Name: "service-cidr-map", CLI: true, Verify: true, Config: "networking.serviceCIDRMap", Value: &o.ServiceCIDRMap,
 				Usage: "OLD=NEW: move a ServiceCIDR added beside the default one, with its Services at their offsets (repeatable, one per range), e.g. 10.100.0.0/16=172.25.0.0/16"},
 		}
@@ -645,7 +667,11 @@ func validateServiceOptions(o *Options) error {
 		}
 		return nil
 	}
-	if _, err := parseCIDRList("ServiceCIDR", o.ServiceCIDR); err != nil {
+	ps, err := parsePrefixes("ServiceCIDR", o.ServiceCIDR)
+	if err != nil {
+		return err
+	}
+	if err := checkUsable("ServiceCIDR", "service", ps); err != nil {
 		return err
 	}
 	for _, k := range o.KeepServiceIPs {
@@ -653,9 +679,12 @@ func validateServiceOptions(o *Options) error {
 			return option.Errorf("KeepServiceIPs", "{} %q: want NAMESPACE/NAME", k)
 		}
 	}
-	if o.DNSBridge && !contains(o.KeepServiceIPs, o.DNSService) {
-		return option.Errorf("DNSBridge", "{} bridges a kept DNS Service: add {KeepServiceIPs} %s", o.DNSService)
+	if ns, name, ok := strings.Cut(o.DNSService, "/"); o.DNSService != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
+		return option.Errorf("DNSService", "{} %q: want NAMESPACE/NAME, e.g. %s", o.DNSService, DefaultDNSService)
 	}
-	_, err := ParseServiceCIDRMap(o.ServiceCIDRMap)
+	// --dns-bridge without the DNS Service kept is refused in Prepare, once
+	// the snapshot says whether --dns-service names a Service at all: the
+	// advice to keep it must not repeat a misspelt name.
+	_, err = ParseServiceCIDRMap(o.ServiceCIDRMap)
 	return err
 }

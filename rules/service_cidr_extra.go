@@ -34,6 +34,9 @@ func ParseServiceCIDRMap(entries []string) ([]RangeMove, error) {
 		if err != nil {
 			return nil, option.Errorf("ServiceCIDRMap", "{} %w", err)
 		}
+		if why := cidr.Unusable(np); why != "" {
+			return nil, option.Errorf("ServiceCIDRMap", "{} %s: the new range %s %s: %s", e, np, why, cidr.UsableNote)
+		}
 		for _, m := range out {
 			if m.Old.Overlaps(op) || m.New.Overlaps(np) {
 				return nil, option.Errorf("ServiceCIDRMap", "{} %q overlaps %s=%s", e, m.Old, m.New)

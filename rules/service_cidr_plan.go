@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/snapshift/snapshift/cidr"
-	"github.com/snapshift/snapshift/internal/textdist"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/transform"
 	"github.com/snapshift/snapshift/wellknown"
@@ -122,22 +121,20 @@ func checkKept(keep []string, ips map[string][]netip.Addr) error {
 // nearServices is "; did you mean kube-system/kube-dns?" for the Services
 // with a cluster IP nearest in spelling to the missing ones, or "".
 func nearServices(missing []string, ips map[string][]netip.Addr) string {
-	var near []string
+	var names, near []string
 	for k, as := range ips {
-		if len(as) == 0 {
-			continue
-		}
-		n := svcName(k)
-		for _, m := range missing {
-			if d := textdist.Distance(m, n); d <= max(1, min(3, len(m)/4)) && !slices.Contains(near, n) {
-				near = append(near, n)
-			}
+		if len(as) > 0 {
+			names = append(names, svcName(k))
 		}
 	}
+	for _, m := range missing {
+		near = append(near, wellknown.Near(m, names)...)
+	}
+	sort.Strings(near)
+	near = slices.Compact(near)
 	if len(near) == 0 {
 		return ""
 	}
-	sort.Strings(near)
 	return "; did you mean " + strings.Join(near, " or ") + "?"
 }
 

@@ -79,7 +79,7 @@ var webhooksEntry = Entry{
 	Enabled: func(o *Options) bool { return o.Webhooks != "" },
 	Validate: func(o *Options) error {
 		if o.Webhooks != "" && o.Webhooks != WebhooksIgnore && o.Webhooks != WebhooksList {
-			return option.Errorf("Webhooks", "{} takes %q or %q, not %q", WebhooksList, WebhooksIgnore, o.Webhooks)
+			return option.Errorf("Webhooks", "{} takes %q or %q, not %q%s", WebhooksList, WebhooksIgnore, o.Webhooks, choiceHint(o.Webhooks, WebhooksList, WebhooksIgnore))
 		}
 		return nil
 	},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path"
@@ -106,6 +107,9 @@ func Load(paths []string) ([]*File, error) {
 	seen := map[string]*Rule{}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("rules file %s does not exist", p)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("rules file: %w", err)
 		}

@@ -11,16 +11,22 @@ var ErrInvalidInput = errors.New("invalid snapshot")
 
 // InputError says what is wrong with an input file, in one sentence.
 type InputError struct {
+	// What the input is: "snapshot" when empty, "data dir" for a member's.
+	What    string
 	Path    string
 	Problem string
 	Err     error // optional underlying cause
 }
 
 func (e *InputError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("snapshot %s: %s: %v", e.Path, e.Problem, e.Err)
+	what := e.What
+	if what == "" {
+		what = "snapshot"
 	}
-	return fmt.Sprintf("snapshot %s: %s", e.Path, e.Problem)
+	if e.Err != nil {
+		return fmt.Sprintf("%s %s: %s: %v", what, e.Path, e.Problem, e.Err)
+	}
+	return fmt.Sprintf("%s %s: %s", what, e.Path, e.Problem)
 }
 
 // Unwrap lets errors.Is match both ErrInvalidInput and the cause.

@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -22,12 +24,34 @@ func MemberWALDir(dataDir, walDir string) string {
 	return filepath.Join(dataDir, "member", "wal")
 }
 
+// CheckMemberDataDir refuses a data dir that is missing, is no directory or
+// holds no member/ directory: it is no member data dir at all, an
+// InputError (ErrInvalidInput) as a file that is no snapshot is, where
+// CheckMemberDirs's problems are those of a damaged member.
+func CheckMemberDataDir(dataDir string) error {
+	st, err := os.Stat(dataDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &InputError{What: "data dir", Path: dataDir, Problem: "does not exist"}
+	case err != nil:
+		return fmt.Errorf("data dir %s: %w", dataDir, err)
+	case !st.IsDir():
+		return &InputError{What: "data dir", Path: dataDir, Problem: "is a file, not a member's data dir (a snapshot file is verify's argument, not --data-dir)"}
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "member")); errors.Is(err, fs.ErrNotExist) {
+		return &InputError{What: "data dir", Path: dataDir, Problem: "holds no member directory: it is no etcd data dir (give the directory etcd's --data-dir names)"}
+	}
+	return nil
+}
+
 // CheckMemberDirs checks a member data dir's layout as etcd expects it at
 // boot: member/snap/db a regular file, the WAL dir holding .wal files. It
 // returns what is missing or wrong, one sentence each.
 func CheckMemberDirs(dataDir, walDir string) []string {
 	var probs []string
-	if st, err := os.Stat(MemberDB(dataDir)); err != nil {
+	if st, err := os.Stat(MemberDB(dataDir)); errors.Is(err, fs.ErrNotExist) {
+		probs = append(probs, fmt.Sprintf("no database %s", MemberDB(dataDir)))
+	} else if err != nil {
 		probs = append(probs, fmt.Sprintf("no database: %v", err))
 	} else if !st.Mode().IsRegular() {
 		probs = append(probs, fmt.Sprintf("%s is not a regular file", MemberDB(dataDir)))

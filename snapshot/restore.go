@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	etcdsnapshot "go.etcd.io/etcd/etcdutl/v3/snapshot"
@@ -70,7 +72,10 @@ type RestoreConfig struct {
 }
 
 // Validate fills defaults and checks the configuration without touching
-// the file system beyond reading it.
+// the file system beyond reading it. Every mistake etcd's restore would
+// stop at in its own words (a member missing from the initial cluster,
+// peer URLs that do not match it, a duplicate URL) is refused here first,
+// naming the option to change: an *option.Error.
 func (c *RestoreConfig) Validate() error {
 	if c.SnapshotPath == "" {
 		return errors.New("no snapshot given")
@@ -85,33 +90,126 @@ func (c *RestoreConfig) Validate() error {
 		c.PeerURLs = []string{"http://localhost:2380"}
 	}
 	if c.InitialCluster == "" {
-		c.InitialCluster = c.Name + "=" + c.PeerURLs[0]
-	}
-	if c.InitialClusterToken == "" {
-		// An unreadable snapshot is left to the restore's own open, whose
-		// error names the cause.
-		c.InitialClusterToken, _ = DeriveToken(c.SnapshotPath, c.InitialCluster)
+		c.InitialCluster = c.Name + "=" + strings.Join(c.PeerURLs, ","+c.Name+"=")
 	}
 	if (c.RevisionBump == 0) != !c.MarkCompacted {
 		return option.Errorf("RevisionBump", "{} and {MarkCompacted} go together: give both (the default) or neither")
 	}
+	members, err := c.checkMembers()
+	if err != nil {
+		return err
+	}
+	if c.InitialClusterToken == "" {
+		// The initial cluster in one order, so that every member's restore
+		// derives the same token however its command line lists them. An
+		// unreadable snapshot is left to the restore's own open, whose
+		// error names the cause.
+		c.InitialClusterToken, _ = DeriveToken(c.SnapshotPath, members.String())
+	}
+	if err := c.checkDirs(); err != nil {
+		return err
+	}
+	c.validated = true
+	return nil
+}
+
+// clusterMembers is an initial cluster: each member's peer URLs, in the
+// order given.
+type clusterMembers struct {
+	names []string
+	urls  map[string][]string
+}
+
+// String is the initial cluster in etcd's order ("name=url,...", sorted).
+func (m clusterMembers) String() string {
+	var pairs []string
+	for _, n := range m.names {
+		for _, u := range m.urls[n] {
+			pairs = append(pairs, n+"="+u)
+		}
+	}
+	slices.Sort(pairs)
+	return strings.Join(pairs, ",")
+}
+
+// checkMembers checks the member's name, its peer URLs and the initial
+// cluster against each other as etcd's restore does (etcdserver's
+// VerifyBootstrap), comparing URLs as written: nothing is resolved, so a
+// restore never asks DNS (and a name and an address of one host are two
+// URLs, which etcd's own comparison would resolve).
+func (c *RestoreConfig) checkMembers() (clusterMembers, error) {
+	m := clusterMembers{urls: map[string][]string{}}
+	seen := map[string]bool{}
 	for _, u := range c.PeerURLs {
 		if err := checkPeerURL(u); err != nil {
-			return option.Errorf("PeerURLs", "{} %q %s", u, err)
+			return m, option.Errorf("PeerURLs", "{} %q %s", u, err)
 		}
+		if seen[u] {
+			return m, option.Errorf("PeerURLs", "{} lists %s twice: give each peer URL once", u)
+		}
+		seen[u] = true
 	}
-	found := false
-	for _, m := range strings.Split(c.InitialCluster, ",") {
-		name, u, _ := strings.Cut(m, "=")
-		if strings.TrimSpace(name) == c.Name {
-			found = true
+	owner := map[string]string{}
+	for _, entry := range strings.Split(c.InitialCluster, ",") {
+		name, u, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		name, u = strings.TrimSpace(name), strings.TrimSpace(u)
+		if !ok || name == "" {
+			return m, option.Errorf("InitialCluster", "{} %q: %q is not NAME=PEER_URL (each member, comma-separated, e.g. %s=https://10.0.0.11:2380)",
+				c.InitialCluster, strings.TrimSpace(entry), c.Name)
 		}
-		if err := checkPeerURL(strings.TrimSpace(u)); err != nil {
-			return option.Errorf("InitialCluster", "{}: member %q's peer URL %q %s", strings.TrimSpace(name), u, err)
+		if err := checkPeerURL(u); err != nil {
+			return m, option.Errorf("InitialCluster", "{}: member %q's peer URL %q %s", name, u, err)
 		}
+		switch prev, dup := owner[u]; {
+		case dup && prev == name:
+			return m, option.Errorf("InitialCluster", "{} lists %s=%s twice: give each member's peer URL once", name, u)
+		case dup:
+			return m, option.Errorf("InitialCluster", "{} gives the peer URL %s to both %s and %s: every member has peer URLs of its own", u, prev, name)
+		}
+		owner[u] = name
+		if _, ok := m.urls[name]; !ok {
+			m.names = append(m.names, name)
+		}
+		m.urls[name] = append(m.urls[name], u)
 	}
-	if !found {
-		return option.Errorf("InitialCluster", "{} %q does not name this member %q", c.InitialCluster, c.Name)
+	own, ok := m.urls[c.Name]
+	if !ok {
+		return m, option.Errorf("InitialCluster", "{} %q does not name this member %q: add %s=%s to {}, or give {Name} one of its members (%s)",
+			c.InitialCluster, c.Name, c.Name, strings.Join(c.PeerURLs, ","+c.Name+"="), strings.Join(m.names, ", "))
+	}
+	if !sameURLs(own, c.PeerURLs) {
+		return m, option.Errorf("PeerURLs", "{} %s is not what {InitialCluster} lists for member %s (%s): give {} %s, or change %s's entry in {InitialCluster}",
+			strings.Join(c.PeerURLs, ","), c.Name, strings.Join(own, ","), strings.Join(own, ","), c.Name)
+	}
+	return m, nil
+}
+
+// sameURLs reports whether a and b hold the same URLs (in any order).
+func sameURLs(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// checkDirs checks the data dir and the WAL dir: apart from each other,
+// the data dir new or empty, the WAL dir new, both parents there.
+func (c *RestoreConfig) checkDirs() error {
+	if c.WALDir != "" {
+		data, derr := filepath.Abs(c.DataDir)
+		wal, werr := filepath.Abs(c.WALDir)
+		switch {
+		case derr != nil || werr != nil:
+		case wal == data:
+			return option.Errorf("WALDir", "{} %s is the {DataDir} itself: give the WAL a directory of its own, or leave {} out (the WAL then goes in <data dir>/member/wal)", c.WALDir)
+		case strings.HasPrefix(wal, data+string(filepath.Separator)):
+			return option.Errorf("WALDir", "{} %s is inside the {DataDir} %s: give a directory outside it, or leave {} out (the WAL then goes in <data dir>/member/wal)", c.WALDir, c.DataDir)
+		case strings.HasPrefix(data, wal+string(filepath.Separator)):
+			return option.Errorf("DataDir", "{} %s is inside the {WALDir} %s: give them directories apart", c.DataDir, c.WALDir)
+		}
 	}
 	empty, err := fsutil.IsEmptyOrMissingDir(c.DataDir)
 	if err != nil {
@@ -133,16 +231,20 @@ func (c *RestoreConfig) Validate() error {
 			return fmt.Errorf("parent directory of %s does not exist: create it first (mkdir -p %s)", d, filepath.Dir(d))
 		}
 	}
-	c.validated = true
 	return nil
 }
 
 // checkPeerURL says what is wrong with a peer URL, as etcd would refuse it:
-// it needs a scheme (http or https) and a host.
+// it needs a scheme (http or https), a host and a port, and no path.
 func checkPeerURL(s string) error {
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return errors.New("is not a peer URL like https://10.0.0.11:2380 (http or https, a host and a port)")
+	bad := err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil
+	if !bad {
+		_, _, err = net.SplitHostPort(u.Host)
+		bad = err != nil
+	}
+	if bad {
+		return errors.New("is not a peer URL like https://10.0.0.11:2380 (http or https, a host and a port, nothing after them)")
 	}
 	return nil
 }

@@ -31,8 +31,12 @@ type MemberConfig struct {
 // the WAL's snapshot at boot, every check verify makes of a snapshot, and,
 // given the input snapshot, a revision at least the input's (a restore
 // never goes back in time). A member that cannot be read at all is an
-// error; failed checks are in the report.
+// error (a directory that is missing or holds no member/: an
+// snapshot.InputError); failed checks are in the report.
 func Member(ctx context.Context, cfg MemberConfig) (*Report, error) {
+	if err := snapshot.CheckMemberDataDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	c := &checker{r: &Report{Path: cfg.DataDir, OK: true}}
 	walDir := snapshot.MemberWALDir(cfg.DataDir, cfg.WALDir)
 	if probs := snapshot.CheckMemberDirs(cfg.DataDir, cfg.WALDir); len(probs) > 0 {

@@ -123,6 +123,9 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	podNet = completeFamilies(podNet, nets.PodCIDR)
 	var dnsIPs []string
 	if len(svcNet) > 0 {
+		if err := checkDNSService(v, cfg.DNSService); err != nil {
+			return err
+		}
 		s, err := readServiceState(v, wellknown.PrefixServices+cfg.DNSService)
 		if err != nil {
 			return err
@@ -143,6 +146,26 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	c.add("configuration agrees with the CIDRs", checkConfiguration(nets, svcNet, podNet, dnsIPs),
 		"kubeadm-config, kubelet-config, kube-proxy, flannel, ServiceCIDR, RangeAllocation")
 	return nil
+}
+
+// checkDNSService refuses a --dns-service other than the default that names
+// no Service of the snapshot, with the names nearest to it.
+func checkDNSService(v *state.View, dns string) error {
+	if dns == defaultDNSService {
+		return nil
+	}
+	var names []string
+	for _, k := range v.Keys(wellknown.PrefixServices) {
+		if k.Key == wellknown.PrefixServices+dns {
+			return nil
+		}
+		names = append(names, strings.TrimPrefix(k.Key, wellknown.PrefixServices))
+	}
+	hint := ""
+	if near := wellknown.Near(dns, names); len(near) > 0 {
+		hint = "; did you mean " + strings.Join(near, " or ") + "?"
+	}
+	return option.Errorf("DNSService", "{} %s: no such Service in the snapshot%s", dns, hint)
 }
 
 // completeFamilies adds to named (the new ranges of the families that
@@ -168,15 +191,16 @@ func completeFamilies(named []netip.Prefix, srcs []state.Source) []netip.Prefix 
 	return cidr.Complete(named, recorded)
 }
 
-// parseNetworks parses the new CIDRs; an empty one is not given (nil).
+// parseNetworks parses the new CIDRs (ranges a cluster can use); an empty
+// one is not given (nil).
 func parseNetworks(cfg Config) (svc, pod []netip.Prefix, err error) {
 	if cfg.ServiceCIDR != "" {
-		if svc, err = cidr.ParseList(cfg.ServiceCIDR); err != nil {
+		if svc, err = cidr.ParseUsable(cfg.ServiceCIDR); err != nil {
 			return nil, nil, option.Errorf("ServiceCIDR", "{}: %w", err)
 		}
 	}
 	if cfg.PodNetworkCIDR != "" {
-		if pod, err = cidr.ParseList(cfg.PodNetworkCIDR); err != nil {
+		if pod, err = cidr.ParseUsable(cfg.PodNetworkCIDR); err != nil {
 			return nil, nil, option.Errorf("PodNetworkCIDR", "{}: %w", err)
 		}
 	}

@@ -94,11 +94,15 @@ func (c *checker) add(name string, problems []string, detail string, args ...any
 	}
 }
 
+// defaultDNSService is the DNS Service checked unless Config names another
+// (rules.DefaultDNSService: verify does not import the rules).
+const defaultDNSService = "kube-system/kube-dns"
+
 // Run checks one snapshot. A snapshot that cannot be opened is an error;
 // failed checks are in the report (and Err says whether any failed).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.DNSService == "" {
-		cfg.DNSService = "kube-system/kube-dns"
+		cfg.DNSService = defaultDNSService
 	}
 	hash := snapshot.HashVerify
 	if cfg.JustWritten {

@@ -209,3 +209,17 @@ func KeyOf(arg string) (string, error) {
 	}
 	return Prefix(r.Stored()) + rest, nil
 }
+
+// Near returns the names within a few edits of name (one per four
+// characters, at least one, at most three), sorted: the did-you-mean of a
+// misspelt object name (a Service, a node).
+func Near(name string, names []string) []string {
+	var near []string
+	for _, n := range names {
+		if d := textdist.Distance(name, n); d > 0 && d <= max(1, min(3, len(name)/4)) && !slices.Contains(near, n) {
+			near = append(near, n)
+		}
+	}
+	sort.Strings(near)
+	return near
+}

@@ -27,7 +27,7 @@ import (
 	"github.com/snapshift/snapshift/verify"
 )
 
-// Exit codes. Documented in --help.
+// Exit codes. Documented in --help and README.md, from exitCodes.
 const (
 	ExitOK          = 0
 	ExitError       = 1   // an unexpected failure (I/O, a bug)
@@ -37,18 +37,6 @@ const (
 	ExitVerify      = 5   // verify found a check that failed
 	ExitInterrupted = 130 // SIGINT/SIGTERM
 )
-
-const exitCodeHelp = `EXIT CODES:
-   0    success
-   1    unexpected failure (an I/O error during the run, a bug)
-   2    bad command line or configuration file (a flag, a rebuild or rules file key or value, a path that does
-        not fit, a name the input does not have, a value this snapshot cannot take)
-   3    the input is not a usable etcd snapshot (corrupt, truncated, wrong hash, not bbolt)
-   4    refused: an existing output without --force, a non-empty data dir, a change that is unsafe, or this
-        host's state (node apply's preflight, node rollback without a backup)
-   5    verification failed (verify, or transform's check of its own output: nothing was published)
-   130  interrupted (SIGINT/SIGTERM); temporary files were removed
-`
 
 // usageError marks errors in the command line. The cause stays reachable,
 // so that an *option.Error inside is rendered with the flag's name.
@@ -65,7 +53,7 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Usage: "rewrite Kubernetes cluster state offline, in etcd snapshot files",
 		Description: "snapshift reads an etcd snapshot (etcdctl snapshot save) read-only, streams every live key\n" +
 			"through rules (service CIDR, pod CIDR, ...), writes a new snapshot, and restores it into new\n" +
-			"etcd data dirs. The input is never modified; outputs appear only when complete.\n\n" + exitCodeHelp,
+			"etcd data dirs. The input is never modified; outputs appear only when complete.\n\n" + exitCodeHelp(),
 		Reader:         stdin,
 		Writer:         stdout,
 		ErrWriter:      stderr,
@@ -109,6 +97,9 @@ func New(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			if c.OnUsageError == nil {
 				c.OnUsageError = app.OnUsageError
 			}
+			if len(c.Subcommands) > 0 && c.Action == nil {
+				c.Action = groupAction
+			}
 			setUsage(c.Subcommands)
 		}
 	}
@@ -135,7 +126,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		args, err = help, nil
 	}
 	if err == nil {
-		err = app.RunContext(ctx, interspersed(app, args))
+		args = interspersed(app, args)
+		err = contradictions(app, args)
+	}
+	if err == nil {
+		err = app.RunContext(ctx, args)
 	}
 	if err == nil {
 		return ExitOK

@@ -241,9 +241,10 @@ type badRow struct {
 	// fsize > 0 runs the command in a child process whose files may not grow beyond fsize
 	// bytes: a disk that fills up while the output is written. A function of the output size of
 	// a successful run of the same command, so that the limit falls where the case wants it.
-	fsize func(outputSize int64) int64
-	code  int
-	want  string // in the one line on stderr
+	fsize   func(outputSize int64) int64
+	code    int
+	want    string // in the one line on stderr
+	notWant string // if set, not in it (a suggestion that repeats the mistake, an internal)
 }
 
 func transformTo(extra ...string) func(in, work string) []string {
@@ -697,6 +698,9 @@ func TestBadInputTable(t *testing.T) {
 				t.Errorf("%s: stderr has %d lines, want one:\n%s", cmdline, len(lines), r.stderr)
 			case !strings.HasPrefix(lines[0], "snapshift: ") || !strings.Contains(lines[0], want):
 				t.Errorf("%s: stderr %q, want one line \"snapshift: ...%s...\"", cmdline, lines[0], want)
+			}
+			if notWant := strings.NewReplacer("IN", in, "WORK", work).Replace(row.notWant); row.notWant != "" && len(lines) > 0 && strings.Contains(lines[0], notWant) {
+				t.Errorf("%s: stderr %q says %q", cmdline, lines[0], notWant)
 			}
 			if len(lines) > 0 {
 				if n := goIdentifierIn(names, lines[0]); n != "" {

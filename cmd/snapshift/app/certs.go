@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -79,6 +80,16 @@ func (o *certsOptions) Validate() error {
 		if on {
 			modes++
 		}
+	}
+	if o.renew != "" && !slices.Contains(valueChoices["renew"], o.renew) {
+		return usagef("--renew %q is not %s%s", o.renew, orList(valueChoices["renew"]), choiceHint(o.renew, valueChoices["renew"]))
+	}
+	if o.alg != "" && !slices.Contains(pki.KeyAlgorithms(), pki.KeyAlgorithm(o.alg)) {
+		var algs []string
+		for _, a := range pki.KeyAlgorithms() {
+			algs = append(algs, string(a))
+		}
+		return usagef("--encryption-algorithm %q is not %s%s", o.alg, orList(algs), choiceHint(o.alg, algs))
 	}
 	switch {
 	case modes > 1:
@@ -186,6 +197,9 @@ func certsCommand() *cli.Command {
 type repeated []string
 
 // Set appends one occurrence's value.
+// repeatable: --etcd-member takes a value per occurrence.
+func (*repeated) repeatable() {}
+
 func (r *repeated) Set(v string) error {
 	*r = append(*r, v)
 	return nil

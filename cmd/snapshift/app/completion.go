@@ -159,11 +159,6 @@ func findFlag(flags []cli.Flag, word string) cli.Flag {
 	return nil
 }
 
-func takesValue(f cli.Flag) bool {
-	_, isBool := f.(*cli.BoolFlag)
-	return !isBool
-}
-
 // valueChoices are the flags whose values are a fixed list.
 var valueChoices = map[string][]string{
 	"renew":           {"apiserver", "etcd"},
@@ -221,7 +216,7 @@ func (o *completionOptions) Validate() error {
 	case "bash", "zsh", "fish":
 		return nil
 	}
-	return usagef("completion: shell %q is not bash, zsh or fish", o.shell)
+	return usagef("completion: shell %q is not bash, zsh or fish%s", o.shell, choiceHint(o.shell, []string{"bash", "zsh", "fish"}))
 }
 
 func (o *completionOptions) Run(context.Context) error {
@@ -267,19 +262,62 @@ func helpCommand() *cli.Command {
 		Name:            "help",
 		Aliases:         []string{"h"},
 		Usage:           "show the commands, or one command's usage and flags",
-		ArgsUsage:       "[command]",
+		ArgsUsage:       "[command [subcommand]]",
 		HideHelpCommand: true,
 		Action: func(c *cli.Context) error {
-			switch c.NArg() {
-			case 0:
+			if c.NArg() == 0 {
 				return cli.ShowAppHelp(c)
-			case 1:
-				if c.App.Command(c.Args().First()) == nil {
-					return usagef("help: no command %q (see snapshift help)", c.Args().First())
-				}
-				return cli.ShowCommandHelp(c, c.Args().First())
 			}
-			return usagef("help takes one command (got %d arguments)", c.NArg())
+			words, err := helpTopic(c.App, c.Args().Slice())
+			if err != nil {
+				return err
+			}
+			// The topic's help as `snapshift WORDS --help` shows it.
+			return c.App.RunContext(c.Context, append(append([]string{c.App.Name}, words...), "--help"))
 		},
 	}
+}
+
+// helpTopic resolves help's arguments to a command's words (cluster
+// restart), or says which word names nothing, with what it probably meant.
+func helpTopic(app *cli.App, args []string) ([]string, error) {
+	cmds, path := app.Commands, app.Name
+	var words []string
+	for i, a := range args {
+		var found *cli.Command
+		for _, cmd := range cmds {
+			if cmd.Name != "help" && cmd.HasName(a) {
+				found = cmd
+			}
+		}
+		switch {
+		case found == nil && i == 0:
+			return nil, usagef("help: no command %q%s", a, didYouMeanOr(closestCommands(a, cmds), " (see snapshift help)"))
+		case found == nil && len(cmds) == 0:
+			return nil, usagef("help: %s has no subcommands, not %q", path, a)
+		case found == nil:
+			return nil, usagef("help: %s has no subcommand %q%s", path, a, didYouMeanOr(closestCommands(a, cmds), " (its subcommands: "+orList(commandNames(cmds))+")"))
+		}
+		words, path, cmds = append(words, found.Name), path+" "+found.Name, found.Subcommands
+	}
+	return words, nil
+}
+
+// closestCommands are the commands a mistyped word probably meant.
+func closestCommands(word string, cmds []*cli.Command) []string {
+	var out []string
+	for _, n := range closest(word, commandNames(cmds)) {
+		if len(n) > 1 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// didYouMeanOr is didYouMean(names), or otherwise when there are none.
+func didYouMeanOr(names []string, otherwise string) string {
+	if len(names) == 0 {
+		return otherwise
+	}
+	return didYouMean(names)
 }

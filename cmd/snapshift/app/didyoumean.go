@@ -22,7 +22,7 @@ var flagSynonyms = map[string]string{
 
 // closest returns the candidates a mistyped word probably meant, best
 // first: the same word in another case, one within a third of its length
-// in edits (at most 3), one it begins, or one whose dash-separated words
+// in edits (at most 3; two letters swapped count as one), one it begins, or one whose dash-separated words
 // hold all of its words (pod-cidr: pod-network-cidr); of those, the
 // nearest (all of them when they are as near).
 func closest(word string, candidates []string) []string {
@@ -40,6 +40,9 @@ func closest(word string, candidates []string) []string {
 			continue
 		}
 		d := textdist.Distance(lw, lc)
+		if textdist.Swapped(lw, lc) {
+			d = 1 // two letters swapped: one slip
+		}
 		limit := min(3, max(1, len(word)/3))
 		switch {
 		case d <= limit:
@@ -157,20 +160,46 @@ func flagUsageError(c *cli.Context, err error) error {
 		}
 		return usagef("unknown flag %s (see %s --help)", dashed(name), path)
 	}
-	// "invalid value "x" for flag -timeout: ...", "flag needs an argument: -o":
-	// the flag as it is typed.
-	for _, marker := range []string{"for flag -", "flag needs an argument: -", "for -"} {
-		if i := strings.Index(msg, marker); i >= 0 {
-			rest := msg[i+len(marker):]
-			name, tail, _ := strings.Cut(rest, ":")
-			msg = msg[:i+len(marker)-1] + dashed(name)
-			if tail != "" {
-				msg += ":" + tail
-			}
-			break
+	flags := c.App.Flags
+	if cmd != nil {
+		flags = cmd.Flags
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return usagef("%s needs a value (see %s --help)", dashed(name), path)
+	}
+	// `invalid value "x" for flag -timeout: parse error`, `invalid boolean
+	// value "x" for -force: parse error`: the flag as it is typed, and the
+	// form its value takes instead of the flag package's "parse error".
+	var value string
+	if n, _ := fmt.Sscanf(msg, "invalid value %q for flag ", &value); n == 1 {
+		name, tail, _ := strings.Cut(msg[strings.Index(msg, " for flag -")+len(" for flag -"):], ":")
+		want := strings.TrimSpace(tail)
+		if f := findFlag(flags, name); f != nil && valueForm(f) != "" {
+			want = "want " + valueForm(f)
 		}
+		return usagef("invalid value %q for flag %s: %s", value, dashed(name), want)
+	}
+	if n, _ := fmt.Sscanf(msg, "invalid boolean value %q for ", &value); n == 1 {
+		name, _, _ := strings.Cut(msg[strings.Index(msg, " for -")+len(" for -"):], ":")
+		return usagef("%s is a switch: give it alone, or as %s=false, not %s=%s", dashed(name), dashed(name), dashed(name), value)
 	}
 	return usageError{fmt.Errorf("%s", msg)}
+}
+
+// valueForm is what a flag's value looks like, by its type ("" for a
+// string: its own check says).
+func valueForm(f cli.Flag) string {
+	switch f.(type) {
+	case *cli.DurationFlag:
+		return "a duration such as 90s, 5m or 1h"
+	case *cli.Uint64Flag, *cli.UintFlag:
+		return "a whole number, 0 or more"
+	case *cli.IntFlag, *cli.Int64Flag:
+		return "a whole number"
+	case *cli.Float64Flag:
+		return "a number"
+	}
+	return ""
 }
 
 func subcommandNames(cmd *cli.Command) []string {
@@ -199,16 +228,17 @@ func unknownCommand(path string, word string, cmds []*cli.Command) error {
 	if strings.HasPrefix(word, "-") {
 		return usagef("unknown flag %s (see %s --help)", word, path)
 	}
-	var cands []string
-	for _, n := range closest(word, commandNames(cmds)) {
-		if len(n) > 1 {
-			cands = append(cands, n)
-		}
+	return usagef("unknown command %q for %q%s", word, path, didYouMeanOr(closestCommands(word, cmds), " (see "+path+" --help)"))
+}
+
+// groupAction is the action of a command that only groups subcommands
+// (node, cluster): its help, or for a word that names none of them, what
+// it probably meant (urfave/cli would say "No help topic for ...", exit 1).
+func groupAction(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return cli.ShowSubcommandHelp(c)
 	}
-	if len(cands) > 0 {
-		return usagef("unknown command %q for %q%s", word, path, didYouMean(cands))
-	}
-	return usagef("unknown command %q for %q (see %s --help)", word, path, path)
+	return unknownCommand(commandPath(c), c.Args().First(), c.Command.Subcommands)
 }
 
 // helpAnywhere turns a command line with -h or --help anywhere before "--"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -88,6 +89,13 @@ func (o *manifestsOptions) build() (*manifests.Set, []manifests.Change, error) {
 			return nil, nil, usagef("%w", err)
 		}
 		return set, nil, nil
+	}
+	if st, err := os.Stat(o.manifestDir); err != nil || !st.IsDir() {
+		what := "does not exist"
+		if err == nil {
+			what = "is a file"
+		}
+		return nil, nil, usagef("--manifest-dir %s %s: give kubeadm's manifests directory (or --generate to write new manifests)", o.manifestDir, what)
 	}
 	src, err := manifests.Read(o.manifestDir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, manifests.ErrNoManifests) {

@@ -117,7 +117,8 @@ func cmdline(args ...string) func(in, work string) []string {
 // messageRows are the rows of issue 24, by group.
 func messageRows() []badRow {
 	var rows []badRow
-	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows(), kubectlRows()} {
+	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows(), kubectlRows(),
+		contradictionRows(), exitCodeRows(), badValueRows()} {
 		rows = append(rows, group...)
 	}
 	return rows
@@ -374,6 +375,187 @@ func kubectlRows() []badRow {
 			want: "--pod-network-cidr is empty"},
 		{name: "a control-plane node the snapshot does not record", args: cmdline("plan", "IN", "--control-plane-address", "cpX=10.1.0.10"), code: ExitUsage,
 			want: `--control-plane-address cpX=10.1.0.10: the snapshot records no node "cpX"; did you mean cp1? (its nodes: cp1, `},
+	}
+}
+
+// contradictionRows are issue 52's first item: a command line that says two things is refused
+// (exit 2) naming both, on every command, whatever form the flags are given in; and a misspelt
+// name is never suggested back.
+func contradictionRows() []badRow {
+	const u1, u2 = "http://10.0.0.1:2380", "http://10.0.0.2:2380"
+	return []badRow{
+		{name: "a single-value flag given twice", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--service-cidr", "172.25.0.0/16"), code: ExitUsage,
+			want: "--service-cidr is given twice, as 172.24.0.0/16 and 172.25.0.0/16: it takes one value; give it once"},
+		{name: "a single-value flag given twice, with = and after the argument", args: cmdline("transform", "--pod-network-cidr=10.55.0.0/16", "IN", "--out", "WORK/o.db", "--pod-network-cidr", "10.56.0.0/16"),
+			code: ExitUsage, want: "--pod-network-cidr is given twice, as 10.55.0.0/16 and 10.56.0.0/16"},
+		{name: "a flag and its alias with two values", args: cmdline("inspect", "IN", "-o", "json", "--output=text"), code: ExitUsage,
+			want: "--output is given twice, as -o json and --output text: it takes one value; give it once"},
+		{name: "a switch set and unset", args: restoreWith("--mark-compacted=false", "--mark-compacted"), code: ExitUsage,
+			want: "--mark-compacted is given twice, as --mark-compacted=false and --mark-compacted: give it once"},
+		{name: "a subcommand's flag given twice", args: cmdline("node", "apply", "--bundle", "WORK", "--node", "cp1", "--bundle", "WORK/other"), code: ExitUsage,
+			want: "--bundle is given twice, as WORK and WORK/other"},
+		{name: "a duration given three times", args: cmdline("cluster", "check", "--bundle", "WORK", "--timeout", "5m", "--timeout", "300s", "--timeout", "1h"), code: ExitUsage,
+			want: "--timeout is given 3 times, as 5m, 300s and 1h"},
+		{name: "a rebuild flag given twice", args: cmdline("rebuild", "--config", "WORK/a.yaml", "--config", "WORK/b.yaml"), code: ExitUsage,
+			want: "--config is given twice, as WORK/a.yaml and WORK/b.yaml"},
+		{name: "two addresses for one control-plane node", args: cmdline("plan", "IN", "--control-plane-address", "cp1=10.1.0.10", "--control-plane-address", "cp1=10.1.0.11"),
+			code: ExitUsage, want: "--control-plane-address gives node cp1 two addresses, 10.1.0.10 and 10.1.0.11: give each node one"},
+		{name: "two addresses for one control-plane node in one value", args: cmdline("plan", "IN", "--control-plane-address", "cp1=10.1.0.10,cp1=10.1.0.11"),
+			code: ExitUsage, want: "--control-plane-address gives node cp1 two addresses"},
+		{name: "the WAL dir is the data dir", args: cmdline("restore", "IN", "--name", "m1", "--data-dir", "WORK/m1.etcd", "--wal-dir", "WORK/m1.etcd"), code: ExitUsage,
+			want: "--wal-dir WORK/m1.etcd is the --data-dir itself: give the WAL a directory of its own, or leave --wal-dir out", notWant: "--force"},
+		{name: "the WAL dir inside the data dir", args: cmdline("restore", "IN", "--name", "m1", "--data-dir", "WORK/m1.etcd", "--wal-dir", "WORK/m1.etcd/member/wal"), code: ExitUsage,
+			want: "--wal-dir WORK/m1.etcd/member/wal is inside the --data-dir WORK/m1.etcd"},
+		{name: "a DNS Service the snapshot does not hold", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--dns-service", "kube-system/kube-dnz"), code: ExitUsage,
+			want: "--dns-service kube-system/kube-dnz: no such Service in the snapshot; did you mean kube-system/kube-dns?"},
+		{name: "a DNS bridge for a misspelt DNS Service", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--dns-service", "kube-system/kube-dnz", "--dns-bridge"),
+			code: ExitUsage, want: "did you mean kube-system/kube-dns?", notWant: "--keep-service-ip kube-system/kube-dnz"},
+		{name: "a DNS bridge without the DNS Service kept", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--dns-bridge"), code: ExitUsage,
+			want: "--dns-bridge bridges a kept DNS Service: add --keep-service-ip kube-system/kube-dns"},
+		{name: "verify of a DNS Service the snapshot does not hold", args: cmdline("verify", "IN", "--service-cidr", "192.168.0.0/16", "--dns-service", "kube-system/kube-dnz"),
+			code: ExitUsage, want: "--dns-service kube-system/kube-dnz: no such Service in the snapshot; did you mean kube-system/kube-dns?"},
+
+		// restore: the member, its peer URLs and the initial cluster, in the flags' words.
+		{name: "an advertise URL the initial cluster does not list", args: restoreWith("--initial-cluster", "m1="+u1, "--initial-advertise-peer-urls", u2), code: ExitUsage,
+			want:    "--initial-advertise-peer-urls " + u2 + " is not what --initial-cluster lists for member m1 (" + u1 + "): give --initial-advertise-peer-urls " + u1 + ", or change m1's entry in --initial-cluster",
+			notWant: "resolved urls"},
+		{name: "two advertise URLs against one", args: restoreWith("--initial-cluster", "m1="+u1, "--initial-advertise-peer-urls", u1+","+u2), code: ExitUsage,
+			want: "--initial-advertise-peer-urls " + u1 + "," + u2 + " is not what --initial-cluster lists for member m1 (" + u1 + ")"},
+		{name: "one advertise URL against two", args: restoreWith("--initial-cluster", "m1="+u1+",m1="+u2, "--initial-advertise-peer-urls", u1), code: ExitUsage,
+			want: "give --initial-advertise-peer-urls " + u1 + "," + u2, notWant: "len("},
+		{name: "the default advertise URL against the initial cluster", args: restoreWith("--initial-cluster", "m1="+u1), code: ExitUsage,
+			want: "--initial-advertise-peer-urls http://localhost:2380 is not what --initial-cluster lists for member m1"},
+		{name: "a member name the initial cluster does not have", args: restoreWith("--initial-cluster", "cp1="+u1, "--initial-advertise-peer-urls", u1), code: ExitUsage,
+			want: `--initial-cluster "cp1=` + u1 + `" does not name this member "m1": add m1=` + u1 + ` to --initial-cluster, or give --name one of its members (cp1)`},
+		{name: "two members on one peer URL", args: restoreWith("--initial-cluster", "m1="+u1+",m2="+u1, "--initial-advertise-peer-urls", u1), code: ExitUsage,
+			want: "--initial-cluster gives the peer URL " + u1 + " to both m1 and m2: every member has peer URLs of its own", notWant: "identical ID"},
+		{name: "a peer URL with a path", args: restoreWith("--initial-cluster", "m1="+u1, "--initial-advertise-peer-urls", u1+"/"), code: ExitUsage,
+			want: `--initial-advertise-peer-urls "` + u1 + `/" is not a peer URL like https://10.0.0.11:2380`},
+		{name: "an initial cluster entry without a URL", args: restoreWith("--initial-cluster", "m1", "--initial-advertise-peer-urls", u1), code: ExitUsage,
+			want: `--initial-cluster "m1": "m1" is not NAME=PEER_URL`},
+	}
+}
+
+// exitCodeRows are issue 52's fourth item: one exit code per kind of mistake on every command
+// (README's table, exitCodes), with what was probably meant for a misspelt subcommand, help topic or
+// value from a list.
+func exitCodeRows() []badRow {
+	noTrailer := sampleWith(func(_ *testing.T, d []byte) []byte { return d[:len(d)-32] })
+	return []badRow{
+		// Words that name nothing: 2, with the nearest.
+		{name: "a misspelt cluster subcommand", args: cmdline("cluster", "restrat", "--bundle", "WORK"), code: ExitUsage,
+			want: `unknown command "restrat" for "snapshift cluster"; did you mean restart?`, notWant: "No help topic"},
+		{name: "two letters swapped in a command", args: cmdline("plna", "IN"), code: ExitUsage, want: `unknown command "plna" for "snapshift"; did you mean plan?`},
+		{name: "help for a misspelt command", args: cmdline("help", "plna"), code: ExitUsage, want: `help: no command "plna"; did you mean plan?`},
+		{name: "help for a misspelt subcommand", args: cmdline("help", "cluster", "restrat"), code: ExitUsage,
+			want: `help: snapshift cluster has no subcommand "restrat"; did you mean restart?`},
+		{name: "help for a subcommand of a command without any", args: cmdline("help", "plan", "apply"), code: ExitUsage,
+			want: `help: snapshift plan has no subcommands, not "apply"`},
+		{name: "a misspelt --renew", args: cmdline("certs", "--renew", "apisever", "--cert-dir", "WORK"), code: ExitUsage,
+			want: `--renew "apisever" is not apiserver or etcd; did you mean apiserver?`},
+		{name: "a misspelt --output", args: cmdline("ls", "IN", "-o", "yml"), code: ExitUsage, want: `--output must be text, json or yaml, not "yml"; did you mean yaml?`},
+		{name: "an --output the command does not have", args: cmdline("cluster", "check", "--bundle", "WORK", "-o", "yaml"), code: ExitUsage,
+			want: `--output must be text or json, not "yaml"`},
+		{name: "a misspelt --writer", args: transformTo("--writer", "bulkk"), code: ExitUsage, want: `--writer "bulkk" is neither bulk nor bbolt; did you mean bulk?`},
+		{name: "a misspelt --webhooks", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--webhooks", "ignor"), code: ExitUsage,
+			want: `--webhooks takes "list" or "ignore", not "ignor"; did you mean ignore?`},
+		{name: "a misspelt --leave-cni-state", args: cmdline("plan", "IN", "--pod-network-cidr", "10.55.0.0/16", "--leave-cni-state", "calcio"), code: ExitUsage,
+			want: `--leave-cni-state takes calico or cilium, not "calcio"; did you mean calico?`},
+		{name: "a misspelt --encryption-algorithm", args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--encryption-algorithm", "RSA2048"), code: ExitUsage,
+			want: `--encryption-algorithm "RSA2048" is not RSA-2048, RSA-3072, RSA-4096, ECDSA-P256 or ECDSA-P384; did you mean RSA-2048?`},
+		{name: "a misspelt shell", args: cmdline("completion", "fsh"), code: ExitUsage, want: `completion: shell "fsh" is not bash, zsh or fish; did you mean zsh or fish?`},
+
+		// Values of the wrong type: 2, with the form wanted.
+		{name: "a negative revision bump", args: restoreWith("--bump-revision", "-5"), code: ExitUsage,
+			want: `invalid value "-5" for flag --bump-revision: want a whole number, 0 or more`, notWant: "parse error"},
+		{name: "a switch given a value", args: cmdline("inspect", "IN", "--skip-hash-check=maybe"), code: ExitUsage,
+			want: "--skip-hash-check is a switch: give it alone, or as --skip-hash-check=false, not --skip-hash-check=maybe"},
+		{name: "a flag without its value", args: cmdline("version", "-o"), code: ExitUsage, want: "-o needs a value (see snapshift version --help)"},
+		{name: "a certificate lifetime in years", args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--certificate-validity-period", "1y"), code: ExitUsage,
+			want: `invalid value "1y" for flag --certificate-validity-period: want a duration such as 90s, 5m or 1h`},
+
+		// Arguments and files: 2 for what a flag names, 3 for the input.
+		{name: "get without a key", args: cmdline("get", "IN"), code: ExitUsage, want: "get needs SNAPSHOT and KEY (got 1 arguments)"},
+		{name: "ls with too many arguments", args: cmdline("ls", "IN", "/registry/", "x"), code: ExitUsage, want: "ls needs SNAPSHOT and an optional PREFIX"},
+		{name: "inspect of a snapshot that does not exist", args: cmdline("inspect", "WORK/nope.db"), code: ExitBadInput, want: "snapshot WORK/nope.db: does not exist"},
+		{name: "ls of a snapshot without its trailer", input: noTrailer, args: cmdline("ls", "IN"), code: ExitBadInput, want: "has no sha256 trailer"},
+		rebuildRow("rebuild of a snapshot without its trailer", func(cfg, work string) string {
+			b, err := os.ReadFile(samplePath)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(work, "raw.db"), b[:len(b)-32], 0o600)
+			}
+			if err != nil {
+				panic(err)
+			}
+			return regexp.MustCompile(`snapshot: .*`).ReplaceAllString(cfg, "snapshot: raw.db")
+		}, ExitBadInput, "it is truncated, or a raw member/snap/db that needs skipHashCheck"),
+		{name: "verify of a data dir that does not exist", args: cmdline("verify", "--data-dir", "WORK/nowhere"), code: ExitBadInput,
+			want: "data dir WORK/nowhere: does not exist"},
+		{name: "verify of a directory that is no data dir", args: cmdline("verify", "--data-dir", "WORK"), code: ExitBadInput,
+			want: "data dir WORK: holds no member directory: it is no etcd data dir"},
+		{name: "verify of a snapshot as a data dir", args: cmdline("verify", "--data-dir", "IN"), code: ExitBadInput,
+			want: "is a file, not a member's data dir (a snapshot file is verify's argument, not --data-dir)"},
+		{name: "a rules file that does not exist", args: cmdline("plan", "IN", "--rules", "WORK/nope.yaml"), code: ExitUsage,
+			want: "--rules: rules file WORK/nope.yaml does not exist"},
+		{name: "a rebuild file that does not exist", args: cmdline("rebuild", "--config", "WORK/nope.yaml"), code: ExitUsage,
+			want: "rebuild configuration WORK/nope.yaml does not exist: give a RebuildConfiguration file"},
+		{name: "a directory as the rebuild file", args: cmdline("rebuild", "--config", "WORK"), code: ExitUsage,
+			want: "rebuild configuration WORK is a directory: give the RebuildConfiguration file"},
+		{name: "a manifests directory that does not exist", args: cmdline("manifests", "--manifest-dir", "WORK/nowhere", "--service-cidr", newSvc), code: ExitUsage,
+			want: "--manifest-dir WORK/nowhere does not exist: give kubeadm's manifests directory (or --generate to write new manifests)"},
+		{name: "a file as the manifests directory", args: cmdline("manifests", "--manifest-dir", "IN", "--service-cidr", newSvc), code: ExitUsage,
+			want: "is a file: give kubeadm's manifests directory"},
+	}
+}
+
+// badValueRows are issue 52's tenth item: values no cluster can use, refused with exit 2 naming the
+// flag or key, the value and what to give instead.
+func badValueRows() []badRow {
+	const fix = ": give a range of ordinary unicast addresses (not loopback, link-local or multicast)"
+	var rows []badRow
+	for _, c := range []struct{ cidr, why string }{
+		{"127.0.0.0/16", "the loopback range 127.0.0.0/8"}, {"169.254.0.0/16", "the link-local range 169.254.0.0/16"},
+		{"224.0.0.0/8", "the multicast range 224.0.0.0/4"}, {"::1/128", "the loopback address ::1/128"},
+		{"fe80::/64", "the link-local range fe80::/10"}, {"ff00::/8", "the multicast range ff00::/8"},
+	} {
+		rows = append(rows, badRow{name: "a service range over " + c.why, args: transformTo("--service-cidr", c.cidr), code: ExitUsage,
+			want: "the new service CIDR " + c.cidr + " (--service-cidr) overlaps " + c.why + fix})
+	}
+	return append(rows,
+		badRow{name: "a link-local pod range", args: cmdline("plan", "IN", "--pod-network-cidr", "169.254.0.0/16"), code: ExitUsage,
+			want: "the new pod network CIDR 169.254.0.0/16 (--pod-network-cidr) overlaps the link-local range 169.254.0.0/16" + fix},
+		badRow{name: "an IPv6 link-local pod range", args: restoreWith("--pod-network-cidr", "fe80::/56"), code: ExitUsage,
+			want: "the new pod network CIDR fe80::/56 (--pod-network-cidr) overlaps the link-local range fe80::/10"},
+		badRow{name: "a range over everything", args: cmdline("plan", "IN", "--service-cidr", "0.0.0.0/0"), code: ExitUsage,
+			want: "(--service-cidr) overlaps the unspecified address 0.0.0.0/32"},
+		badRow{name: "a multicast range for an added ServiceCIDR", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--service-cidr-map", "10.100.0.0/16=224.1.0.0/16"),
+			code: ExitUsage, want: "--service-cidr-map 10.100.0.0/16=224.1.0.0/16: the new range 224.1.0.0/16 overlaps the multicast range 224.0.0.0/4" + fix},
+		rebuildRow("rebuild loopback service range", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: 127.0.0.0/16"), ExitUsage,
+			"the new service CIDR 127.0.0.0/16 (networking.serviceSubnet) overlaps the loopback range 127.0.0.0/8"),
+		badRow{name: "certificates for a loopback service range", args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--service-cidr", "127.0.0.0/16", "--node-name", "cp1",
+			"--apiserver-advertise-address", "10.0.0.10"), code: ExitUsage, want: "--service-cidr: 127.0.0.0/16 overlaps the loopback range 127.0.0.0/8" + fix},
+		badRow{name: "manifests for a multicast pod range", args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "v1.36.3",
+			"--apiserver-advertise-address", "10.0.0.10", "--node-name", "cp1", "--service-cidr", newSvc, "--pod-network-cidr", "224.0.0.0/16"), code: ExitUsage,
+			want: "--pod-network-cidr: 224.0.0.0/16 overlaps the multicast range 224.0.0.0/4"},
+		badRow{name: "verify against a link-local range", args: cmdline("verify", "IN", "--service-cidr", "fe80::/108"), code: ExitUsage,
+			want: "--service-cidr: fe80::/108 overlaps the link-local range fe80::/10"},
+		badRow{name: "manifests for a Kubernetes older than supported", args: cmdline("manifests", "--generate", "--out-dir", "WORK/m", "--kubernetes-version", "v1.29.9",
+			"--apiserver-advertise-address", "10.0.0.10", "--node-name", "cp1", "--service-cidr", newSvc), code: ExitUsage,
+			want: `--kubernetes-version "v1.29.9" is older than v1.30, the oldest Kubernetes snapshift supports`},
+		rebuildRow("rebuild kubernetesVersion older than supported", replace("v1.36.3", "v1.24.17"), ExitUsage,
+			`manifests.kubernetesVersion "v1.24.17" is older than v1.30, the oldest Kubernetes snapshift supports`),
+	)
+}
+
+// TestSameValueTwiceIsNoContradiction: a flag given twice with the same value (5m and 300s are one
+// duration) says one thing, and runs.
+func TestSameValueTwiceIsNoContradiction(t *testing.T) {
+	in := copySample(t)
+	if r := run(t, "plan", in, "--service-cidr", newSvc, "--quiet", "--service-cidr="+newSvc, "--quiet"); r.code != ExitOK {
+		t.Errorf("plan with --service-cidr twice, the same: exit %d, %s", r.code, r.stderr)
+	}
+	if r := run(t, "cluster", "check", "--timeout", "5m", "--timeout", "300s"); r.code != ExitUsage || !strings.Contains(r.stderr, "give --bundle DIR") {
+		t.Errorf("cluster check with --timeout 5m and 300s: exit %d, %q; want the next mistake, the missing --bundle", r.code, r.stderr)
 	}
 }
 

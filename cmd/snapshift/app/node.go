@@ -116,12 +116,6 @@ func nodeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "node",
 		Usage: "put one control-plane node's part of a rebuild bundle in place, or take it out again",
-		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return cli.ShowSubcommandHelp(c)
-			}
-			return unknownCommand(commandPath(c), c.Args().First(), c.Command.Subcommands)
-		},
 		Subcommands: []*cli.Command{{
 			Name:  "apply",
 			Usage: "preflight, back up, stop the static pods and the kubelet, install, clean the CNI's host state, start, wait for health",

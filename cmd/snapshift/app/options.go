@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/internal/textdist"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
@@ -158,7 +159,8 @@ func (o *common) writerFlag(note string) cli.Flag {
 // validateWriter refuses a --writer that names no writer.
 func (o *common) validateWriter() error {
 	if _, err := snapshot.ParseWriterKind(o.writer); err != nil {
-		return usagef("--writer %q is neither %s nor %s", o.writer, snapshot.WriterBulk, snapshot.WriterBbolt)
+		return usagef("--writer %q is neither %s nor %s%s", o.writer, snapshot.WriterBulk, snapshot.WriterBbolt,
+			choiceHint(o.writer, []string{string(snapshot.WriterBulk), string(snapshot.WriterBbolt)}))
 	}
 	return nil
 }
@@ -203,7 +205,13 @@ func (o *common) validateFormat() error {
 			return nil
 		}
 	}
-	return usagef("--output must be %s, not %q", orList(o.formats), o.format)
+	return usagef("--output must be %s, not %q%s", orList(o.formats), o.format, choiceHint(o.format, o.formats))
+}
+
+// choiceHint is "; did you mean X?" for a value meant to be one of choices,
+// or "".
+func choiceHint(value string, choices []string) string {
+	return didYouMean(textdist.Nearest(value, choices))
 }
 
 // orList writes "a, b or c".

@@ -15,6 +15,7 @@ import (
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rebuild"
 	"github.com/snapshift/snapshift/snapshot"
+	"github.com/snapshift/snapshift/verify"
 )
 
 // rebuildOptions are rebuild's options: the rest is in the config file.
@@ -60,12 +61,14 @@ func (o *rebuildOptions) Validate() error {
 
 // configError renders an option error as the rebuild file names the option
 // (networking.oldServiceSubnet), as a usage error (exit 2): the file is the
-// command line here.
+// command line here. An error of another kind that names an option keeps
+// its own exit code, in the file's terms: a refusal (4), a snapshot that is
+// not usable (3: no trailer, "needs skipHashCheck", as inspect says it).
 func configError(err error) error {
 	msg, _ := option.Render(err, rebuild.ConfigPath)
 	r := renderedError{msg: msg, err: err}
-	if refusal(err) {
-		return r // a refusal stays one (exit 4), in the file's terms
+	if refusal(err) || errors.Is(err, snapshot.ErrInvalidInput) || errors.Is(err, verify.ErrFailed) {
+		return r
 	}
 	return usageError{r}
 }
