@@ -362,6 +362,11 @@ func (r *run) runbookApply(b *runbook) {
 	b.w("cluster, a rollback loses nothing. After it, or after `snapshift node confirm`, whatever was written to the new cluster")
 	b.w("is lost by a rollback; roll forward (fix and run again) instead.")
 	b.w("")
+	r.runbookKubectl(b)
+}
+
+// runbookKubectl points kubectl at the new control plane.
+func (r *run) runbookKubectl(b *runbook) {
 	b.step("Point kubectl at the new control plane")
 	if r.cfg.NewPKI() {
 		b.w("From any machine that reaches the new endpoint %s, with the bundle's `admin.conf` (here, the machine holding the", r.apiEndpoint())
