@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/snapshift/snapshift/bundle"
+	"github.com/snapshift/snapshift/cni"
 )
 
 func writeReport(t *testing.T, v any) string {
@@ -77,5 +79,28 @@ func TestCNICommands(t *testing.T) {
 	}
 	if cnis := strings.Join(bundle.KnownCNIs(), ","); cnis != "calico,canal,cilium,flannel,weave" {
 		t.Errorf("KnownCNIs: %s", cnis)
+	}
+}
+
+// TestCNIHostStateEveryCNI: every CNI of package cni's table has host
+// state here, and its cleanup stops the agent first (a running agent
+// recreates what is removed under it).
+func TestCNIHostStateEveryCNI(t *testing.T) {
+	for _, name := range cni.Names() {
+		st, ok := bundle.CNIHostStateOf(name)
+		if !ok {
+			t.Errorf("%s: no host state: node apply would skip it", name)
+			continue
+		}
+		acts := st.Actions()
+		if len(acts) < 2 || acts[0].Kind != bundle.StopAgent {
+			t.Errorf("%s: actions %+v", name, acts)
+		}
+	}
+	if _, ok := bundle.CNIHostStateOf("kube-router"); ok {
+		t.Error("host state for a CNI the table lacks")
+	}
+	if got, want := strings.Join(bundle.KnownCNIs(), ","), strings.Join(slices.Sorted(slices.Values(cni.Names())), ","); got != want {
+		t.Errorf("KnownCNIs %s, the table's %s", got, want)
 	}
 }

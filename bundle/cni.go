@@ -3,67 +3,39 @@ package bundle
 import (
 	"fmt"
 	"slices"
+
+	"github.com/snapshift/snapshift/cni"
 )
 
 // CNIHostState is the host network state a CNI leaves on a node that holds
-// the old pod range: interfaces with old-range addresses, routes to the old
-// blocks, and files it reads back at start. `snapshift node apply` removes
-// it on the control-plane nodes (executing Actions); the runbook gives the
-// same actions as shell commands for the workers (Commands).
-type CNIHostState struct {
-	// Agents are the CNI agent's container names: their running containers
-	// are stopped first (`crictl stop`), as a running agent recreates what
-	// is removed under it: flannel's vxlan device watcher recreated
-	// flannel.1 with the old subnet's address at once, and the new agent
-	// then adds its own beside it (flannel's EnsureV4AddressOnLink removes
-	// only addresses inside the new network), so host-to-pod traffic
-	// across nodes (NodePorts) left from the old address, seen by the lab.
-	// The kubelet starts them again, with the new cluster's configuration.
-	Agents []string
-	// Links are deleted (`ip link delete`) when they exist.
-	Links []string
-	// Flush are interfaces whose addresses are flushed (the kernel's
-	// fallback tunnel devices cannot be deleted).
-	Flush []string
-	// RouteProtos are routing protocols whose routes are flushed.
-	RouteProtos []string
-	// Paths are removed.
-	Paths []string
-}
+// the old pod range (package cni's HostState: agents to stop, interfaces
+// with old-range addresses, routes to the old blocks, files it reads back
+// at start). `snapshift node apply` removes it on the control-plane nodes
+// (executing Actions); the runbook gives the same actions as shell
+// commands for the workers (Commands).
+type CNIHostState cni.HostState
 
-// CNIHostStateOf is the host state of a CNI by state.DetectCNI's name.
-// Sources: flannel keeps FLANNEL_SUBNET in /run/flannel/subnet.env and
-// reads it back at start (flannel-io/flannel main.go), its bridge cni0
-// holds the old subnet's gateway and flannel.1 the old VTEP address;
-// host-local IPAM keeps its reservations in /var/lib/cni/networks/<network>;
-// Calico's BIRD installs routes with proto bird to the old blocks and puts
-// tunnel addresses on vxlan.calico and tunl0; Cilium puts its router
-// address on cilium_host (cilium_net is its peer) and restores endpoints
-// from /run/cilium/state; Weave's bridge and its persisted IPAM ring are
-// in /var/lib/weave.
-func CNIHostStateOf(cni string) (CNIHostState, bool) {
-	st, ok := cniHostStates()[cni]
-	return st, ok
+// CNIHostStateOf is the host state of a CNI by state.DetectCNI's name,
+// from package cni's table (its sources are named there); false for a name
+// the table lacks or a CNI that leaves nothing to clean.
+func CNIHostStateOf(name string) (CNIHostState, bool) {
+	c, ok := cni.Lookup(name)
+	if !ok || c.HostState.Empty() {
+		return CNIHostState{}, false
+	}
+	return CNIHostState(c.HostState), true
 }
 
 // KnownCNIs are the CNIs whose host state the table knows, sorted.
 func KnownCNIs() []string {
 	var out []string
-	for k := range cniHostStates() {
-		out = append(out, k)
+	for _, c := range cni.All() {
+		if !c.HostState.Empty() {
+			out = append(out, c.Name)
+		}
 	}
 	slices.Sort(out)
 	return out
-}
-
-func cniHostStates() map[string]CNIHostState {
-	return map[string]CNIHostState{
-		"flannel": {Agents: []string{"kube-flannel"}, Links: []string{"cni0", "flannel.1", "flannel-v6.1"}, Paths: []string{"/run/flannel/subnet.env", "/var/lib/cni/networks/cbr0"}},
-		"canal":   {Agents: []string{"calico-node", "kube-flannel"}, Links: []string{"cni0", "flannel.1"}, Paths: []string{"/run/flannel/subnet.env", "/var/lib/cni/networks/k8s-pod-network"}},
-		"calico":  {Agents: []string{"calico-node"}, Links: []string{"vxlan.calico", "vxlan-v6.calico"}, Flush: []string{"tunl0"}, RouteProtos: []string{"bird"}},
-		"cilium":  {Agents: []string{"cilium-agent"}, Links: []string{"cilium_host", "cilium_net", "cilium_vxlan", "cilium_geneve"}, Paths: []string{"/run/cilium/state"}},
-		"weave":   {Agents: []string{"weave"}, Links: []string{"weave", "datapath", "vethwe-bridge", "vxlan-6784"}, Paths: []string{"/var/lib/weave"}},
-	}
 }
 
 // CNIActionKind is what one cleanup action does.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/cni"
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/rules"
@@ -80,13 +81,22 @@ type NamespaceCount struct {
 }
 
 // podLevel are the resources whose old addresses the workloads' own
-// controllers replace once the pods are recreated on the new ranges.
-var podLevel = map[string]bool{"pods": true, "endpoints": true, "endpointslices.discovery.k8s.io": true, "ciliumendpoints.cilium.io": true}
+// controllers replace once the pods are recreated on the new ranges (with
+// the CNIs' per-pod resources, package cni's PodState).
+var podLevel = setOf(slices.Concat([]string{"pods", "endpoints", "endpointslices.discovery.k8s.io"}, cni.PodState()))
 
-// recreateFirst are the namespaces whose pods go first (the CNI, then
-// kube-system: kube-proxy, DNS), before webhooks and the rest, in the
-// rebuild runbook's staged order.
-var recreateFirst = []string{"kube-flannel", "tigera-operator", "calico-system", "cilium", "kube-system"}
+// recreateFirst are the namespaces whose pods go first (the CNIs' own,
+// package cni's Namespaces, then kube-system: kube-proxy, DNS), before
+// webhooks and the rest, in the rebuild runbook's staged order.
+var recreateFirst = append(cni.Namespaces(), "kube-system")
+
+func setOf(ss []string) map[string]bool {
+	out := make(map[string]bool, len(ss))
+	for _, s := range ss {
+		out[s] = true
+	}
+	return out
+}
 
 // RecreateOrder sorts namespace counts into the order to recreate their
 // pods: recreateFirst, then the rest by name.
@@ -643,9 +653,16 @@ func textPrefix6(r netip.Prefix) string {
 // There a CIDR wider than an old range (10.0.0.0/8 around 10.244.0.0/16),
 // or one across its edge, still means the old range: the text scan, which
 // looks for addresses inside the ranges, does not see it.
-var policyLikePrefixes = []string{
-	"/registry/networkpolicies/", "/registry/configmaps/", "/registry/crd.projectcalico.org/",
-	"/registry/cilium.io/", "/registry/policy.networking.k8s.io/",
+var policyLikePrefixes = append([]string{"/registry/networkpolicies/", "/registry/configmaps/", "/registry/policy.networking.k8s.io/"}, cniPolicyPrefixes()...)
+
+// cniPolicyPrefixes are where the CNIs' policy groups live (package cni's
+// PolicyGroups: Calico's and Cilium's policies).
+func cniPolicyPrefixes() []string {
+	var out []string
+	for _, g := range cni.PolicyGroups() {
+		out = append(out, wellknown.DefaultPrefix+g+"/")
+	}
+	return out
 }
 
 func policyLike(k []byte) bool {

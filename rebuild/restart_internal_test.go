@@ -1,22 +1,14 @@
 package rebuild
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	flagpkg "flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	sigyaml "sigs.k8s.io/yaml"
-
-	"github.com/snapshift/snapshift/codec"
-	"github.com/snapshift/snapshift/internal/etcdtest"
+	"github.com/snapshift/snapshift/internal/corpus"
 	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/restart"
 	"github.com/snapshift/snapshift/rules"
@@ -110,58 +102,13 @@ func plannedInput(t *testing.T, snap string, o rules.Options) *restart.Input {
 	return buildInput(rec.workloads, res.Plan, dns)
 }
 
-// corpusSnapshot writes the objects of input.yaml-style files (under
-// testdata/) into a real etcd, encoded as kube-apiserver stores them, and
-// saves its snapshot.
+// corpusSnapshot is the snapshot of input.yaml-style files (under
+// testdata/), written through a real etcd (internal/corpus).
 func corpusSnapshot(t *testing.T, files ...string) string {
 	t.Helper()
-	c := codec.New()
-	srv := etcdtest.StartT(t)
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join("../testdata", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var entries []struct {
-			Key      string          `json:"key"`
-			Encoding string          `json:"encoding"`
-			Object   json.RawMessage `json:"object"`
-		}
-		if err := sigyaml.Unmarshal(b, &entries); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, e := range entries {
-			u := &unstructured.Unstructured{}
-			if err := json.Unmarshal(e.Object, &u.Object); err != nil {
-				t.Fatal(err)
-			}
-			var value []byte
-			if e.Encoding == "json" {
-				value, err = c.EncodeJSON(u)
-			} else {
-				gvk := schema.FromAPIVersionAndKind(u.GetAPIVersion(), u.GetKind())
-				obj, err2 := clientgoscheme.Scheme.New(gvk)
-				if err2 != nil {
-					t.Fatal(err2)
-				}
-				dec := json.NewDecoder(bytes.NewReader(e.Object))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(obj); err != nil {
-					t.Fatalf("%s %s: %v", f, e.Key, err)
-				}
-				value, err = c.EncodeProtobuf(obj, gvk)
-			}
-			if err != nil {
-				t.Fatalf("%s %s: %v", f, e.Key, err)
-			}
-			if _, err := srv.Put(t.Context(), e.Key, value); err != nil {
-				t.Fatal(err)
-			}
-		}
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = filepath.Join(corpus.Testdata(t), f)
 	}
-	out := filepath.Join(t.TempDir(), "corpus.db")
-	if err := srv.SaveSnapshot(t.Context(), out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return corpus.Snapshot(t, paths...)
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapshift/snapshift/bundle"
+	"github.com/snapshift/snapshift/cni"
 	"github.com/snapshift/snapshift/restart"
 	"github.com/snapshift/snapshift/state"
 )
@@ -29,14 +30,25 @@ const (
 func role(kind string, labels map[string]string) (int, string) { return restart.Classify(kind, labels) }
 
 // workloadKeys says whether readRecorded indexes a key: the DaemonSets,
-// Deployments and what state.DetectCNI reads.
+// Deployments and what state.DetectCNI reads (the ConfigMaps and the API
+// groups of the CNIs' custom resources, package cni's table).
 func workloadKeys(key string) bool {
-	for _, s := range []string{"/daemonsets/", "/deployments/", "/statefulsets/", "/pods/", "/services/specs/", "/configmaps/", "/cilium.io/", "/crd.projectcalico.org/", "/operator.tigera.io/"} {
+	for _, s := range workloadSegments {
 		if strings.Contains(key, s) {
 			return true
 		}
 	}
 	return false
+}
+
+var workloadSegments = append([]string{"/daemonsets/", "/deployments/", "/statefulsets/", "/pods/", "/services/specs/", "/configmaps/"}, cniSegments()...)
+
+func cniSegments() []string {
+	var out []string
+	for _, g := range cni.Groups(true) {
+		out = append(out, "/"+g+"/")
+	}
+	return out
 }
 
 // detected is what the snapshot runs, for the restart: its controllers

@@ -1,7 +1,6 @@
 package rebuild
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/internal/corpus"
 )
 
 // upstreamLabels are the pod labels of the CNI controllers in the upstream
@@ -48,29 +49,21 @@ func TestRestartRolesUpstream(t *testing.T) {
 // labels agree with the upstream ones above, and the runbook's selector
 // (spec.selector.matchLabels) selects the pods of its template.
 func TestRestartSelectorsMatchCorpora(t *testing.T) {
-	inputs, err := filepath.Glob("../testdata/golden/*/*/input.yaml")
+	inputs, err := filepath.Glob(filepath.Join(corpus.Testdata(t), "golden", "*", "*", "input.yaml"))
 	if err != nil || len(inputs) == 0 {
 		t.Fatalf("no corpora: %v", err)
 	}
 	found := map[string]bool{}
 	for _, in := range inputs {
-		b, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var entries []struct {
-			Key    string         `json:"key"`
-			Object map[string]any `json:"object"`
-		}
-		if err := yaml.Unmarshal(b, &entries); err != nil {
-			continue // not an object list
-		}
-		for _, e := range entries {
-			kind, _ := e.Object["kind"].(string)
+		for _, e := range corpus.Read(t, in) {
+			var tm metav1.TypeMeta
+			if err := yaml.Unmarshal(e.Object, &tm); err != nil {
+				t.Fatalf("%s %s: %v", in, e.Key, err)
+			}
+			kind, j := tm.Kind, []byte(e.Object)
 			if kind != "DaemonSet" && kind != "Deployment" {
 				continue
 			}
-			j, _ := yaml.Marshal(e.Object)
 			var meta metav1.ObjectMeta
 			var sel *metav1.LabelSelector
 			var tmpl map[string]string

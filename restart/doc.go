@@ -9,8 +9,8 @@
 // The same list is rendered as RUNBOOK.md's restart section (package
 // rebuild, through Commands) and executed by `snapshift cluster restart`
 // (package clusterops): one source. The package imports nothing of the
-// module and nothing of Kubernetes, so the bundle's format can carry
-// Input as it is.
+// module but the leaf cni (the CNIs' restart roles) and nothing of
+// Kubernetes, so the bundle's format can carry Input as it is.
 //
 // The order (Plan): the CNI in its documented order (cilium-operator before
 // the cilium agents; calico-node before calico-kube-controllers; flannel,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/internal/corpus"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/rules"
@@ -41,7 +42,7 @@ func calicoName(p netip.Prefix) string {
 // in them, a handle per allocation.
 type calicoCluster struct {
 	c   *codec.Codec
-	kvs []kvPair
+	kvs []corpus.KV
 	// addrs maps every handle to the addresses allocated to it.
 	addrs map[string][]netip.Addr
 	// tunnel maps node/annotation to the tunnel address it holds.
@@ -54,7 +55,7 @@ func (cc *calicoCluster) put(t *testing.T, key string, obj map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc.kvs = append(cc.kvs, kvPair{Key: key, Value: b})
+	cc.kvs = append(cc.kvs, corpus.KV{Key: key, Value: b})
 }
 
 func crMeta(kind, name string) map[string]any {
@@ -134,7 +135,7 @@ func newCalicoCluster(t *testing.T, old4, old6 netip.Prefix) *calicoCluster {
 	rng := rand.New(rand.NewPCG(13, 2))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system", UID: "ca11c0de-0000-4000-8000-000000000001"},
 		Data: map[string]string{"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  podSubnet: " + old4.String() + "," + old6.String() + "\n  serviceSubnet: 10.96.0.0/12\n"}}
-	cc.kvs = append(cc.kvs, kvPair{Key: "/registry/configmaps/kube-system/kubeadm-config", Value: encodeProto(t, cc.c, cm, "ConfigMap")})
+	cc.kvs = append(cc.kvs, corpus.KV{Key: "/registry/configmaps/kube-system/kubeadm-config", Value: encodeProto(t, cc.c, cm, "ConfigMap")})
 	for _, p := range []netip.Prefix{old4, old6} {
 		name, bs := "default-ipv4-ippool", int64(26)
 		if p.Addr().Is6() {
@@ -165,7 +166,7 @@ func newCalicoCluster(t *testing.T, old4, old6 netip.Prefix) *calicoCluster {
 				"projectcalico.org/IPv4VXLANTunnelAddr": cc.tunnel[node+"/vxlan"].String(),
 				"projectcalico.org/IPv6VXLANTunnelAddr": cc.tunnel[node+"/vxlan-v6"].String(),
 			}}}
-		cc.kvs = append(cc.kvs, kvPair{Key: "/registry/minions/" + node, Value: encodeProto(t, cc.c, n, "Node")})
+		cc.kvs = append(cc.kvs, corpus.KV{Key: "/registry/minions/" + node, Value: encodeProto(t, cc.c, n, "Node")})
 	}
 	return cc
 }
@@ -216,7 +217,7 @@ func TestCalicoThroughEtcd(t *testing.T) {
 	old4, old6 := netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/56")
 	new4, new6 := netip.MustParsePrefix("10.55.0.0/16"), netip.MustParsePrefix("fd00:10:55::/56")
 	cc := newCalicoCluster(t, old4, old6)
-	in := buildSnapshot(t, cc.kvs)
+	in := corpus.Write(t, cc.kvs)
 	out := filepath.Join(t.TempDir(), "out.db")
 	rep, _, _, err := runRules(t, in, out, rules.Options{PodCIDROptions: rules.PodCIDROptions{PodNetworkCIDR: new4.String() + "," + new6.String()}})
 	if err != nil {

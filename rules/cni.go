@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/cni"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
@@ -27,8 +28,9 @@ type CNIOptions struct {
 	LeaveCNIState []string `json:"leaveCNIState,omitempty"`
 }
 
-// cniLeavable are the CNIs whose IPAM state can be refused, hence left.
-var cniLeavable = []string{state.CNICalico, state.CNICilium}
+// cniLeavable are the CNIs whose IPAM state can be refused, hence left:
+// those a rule moves (package cni's IPAMRule).
+var cniLeavable = cni.Leavable()
 
 // CNI names the CNIs of the snapshot in the plan, moves Weave's
 // IPALLOC_RANGE, and refuses a pod-CIDR move that would leave a CNI's IPAM
@@ -43,7 +45,7 @@ type CNI struct {
 
 var cniEntry = Entry{
 	Name:    NameCNI,
-	Summary: "name the CNI in the plan, move Weave's IPALLOC_RANGE, and refuse to leave CNI IPAM state (Calico, Cilium) at the old pod range unless acknowledged",
+	Summary: "name the CNI in the plan, move Weave's IPALLOC_RANGE, and refuse to leave CNI IPAM state (" + leavableDisplay() + ") at the old pod range unless acknowledged",
 	Touches: []string{"daemonsets.apps kube-system/weave-net (env IPALLOC_RANGE)"},
 	// It must know what the CNI rules planned (and refused) first.
 	After:    []string{NamePodCIDR, NameCilium, NameCalico},
@@ -53,8 +55,17 @@ var cniEntry = Entry{
 	Example:  func() Options { return Options{PodCIDROptions: PodCIDROptions{PodNetworkCIDR: "10.55.0.0/16"}} },
 	Options: func(o *Options) []Option {
 		return []Option{{Field: "LeaveCNIState", Name: "leave-cni-state", CLI: true, Config: "networking.leaveCNIState", Value: &o.LeaveCNIState,
-			Usage: "leave this CNI's IPAM state (calico, cilium) at the old pod range and move it by hand (repeatable); the notes say how"}}
+			Usage: "leave this CNI's IPAM state (" + strings.Join(cniLeavable, ", ") + ") at the old pod range and move it by hand (repeatable); the notes say how"}}
 	},
+}
+
+// leavableDisplay names the leavable CNIs as prose does ("Calico, Cilium").
+func leavableDisplay() string {
+	var d []string
+	for _, n := range cni.Leavable() {
+		d = append(d, cni.MustLookup(n).Display)
+	}
+	return strings.Join(d, ", ")
 }
 
 func validateCNIOptions(o *Options) error {
@@ -83,7 +94,7 @@ func (r *CNI) Prepare(ctx context.Context, v *state.View) error {
 	}
 	r.plan.CNI = cnis
 	if len(cnis) == 0 {
-		r.notes = append(r.notes, "CNI: unknown (no flannel, Canal, Calico, Cilium or Weave objects): check that the CNI reads node.spec.podCIDR or move its pod range by hand")
+		r.notes = append(r.notes, "CNI: unknown (no "+cni.DisplayList()+" objects): check that the CNI reads node.spec.podCIDR or move its pod range by hand")
 	}
 	for _, c := range cnis {
 		r.notes = append(r.notes, "CNI: "+c.String())
@@ -105,36 +116,29 @@ func (r *CNI) Prepare(ctx context.Context, v *state.View) error {
 	return nil
 }
 
-// moved reports whether an enabled rule moves the CNI's IPAM state.
+// moved reports whether an enabled rule moves the CNI's IPAM state: the
+// rule package cni names for it (Cilium's only in the modes whose pools
+// it keeps in etcd).
 func (r *CNI) moved(c state.CNI) bool {
-	if slices.Contains(r.opts.LeaveCNIState, c.Name) {
+	row, ok := cni.Lookup(c.Name)
+	if !ok || row.IPAMRule == "" || slices.Contains(r.opts.LeaveCNIState, c.Name) {
 		return false
 	}
-	switch c.Name {
-	case state.CNICalico:
-		e, err := Lookup(NameCalico)
-		return err == nil && e.Enabled(&r.opts)
-	case state.CNICilium:
-		e, err := Lookup(NameCilium)
-		return err == nil && e.Enabled(&r.opts) && (c.IPAM == state.IPAMClusterPool || c.IPAM == state.IPAMMultiPool)
+	e, err := Lookup(row.IPAMRule)
+	if err != nil || !e.Enabled(&r.opts) {
+		return false
 	}
-	return false
+	return c.Name != state.CNICilium || c.IPAM == state.IPAMClusterPool || c.IPAM == state.IPAMMultiPool
 }
 
-// byHand is the note for IPAM state left at the old range.
+// byHand is the note for IPAM state left at the old range (package cni's
+// ByHand).
 func (r *CNI) byHand(c state.CNI) string {
 	newRange := "the new pod CIDR"
 	if r.plan.Pod != nil {
 		newRange = cidr.Join(r.plan.Pod.New)
 	}
-	switch c.Name {
-	case state.CNICalico:
-		return fmt.Sprintf("Calico IPAM state left at the old range (--leave-cni-state calico: %s): after the restore, create an IPPool for %s with the old pool's blockSize, ipipMode/vxlanMode and natOutgoing, disable the old pool, recreate every pod that is not on the host network so it takes an address from the new pool, then delete the old pool (its IPAM blocks and affinities go with it)",
-			c.StateString(), newRange)
-	default:
-		return fmt.Sprintf("Cilium IPAM state left at the old range (--leave-cni-state cilium: %s): after the restore, set the pool in cilium-config to %s, delete every CiliumNode, restart cilium-operator and then the cilium DaemonSet (each agent recreates its CiliumNode and the operator gives it a CIDR of the new pool), then recreate every pod that is not on the host network",
-			c.StateString(), newRange)
-	}
+	return fmt.Sprintf(cni.MustLookup(c.Name).ByHand, c.StateString(), newRange)
 }
 
 // planWeave maps IPALLOC_RANGE when it is the old pod CIDR.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/internal/corpus"
 	"github.com/snapshift/snapshift/rules"
 )
 
@@ -30,10 +31,7 @@ func conformanceInput(t *testing.T, name, sample string, sampleState *liveState)
 		return sample, sampleState
 	}
 	c := codec.New()
-	var kvs []kvPair
-	for _, e := range readInputYAML(t, filepath.Join(goldenDir, dir, "input.yaml")) {
-		kvs = append(kvs, kvPair{Key: e.Key, Value: encodeEntry(t, c, e)})
-	}
-	in := buildSnapshot(t, kvs)
+	kvs := corpus.KVs(t, c, corpus.Read(t, filepath.Join(goldenDir, dir, "input.yaml")))
+	in := corpus.Write(t, kvs)
 	return in, readState(t, in)
 }

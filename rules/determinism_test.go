@@ -15,6 +15,7 @@ import (
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/internal/corpus"
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/gen"
 	"github.com/snapshift/snapshift/internal/sample"
@@ -171,7 +172,7 @@ func goldenSameBytesCases(t *testing.T) []sameBytesCase {
 	}
 	c := codec.New()
 	out := make([]sameBytesCase, len(dirs))
-	inputs := make([][]kvPair, len(dirs))
+	inputs := make([][]corpus.KV, len(dirs))
 	for i, f := range dirs {
 		dir := filepath.Dir(f)
 		b, err := os.ReadFile(f)
@@ -182,9 +183,7 @@ func goldenSameBytesCases(t *testing.T) []sameBytesCase {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		for _, e := range readInputYAML(t, filepath.Join(dir, "input.yaml")) {
-			inputs[i] = append(inputs[i], kvPair{Key: e.Key, Value: encodeEntry(t, c, e)})
-		}
+		inputs[i] = corpus.KVs(t, c, corpus.Read(t, filepath.Join(dir, "input.yaml")))
 		name := filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
 		out[i] = sameBytesCase{name: "golden " + name, in: filepath.Join(t.TempDir(), "input.db"), opts: flags.options()}
 	}
@@ -210,9 +209,9 @@ func goldenSameBytesCases(t *testing.T) []sameBytesCase {
 	return out
 }
 
-// saveSnapshot is buildSnapshot for another goroutine: kvs put, in order,
+// saveSnapshot is corpus.Write for another goroutine: kvs put, in order,
 // into a new embedded etcd, whose snapshot is saved at path.
-func saveSnapshot(ctx context.Context, kvs []kvPair, path string) (err error) {
+func saveSnapshot(ctx context.Context, kvs []corpus.KV, path string) (err error) {
 	srv, err := etcdtest.Start(ctx, etcdtest.Config{})
 	if err != nil {
 		return err
@@ -249,11 +248,11 @@ func corpusSameBytesCases(t *testing.T) []sameBytesCase {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var kvs []kvPair
+		var kvs []corpus.KV
 		for _, e := range entries {
-			kvs = append(kvs, kvPair{Key: e.Key, Value: e.Value})
+			kvs = append(kvs, corpus.KV{Key: e.Key, Value: e.Value})
 		}
-		out = append(out, sameBytesCase{name: program, in: buildSnapshot(t, kvs), opts: seed})
+		out = append(out, sameBytesCase{name: program, in: corpus.Write(t, kvs), opts: seed})
 	}
 	for _, p := range gen.Profiles {
 		in := filepath.Join(t.TempDir(), "gen.db")

@@ -16,6 +16,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/internal/corpus"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/ruleset"
@@ -140,11 +141,8 @@ func runGoldenCase(t *testing.T, dir string) {
 		t.Fatalf("case.yaml: %v", err)
 	}
 	c := codec.New()
-	var kvs []kvPair
-	for _, e := range readInputYAML(t, filepath.Join(dir, "input.yaml")) {
-		kvs = append(kvs, kvPair{Key: e.Key, Value: encodeEntry(t, c, e)})
-	}
-	in := buildSnapshot(t, kvs)
+	kvs := corpus.KVs(t, c, corpus.Read(t, filepath.Join(dir, "input.yaml")))
+	in := corpus.Write(t, kvs)
 	inState := readState(t, in)
 	out := filepath.Join(t.TempDir(), "out.db")
 
@@ -207,7 +205,7 @@ func renderOutput(t *testing.T, c *codec.Codec, in, out *liveState, rep *transfo
 			// Show the bitmap as addresses; the bytes must be exactly what
 			// the independent encoder of internal/sample makes of them.
 			g.Bitmap = bitmapAddrs(t, ra)
-			if want := sampleBitmap(t, ra.Range, g.Bitmap); !bytes.Equal(want, ra.Data) {
+			if want := corpus.Bitmap(t, ra.Range, g.Bitmap); !bytes.Equal(want, ra.Data) {
 				t.Errorf("%s: bitmap bytes %x, want %x (big-endian, minimal) for %v", k, ra.Data, want, g.Bitmap)
 			}
 			delete(g.Object.(map[string]any), "data")

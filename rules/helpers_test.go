@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -17,14 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/codec"
-	"github.com/snapshift/snapshift/internal/etcdtest"
-	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/internal/corpus"
 	"github.com/snapshift/snapshift/leftovers"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
@@ -35,137 +30,11 @@ import (
 // (internal/sample written by a real etcd).
 const samplePath = "../testdata/sample.db"
 
-// inputEntry is one key of a golden input.yaml: the etcd key and the object
-// as readable YAML. Built-in kinds are stored as protobuf (as kube-apiserver
-// stores them); encoding: json stores the object as a custom resource is.
-type inputEntry struct {
-	Key      string `json:"key"`
-	Encoding string `json:"encoding,omitempty"`
-	// Bitmap, for a RangeAllocation, lists the allocated addresses; the
-	// test fills data from it with internal/sample's independent encoder.
-	Bitmap []string        `json:"bitmap,omitempty"`
-	Object json.RawMessage `json:"object"`
-}
-
-// readInputYAML parses an input.yaml file.
-func readInputYAML(t *testing.T, path string) []inputEntry {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parseInputYAML(t, path, b)
-}
-
-// parseInputYAML parses input.yaml content; path names it in errors.
-func parseInputYAML(t *testing.T, path string, b []byte) []inputEntry {
-	t.Helper()
-	j, err := sigyaml.YAMLToJSON(b)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	var entries []inputEntry
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&entries); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if len(entries) == 0 {
-		t.Fatalf("%s: no entries", path)
-	}
-	return entries
-}
-
-// encodeEntry encodes one input object exactly as the apiserver stores it:
-// "k8s\0" protobuf of the typed object for built-in kinds (strictly parsed:
-// a misspelt field fails the test), JSON for custom resources.
-func encodeEntry(t *testing.T, c *codec.Codec, e inputEntry) []byte {
-	t.Helper()
-	var tm struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := json.Unmarshal(e.Object, &tm); err != nil {
-		t.Fatalf("%s: %v", e.Key, err)
-	}
-	gv, err := schema.ParseGroupVersion(tm.APIVersion)
-	if err != nil || tm.Kind == "" {
-		t.Fatalf("%s: object needs apiVersion and kind (got %q %q)", e.Key, tm.APIVersion, tm.Kind)
-	}
-	gvk := gv.WithKind(tm.Kind)
-	switch e.Encoding {
-	case "json":
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(e.Object, &u.Object); err != nil {
-			t.Fatalf("%s: %v", e.Key, err)
-		}
-		b, err := c.EncodeJSON(u)
-		if err != nil {
-			t.Fatalf("%s: %v", e.Key, err)
-		}
-		return b
-	case "", "protobuf":
-		obj, err := clientgoscheme.Scheme.New(gvk)
-		if err != nil {
-			t.Fatalf("%s: %v", e.Key, err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(e.Object))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(obj); err != nil {
-			t.Fatalf("%s: %s: %v", e.Key, gvk, err)
-		}
-		if e.Bitmap != nil {
-			ra, ok := obj.(*corev1.RangeAllocation)
-			if !ok {
-				t.Fatalf("%s: bitmap given for a %s", e.Key, gvk)
-			}
-			ra.Data = sampleBitmap(t, ra.Range, e.Bitmap)
-		}
-		b, err := c.EncodeProtobuf(obj, gvk)
-		if err != nil {
-			t.Fatalf("%s: %v", e.Key, err)
-		}
-		return b
-	default:
-		t.Fatalf("%s: unknown encoding %q", e.Key, e.Encoding)
-		return nil
-	}
-}
-
 // snapshotFromYAML builds a snapshot from input.yaml-style text.
 func snapshotFromYAML(t *testing.T, c *codec.Codec, text string) string {
 	t.Helper()
-	var kvs []kvPair
-	for _, e := range parseInputYAML(t, t.Name(), []byte(text)) {
-		kvs = append(kvs, kvPair{Key: e.Key, Value: encodeEntry(t, c, e)})
-	}
-	return buildSnapshot(t, kvs)
-}
-
-// kvPair is a key and a stored value.
-type kvPair struct {
-	Key   string
-	Value []byte
-}
-
-// buildSnapshot writes kvs, in order, to a new embedded etcd on 127.0.0.1
-// and saves a snapshot of it as etcdctl does. It returns the file's path.
-func buildSnapshot(t *testing.T, kvs []kvPair) string {
-	t.Helper()
-	srv := etcdtest.StartT(t)
-	for _, kv := range kvs {
-		if _, err := srv.Put(t.Context(), kv.Key, kv.Value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(t.TempDir(), "input.db")
-	if err := srv.SaveSnapshot(t.Context(), path); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	kvs := corpus.KVs(t, c, corpus.Parse(t, t.Name(), []byte(text)))
+	return corpus.Write(t, kvs)
 }
 
 // liveKV is one live key as stored, copied out of the snapshot.
@@ -491,21 +360,6 @@ func bitmapAddrs(t testing.TB, ra *corev1.RangeAllocation) []string {
 		out = append(out, a.String())
 	}
 	return out
-}
-
-// sampleBitmap encodes a service IP bitmap with internal/sample's encoder,
-// written independently of package cidr.
-func sampleBitmap(t testing.TB, rng string, ips []string) []byte {
-	t.Helper()
-	var as []netip.Addr
-	for _, s := range ips {
-		as = append(as, netip.MustParseAddr(s))
-	}
-	b, err := sample.ServiceIPBitmap(netip.MustParsePrefix(rng), as)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // decodeTyped is decodeValue for a kind the caller knows.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapshift/snapshift/codec"
 	"github.com/snapshift/snapshift/encryption"
+	"github.com/snapshift/snapshift/internal/corpus"
 	"github.com/snapshift/snapshift/internal/testfile"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
@@ -23,11 +24,8 @@ import (
 func goldenInput(t *testing.T, dir string) string {
 	t.Helper()
 	c := codec.New()
-	var kvs []kvPair
-	for _, e := range readInputYAML(t, filepath.Join(dir, "input.yaml")) {
-		kvs = append(kvs, kvPair{Key: e.Key, Value: encodeEntry(t, c, e)})
-	}
-	return buildSnapshot(t, kvs)
+	kvs := corpus.KVs(t, c, corpus.Read(t, filepath.Join(dir, "input.yaml")))
+	return corpus.Write(t, kvs)
 }
 
 func changesOf(rep *transform.Report, key string) []string {

@@ -3,27 +3,30 @@ package state
 // Which CNI a snapshot's cluster runs, and where its IPAM keeps pod
 // addresses: read from the ConfigMaps, DaemonSets and custom resources each
 // CNI's manifests create. Rules use it to refuse a pod-CIDR move that would
-// leave IPAM state behind; inspect and plan show it.
+// leave IPAM state behind; inspect and plan show it. What each CNI's
+// objects are is package cni's table; the IPAM modes are read here.
 
 import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/snapshift/snapshift/cni"
 	"github.com/snapshift/snapshift/wellknown"
 )
 
-// The CNIs Detect names.
+// The CNIs Detect names (package cni's names).
 const (
-	CNIFlannel = "flannel"
-	CNICanal   = "canal"
-	CNICalico  = "calico"
-	CNICilium  = "cilium"
-	CNIWeave   = "weave"
+	CNIFlannel = cni.Flannel
+	CNICanal   = cni.Canal
+	CNICalico  = cni.Calico
+	CNICilium  = cni.Cilium
+	CNIWeave   = cni.Weave
 )
 
 // IPAM modes Detect names (besides a Cilium mode it does not know, which is
@@ -39,9 +42,19 @@ const (
 )
 
 // CNIListed are the prefixes DetectCNI lists (for snapshot.IndexOptions.Named
-// and transform.Lister).
-var CNIListed = []string{wellknown.PrefixCiliumNodes, wellknown.PrefixCiliumPools, wellknown.PrefixCalicoPools, wellknown.PrefixCalicoBlocks,
-	wellknown.PrefixCalicoAffs, wellknown.PrefixCalicoHandles, wellknown.PrefixTigeraInstall, "/registry/daemonsets/"}
+// and transform.Lister): every CNI's IPAM and marker resources, and the
+// DaemonSets.
+var CNIListed = cniListed()
+
+func cniListed() []string {
+	var out []string
+	for _, c := range cni.All() {
+		for _, r := range slices.Concat(c.IPAM, c.Markers) {
+			out = append(out, wellknown.Prefix(r))
+		}
+	}
+	return append(out, "/registry/daemonsets/")
+}
 
 // CNIObjects counts one kind of IPAM object a CNI keeps in etcd.
 type CNIObjects struct {
@@ -95,23 +108,78 @@ func (c CNI) String() string {
 	return out
 }
 
-// DetectCNI names every CNI the snapshot shows, in the order flannel,
-// Canal, Calico, Cilium, Weave. An empty list means none was recognised.
+// cniDetectors read each CNI of package cni's table, by name: the objects
+// are the table's, what they say about the IPAM mode is read here.
+var cniDetectors = map[string]func(*View, cni.CNI) (*CNI, error){
+	cni.Flannel: detectFlannelCNI,
+	cni.Canal:   detectCanal,
+	cni.Calico:  detectCalico,
+	cni.Cilium:  detectCilium,
+	cni.Weave:   detectWeave,
+}
+
+// DetectCNI names every CNI the snapshot shows, in the table's order
+// (flannel, Canal, Calico, Cilium, Weave), the CNI k3s or RKE2 embeds
+// right after Canal. An empty list means none was recognised. A CNI of the
+// table without a detector is an error (TestEveryCNIDetected holds the
+// two together).
 func DetectCNI(ctx context.Context, v *View) ([]CNI, error) {
 	var out []CNI
-	for _, d := range []func(*View) (*CNI, error){detectFlannelCNI, detectCanal, detectEmbeddedCNI, detectCalico, detectCilium, detectWeave} {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	for _, row := range cni.All() {
+		d, ok := cniDetectors[row.Name]
+		if !ok {
+			return nil, fmt.Errorf("state: no detection of CNI %q (package cni's table)", row.Name)
 		}
-		c, err := d(v)
-		if err != nil {
-			return nil, err
+		detect := []func(*View) (*CNI, error){func(v *View) (*CNI, error) { return d(v, row) }}
+		if row.Name == cni.Canal {
+			// k3s's flannel and RKE2's Canal, when neither the flannel nor
+			// the Canal detector found their manifests' objects.
+			detect = append(detect, detectEmbeddedCNI)
 		}
-		if c != nil {
-			out = append(out, *c)
+		for _, d := range detect {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			c, err := d(v)
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				out = append(out, *c)
+			}
 		}
 	}
 	return out, nil
+}
+
+// cniEvidence names the CNI's ConfigMaps, DaemonSets (by prefix where the
+// table says so) and marker resources that the snapshot holds, in that
+// order.
+func cniEvidence(v *View, row cni.CNI) []string {
+	ev := present(v, wellknown.CNIKeys("configmaps", row.ConfigMaps)...)
+	ds := wellknown.CNIKeys("daemonsets", row.DaemonSets)
+	if row.DaemonSetPrefix {
+		ev = append(ev, presentPrefix(v, ds...)...)
+	} else {
+		ev = append(ev, present(v, ds...)...)
+	}
+	for _, m := range row.Markers {
+		if len(v.Keys(wellknown.Prefix(m))) > 0 {
+			ev = append(ev, m)
+		}
+	}
+	return ev
+}
+
+// cniState counts the CNI's IPAM objects, each resource that has any.
+func cniState(v *View, row cni.CNI) []CNIObjects {
+	var out []CNIObjects
+	for _, r := range row.IPAM {
+		if n, ok := count(v, r, wellknown.Prefix(r)); ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // present returns the display names of the keys that are live.
@@ -155,16 +223,16 @@ func count(v *View, resource, prefix string) (CNIObjects, bool) {
 	return CNIObjects{Resource: resource, Count: n}, n > 0
 }
 
-func detectFlannelCNI(v *View) (*CNI, error) {
-	ev := append(present(v, wellknown.FlannelConfigKeys...), presentPrefix(v, wellknown.FlannelDaemonSets...)...)
+func detectFlannelCNI(v *View, row cni.CNI) (*CNI, error) {
+	ev := cniEvidence(v, row)
 	if len(ev) == 0 {
 		return nil, nil
 	}
 	return &CNI{Name: CNIFlannel, IPAM: IPAMKubeSubnetManager, Evidence: ev}, nil
 }
 
-func detectCanal(v *View) (*CNI, error) {
-	ev := present(v, wellknown.KeyCanalConfig, wellknown.KeyCanalDaemonSet)
+func detectCanal(v *View, row cni.CNI) (*CNI, error) {
+	ev := cniEvidence(v, row)
 	if len(ev) == 0 {
 		return nil, nil
 	}
@@ -194,20 +262,9 @@ func cniConfigIPAM(v *View, key string) (string, bool, error) {
 	return m[1], true, nil
 }
 
-func detectCalico(v *View) (*CNI, error) {
-	ev := append(present(v, wellknown.KeyCalicoConfig), presentPrefix(v, wellknown.CalicoDaemonSets...)...)
-	if n := len(v.Keys(wellknown.PrefixTigeraInstall)); n > 0 {
-		ev = append(ev, "installations.operator.tigera.io")
-	}
-	c := &CNI{Name: CNICalico}
-	for _, o := range []struct{ res, prefix string }{
-		{"ippools.crd.projectcalico.org", wellknown.PrefixCalicoPools}, {"ipamblocks.crd.projectcalico.org", wellknown.PrefixCalicoBlocks},
-		{"blockaffinities.crd.projectcalico.org", wellknown.PrefixCalicoAffs}, {"ipamhandles.crd.projectcalico.org", wellknown.PrefixCalicoHandles},
-	} {
-		if n, ok := count(v, o.res, o.prefix); ok {
-			c.State = append(c.State, n)
-		}
-	}
+func detectCalico(v *View, row cni.CNI) (*CNI, error) {
+	ev := cniEvidence(v, row)
+	c := &CNI{Name: CNICalico, State: cniState(v, row)}
 	if len(ev) == 0 && len(c.State) == 0 {
 		return nil, nil
 	}
@@ -239,14 +296,14 @@ func detectCalico(v *View) (*CNI, error) {
 	return c, nil
 }
 
-func detectCilium(v *View) (*CNI, error) {
-	ev := present(v, wellknown.KeyCiliumConfig, wellknown.KeyCiliumDaemonSet)
-	nodes, hasNodes := count(v, "ciliumnodes.cilium.io", wellknown.PrefixCiliumNodes)
-	pools, hasPools := count(v, "ciliumpodippools.cilium.io", wellknown.PrefixCiliumPools)
-	if len(ev) == 0 && !hasNodes && !hasPools {
+func detectCilium(v *View, row cni.CNI) (*CNI, error) {
+	ev := cniEvidence(v, row)
+	st := cniState(v, row)
+	if len(ev) == 0 && len(st) == 0 {
 		return nil, nil
 	}
-	c := &CNI{Name: CNICilium, Evidence: ev, IPAM: IPAMClusterPool} // Cilium's default mode
+	hasPools := len(v.Keys(wellknown.PrefixCiliumPools)) > 0
+	c := &CNI{Name: CNICilium, Evidence: ev, IPAM: IPAMClusterPool, State: st} // Cilium's default mode
 	if len(ev) == 0 {
 		c.Evidence = []string{"custom resources only"}
 	}
@@ -256,12 +313,6 @@ func detectCilium(v *View) (*CNI, error) {
 	}
 	if ok && cm.Data["ipam"] != "" {
 		c.IPAM = cm.Data["ipam"]
-	}
-	if hasNodes {
-		c.State = append(c.State, nodes)
-	}
-	if hasPools {
-		c.State = append(c.State, pools)
 	}
 	switch c.IPAM {
 	case IPAMClusterPool, IPAMMultiPool:
@@ -300,12 +351,13 @@ func ciliumNodesWithPodCIDRs(v *View) (int, error) {
 	return n, nil
 }
 
-func detectWeave(v *View) (*CNI, error) {
-	o, ok, err := v.Get(wellknown.KeyWeaveDaemonSet)
+func detectWeave(v *View, row cni.CNI) (*CNI, error) {
+	key := wellknown.CNIKeys("daemonsets", row.DaemonSets)[0]
+	o, ok, err := v.Get(key)
 	if err != nil || !ok {
 		return nil, err
 	}
-	c := &CNI{Name: CNIWeave, IPAM: IPAMWeave, Evidence: []string{displayKey(wellknown.KeyWeaveDaemonSet)},
+	c := &CNI{Name: CNIWeave, IPAM: IPAMWeave, Evidence: []string{displayKey(key)},
 		Note: "weave keeps its IPAM ring on each node, not in etcd"}
 	if ds, ok := o.Value.Obj.(*appsv1.DaemonSet); ok {
 		for _, ct := range ds.Spec.Template.Spec.Containers {

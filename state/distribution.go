@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/cni"
 	"github.com/snapshift/snapshift/wellknown"
 )
 
@@ -378,14 +379,17 @@ func detectEmbeddedCNI(v *View) (*CNI, error) {
 		return nil, err
 	}
 	if d.Name == DistRKE2 {
-		if ev := present(v, PrefixHelmCharts+"kube-system/rke2-canal"); len(ev) > 0 {
-			return &CNI{Name: CNICanal, IPAM: IPAMHostLocal, Evidence: []string{"HelmChart kube-system/rke2-canal (RKE2's default CNI)"}}, nil
+		for _, hc := range cni.MustLookup(cni.Canal).HelmCharts {
+			if ev := present(v, PrefixHelmCharts+hc.String()); len(ev) > 0 {
+				return &CNI{Name: CNICanal, IPAM: IPAMHostLocal, Evidence: []string{"HelmChart " + hc.String() + " (RKE2's default CNI)"}}, nil
+			}
 		}
 		return nil, nil
 	}
+	annotation := cni.MustLookup(cni.Flannel).NodeAnnotation
 	n := 0
 	err = v.Each(wellknown.PrefixNodes, func(o *Object) error {
-		if node, ok := o.Value.Obj.(*corev1.Node); ok && node.Annotations["flannel.alpha.coreos.com/kube-subnet-manager"] == "true" {
+		if node, ok := o.Value.Obj.(*corev1.Node); ok && node.Annotations[annotation] == "true" {
 			n++
 		}
 		return nil
@@ -394,5 +398,5 @@ func detectEmbeddedCNI(v *View) (*CNI, error) {
 		return nil, err
 	}
 	return &CNI{Name: CNIFlannel, IPAM: IPAMKubeSubnetManager,
-		Evidence: []string{fmt.Sprintf("k3s's embedded flannel (%d Nodes annotated flannel.alpha.coreos.com/kube-subnet-manager)", n)}}, nil
+		Evidence: []string{fmt.Sprintf("k3s's embedded flannel (%d Nodes annotated %s)", n, annotation)}}, nil
 }

@@ -11,13 +11,37 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/cni"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/wellknown"
 )
 
-// cniKeyPrefixes are where the CNI checks read (with the ConfigMaps of
-// kube-system, which networkKeyPrefixes has).
-var cniKeyPrefixes = []string{"/registry/crd.projectcalico.org/", "/registry/cilium.io/"}
+// cniKeyPrefixes are where the CNI checks read: the groups of the CNIs'
+// IPAM resources (package cni's table; with the ConfigMaps of kube-system,
+// which networkKeyPrefixes has).
+var cniKeyPrefixes = cniGroupPrefixes()
+
+// cniConfigPrefixes are the namespaces of the CNIs' ConfigMaps other than
+// kube-system (flannel's kube-flannel).
+func cniConfigPrefixes() []string {
+	var out []string
+	for _, c := range cni.All() {
+		for _, o := range c.ConfigMaps {
+			if p := wellknown.Prefix("configmaps") + o.Namespace + "/"; o.Namespace != "kube-system" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func cniGroupPrefixes() []string {
+	var out []string
+	for _, g := range cni.Groups(false) {
+		out = append(out, wellknown.DefaultPrefix+g+"/")
+	}
+	return out
+}
 
 // cidrObject is one IPAM object's CIDR (and for Calico the node it is
 // affine to), named for the problems.

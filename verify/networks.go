@@ -584,13 +584,12 @@ func diffAddrs(have, want []netip.Addr) string {
 var networkListed = slices.Concat([]string{wellknown.PrefixServices, wellknown.PrefixIPAddresses, wellknown.PrefixNodes},
 	state.CNIListed, state.DistributionListed)
 
-// networkKeyPrefixes are where everything checkNetworks reads lives.
-var networkKeyPrefixes = []string{
+// networkKeyPrefixes are where everything checkNetworks reads lives
+// (the ConfigMaps of kube-system and of the CNIs' namespaces).
+var networkKeyPrefixes = slices.Concat([]string{
 	wellknown.PrefixServices, wellknown.PrefixIPAddresses, wellknown.PrefixNodes,
-	"/registry/ranges/", "/registry/servicecidrs/",
-	"/registry/configmaps/kube-system/", "/registry/configmaps/kube-flannel/",
-	cniKeyPrefixes[0], cniKeyPrefixes[1],
-}
+	"/registry/ranges/", "/registry/servicecidrs/", "/registry/configmaps/kube-system/",
+}, cniConfigPrefixes(), cniKeyPrefixes)
 
 // storedPrefixes returns canonical prefixes as a snapshot under prefix
 // stores them.

@@ -1,17 +1,22 @@
 // Package wellknown holds the apiserver's key layout and the keys of the
 // well-known objects snapshift reads and moves (kubeadm's ConfigMaps, the
 // service allocator, the CNIs' configuration and IPAM state), in one place
-// that every layer imports (etcd-io/auger's pkg/wellknown is the model). It
-// imports nothing.
+// that every layer imports (etcd-io/auger's pkg/wellknown is the model).
+// The CNIs' keys are derived from package cni's table; besides it, the
+// package imports only internal/textdist (did-you-mean).
 package wellknown
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/snapshift/snapshift/cni"
+)
 
 // DefaultPrefix is where kube-apiserver keeps objects unless --etcd-prefix
 // says otherwise (OpenShift uses /kubernetes.io/).
 const DefaultPrefix = "/registry/"
 
-// Well-known keys (kubeadm's names; flannel in either namespace).
+// Well-known keys (kubeadm's names).
 const (
 	KeyKubeadmConfig      = "/registry/configmaps/kube-system/kubeadm-config"
 	KeyKubeletConfig      = "/registry/configmaps/kube-system/kubelet-config"
@@ -45,39 +50,41 @@ const (
 	AnnotationAPIServerEndpoint = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
 )
 
-// FlannelConfigKeys are where kube-flannel-cfg lives (current and older manifests).
-var FlannelConfigKeys = []string{
-	"/registry/configmaps/kube-flannel/kube-flannel-cfg",
-	"/registry/configmaps/kube-system/kube-flannel-cfg",
-}
-
-// Where the CNIs keep their configuration and IPAM state. With the
-// Kubernetes datastore every Calico object is a cluster-scoped custom
-// resource of crd.projectcalico.org/v1, stored as JSON under its plural;
-// the operator's Installation is operator.tigera.io/v1.
-const (
-	KeyCanalConfig      = "/registry/configmaps/kube-system/canal-config"
-	KeyCalicoConfig     = "/registry/configmaps/kube-system/calico-config"
-	KeyCiliumConfig     = "/registry/configmaps/kube-system/cilium-config"
-	KeyWeaveDaemonSet   = "/registry/daemonsets/kube-system/weave-net"
-	KeyCanalDaemonSet   = "/registry/daemonsets/kube-system/canal"
-	KeyCiliumDaemonSet  = "/registry/daemonsets/kube-system/cilium"
-	PrefixCiliumNodes   = "/registry/cilium.io/ciliumnodes/"
-	PrefixCiliumPools   = "/registry/cilium.io/ciliumpodippools/"
-	PrefixCalicoPools   = "/registry/crd.projectcalico.org/ippools/"
-	PrefixCalicoBlocks  = "/registry/crd.projectcalico.org/ipamblocks/"
-	PrefixCalicoAffs    = "/registry/crd.projectcalico.org/blockaffinities/"
-	PrefixCalicoHandles = "/registry/crd.projectcalico.org/ipamhandles/"
-	PrefixTigeraInstall = "/registry/operator.tigera.io/installations/"
-)
-
-// FlannelDaemonSets and CalicoDaemonSets are the CNIs' node agents, in
-// each install's namespace; CalicoConfigMaps the manifest's calico-config.
+// The keys of the CNIs' objects, from package cni's table: the
+// ConfigMaps (FlannelConfigKeys in every namespace flannel's manifests have
+// used, the first of the others the one the rules read), the node agents'
+// DaemonSets in each install's namespace (flannel's and Calico's matched as
+// prefixes) and the custom resources of their IPAM state.
 var (
-	FlannelDaemonSets = []string{"/registry/daemonsets/kube-flannel/kube-flannel-ds", "/registry/daemonsets/kube-system/kube-flannel-ds"}
-	CalicoDaemonSets  = []string{"/registry/daemonsets/kube-system/calico-node", "/registry/daemonsets/calico-system/calico-node"}
-	CalicoConfigMaps  = []string{KeyCalicoConfig}
+	FlannelConfigKeys = CNIKeys("configmaps", cni.MustLookup(cni.Flannel).ConfigMaps)
+	FlannelDaemonSets = CNIKeys("daemonsets", cni.MustLookup(cni.Flannel).DaemonSets)
+	CalicoConfigMaps  = CNIKeys("configmaps", cni.MustLookup(cni.Calico).ConfigMaps)
+	CalicoDaemonSets  = CNIKeys("daemonsets", cni.MustLookup(cni.Calico).DaemonSets)
+
+	KeyCanalConfig     = CNIKeys("configmaps", cni.MustLookup(cni.Canal).ConfigMaps)[0]
+	KeyCalicoConfig    = CalicoConfigMaps[0]
+	KeyCiliumConfig    = CNIKeys("configmaps", cni.MustLookup(cni.Cilium).ConfigMaps)[0]
+	KeyWeaveDaemonSet  = CNIKeys("daemonsets", cni.MustLookup(cni.Weave).DaemonSets)[0]
+	KeyCanalDaemonSet  = CNIKeys("daemonsets", cni.MustLookup(cni.Canal).DaemonSets)[0]
+	KeyCiliumDaemonSet = CNIKeys("daemonsets", cni.MustLookup(cni.Cilium).DaemonSets)[0]
+
+	PrefixCiliumNodes   = Prefix(cni.CiliumNodes)
+	PrefixCiliumPools   = Prefix(cni.CiliumPodIPPools)
+	PrefixCalicoPools   = Prefix(cni.CalicoIPPools)
+	PrefixCalicoBlocks  = Prefix(cni.CalicoIPAMBlocks)
+	PrefixCalicoAffs    = Prefix(cni.CalicoBlockAffinities)
+	PrefixCalicoHandles = Prefix(cni.CalicoIPAMHandles)
+	PrefixTigeraInstall = Prefix(cni.TigeraInstallations)
 )
+
+// cniKeys are the keys of a CNI's objects of one built-in resource.
+func CNIKeys(resource string, objs []cni.Object) []string {
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, Prefix(resource)+o.Namespace+"/"+o.Name)
+	}
+	return out
+}
 
 // keyOf are the built-in resources the apiserver does not store under
 // /registry/<resource>/ (Prefix, and Resource the other way).

@@ -48,3 +48,32 @@ func TestKeyOf(t *testing.T) {
 		}
 	}
 }
+
+// TestCNIKeys: the CNIs' keys derived from package cni's table are the
+// apiserver's keys of the objects the upstream manifests create (the
+// literal keys these names held before the table).
+func TestCNIKeys(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{strings.Join(FlannelConfigKeys, " "), "/registry/configmaps/kube-flannel/kube-flannel-cfg /registry/configmaps/kube-system/kube-flannel-cfg"},
+		{strings.Join(FlannelDaemonSets, " "), "/registry/daemonsets/kube-flannel/kube-flannel-ds /registry/daemonsets/kube-system/kube-flannel-ds"},
+		{strings.Join(CalicoDaemonSets, " "), "/registry/daemonsets/kube-system/calico-node /registry/daemonsets/calico-system/calico-node"},
+		{strings.Join(CalicoConfigMaps, " "), "/registry/configmaps/kube-system/calico-config"},
+		{KeyCanalConfig, "/registry/configmaps/kube-system/canal-config"},
+		{KeyCalicoConfig, "/registry/configmaps/kube-system/calico-config"},
+		{KeyCiliumConfig, "/registry/configmaps/kube-system/cilium-config"},
+		{KeyWeaveDaemonSet, "/registry/daemonsets/kube-system/weave-net"},
+		{KeyCanalDaemonSet, "/registry/daemonsets/kube-system/canal"},
+		{KeyCiliumDaemonSet, "/registry/daemonsets/kube-system/cilium"},
+		{PrefixCiliumNodes, "/registry/cilium.io/ciliumnodes/"},
+		{PrefixCiliumPools, "/registry/cilium.io/ciliumpodippools/"},
+		{PrefixCalicoPools, "/registry/crd.projectcalico.org/ippools/"},
+		{PrefixCalicoBlocks, "/registry/crd.projectcalico.org/ipamblocks/"},
+		{PrefixCalicoAffs, "/registry/crd.projectcalico.org/blockaffinities/"},
+		{PrefixCalicoHandles, "/registry/crd.projectcalico.org/ipamhandles/"},
+		{PrefixTigeraInstall, "/registry/operator.tigera.io/installations/"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %s, want %s", c.got, c.want)
+		}
+	}
+}

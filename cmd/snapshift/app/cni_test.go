@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,67 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	sigyaml "sigs.k8s.io/yaml"
-
-	"github.com/snapshift/snapshift/codec"
-	"github.com/snapshift/snapshift/internal/etcdtest"
+	"github.com/snapshift/snapshift/internal/corpus"
 )
 
-// goldenSnapshot writes the objects of a golden case's input.yaml to a
-// real etcd on 127.0.0.1, encoded as kube-apiserver stores them (protobuf
-// for built-in kinds, JSON for custom resources), and saves a snapshot.
+// goldenSnapshot is the snapshot of a golden case's input.yaml, written
+// through a real etcd on 127.0.0.1 (internal/corpus).
 func goldenSnapshot(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../../../testdata/golden", dir, "input.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var entries []struct {
-		Key      string          `json:"key"`
-		Encoding string          `json:"encoding"`
-		Object   json.RawMessage `json:"object"`
-	}
-	if err := sigyaml.Unmarshal(b, &entries); err != nil {
-		t.Fatal(err)
-	}
-	c := codec.New()
-	srv := etcdtest.StartT(t)
-	for _, e := range entries {
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(e.Object, &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		var value []byte
-		if e.Encoding == "json" {
-			value, err = c.EncodeJSON(u)
-		} else {
-			gvk := schema.FromAPIVersionAndKind(u.GetAPIVersion(), u.GetKind())
-			obj, err2 := clientgoscheme.Scheme.New(gvk)
-			if err2 != nil {
-				t.Fatal(err2)
-			}
-			dec := json.NewDecoder(bytes.NewReader(e.Object))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(obj); err != nil {
-				t.Fatalf("%s: %v", e.Key, err)
-			}
-			value, err = c.EncodeProtobuf(obj, gvk)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", e.Key, err)
-		}
-		if _, err := srv.Put(t.Context(), e.Key, value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(t.TempDir(), "in.db")
-	if err := srv.SaveSnapshot(t.Context(), path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return corpus.Snapshot(t, corpus.Golden(t, dir))
 }
 
 // TestCNIDetection: inspect (text and JSON) and plan (JSON) name the CNI,

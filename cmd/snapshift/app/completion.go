@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/snapshift/snapshift/cni"
 )
 
 // The bash and zsh scripts ask the binary for the candidates of the word
@@ -163,7 +165,7 @@ func findFlag(flags []cli.Flag, word string) cli.Flag {
 var valueChoices = map[string][]string{
 	"renew":           {"apiserver", "etcd"},
 	"webhooks":        {"list", "ignore"},
-	"leave-cni-state": {"calico", "cilium"},
+	"leave-cni-state": cni.Leavable(),
 	"route":           {"rewrite"},
 }
 

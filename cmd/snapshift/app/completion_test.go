@@ -67,6 +67,7 @@ func TestBashCompletion(t *testing.T) {
 		{[]string{"node", ""}, "apply rollback confirm rollback-if-unconfirmed"},
 		{[]string{"node", "apply", "--bu"}, "--bundle"},
 		{[]string{"certs", "--renew", ""}, "apiserver etcd"},
+		{[]string{"plan", "etcd.db", "--leave-cni-state", ""}, "calico cilium"}, // package cni's leavable CNIs
 		{[]string{"transform", ""}, "etcd-new.db etcd.db rules.yaml sub"},
 		{[]string{"transform", "etcd"}, "etcd-new.db etcd.db"},
 		{[]string{"plan", "etcd.db", "--rules", "ru"}, "rules.yaml"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/cni"
 	"github.com/snapshift/snapshift/inspect"
 	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/option"
@@ -159,7 +160,7 @@ func printNodeCIDRs(out io.Writer, n *state.Networks) {
 func printCNI(out io.Writer, cnis []state.CNI) {
 	fmt.Fprintf(out, "\nCNI:\n")
 	if len(cnis) == 0 {
-		fmt.Fprintf(out, "  unknown (no flannel, Canal, Calico, Cilium or Weave objects)\n")
+		fmt.Fprintf(out, "  unknown (no %s objects)\n", cni.DisplayList())
 		return
 	}
 	for _, c := range cnis {

@@ -1,0 +1,372 @@
+package clusterops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/snapshift/snapshift/restart"
+)
+
+// checkInput is the bundle's input of the check tests: both ranges moved,
+// the DNS bridge, Cilium, kube-proxy and CoreDNS.
+func checkInput() *restart.Input {
+	in := fullInput()
+	in.Workloads = in.Workloads[:4]
+	return in
+}
+
+func node(name, cidr string, ready bool) *corev1.Node {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}}}
+}
+
+// onHost is p on the host network (the CNI's agents, kube-proxy).
+func onHost(p *corev1.Pod) *corev1.Pod {
+	p.Spec.HostNetwork = true
+	return p
+}
+
+func event(ns, name, reason, msg string, at time.Time) *corev1.Event {
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "." + reason}, Reason: reason, Message: msg,
+		InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: ns, Name: name}, LastTimestamp: metav1.Time{Time: at}}
+}
+
+// healthyCluster is the cluster after a good restart: Nodes Ready inside
+// the new pod range, pods on new addresses (a host-network pod and a
+// finished one on old addresses do not count, a pending one waits),
+// default/kubernetes at the first new address, kube-dns at the bridge's
+// address and the bridge gone, an event of the repair loop from before the
+// bundle only, and every CNI and DNS pod Ready.
+func healthyCluster() []runtime.Object {
+	done := pod("demo", "job-1", nil, "10.244.3.3", false)
+	done.Status.Phase = corev1.PodSucceeded
+	pending := pod("demo", "web-2", nil, "", false)
+	pending.Status.Phase, pending.Status.PodIP, pending.Status.PodIPs = corev1.PodPending, "", nil
+	return []runtime.Object{
+		node("cp1", "10.55.0.0/24", true), node("w1", "10.55.8.0/21", true),
+		service("default", "kubernetes", "172.24.0.1", nil),
+		service("kube-system", "kube-dns", "172.24.0.10", dnsLabels),
+		event("default", "old", "ClusterIPOutOfRange", "Cluster IP 192.168.0.5 is not within the service CIDR", created.Add(-time.Minute)),
+		deployment("kube-system", "cilium-operator", ciliumOpLabels, 1), daemonSet("kube-system", "cilium", ciliumLabels, 2),
+		daemonSet("kube-system", "kube-proxy", proxyLabels, 1), deployment("kube-system", "coredns", dnsLabels, 2),
+		onHost(pod("kube-system", "cilium-operator-1", ciliumOpLabels, "10.0.0.11", true)),
+		onHost(pod("kube-system", "cilium-a", ciliumLabels, "10.0.0.11", true)), onHost(pod("kube-system", "cilium-b", ciliumLabels, "10.0.0.21", true)),
+		onHost(pod("kube-system", "kube-proxy-a", proxyLabels, "10.0.0.11", true)),
+		pod("kube-system", "coredns-1", dnsLabels, "10.55.0.4", true), pod("kube-system", "coredns-2", dnsLabels, "10.55.8.7", true),
+		pod("demo", "web-1", nil, "10.55.8.9", true), done, pending,
+	}
+}
+
+// probe makes the DNS probe pod end in phase with log as its log.
+func probe(c *fake.Clientset, phase corev1.PodPhase, log string) {
+	generateNames(c)
+	c.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		p.Status.Phase = phase
+		if phase == corev1.PodPending {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "0/2 nodes are available"}}
+		}
+		return false, nil, nil
+	})
+	c.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "log" {
+			return false, nil, nil
+		}
+		return true, &runtime.Unknown{Raw: []byte(log)}, nil
+	})
+	fieldSelectedEvents(c)
+}
+
+const goodLookup = "Server:\t\t172.24.0.10\nAddress:\t172.24.0.10:53\n\nName:\tkubernetes.default.svc.cluster.local\nAddress: 172.24.0.1\n"
+
+// TestCheckPasses: on a healthy cluster every check passes, each saying
+// what it saw, and the probe pod is deleted after.
+func TestCheckPasses(t *testing.T) {
+	c := fake.NewClientset(healthyCluster()...)
+	probe(c, corev1.PodSucceeded, goodLookup)
+	var evs []Event
+	res, err := Check(context.Background(), testConfig(c, checkInput(), time.Second, &evs), CheckConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"nodes":              "2 Nodes Ready, every podCIDR inside 10.55.0.0/16",
+		"pods":               "3 pods in 10.55.0.0/16 (1 without an address yet)",
+		"kubernetes-service": "default/kubernetes at 172.24.0.1, the first address of 172.24.0.0/16",
+		"dns-service":        "kube-system/kube-dns at 172.24.0.10",
+		"dns-lookup":         "nslookup kubernetes.default.svc.cluster.local from pod snapshift-dns-probe-x0001 answered 172.24.0.1",
+		"service-ip-events":  "no ClusterIPOutOfRange or ClusterIPNotAllocated event since the bundle was made",
+		"cni-pods":           "4 of 4 pods Ready (kube-system/deploy/cilium-operator, kube-system/ds/cilium, kube-system/ds/kube-proxy)",
+		"dns-pods":           "2 of 2 pods Ready (kube-system/deploy/coredns)",
+	}
+	var names []string
+	for _, r := range res {
+		names = append(names, r.Name)
+		if !r.OK || r.Detail != want[r.Name] || r.Read != "" {
+			t.Errorf("%s: ok %v %q (read %q), want ok %q", r.Name, r.OK, r.Detail, r.Read, want[r.Name])
+		}
+	}
+	wantSame(t, "checks", names, []string{"nodes", "pods", "kubernetes-service", "dns-service", "dns-lookup", "service-ip-events", "cni-pods", "dns-pods"})
+	if pods, _ := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{}); len(pods.Items) != 0 {
+		t.Errorf("the probe pod is left: %v", pods.Items[0].Name)
+	}
+	var created *corev1.Pod
+	for _, a := range c.Actions() {
+		if ca, ok := a.(k8stesting.CreateAction); ok {
+			created, _ = ca.GetObject().(*corev1.Pod)
+		}
+	}
+	if created == nil || created.Spec.Containers[0].Image != "busybox:1.36" || strings.Join(created.Spec.Containers[0].Command, " ") != "nslookup kubernetes.default.svc.cluster.local" ||
+		created.Spec.RestartPolicy != corev1.RestartPolicyNever || created.Spec.ActiveDeadlineSeconds == nil || *created.Spec.ActiveDeadlineSeconds != 31 {
+		t.Errorf("probe pod: %+v", created)
+	}
+}
+
+// TestCheckFailures: each check fails on the cluster state it is there
+// to catch, naming what it found and what to read.
+func TestCheckFailures(t *testing.T) {
+	ctx := context.Background()
+	// The probe's answer is judged against default/kubernetes's address.
+	also := map[string]string{"kubernetes-service": "dns-lookup"}
+	for _, c := range []struct {
+		check string
+		edit  func(*fake.Clientset)
+		want  []string // in the detail
+		read  string   // in Read
+	}{
+		{"nodes", func(c *fake.Clientset) {
+			put(c, node("w1", "10.55.8.0/21", false), node("cp1", "10.244.0.0/24", true))
+		}, []string{"1 of 2 Nodes not Ready (w1)", "podCIDR outside 10.55.0.0/16: cp1 10.244.0.0/24"}, "journalctl -u kubelet"},
+		{"pods", func(c *fake.Clientset) { put(c, pod("demo", "web-1", nil, "10.244.1.5", true)) },
+			[]string{"1 pods outside 10.55.0.0/16: demo/web-1 10.244.1.5"}, "kubectl get pods -A -o wide"},
+		{"kubernetes-service", func(c *fake.Clientset) { put(c, service("default", "kubernetes", "192.168.0.1", nil)) },
+			[]string{"default/kubernetes at 192.168.0.1, want 172.24.0.1 (the first address of 172.24.0.0/16)"}, "--service-cluster-ip-range"},
+		{"dns-service", func(c *fake.Clientset) { put(c, service("kube-system", "kube-dns", "192.168.0.10", dnsLabels)) },
+			[]string{"kube-system/kube-dns at 192.168.0.10, want 172.24.0.10 (the kubelets' clusterDNS)"}, "its DNS stage"},
+		{"dns-service", func(c *fake.Clientset) { add(c, service("kube-system", "kube-dns-bridge", "172.24.0.11", dnsLabels)) },
+			[]string{"the bridge kube-system/kube-dns-bridge is still there"}, "snapshift cluster restart"},
+		{"dns-service", func(c *fake.Clientset) { del(c, "services", "kube-system", "kube-dns") },
+			[]string{"reading kube-system/kube-dns:", "not found"}, ""},
+		{"service-ip-events", func(c *fake.Clientset) {
+			add(c, event("demo", "web", "ClusterIPOutOfRange", "Cluster IP 192.168.3.7 is not within the service CIDR 172.24.0.0/16", created.Add(time.Minute)),
+				event("demo", "api", "ClusterIPNotAllocated", "Cluster IP 172.24.200.14 is not allocated; repairing", created.Add(2*time.Minute)))
+		}, []string{"2 events: ClusterIPOutOfRange demo/web: Cluster IP 192.168.3.7 is not within", "ClusterIPNotAllocated demo/api: Cluster IP 172.24.200.14 is not allocated"},
+			"--field-selector reason=ClusterIPOutOfRange"},
+		{"cni-pods", func(c *fake.Clientset) {
+			put(c, onHost(pod("kube-system", "cilium-b", ciliumLabels, "10.0.0.21", false)))
+		},
+			[]string{"kube-system/ds/cilium 1/2 Ready"}, "kubectl describe pod"},
+		{"cni-pods", func(c *fake.Clientset) { // one being deleted does not count, nor a surplus one
+			gone := onHost(pod("kube-system", "cilium-b", ciliumLabels, "10.0.0.21", true))
+			gone.DeletionTimestamp, gone.Finalizers = &metav1.Time{Time: now}, []string{"example.com/hold"}
+			put(c, gone)
+			add(c, onHost(pod("kube-system", "cilium-c", ciliumLabels, "10.0.0.31", false)), onHost(pod("kube-system", "cilium-d", ciliumLabels, "10.0.0.41", false)))
+		}, []string{"kube-system/ds/cilium 1/2 Ready (3 pods)"}, ""},
+		{"cni-pods", func(c *fake.Clientset) { // a DaemonSet on no node is not a running CNI
+			put(c, daemonSet("kube-system", "cilium", ciliumLabels, 0))
+		}, []string{"kube-system/ds/cilium 2/0 Ready (2 pods)"}, ""},
+		{"cni-pods", func(c *fake.Clientset) { del(c, "daemonsets", "kube-system", "cilium") },
+			[]string{"reading kube-system/ds/cilium:", "not found"}, ""},
+		{"dns-pods", func(c *fake.Clientset) { del(c, "pods", "kube-system", "coredns-2") },
+			[]string{"kube-system/deploy/coredns 1/2 Ready (1 pods)"}, ""},
+	} {
+		t.Run(c.check+" "+strings.Join(c.want, " "), func(t *testing.T) {
+			cl := fake.NewClientset(healthyCluster()...)
+			probe(cl, corev1.PodSucceeded, goodLookup)
+			c.edit(cl)
+			var evs []Event
+			res, err := Check(ctx, testConfig(cl, checkInput(), time.Second, &evs), CheckConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				if r.Name != c.check {
+					if !r.OK && also[c.check] != r.Name {
+						t.Errorf("%s failed too: %s", r.Name, r.Detail)
+					}
+					continue
+				}
+				if r.OK || r.Read == "" {
+					t.Errorf("%s: ok %v %q, read %q", r.Name, r.OK, r.Detail, r.Read)
+				}
+				wantContains(t, r.Name, r.Detail, c.want...)
+				wantContains(t, r.Name+"'s read", r.Read, c.read)
+			}
+		})
+	}
+}
+
+// TestCheckListErrors: a check whose API call fails fails with the error,
+// and the others still run; an API server that does not answer stops the
+// check with an error.
+func TestCheckListErrors(t *testing.T) {
+	ctx := context.Background()
+	down := apierrors.NewServiceUnavailable("etcd is down")
+	c := fake.NewClientset(healthyCluster()...)
+	probe(c, corev1.PodSucceeded, goodLookup)
+	failOn(c, "list", "nodes", "", down)
+	failOn(c, "list", "events", "", down)
+	c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "" {
+			return true, nil, down // the pods check lists every namespace
+		}
+		if sel := a.(k8stesting.ListAction).GetListRestrictions().Labels.String(); sel == "k8s-app=kube-dns" {
+			return true, nil, down
+		}
+		return false, nil, nil
+	})
+	var evs []Event
+	res, err := Check(ctx, testConfig(c, checkInput(), time.Second, &evs), CheckConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"nodes": "listing Nodes: etcd is down", "pods": "listing pods: etcd is down", "service-ip-events": "listing events: etcd is down",
+		"dns-pods": "listing pods of kube-system/deploy/coredns: etcd is down",
+	}
+	for _, r := range res {
+		if w, ok := want[r.Name]; ok != !r.OK || ok && r.Detail != w {
+			t.Errorf("%s: ok %v %q, want %q", r.Name, r.OK, r.Detail, w)
+		}
+	}
+
+	c = fake.NewClientset()
+	failOn(c, "get", "version", "", errors.New("connection refused"))
+	if _, err := Check(ctx, testConfig(c, checkInput(), time.Second, &evs), CheckConfig{}); err == nil || err.Error() != "the API server does not answer: connection refused" {
+		t.Errorf("API down: %v", err)
+	}
+}
+
+// TestDNSProbeFails: the probe pod's lookup fails, it never finishes, it
+// cannot be created, its log cannot be read, or default/kubernetes cannot.
+func TestDNSProbeFails(t *testing.T) {
+	ctx := context.Background()
+	in := checkInput()
+	for _, c := range []struct {
+		name  string
+		setup func(*fake.Clientset)
+		want  []string
+	}{
+		{"lookup fails", func(c *fake.Clientset) {
+			probe(c, corev1.PodFailed, ";; connection timed out; no servers could be reached\n")
+		},
+			[]string{"nslookup kubernetes.default.svc.cluster.local (Failed) did not answer 172.24.0.1: ;; connection timed out; no servers could be reached"}},
+		{"wrong answer", func(c *fake.Clientset) {
+			probe(c, corev1.PodSucceeded, "Name:\tkubernetes.default.svc.cluster.local\nAddress: 192.168.0.1\n")
+		},
+			[]string{"(Succeeded) did not answer 172.24.0.1: Name: kubernetes.default.svc.cluster.local Address: 192.168.0.1"}},
+		{"never runs", func(c *fake.Clientset) { probe(c, corev1.PodPending, "") },
+			[]string{"the probe pod snapshift-dns-probe-x0001 did not finish within 200ms (phase Pending: 0/2 nodes are available)"}},
+		{"create refused", func(c *fake.Clientset) {
+			failOn(c, "create", "pods", "", apierrors.NewForbidden(gr("", "pods"), "", errors.New(`exceeded quota: pods`)))
+		}, []string{"creating the probe pod:", "exceeded quota"}},
+		{"log unreadable", func(c *fake.Clientset) {
+			probe(c, corev1.PodSucceeded, goodLookup)
+			c.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				return a.GetSubresource() == "log", nil, errors.New("kubelet unreachable")
+			})
+		}, []string{"reading the probe pod's log:", "kubelet unreachable"}},
+		{"no default/kubernetes", func(c *fake.Clientset) { del(c, "services", "default", "kubernetes") },
+			[]string{"reading default/kubernetes:", "not found"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := fake.NewClientset(healthyCluster()...)
+			c.setup(cl)
+			var evs []Event
+			cfg := testConfig(cl, in, 200*time.Millisecond, &evs)
+			cfg.defaults()
+			r := checkDNSProbe(ctx, &cfg, CheckConfig{ProbeImage: "busybox:1.36", ProbeNamespace: "default", ClusterDomain: "cluster.local"})
+			if r.OK || r.Name != "dns-lookup" {
+				t.Fatalf("%+v", r)
+			}
+			wantContains(t, "probe", r.Detail, c.want...)
+			wantContains(t, "read", r.Read, "kubectl -n default describe pod -l app.kubernetes.io/name=snapshift-dns-probe", "logs -l k8s-app=kube-dns")
+			if pods, _ := cl.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); len(pods.Items) != 0 {
+				t.Errorf("the probe pod is left: %s", pods.Items[0].Name)
+			}
+		})
+	}
+}
+
+// TestChecksWithoutMoves: a bundle that moved neither range and names no
+// DNS Service and no CNI or DNS workload checks only what it can.
+func TestChecksWithoutMoves(t *testing.T) {
+	c := fake.NewClientset(node("cp1", "10.244.0.0/24", true), service("default", "kubernetes", "10.96.0.1", nil), pod("demo", "web", nil, "10.244.0.5", true))
+	probe(c, corev1.PodSucceeded, "Address: 10.96.0.1\n")
+	var evs []Event
+	res, err := Check(context.Background(), testConfig(c, &restart.Input{Created: created}, time.Second, &evs), CheckConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"nodes": "1 Nodes Ready (the pod range did not move)", "pods": "the pod range did not move",
+		"kubernetes-service": "default/kubernetes at 10.96.0.1 (the service range did not move)", "dns-service": "the bundle names no cluster DNS Service",
+		"cni-pods": "the bundle names no such workload", "dns-pods": "the bundle names no such workload",
+	}
+	for _, r := range res {
+		if w, ok := want[r.Name]; ok && (!r.OK || r.Detail != w) {
+			t.Errorf("%s: ok %v %q, want %q", r.Name, r.OK, r.Detail, w)
+		}
+	}
+}
+
+func put(c *fake.Clientset, objs ...runtime.Object) {
+	for _, o := range objs {
+		m := o.(metav1.Object)
+		gvr := resourceOf(o)
+		if err := c.Tracker().Update(gvr, o, m.GetNamespace()); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func add(c *fake.Clientset, objs ...runtime.Object) {
+	for _, o := range objs {
+		if err := c.Tracker().Add(o); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func del(c *fake.Clientset, resource, ns, name string) {
+	group := ""
+	if resource == "daemonsets" || resource == "deployments" {
+		group = "apps"
+	}
+	if err := c.Tracker().Delete(gvr(group, resource), ns, name); err != nil {
+		panic(err)
+	}
+}
+
+func resourceOf(o runtime.Object) schema.GroupVersionResource {
+	switch o.(type) {
+	case *corev1.Node:
+		return gvr("", "nodes")
+	case *corev1.Pod:
+		return gvr("", "pods")
+	case *corev1.Service:
+		return gvr("", "services")
+	case *appsv1.DaemonSet:
+		return gvr("apps", "daemonsets")
+	case *appsv1.Deployment:
+		return gvr("apps", "deployments")
+	}
+	panic(fmt.Sprintf("resourceOf %T", o))
+}
