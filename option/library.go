@@ -53,7 +53,7 @@ func Library() Table {
 
 		// Flags only the command line has (no library field names them).
 		{Flag: "output"}, {Flag: "quiet"}, {Flag: "profile"}, {Flag: "tmp-dir"},
-		{Flag: "etcd-prefix"}, {Flag: "dry-run"}, {Flag: "keep-alarms"}, {Flag: "compress"},
+		{Fields: []string{"EtcdPrefix"}, Flag: "etcd-prefix"}, {Flag: "dry-run"}, {Flag: "keep-alarms"}, {Flag: "compress"},
 		{Fields: []string{"Name"}, Flag: "name", Key: "etcd.members[].name"},
 		{Fields: []string{"DataDir"}, Flag: "data-dir"}, {Fields: []string{"WALDir"}, Flag: "wal-dir"}, {Flag: "config"},
 		{Flag: "show-entry"}, {Flag: "show-secrets"}, {Flag: "generate"}, {Flag: "renew"},

@@ -37,6 +37,9 @@ func (r *PodCIDR) Notes() []string { return r.notes }
 // Prepare maps every node and refuses before anything is written.
 func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 	if len(v.Keys(wellknown.PrefixNodes)) == 0 {
+		if err := v.WrongPrefix(); err != nil {
+			return err
+		}
 		return fmt.Errorf("%w: %s", transform.ErrRefused, v.Missing("Nodes", wellknown.PrefixNodes))
 	}
 	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)

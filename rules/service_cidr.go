@@ -109,6 +109,9 @@ func (r *ServiceCIDR) notef(format string, args ...any) {
 // Prepare computes the whole mapping and refuses before anything is written.
 func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 	if len(v.Keys(wellknown.PrefixServices)) == 0 {
+		if err := v.WrongPrefix(); err != nil {
+			return err
+		}
 		return fmt.Errorf("%w: %s", transform.ErrRefused, v.Missing("Services", wellknown.PrefixServices))
 	}
 	oldP, newP, oldSrc, err := r.resolveRanges(ctx, v)

@@ -139,6 +139,9 @@ func (m clusterMembers) String() string {
 // URLs, which etcd's own comparison would resolve).
 func (c *RestoreConfig) checkMembers() (clusterMembers, error) {
 	m := clusterMembers{urls: map[string][]string{}}
+	if strings.ContainsAny(c.Name, "=, \t\n") {
+		return m, option.Errorf("Name", "{} %q cannot hold '=', ',' or spaces: {InitialCluster} lists members as NAME=PEER_URL,...", c.Name)
+	}
 	seen := map[string]bool{}
 	for _, u := range c.PeerURLs {
 		if err := checkPeerURL(u); err != nil {

@@ -52,6 +52,8 @@ func TestRestoreValidateSpeaksTheFlags(t *testing.T) {
 			"", "PeerURLs", "is not a peer URL like https://10.0.0.11:2380"},
 		{"a host name against an address: no DNS, two URLs", snapshot.RestoreConfig{InitialCluster: "m1=http://cp1.invalid:2380", PeerURLs: []string{u1}},
 			"", "PeerURLs", "is not what {InitialCluster} lists for member m1 (http://cp1.invalid:2380)"},
+		{"a name with a comma", snapshot.RestoreConfig{Name: "m1,m2", InitialCluster: "m1=" + u1, PeerURLs: []string{u1}},
+			"", "Name", `{} "m1,m2" cannot hold '=', ',' or spaces`},
 		{"the WAL dir is the data dir", snapshot.RestoreConfig{}, "m1.etcd", "WALDir", "is the {DataDir} itself"},
 		{"the WAL dir inside the data dir", snapshot.RestoreConfig{}, "m1.etcd/member/wal", "WALDir", "is inside the {DataDir}"},
 		{"the data dir inside the WAL dir", snapshot.RestoreConfig{DataDir: "wal/m1.etcd"}, "wal", "DataDir", "is inside the {WALDir}"},
@@ -59,7 +61,10 @@ func TestRestoreValidateSpeaksTheFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := tc.cfg
-			cfg.SnapshotPath, cfg.Name = "../testdata/sample.db", "m1"
+			cfg.SnapshotPath = "../testdata/sample.db"
+			if cfg.Name == "" {
+				cfg.Name = "m1"
+			}
 			if cfg.DataDir == "" {
 				cfg.DataDir = "m1.etcd"
 			}

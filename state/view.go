@@ -60,6 +60,19 @@ func (v *View) Missing(what, prefix string) string {
 	return MissingObjects(v.index, what, prefix, v.prefix)
 }
 
+// WrongPrefix is, when the snapshot keeps the cluster's objects under
+// another prefix than the one read, an *option.Error naming the etcd prefix
+// option and the right value (an option this snapshot cannot take, as an old
+// range it does not hold); nil otherwise. A rule that finds none of its
+// objects asks it first.
+func (v *View) WrongPrefix() error {
+	if p := DetectPrefix(v.index); p != "" && p != v.prefix {
+		return option.Errorf("EtcdPrefix", "the snapshot keeps the cluster's objects under %q, not %q: give {} %s (kube-apiserver's --etcd-prefix)",
+			p, v.prefix, strings.TrimSuffix(p, "/"))
+	}
+	return nil
+}
+
 // Codec is the codec in use.
 func (v *View) Codec() *codec.Codec { return v.codec }
 

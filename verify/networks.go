@@ -108,6 +108,11 @@ func checkNetworks(ctx context.Context, c *checker, v *state.View, cfg Config) e
 	if len(podNet) > 0 && len(v.Keys(wellknown.PrefixNodes)) == 0 {
 		missing = append(missing, v.Missing("Nodes", wellknown.PrefixNodes))
 	}
+	if len(missing) > 0 {
+		if err := v.WrongPrefix(); err != nil {
+			return err
+		}
+	}
 	c.add("the objects to check are there", missing, "Services and Nodes under %s", wellknown.DefaultPrefix)
 	if len(missing) > 0 {
 		return nil

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/transform"
@@ -217,7 +218,8 @@ func TestOutputMustCloseHistory(t *testing.T) {
 
 // TestVerifyCustomPrefix: a snapshot whose objects live under another
 // --etcd-prefix is checked there (detected), and a wrong prefix must not
-// pass the network checks on no objects at all.
+// pass the network checks on no objects at all: it is refused as an option
+// this snapshot cannot take, naming the right prefix.
 func TestVerifyCustomPrefix(t *testing.T) {
 	in := testfile.RewriteLiveKV(t, copySample(t), filepath.Join(t.TempDir(), "prefixed.db"), func(k string, v []byte) (string, []byte, error) {
 		return strings.Replace(k, "/registry/", "/kubernetes.io/", 1), v, nil
@@ -228,10 +230,10 @@ func TestVerifyCustomPrefix(t *testing.T) {
 	if r := run(t, verify.Config{Path: in, ServiceCIDR: "172.24.0.0/16", PodNetworkCIDR: "10.244.0.0/16"}); r.OK {
 		t.Error("verify passed the old service range as the new one under /kubernetes.io/: the checks saw no Services")
 	}
-	r := run(t, verify.Config{Path: in, ServiceCIDR: "192.168.0.0/16", PodNetworkCIDR: "10.244.0.0/16", EtcdPrefix: "/registry"})
-	c, ok := failed(r)["the objects to check are there"]
-	if !ok || !strings.Contains(strings.Join(c.Problems, " "), `"/kubernetes.io/"`) {
-		t.Fatalf("verify of a /kubernetes.io/ snapshot: %+v, want the objects check to fail naming the prefix", failed(r))
+	_, err := verify.Run(context.Background(), verify.Config{Path: in, ServiceCIDR: "192.168.0.0/16", PodNetworkCIDR: "10.244.0.0/16", EtcdPrefix: "/registry"})
+	var oe *option.Error
+	if !errors.As(err, &oe) || oe.Field != "EtcdPrefix" || !strings.Contains(err.Error(), `under "/kubernetes.io/", not "/registry/"`) {
+		t.Fatalf("verify of a /kubernetes.io/ snapshot read under /registry/: %v, want an option error naming the prefix", err)
 	}
 }
 

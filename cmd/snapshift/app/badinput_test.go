@@ -513,7 +513,8 @@ func badRows() []badRow {
 					return bytes.ReplaceAll(v, []byte("v1.34.2"), []byte("v1.33.2")), nil // same length: the protobuf stays valid
 				})
 			}},
-		{name: "a wrong --etcd-prefix", args: transformTo("--service-cidr", svc, "--etcd-prefix", "registry"), code: ExitRefused,
+		// An option this snapshot cannot take, as an --old-service-cidr it does not hold: 2.
+		{name: "a wrong --etcd-prefix", args: transformTo("--service-cidr", svc, "--etcd-prefix", "registry"), code: ExitUsage,
 			want: `the snapshot keeps the cluster's objects under "/kubernetes.io/", not "/registry/": give --etcd-prefix /kubernetes.io (kube-apiserver's --etcd-prefix)`,
 			input: func(t *testing.T, dir string) string {
 				return testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "in.db"), func(k string, v []byte) (string, []byte, error) {

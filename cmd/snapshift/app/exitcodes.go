@@ -30,7 +30,7 @@ var exitCodes = []exitCode{
 			"not fit (`--config`, `--rules`, `--encryption-config`, `--manifest-dir`, an output or `--tmp-dir` directory that does not " +
 			"exist or cannot be written, a `--bundle` without `report.json`, `clean` of a file), a name the input does not have " +
 			"(`get`'s key, `--node`, `--keep-service-ip`, `--dns-service`, `--control-plane-address`'s node), or an option this " +
-			"snapshot cannot take (a new range over the unmoved one, of the other family)"},
+			"snapshot cannot take (a new range over the unmoved one, of the other family, an `--etcd-prefix` it does not keep its objects under)"},
 	{ExitBadInput, "the input (a snapshot, verify --data-dir's member) does not exist or is not usable (corrupt, truncated, " +
 		"wrong hash, no trailer, not bbolt, no member/)",
 		"the input (the snapshot argument, a rebuild file's `snapshot`, `verify --data-dir`'s member) does not exist or is not a " +

@@ -22,6 +22,7 @@ import (
 
 	"github.com/snapshift/snapshift/internal/nodetest"
 	"github.com/snapshift/snapshift/internal/sample"
+	"github.com/snapshift/snapshift/internal/testfile"
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -505,6 +506,17 @@ func exitCodeRows() []badRow {
 			want: "--manifest-dir WORK/nowhere does not exist: give kubeadm's manifests directory (or --generate to write new manifests)"},
 		{name: "a file as the manifests directory", args: cmdline("manifests", "--manifest-dir", "IN", "--service-cidr", newSvc), code: ExitUsage,
 			want: "is a file: give kubeadm's manifests directory"},
+
+		// Options this snapshot cannot take: 2, as transform's wrong --etcd-prefix.
+		{name: "verify under a wrong --etcd-prefix", args: cmdline("verify", "IN", "--service-cidr", "192.168.0.0/16", "--etcd-prefix", "/registry"), code: ExitUsage,
+			want: `the snapshot keeps the cluster's objects under "/kubernetes.io/", not "/registry/": give --etcd-prefix /kubernetes.io`,
+			input: func(t *testing.T, dir string) string {
+				return testfile.RewriteLiveKV(t, samplePath, filepath.Join(dir, "in.db"), func(k string, v []byte) (string, []byte, error) {
+					return strings.Replace(k, "/registry/", "/kubernetes.io/", 1), v, nil
+				})
+			}},
+		{name: "a member name with a comma", args: cmdline("restore", "IN", "--name", "cp1,cp2", "--data-dir", "WORK/m1.etcd"), code: ExitUsage,
+			want: `--name "cp1,cp2" cannot hold '=', ',' or spaces: --initial-cluster lists members as NAME=PEER_URL,...`},
 	}
 }
 
