@@ -61,7 +61,6 @@ func Library() Table {
 		{Flag: "manifest-dir"}, {Flag: "out-dir"}, {Flag: "bundle"}, {Flag: "node"},
 		{Flag: "root"}, {Flag: "backup-dir"}, {Flag: "preflight-only"}, {Flag: "stop-only"}, {Flag: "skip-health"},
 		{Flag: "rollback-after"}, // node apply's deadline (nodeops)
-		{Flag: "stop-only"},      // node apply's first phase (nodeops)
 		{Flag: "timeout"},
 		// cluster restart|check (clusterops; the probe pod of the DNS check)
 		{Flag: "kubeconfig"}, {Flag: "probe-image"}, {Flag: "probe-namespace"}, {Flag: "cluster-domain"},
