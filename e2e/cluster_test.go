@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,9 +34,16 @@ import (
 // Ready and kube-dns not yet at the kubelets' clusterDNS; `cluster restart
 // --dry-run` prints the stages; `cluster restart` runs them for real (the
 // controllers' rollouts complete under kube-controller-manager, the bare
-// pods on old addresses are deleted, and the DNS handover leaves kube-dns
-// at exactly the bridge's address, the bridge gone); a second run skips
-// what is done; `cluster check` then passes the DNS Service check.
+// pods on old addresses are deleted, the DNS handover leaves kube-dns at
+// exactly the bridge's address, the bridge gone, and the webhook the
+// rebuild set to Ignore (networking.webhooks: ignore) is set back to Fail by
+// the JSON patch that tests its name); a second run skips what is done;
+// `cluster check` then passes the DNS Service and events checks. Then what
+// a real server produces on cue: a repair-loop event since the bundle fails
+// the events check (Events listed by field selector), and a rollout that
+// cannot finish (CoreDNS under a one-pod quota, no kubelet) stops a third
+// `cluster restart` at its stage when --timeout runs out, saying what it
+// waited for, with no later stage run.
 func TestClusterRestartCheck(t *testing.T) {
 	e := newTestEnv(t, 8*time.Minute)
 	ver, bin, ctx, dir, logDir := e.ver, e.bin, e.ctx, e.dir, e.logDir
@@ -44,6 +52,7 @@ func TestClusterRestartCheck(t *testing.T) {
 	api := startAPIServer(ctx, t, bin, etcd, newPKI(t, dir), oldServiceCIDR, logDir)
 	populate(ctx, t, api.client, api)
 	populateControllers(ctx, t, api.client)
+	populateWebhook(ctx, t, api.client)
 	snap := filepath.Join(dir, "source.db")
 	if err := etcd.SaveSnapshot(ctx, snap); err != nil {
 		t.Fatal(err)
@@ -63,7 +72,7 @@ func TestClusterRestartCheck(t *testing.T) {
 kind: RebuildConfiguration
 snapshot: %s
 output: %s
-networking: {serviceSubnet: %s, podSubnet: %s, keepServiceIPs: [kube-system/kube-dns], dnsBridge: true}
+networking: {serviceSubnet: %s, podSubnet: %s, keepServiceIPs: [kube-system/kube-dns], dnsBridge: true, webhooks: ignore}
 etcd:
   members:
   - {name: %s, nodeName: %s, advertiseAddress: %s, peerURL: %q, clientURL: %q}
@@ -99,6 +108,9 @@ manifests: {kubernetesVersion: %s}
 		t.Fatal(err)
 	}
 	c := kubernetes.NewForConfigOrDie(rc)
+	if p := webhookPolicy(ctx, t, c); p != admissionv1.Ignore {
+		t.Fatalf("[cluster] FAIL the rebuild left webhook %s at %s, want Ignore", e2eWebhook, p)
+	}
 
 	// Before the restart: the check names what is wrong, one line each.
 	out, code := runCode(t, "cluster", "check", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "5s")
@@ -118,7 +130,7 @@ manifests: {kubernetesVersion: %s}
 	t.Logf("[cluster] restart --dry-run:\n%s", out)
 	order := []string{"[stage 1 cni] would   restart ds/kube-flannel-ds", "[stage 2 kube-proxy] would   restart ds/kube-proxy", "[stage 3 dns] would   restart deploy/coredns",
 		"DNS handover: delete Service kube-system/kube-dns (192.168.0.10) and the bridge kube-system/kube-dns-bridge (172.24.0.10)", "would   delete 2 pods -n demo (bare pods): api-1, web-1",
-		"restart deploy/web -n demo"}
+		"restart deploy/web -n demo", "[stage 5 webhooks] would   set ValidatingWebhookConfiguration e2e-policy webhook " + e2eWebhook + " (webhooks[0]) back to failurePolicy Fail"}
 	checkOrder(t, out, order)
 	if svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{}); err != nil || svc.Spec.ClusterIP != "192.168.0.10" {
 		t.Fatalf("[cluster] FAIL the dry run changed kube-dns: %v %v", svc.Spec.ClusterIP, err)
@@ -127,7 +139,11 @@ manifests: {kubernetesVersion: %s}
 	out = run(t, "cluster", "restart", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "1m")
 	t.Logf("[cluster] restart:\n%s", out)
 	checkOrder(t, out, []string{"[stage 1 cni] done    restart ds/kube-flannel-ds", "[stage 3 dns] done    restart deploy/coredns",
-		"[stage 3 dns] done    DNS handover", "kube-system/kube-dns recreated at 172.24.0.10; DNS gap", "[stage 4 workloads] done    delete 2 pods -n demo", "done    restart deploy/web"})
+		"[stage 3 dns] done    DNS handover", "kube-system/kube-dns recreated at 172.24.0.10; DNS gap", "[stage 4 workloads] done    delete 2 pods -n demo", "done    restart deploy/web",
+		"[stage 5 webhooks] done    set ValidatingWebhookConfiguration e2e-policy webhook " + e2eWebhook + " (webhooks[0]) back to failurePolicy Fail", ": failurePolicy Fail"})
+	if p := webhookPolicy(ctx, t, c); p != admissionv1.Fail {
+		t.Errorf("[cluster] FAIL webhook %s is %s after the restart, want Fail", e2eWebhook, p)
+	}
 	svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
 	if err != nil || svc.Spec.ClusterIP != "172.24.0.10" || svc.Spec.Selector["k8s-app"] != "kube-dns" || len(svc.Spec.Ports) != 3 {
 		t.Fatalf("[cluster] FAIL kube-dns after the handover: %+v %v", svc, err)
@@ -149,7 +165,8 @@ manifests: {kubernetesVersion: %s}
 	out = run(t, "cluster", "restart", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "1m")
 	t.Logf("[cluster] restart again:\n%s", out)
 	checkOrder(t, out, []string{"skipped restart ds/kube-flannel-ds", "restarted since the bundle was made; rollout complete", "skipped restart deploy/coredns",
-		"skipped DNS handover", "kube-system/kube-dns is at 172.24.0.10 already", "skipped delete 2 pods -n demo"})
+		"skipped DNS handover", "kube-system/kube-dns is at 172.24.0.10 already", "skipped delete 2 pods -n demo",
+		"skipped set ValidatingWebhookConfiguration e2e-policy", "failurePolicy is Fail already"})
 	svc2, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
 	if err != nil || svc2.UID != svc.UID {
 		t.Errorf("[cluster] FAIL the second run recreated kube-dns again: %v", err)
@@ -186,6 +203,84 @@ manifests: {kubernetesVersion: %s}
 	if code != app.ExitVerify {
 		t.Errorf("[cluster] FAIL check exit %d, want %d (the Nodes run no kubelet)", code, app.ExitVerify)
 	}
+	checkEventsAndStuckRollout(ctx, t, c, bundle, kc)
+}
+
+// checkEventsAndStuckRollout: the service IP repair loop's complaint since
+// the bundle was made fails the events check, found by the field selector
+// the real server applies (an older one of the same reason does not count);
+// and a third restart, with CoreDNS unable to reach its two replicas,
+// fails at the DNS stage when --timeout runs out, naming the rollout and
+// what it waited for, and runs no later stage.
+func checkEventsAndStuckRollout(ctx context.Context, t *testing.T, c kubernetes.Interface, bundle, kc string) {
+	t.Helper()
+	for _, e := range []struct {
+		name string
+		at   time.Time
+	}{{"web.repair-old", time.Now().Add(-48 * time.Hour)}, {"web.repair", time.Now()}} {
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: e.name}, Reason: "ClusterIPOutOfRange", Type: corev1.EventTypeWarning,
+			Message:        "Cluster IP [IPv4]: 192.168.3.7 is not within any configured Service CIDR; please recreate service",
+			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: "demo", Name: "web", APIVersion: "v1"}, Source: corev1.EventSource{Component: "ipallocator-repair-controller"},
+			FirstTimestamp: metav1.Time{Time: e.at}, LastTimestamp: metav1.Time{Time: e.at}, Count: 1}
+		if _, err := c.CoreV1().Events("demo").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, code := runCode(t, "cluster", "check", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "5s")
+	t.Logf("[cluster] check with a repair-loop event (exit %d):\n%s", code, out)
+	for _, want := range []string{"FAIL service-ip-events", "1 events: ClusterIPOutOfRange demo/web: Cluster IP [IPv4]: 192.168.3.7 is not within any configured Service CIDR",
+		"read: kubectl get events -A --field-selector reason=ClusterIPOutOfRange", "ok   dns-service"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("[cluster] FAIL check does not say %q", want)
+		}
+	}
+	if code != app.ExitVerify {
+		t.Errorf("[cluster] FAIL check exit %d, want %d", code, app.ExitVerify)
+	}
+
+	out, code = runCode(t, "cluster", "restart", "--bundle", bundle, "--kubeconfig", kc, "--timeout", "5s")
+	t.Logf("[cluster] restart with CoreDNS stuck (exit %d):\n%s", code, out)
+	checkOrder(t, out, []string{"skipped restart ds/kube-flannel-ds", "[stage 3 dns] start   restart deploy/coredns",
+		"[stage 3 dns] failed  restart deploy/coredns", "not done within --timeout 5s (1 out of 2 new replicas have been updated)",
+		"snapshift: stage 3 dns: restart deploy/coredns -n kube-system and wait for its rollout (cluster DNS): not done within --timeout 5s"})
+	if strings.Contains(out, "DNS handover") || strings.Contains(out, "[stage 4") {
+		t.Errorf("[cluster] FAIL the restart went on after the stuck rollout")
+	}
+	if code != app.ExitError {
+		t.Errorf("[cluster] FAIL restart exit %d, want %d", code, app.ExitError)
+	}
+}
+
+// e2eWebhook fails closed at a URL in the old service range (the rules
+// list it; with webhooks: ignore the rebuild sets it to Ignore), for
+// ConfigMaps of a namespace nothing has: it never blocks the test.
+const e2eWebhook = "config.e2e.example.com"
+
+func populateWebhook(ctx context.Context, t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	fail, none, url := admissionv1.Fail, admissionv1.SideEffectClassNone, "https://192.168.40.40:8443/validate"
+	_, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-policy"},
+		Webhooks: []admissionv1.ValidatingWebhook{{
+			Name: e2eWebhook, AdmissionReviewVersions: []string{"v1"}, SideEffects: &none, FailurePolicy: &fail,
+			ClientConfig:      admissionv1.WebhookClientConfig{URL: &url},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "e2e-none"}},
+			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
+				Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func webhookPolicy(ctx context.Context, t *testing.T, c kubernetes.Interface) admissionv1.FailurePolicyType {
+	t.Helper()
+	w, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "e2e-policy", metav1.GetOptions{})
+	if err != nil || len(w.Webhooks) != 1 || w.Webhooks[0].FailurePolicy == nil {
+		t.Fatalf("[cluster] FAIL reading webhook configuration e2e-policy: %v %+v", err, w)
+	}
+	return *w.Webhooks[0].FailurePolicy
 }
 
 func checkOrder(t *testing.T, out string, order []string) {
