@@ -149,3 +149,27 @@ func FileSHA256(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// etcd run by systemd from the host, not as kubeadm's static pod: the files
+// kubespray's etcd_deployment_type: host writes on every etcd node (its
+// roles/etcd templates etcd-host.service.j2 and etcd.env.j2). node apply
+// recognises such a node by them and refuses it: it installs a static-pod
+// etcd, which would run beside the host's.
+const (
+	// HostEtcdEnv is the unit's EnvironmentFile: ETCD_DATA_DIR, ETCD_NAME,
+	// the URLs and the certificate paths.
+	HostEtcdEnv = "/etc/etcd.env"
+	// HostEtcdUnit is the unit's name.
+	HostEtcdUnit = "etcd.service"
+	// KubeadmEtcdPKI is where a kubeadm static-pod etcd's certificates
+	// live, and kube-apiserver's --etcd-* files with them.
+	KubeadmEtcdPKI = KubernetesDir + "/pki/etcd"
+	// KubeadmAPIServerEtcdPKI is the other directory kubeadm points
+	// kube-apiserver's --etcd-certfile/--etcd-keyfile at
+	// (apiserver-etcd-client.crt in /etc/kubernetes/pki).
+	KubeadmAPIServerEtcdPKI = KubernetesDir + "/pki"
+)
+
+// SystemdUnitDirs are the directories systemd loads a unit file from, the
+// administrator's first (systemd.unit(5): the system unit search path).
+var SystemdUnitDirs = []string{"/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}

@@ -6,7 +6,8 @@
 // Apply, on the node named by the bundle: preflight (the right host, every
 // file's sha256 against report.json, crictl, systemctl and ip present, a
 // root with /etc/kubernetes's static pods and the etcd data dir the bundle
-// names, disk space for the backups: every check runs, a refusal names
+// names and no host etcd (a systemd etcd.service, kubespray's default),
+// disk space for the backups: every check runs, a refusal names
 // each failure, and a pass says what will be copied, moved and restored);
 // a backup, made once, of exactly what it replaces
 // (/etc/kubernetes, the kubelet's config.yaml and pki/ copied, the etcd

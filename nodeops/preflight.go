@@ -166,6 +166,9 @@ func (a *applyRun) checkRoot() []error {
 	case found == "":
 		errs = append(errs, fmt.Errorf("%s%s holds no %s: no control plane runs from it (%s)", ManifestsDir, where, strings.Join(staticPods, " or "), hint))
 	}
+	if err := a.checkHostEtcd(where); err != nil {
+		errs = append(errs, err)
+	}
 	dataDir := a.b.op.EtcdDataDir
 	switch d, err := isDir(a.path(dataDir)); {
 	case err != nil:

@@ -157,3 +157,84 @@ func TestPreflightSaysWhatItDoes(t *testing.T) {
 		}
 	}
 }
+
+// kubesprayNode writes, under root, what kubespray's default etcd
+// (etcd_deployment_type: host) leaves on a control-plane node: the unit
+// and environment file of its roles/etcd templates, the certificates in
+// /etc/ssl/etcd/ssl under its names, the data dir with a member, and a
+// kube-apiserver.yaml pointed at those certificates; no etcd.yaml.
+func kubesprayNode(t *testing.T, root string) {
+	t.Helper()
+	unit := "[Unit]\nDescription=etcd\nAfter=network.target\n\n[Service]\nType=notify\nUser=etcd\nEnvironmentFile=/etc/etcd.env\nExecStart=/usr/local/bin/etcd\nNotifyAccess=all\nRestart=always\nRestartSec=10s\nLimitNOFILE=40000\n\n[Install]\nWantedBy=multi-user.target\n"
+	env := "# Environment file for etcd v3.5.16\nETCD_DATA_DIR=/var/lib/etcd\nETCD_ADVERTISE_CLIENT_URLS=https://10.0.0.11:2379\nETCD_INITIAL_CLUSTER_TOKEN=k8s_etcd\nETCD_NAME=etcd1\nETCD_TRUSTED_CA_FILE=/etc/ssl/etcd/ssl/ca.pem\nETCD_CERT_FILE=/etc/ssl/etcd/ssl/member-n1.pem\nETCD_KEY_FILE=/etc/ssl/etcd/ssl/member-n1-key.pem\n"
+	apiserver := `apiVersion: v1
+kind: Pod
+metadata:
+  name: kube-apiserver
+  namespace: kube-system
+spec:
+  containers:
+  - name: kube-apiserver
+    image: registry.k8s.io/kube-apiserver:v1.33.4
+    command:
+    - kube-apiserver
+    - --etcd-servers=https://10.0.0.11:2379
+    - --etcd-cafile=/etc/ssl/etcd/ssl/ca.pem
+    - --etcd-certfile=/etc/ssl/etcd/ssl/node-n1.pem
+    - --etcd-keyfile=/etc/ssl/etcd/ssl/node-n1-key.pem
+    - --service-cluster-ip-range=10.233.0.0/18
+  hostNetwork: true
+`
+	for p, s := range map[string]string{
+		"etc/systemd/system/etcd.service":              unit,
+		"etc/etcd.env":                                 env,
+		"etc/ssl/etcd/ssl/ca.pem":                      "ca\n",
+		"etc/ssl/etcd/ssl/member-n1.pem":               "member\n",
+		"etc/ssl/etcd/ssl/member-n1-key.pem":           "member key\n",
+		"etc/kubernetes/manifests/kube-apiserver.yaml": apiserver,
+		"etc/kubernetes/pki/ca.crt":                    "ca\n",
+		"var/lib/etcd/member/snap/db":                  "member db\n",
+		"var/lib/kubelet/config.yaml":                  "kind: KubeletConfiguration\n",
+	} {
+		write(t, filepath.Join(root, p), s, 0o600)
+	}
+}
+
+// TestPreflightRefusesAHostEtcd (issue 50): a node whose etcd systemd runs
+// from the host, as kubespray installs it, is refused before anything
+// changes, naming the unit, its environment file and data dir, and
+// kube-apiserver's certificates; apply would otherwise move the data dir
+// from under etcd.service and start a static-pod etcd beside it. With a
+// static-pod etcd too, the refusal names both.
+func TestPreflightRefusesAHostEtcd(t *testing.T) {
+	b := makeBundle(t)
+	recorders(t)
+	root := t.TempDir()
+	kubesprayNode(t, root)
+	_, err := preflightOnly(t, b, root)
+	want := "[preflight] etcd on node n1 under --root " + root + " runs as a host service, not as kubeadm's static pod (found the unit /etc/systemd/system/etcd.service, its environment file /etc/etcd.env (ETCD_DATA_DIR=/var/lib/etcd), kube-apiserver's --etcd-cafile=/etc/ssl/etcd/ssl/ca.pem --etcd-certfile=/etc/ssl/etcd/ssl/node-n1.pem --etcd-keyfile=/etc/ssl/etcd/ssl/node-n1-key.pem): node apply supports only the static-pod etcd (kubespray's etcd_deployment_type: kubeadm), and here it would move the data dir from under etcd.service and start a second etcd beside it"
+	if !errors.Is(err, nodeops.ErrRefused) || err.Error() != want {
+		t.Fatalf("preflight on a host etcd:\n got %v\nwant %s", err, want)
+	}
+	// Not --preflight-only: refused all the same, and the data dir stays.
+	before := tree(t, root, ".")
+	if err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); !errors.Is(err, nodeops.ErrRefused) {
+		t.Errorf("apply on a host etcd: %v, want a refusal", err)
+	}
+	if after := tree(t, root, "."); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a refused apply changed the root")
+	}
+
+	// Both: a static-pod etcd as well, and the unit elsewhere on the search
+	// path, naming another environment file.
+	both := node(t)
+	write(t, filepath.Join(both, "lib/systemd/system/etcd.service"), "[Service]\nEnvironmentFile=-/etc/default/etcd\nExecStart=/usr/bin/etcd\n", 0o644)
+	write(t, filepath.Join(both, "etc/default/etcd"), "ETCD_DATA_DIR=\"/var/lib/etcd/default\"\n", 0o644)
+	_, err = preflightOnly(t, b, both)
+	for _, s := range []string{"found the unit /lib/systemd/system/etcd.service, its environment file /etc/default/etcd (ETCD_DATA_DIR=/var/lib/etcd/default))",
+		"; /etc/kubernetes/manifests/etcd.yaml is a static-pod etcd too, so two etcds are configured on this node: remove the one that does not run, then run apply again"} {
+		if !errors.Is(err, nodeops.ErrRefused) || !strings.Contains(err.Error(), s) {
+			t.Errorf("a node with both etcds: the refusal does not say %q:\n%v", s, err)
+		}
+	}
+}
