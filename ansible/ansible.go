@@ -13,6 +13,8 @@
 package ansible
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path"
 	"slices"
@@ -49,6 +51,9 @@ type Input struct {
 	// Serial is the workers' batch size: a percentage (1% to 100%) or a
 	// count of at least 1. Default DefaultSerial.
 	Serial string
+	// RunbookSHA256 is the sha256 of the runbook.json file the playbooks
+	// are rendered from: the guard refuses another one.
+	RunbookSHA256 string
 }
 
 // CheckSerial says what is wrong with a batch size, in one sentence.
@@ -90,6 +95,19 @@ func Render(in Input) (map[string][]byte, error) {
 		}
 		r.files[pb.name] = append([]byte("# "+pb.name+": rendered by snapshift from runbook.json (report.json sha256 "+in.Runbook.ReportSHA256+"); do not edit\n"), b...)
 	}
+	var names []string
+	for name := range r.files {
+		if name != "inventory.ini" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var sums strings.Builder
+	for _, name := range names {
+		sum := sha256.Sum256(r.files[name])
+		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), name)
+	}
+	r.files[SumsFile] = []byte(sums.String())
 	return r.files, nil
 }
 
@@ -109,7 +127,17 @@ type (
 const (
 	groupControlPlane = "kube_control_plane"
 	groupWorkers      = "kube_node"
+	// workerHosts is the pattern the worker plays run on: kubespray's
+	// inventories often list the control-plane nodes in kube_node too,
+	// and those are applied by the control-plane plays, not rejoined.
+	workerHosts = groupWorkers + ":!" + groupControlPlane
 )
+
+// SumsFile lists the sha256 of every file the playbooks run (the
+// playbooks and their scripts, not the inventory, which is the
+// operator's to edit), as sha256sum writes them: the guard checks them.
+const SumsFile = "SHA256SUMS"
+
 
 func (r *renderer) inventory() string {
 	var b strings.Builder
@@ -257,6 +285,21 @@ func (r *renderer) scriptOn(id, host string) (task, error) {
 	return task{"name": id + ": " + r.stepTitle(id), "ansible.builtin.script": "scripts/" + id + "/run.sh", "tags": []string{id}}, nil
 }
 
+// gateTasks wait for the gates of the steps given (those the runbook
+// has), as the runbook says to before the next step.
+func (r *renderer) gateTasks(ids ...string) []task {
+	var out []task
+	for _, id := range ids {
+		s := r.in.Runbook.Step(id)
+		if s == nil || s.Gate == nil {
+			continue
+		}
+		out = append(out, task{"name": id + ".gate: " + s.Gate.Text, "ansible.builtin.command": map[string]any{"cmd": s.Gate.Command},
+			"changed_when": false, "tags": []string{id + ".gate"}})
+	}
+	return out
+}
+
 // guard is every playbook's first play: report.json beside the playbooks'
 // bundle is the one runbook.json was made with, and every inventory host
 // is a node of the bundle.
@@ -277,6 +320,16 @@ func (r *renderer) guard() play {
 			{"name": "guard: report.json is the one runbook.json was made with", "ansible.builtin.assert": map[string]any{
 				"that":     []string{"snapshift_report.stat.exists", "snapshift_report.stat.checksum == '" + r.in.Runbook.ReportSHA256 + "'"},
 				"fail_msg": "report.json beside this playbook is not the one runbook.json was made with (sha256 " + r.in.Runbook.ReportSHA256 + "): render the playbooks from this bundle again (snapshift rebuild)"}},
+			{"name": "guard: runbook.json", "ansible.builtin.stat": map[string]any{"path": "{{ playbook_dir }}/../" + bundle.RunbookJSONFile, "checksum_algorithm": "sha256"},
+				"register": "snapshift_runbook"},
+			{"name": "guard: runbook.json is the one these playbooks were rendered from", "ansible.builtin.assert": map[string]any{
+				"that":     []string{"snapshift_runbook.stat.exists", "snapshift_runbook.stat.checksum == '" + r.in.RunbookSHA256 + "'"},
+				"fail_msg": "runbook.json beside this playbook is not the one it was rendered from (sha256 " + r.in.RunbookSHA256 + "): it was edited or replaced; run snapshift rebuild again"}},
+			{"name": "guard: the playbooks and scripts", "ansible.builtin.command": map[string]any{"cmd": "sha256sum --check --quiet " + SumsFile, "chdir": "{{ playbook_dir }}"},
+				"register": "snapshift_sums", "failed_when": false, "changed_when": false, "check_mode": false},
+			{"name": "guard: the playbooks and scripts are the ones snapshift rendered", "ansible.builtin.assert": map[string]any{
+				"that":     []string{"snapshift_sums.rc == 0"},
+				"fail_msg": "files of {{ playbook_dir }} differ from what snapshift rendered ({{ (snapshift_sums.stdout_lines + snapshift_sums.stderr_lines) | join('; ') }}): run snapshift rebuild again rather than edit them"}},
 			{"name": "guard: every inventory host is a node of the bundle", "ansible.builtin.assert": map[string]any{
 				"that":     []string{"groups['all'] | difference(" + jsonList(known) + ") | length == 0"},
 				"fail_msg": "the inventory names hosts the bundle has no files for: {{ groups['all'] | difference(" + jsonList(known) + ") | join(', ') }}"}},
@@ -316,6 +369,7 @@ func (r *renderer) copyPlay() (play, error) {
 			{"name": "copy.bundle: directories", "ansible.builtin.file": map[string]any{"path": "{{ item }}", "state": "directory", "mode": "0700"},
 				"loop": []string{nb + "/" + bundle.KubeDir, nb + "/" + bundle.EtcdDir}},
 			{"name": "copy.bundle: report.json", "ansible.builtin.copy": map[string]any{"src": "{{ playbook_dir }}/../" + bundle.ReportFile, "dest": nb + "/", "mode": "0600"}},
+			{"name": "copy.bundle: runbook.json", "ansible.builtin.copy": map[string]any{"src": "{{ playbook_dir }}/../" + bundle.RunbookJSONFile, "dest": nb + "/", "mode": "0600"}},
 			{"name": "copy.bundle: the node's kubernetes directory", "ansible.builtin.copy": map[string]any{
 				"src": "{{ playbook_dir }}/../" + bundle.KubeDir + "/{{ snapshift_dirs[inventory_hostname] }}", "dest": nb + "/" + bundle.KubeDir + "/", "mode": "preserve"}},
 			{"name": "copy.bundle: the node's etcd member", "ansible.builtin.copy": map[string]any{
@@ -367,7 +421,7 @@ func (r *renderer) workersPlay(name string, ids ...string) (play, error) {
 		}
 		tasks = append(tasks, t)
 	}
-	return play{"name": name, "hosts": groupWorkers, "gather_facts": false, "serial": r.serial(), "tasks": tasks}, nil
+	return play{"name": name, "hosts": workerHosts, "gather_facts": false, "serial": r.serial(), "tasks": tasks}, nil
 }
 
 // migrate is the window: the runbook's steps by block ID.
@@ -399,7 +453,13 @@ func (r *renderer) migrate() ([]play, error) {
 			return add(r.workersPlay("workers-start: the kubelet, in batches", "workers-start.kubelet"))
 		})
 	}
-	steps = append(steps, func() error { return add(r.kubectlPlay("restart and check", "restart.run", "check.run")) },
+	steps = append(steps, func() error {
+		p, err := r.kubectlPlay("restart and check", "restart.run", "check.run")
+		if err == nil {
+			p["tasks"] = append(r.gateTasks("workers-rejoin", "workers-start"), p["tasks"].([]task)...)
+		}
+		return add(p, err)
+	},
 		func() error {
 			t, err := r.script("apply.confirm", nil)
 			return add(play{"name": "apply.confirm: the checks passed", "hosts": groupControlPlane, "gather_facts": false, "tasks": []task{t}}, err)
@@ -460,5 +520,5 @@ func dropEmptyWorkers(plays []play, workers []Host) []play {
 	if len(workers) > 0 {
 		return plays
 	}
-	return slices.DeleteFunc(plays, func(p play) bool { return p["hosts"] == groupWorkers })
+	return slices.DeleteFunc(plays, func(p play) bool { return p["hosts"] == workerHosts })
 }

@@ -3,6 +3,7 @@ package ansible_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -66,6 +67,8 @@ func fleet(cps, workers int) (ansible.Input, []byte) {
 	step("workers-rejoin", bundle.WhereWorkers, "Rejoin",
 		block("workers-rejoin.wait", bundle.WhereKubectl, `kubectl wait node/w0001 --for=jsonpath='{.status.conditions[?(@.type=="Ready")].status}'=Unknown`),
 		block("workers-rejoin.join", bundle.WhereWorkers, "kubeadm reset -f", "kubeadm join 127.0.1.1:6443 --token abcdef.0123456789abcdef"))
+	rb.Steps[len(rb.Steps)-1].Gate = &bundle.RunbookGate{Text: "every node is Ready", Where: bundle.WhereKubectl, Timeout: "10m",
+		Command: "kubectl wait node --all --for=condition=Ready --timeout=10m"}
 	step("restart", bundle.WhereKubectl, "Restart", block("restart.run", bundle.WhereKubectl, "snapshift cluster restart --bundle /bundle"))
 	step("check", bundle.WhereKubectl, "Check", block("check.run", bundle.WhereKubectl, "snapshift cluster check --bundle /bundle"))
 	step("rollback", bundle.WhereControlPlane, "Rollback",
@@ -79,12 +82,21 @@ func fleet(cps, workers int) (ansible.Input, []byte) {
 // report.json beside it, and returns the ansible directory.
 func write(t *testing.T, in ansible.Input, report []byte) string {
 	t.Helper()
+	b := t.TempDir()
+	rj, err := json.MarshalIndent(in.Runbook, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(rj)
+	in.RunbookSHA256 = hex.EncodeToString(sum[:])
 	files, err := ansible.Render(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := t.TempDir()
 	if err := os.WriteFile(filepath.Join(b, bundle.ReportFile), report, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b, bundle.RunbookJSONFile), rj, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for rel, data := range files {
@@ -158,7 +170,7 @@ func TestFleetOf500(t *testing.T) {
 	if err != nil {
 		t.Fatalf("--list-hosts: %v\n%s", err, out)
 	}
-	if n := len(regexp.MustCompile(`(?m)pattern: \['kube_node'\]\n\s+hosts \(500\):`).FindAllString(out, -1)); n != 2 {
+	if n := len(regexp.MustCompile(`(?m)pattern: \['kube_node:!kube_control_plane'\]\n\s+hosts \(500\):`).FindAllString(out, -1)); n != 2 {
 		t.Errorf("--list-hosts: %d worker plays reach 500 hosts, want 2:\n%.2000s", n, out)
 	}
 	if n := len(regexp.MustCompile(`(?m)pattern: \['kube_control_plane'\]\n\s+hosts \(3\):`).FindAllString(out, -1)); n != 3 {
@@ -214,6 +226,90 @@ func TestGuard(t *testing.T) {
 	out, err = playbook(t, dir, "--limit", "localhost", "--tags", "guard", "migrate.yml")
 	if err == nil || !strings.Contains(out, "the inventory names hosts the bundle has no files for: w9999") {
 		t.Errorf("the guard on an inventory with an unknown host: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(inv, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// A runbook.json edited by hand, then a script: each refused, named.
+	rbPath := filepath.Join(dir, "..", bundle.RunbookJSONFile)
+	rj, _ := os.ReadFile(rbPath)
+	if err := os.WriteFile(rbPath, []byte(strings.Replace(string(rj), "--stop-only", "--stop-only --skip-health", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = playbook(t, dir, "--limit", "localhost", "--tags", "guard", "rollback.yml")
+	if err == nil || !strings.Contains(out, "runbook.json beside this playbook is not the one it was rendered from") {
+		t.Errorf("the guard on an edited runbook.json: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(rbPath, rj, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc := filepath.Join(dir, "scripts/apply.start/cp1.sh")
+	if err := os.WriteFile(sc, []byte("#!/bin/bash\nsnapshift node apply --node cp1 --skip-health\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = playbook(t, dir, "--limit", "localhost", "--tags", "guard", "migrate.yml")
+	if err == nil || !strings.Contains(out, "differ from what snapshift rendered (scripts/apply.start/cp1.sh: FAILED") {
+		t.Errorf("the guard on an edited script: %v\n%s", err, out)
+	}
+}
+
+// TestKubesprayInventory (issue 46): the operator's own kubespray
+// inventory, whose kube_node also lists the control-plane nodes and which
+// has kubespray's etcd and k8s_cluster groups, passes the guard, and the
+// worker plays leave the control-plane nodes to the control-plane plays.
+// The workers' gate runs before the restart.
+func TestKubesprayInventory(t *testing.T) {
+	in, report := fleet(3, 4)
+	dir := write(t, in, report)
+	inv := `[kube_control_plane]
+cp1 ansible_host=127.0.1.1
+cp2 ansible_host=127.0.1.2
+cp3 ansible_host=127.0.1.3
+
+[etcd]
+cp1
+cp2
+cp3
+
+[kube_node]
+cp1
+cp2
+cp3
+w0001 ansible_host=127.0.2.1
+w0002 ansible_host=127.0.2.2
+w0003 ansible_host=127.0.2.3
+w0004 ansible_host=127.0.2.4
+
+[k8s_cluster:children]
+kube_control_plane
+kube_node
+`
+	if err := os.WriteFile(filepath.Join(dir, "kubespray.ini"), []byte(inv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := playbook(t, dir, "-i", "kubespray.ini", "--limit", "localhost", "--tags", "guard", "migrate.yml"); err != nil {
+		t.Fatalf("the guard on kubespray's inventory: %v\n%s", err, out)
+	}
+	out, err := playbook(t, dir, "-i", "kubespray.ini", "--list-hosts", "migrate.yml")
+	if err != nil {
+		t.Fatalf("--list-hosts: %v\n%s", err, out)
+	}
+	plays := strings.Split(out, "play #")
+	for _, p := range plays {
+		if strings.Contains(p, "workers-stop") || strings.Contains(p, "kubeadm join") {
+			if strings.Contains(p, "cp1") || !strings.Contains(p, "w0004") || !strings.Contains(p, "hosts (4)") {
+				t.Errorf("a worker play runs on other hosts than the four workers:\n%s", p)
+			}
+		}
+	}
+	out, err = playbook(t, dir, "-i", "kubespray.ini", "--list-tasks", "migrate.yml")
+	if err != nil {
+		t.Fatalf("--list-tasks: %v\n%s", err, out)
+	}
+	gate, restart := strings.Index(out, "workers-rejoin.gate: every node is Ready"), strings.Index(out, "restart.run:")
+	if gate < 0 || restart < gate {
+		t.Errorf("the workers' gate is not listed before restart.run:\n%s", out)
 	}
 }
 

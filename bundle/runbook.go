@@ -1,7 +1,11 @@
 package bundle
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 )
@@ -39,8 +43,12 @@ type Runbook struct {
 	Kind       string `json:"kind"`
 	// ReportSHA256 is the sha256 of the report.json this runbook was made
 	// with: a runbook of another bundle is refused.
-	ReportSHA256 string        `json:"reportSHA256"`
-	Steps        []RunbookStep `json:"steps"`
+	ReportSHA256 string `json:"reportSHA256"`
+	// Digest is the sha256 of this document with Digest empty (compact
+	// JSON, RunbookDigest): a runbook.json edited by hand no longer has
+	// it, and node apply and the playbooks' guard refuse it.
+	Digest string        `json:"digest,omitempty"`
+	Steps  []RunbookStep `json:"steps"`
 }
 
 // RunbookStep is one step: a heading and what follows it.
@@ -60,6 +68,20 @@ type RunbookStep struct {
 	// written to the new cluster.
 	PointOfNoReturn bool          `json:"pointOfNoReturn,omitempty"`
 	Items           []RunbookItem `json:"items"`
+	// Gate is what must hold before the next step, and how long to wait
+	// for it (nil: the step's own commands wait, or nothing follows).
+	Gate *RunbookGate `json:"gate,omitempty"`
+}
+
+// RunbookGate is a step's condition for going on: a command that exits 0
+// once it holds, waiting at most Timeout, run where Where says.
+type RunbookGate struct {
+	// Text is the condition in words.
+	Text    string `json:"text"`
+	Where   string `json:"where"`
+	Command string `json:"command"`
+	// Timeout is how long Command waits (a Go duration, "10m").
+	Timeout string `json:"timeout"`
 }
 
 // RunbookItem is a line of prose or a block of commands.
@@ -143,6 +165,96 @@ func (rb *Runbook) Markdown() string {
 				b.WriteString("```\n")
 			}
 		}
+		if g := s.Gate; g != nil {
+			fmt.Fprintf(&b, "**Check:** %s before the next step (`%s`, up to %s).\n\n", g.Text, g.Command, g.Timeout)
+		}
 	}
 	return b.String()
+}
+
+// RunbookDigest is the sha256 (hex) of rb with its Digest empty, as compact
+// JSON: what Digest must say.
+func RunbookDigest(rb *Runbook) string {
+	c := *rb
+	c.Digest = ""
+	data, err := json.Marshal(&c)
+	if err != nil {
+		panic(err) // a Runbook is plain data
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// ReadRunbook decodes a runbook.json.
+func ReadRunbook(path string) (*Runbook, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rb Runbook
+	if err := json.Unmarshal(data, &rb); err != nil {
+		return nil, fmt.Errorf("%s is not a runbook.json snapshift wrote: %v", path, err)
+	}
+	if rb.Kind != RunbookKind {
+		return nil, fmt.Errorf("%s is not a runbook.json snapshift wrote: its kind is %q, not %s", path, rb.Kind, RunbookKind)
+	}
+	return &rb, nil
+}
+
+// CheckRunbook says, in one sentence, how rb does not belong to the
+// bundle whose report.json has sha256 reportSum and these nodes: another
+// bundle's runbook, or one edited by hand (a step or a node's line
+// removed, a node added); nil when it is the one rebuild wrote.
+func CheckRunbook(rb *Runbook, reportSum string, nodes []Node) error {
+	if rb.ReportSHA256 != reportSum {
+		return fmt.Errorf("runbook.json is another bundle's: it was made with a report.json of sha256 %s, and this bundle's is %s; use the runbook.json of this bundle", short(rb.ReportSHA256), short(reportSum))
+	}
+	if rb.Digest == RunbookDigest(rb) {
+		return nil
+	}
+	var what []string
+	known := map[string]bool{}
+	for _, n := range nodes {
+		known[n.Name] = true
+	}
+	named := map[string]bool{}
+	for _, s := range rb.Steps {
+		for _, it := range s.Items {
+			if it.Block == nil {
+				continue
+			}
+			for _, l := range it.Block.Lines {
+				if l.On != "" {
+					named[l.On] = true
+				}
+				if l.On != "" && !known[l.On] && it.Block.Where == WhereControlPlane {
+					what = append(what, fmt.Sprintf("block %s names node %s, which report.json does not hold", it.Block.ID, l.On))
+				}
+			}
+		}
+	}
+	for _, id := range []string{"apply", "rollback"} {
+		if rb.Step(id) == nil {
+			what = append(what, "step "+id+" is missing")
+		}
+	}
+	for _, n := range nodes {
+		if !named[n.Name] {
+			what = append(what, "no line is for node "+n.Name)
+		}
+	}
+	if len(what) == 0 {
+		what = append(what, "its digest no longer matches its content")
+	}
+	return fmt.Errorf("runbook.json was edited after snapshift rebuild wrote it (%s): run snapshift rebuild again, or put back the runbook.json it wrote", strings.Join(what, "; "))
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12] + "…"
+	}
+	if sum == "" {
+		return "(none)"
+	}
+	return sum
 }

@@ -1,6 +1,8 @@
 package nodeops
 
 import (
+	"errors"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/snapshift/snapshift/bundle"
@@ -71,4 +73,19 @@ func (b *nodeBundle) oldCluster() *bundle.EtcdCluster {
 		return nil
 	}
 	return &b.report.Etcd.Old
+}
+
+// checkRunbook: a runbook.json beside report.json is the one rebuild
+// wrote with it, unedited (bundle.CheckRunbook); found reports whether
+// there is one (a copy of the bundle made by hand may hold only
+// report.json and the node's files).
+func (b *nodeBundle) checkRunbook() (found bool, err error) {
+	rb, err := bundle.ReadRunbook(filepath.Join(b.dir, bundle.RunbookJSONFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	return true, bundle.CheckRunbook(rb, b.reportSum, b.report.Nodes)
 }

@@ -50,6 +50,9 @@ func (a *applyRun) preflight(ctx context.Context) error {
 	if check(a.b.verify()) {
 		a.logf("preflight", "every file of node %s and etcd member %s matches report.json", a.b.node.Name, a.b.node.EtcdMember)
 	}
+	if found, err := a.b.checkRunbook(); check(err) && found {
+		a.logf("preflight", "runbook.json is the one snapshift rebuild wrote with this report.json")
+	}
 	tools := []string{"systemctl", "crictl", "ip"}
 	arm := a.cfg.RollbackAfter > 0 && !a.rec.done(StepArmed)
 	if arm {

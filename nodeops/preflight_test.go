@@ -3,6 +3,9 @@ package nodeops_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/internal/nodetest"
 	"github.com/snapshift/snapshift/nodeops"
 )
@@ -235,6 +239,72 @@ func TestPreflightRefusesAHostEtcd(t *testing.T) {
 		"; /etc/kubernetes/manifests/etcd.yaml is a static-pod etcd too, so two etcds are configured on this node: remove the one that does not run, then run apply again"} {
 		if !errors.Is(err, nodeops.ErrRefused) || !strings.Contains(err.Error(), s) {
 			t.Errorf("a node with both etcds: the refusal does not say %q:\n%v", s, err)
+		}
+	}
+}
+
+// writeRunbook writes rb as the bundle's runbook.json.
+func writeRunbook(t *testing.T, b string, rb *bundle.Runbook) {
+	t.Helper()
+	data, err := json.MarshalIndent(rb, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(b, bundle.RunbookJSONFile), string(data), 0o600)
+}
+
+// TestPreflightChecksTheRunbook (issue 46): a runbook.json beside
+// report.json must be the one rebuild wrote with it. Another bundle's, one
+// with a node's lines removed or a node added, or one edited any other
+// way is refused, naming what differs; the one rebuild wrote passes, and a
+// bundle copied without runbook.json is not refused for it.
+func TestPreflightChecksTheRunbook(t *testing.T) {
+	b, root := makeBundle(t), node(t)
+	raw, err := os.ReadFile(filepath.Join(b, bundle.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	good := func() *bundle.Runbook {
+		rb := &bundle.Runbook{APIVersion: bundle.APIVersion, Kind: bundle.RunbookKind, ReportSHA256: hex.EncodeToString(sum[:])}
+		for _, id := range []string{"apply", "rollback"} {
+			rb.Steps = append(rb.Steps, bundle.RunbookStep{ID: id, Level: 2, Title: id, Where: bundle.WhereControlPlane, Items: []bundle.RunbookItem{{Block: &bundle.RunbookBlock{
+				ID: id + ".run", Where: bundle.WhereControlPlane, Lines: []bundle.RunbookLine{bundle.NewRunbookLine("snapshift node " + id + " --bundle /root/snapshift-bundle --node n1   # on n1")}}}}})
+		}
+		rb.Digest = bundle.RunbookDigest(rb)
+		return rb
+	}
+	if out, err := preflightOnly(t, b, root); err != nil || strings.Contains(out, "runbook.json") {
+		t.Fatalf("without runbook.json: %v\n%s", err, out)
+	}
+	writeRunbook(t, b, good())
+	if out, err := preflightOnly(t, b, root); err != nil || !strings.Contains(out, "[preflight] runbook.json is the one snapshift rebuild wrote with this report.json") {
+		t.Fatalf("the runbook.json rebuild wrote: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*bundle.Runbook)
+		want string
+	}{
+		{"another bundle's", func(rb *bundle.Runbook) { rb.ReportSHA256 = strings.Repeat("ab", 32) },
+			"runbook.json is another bundle's: it was made with a report.json of sha256 abababababab…, and this bundle's is " + hex.EncodeToString(sum[:])[:12] + "…; use the runbook.json of this bundle"},
+		{"a node added", func(rb *bundle.Runbook) {
+			blk := rb.Steps[0].Items[0].Block
+			blk.Lines = append(blk.Lines, bundle.NewRunbookLine("snapshift node apply --bundle /root/snapshift-bundle --node n9   # on n9"))
+		}, "runbook.json was edited after snapshift rebuild wrote it (block apply.run names node n9, which report.json does not hold): run snapshift rebuild again, or put back the runbook.json it wrote"},
+		{"a step removed", func(rb *bundle.Runbook) { rb.Steps = rb.Steps[1:] },
+			"runbook.json was edited after snapshift rebuild wrote it (step apply is missing)"},
+		{"the node's lines removed", func(rb *bundle.Runbook) { rb.Steps[0].Items, rb.Steps[1].Items = nil, nil },
+			"(no line is for node n1)"},
+		{"a line changed", func(rb *bundle.Runbook) { rb.Steps[0].Items[0].Block.Lines[0].Text += " --timeout 1s" },
+			"runbook.json was edited after snapshift rebuild wrote it (its digest no longer matches its content)"},
+	} {
+		rb := good()
+		c.edit(rb) // the digest is left as rebuild wrote it
+		writeRunbook(t, b, rb)
+		_, err := preflightOnly(t, b, root)
+		if !errors.Is(err, nodeops.ErrRefused) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a refusal saying %q", c.name, err, c.want)
 		}
 	}
 }

@@ -55,6 +55,7 @@ func (r *run) writeRunbook(context.Context) error {
 	r.runbookRestart(&b)
 	r.runbookFollowUp(&b)
 	r.runbookRollback(&b)
+	b.doc.Digest = bundle.RunbookDigest(&b.doc)
 	if err := writeJSONFile(r.path(bundle.RunbookJSONFile), &b.doc); err != nil {
 		return err
 	}
@@ -198,13 +199,14 @@ func (r *run) runbookPrepare(b *runbook) {
 	out := r.cfg.Output
 	b.step("copy", bundle.WhereOperator, "Copy each node's part of the bundle, and snapshift, to that node")
 	b.w("Each control-plane node gets only its own directory (its certificates, kubeconfigs and manifests carry its own name and")
-	b.w("address), its own etcd member, and report.json. From the machine holding the bundle:")
+	b.w("address), its own etcd member, report.json and runbook.json. From the machine holding the bundle:")
 	var lines []string
 	for _, n := range r.report.Nodes {
 		h := "root@" + n.AdvertiseAddress
 		lines = append(lines, fmt.Sprintf("# %s (etcd member %s)", n.Name, n.EtcdMember),
 			fmt.Sprintf("ssh %s mkdir -p %s/%s %s/%s", h, bundle.NodeBundleDir, bundle.KubeDir, bundle.NodeBundleDir, bundle.EtcdDir),
 			fmt.Sprintf("scp -p %s %s:%s/", filepath.Join(out, bundle.ReportFile), h, bundle.NodeBundleDir),
+			fmt.Sprintf("scp -p %s %s:%s/", filepath.Join(out, bundle.RunbookJSONFile), h, bundle.NodeBundleDir),
 			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, n.Dir), h, bundle.NodeBundleDir, bundle.KubeDir),
 			fmt.Sprintf("scp -rp %s %s:%s/%s/", filepath.Join(out, bundle.EtcdDir, n.EtcdMember), h, bundle.NodeBundleDir, bundle.EtcdDir),
 			fmt.Sprintf("scp -p \"$(command -v snapshift)\" %s:/usr/local/bin/snapshift", h))
@@ -453,8 +455,26 @@ func (r *run) runbookKubelets(b *runbook) {
 		b.w("on them (flannel, kube-proxy as plain services): give each its new ranges and, with a new CA, a kubeconfig")
 		b.w("signed by it (the certs command above), and restart it by hand. They stay NotReady, as before.")
 	}
-	b.w("**Check:** `kubectl get nodes` shows every node Ready before the next step.")
-	b.w("")
+	b.cur().Gate = r.nodesReadyGate()
+}
+
+// nodesReadyGate is the worker step's gate: every node that runs a kubelet
+// Ready (all of them, unless the plan found some without one).
+func (r *run) nodesReadyGate() *bundle.RunbookGate {
+	g := &bundle.RunbookGate{Text: "every node is Ready", Where: bundle.WhereKubectl, Timeout: "10m",
+		Command: "kubectl wait node --all --for=condition=Ready --timeout=10m"}
+	if p := r.report.Plan; p != nil && len(p.NoKubelet) > 0 {
+		var names []string
+		for _, n := range r.report.Nodes {
+			names = append(names, "node/"+n.Name)
+		}
+		for _, w := range r.kubeletWorkers() {
+			names = append(names, "node/"+w)
+		}
+		g.Text = "every node that runs a kubelet is Ready"
+		g.Command = "kubectl wait " + strings.Join(names, " ") + " --for=condition=Ready --timeout=10m"
+	}
+	return g
 }
 
 // runbookRestart is the staged restart, rendered from the same stage list
@@ -694,7 +714,13 @@ func (r *run) writeAnsible(doc *bundle.Runbook) error {
 	for _, w := range r.kubeletWorkers() {
 		workers = append(workers, ansible.Host{Name: w})
 	}
-	files, err := ansible.Render(ansible.Input{Runbook: doc, ControlPlane: r.report.Nodes, Workers: workers, Serial: r.cfg.Ansible.Serial})
+	rj, err := os.ReadFile(r.path(bundle.RunbookJSONFile))
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(rj)
+	files, err := ansible.Render(ansible.Input{Runbook: doc, ControlPlane: r.report.Nodes, Workers: workers, Serial: r.cfg.Ansible.Serial,
+		RunbookSHA256: hex.EncodeToString(sum[:])})
 	if err != nil {
 		return err
 	}

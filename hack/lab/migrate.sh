@@ -86,9 +86,9 @@ EOF
     # kubelets miss the grace period. workers-rejoin.kubeconfigs (for hosts
     # that run only kube-proxy or a CNI agent outside a pod): the lab has
     # none, its agents are DaemonSets.
-    rb_run "$rb" workers-rejoin.wait workers-rejoin.join
+    rb_run "$rb" workers-rejoin.wait workers-rejoin.join workers-rejoin.gate
   else
-    rb_run "$rb" workers-start.kubelet
+    rb_run "$rb" workers-start.kubelet workers-start.gate
   fi
   for n in $CPS $WORKERS; do wait_for "[$label] $n: node Ready" 180 node_ready "$n"; done
   python3 - "$a/bundle/report.json" <<'PY' || die "report.json's restart does not restart flannel's DaemonSet: the rebuild did not recognise it"

@@ -11,7 +11,8 @@
 
 # rb_parse RUNBOOK_JSON DIR: the bundle's runbook.json (RUNBOOK.md's one
 # source) as files: DIR/steps ("ID<TAB>title" per step), DIR/blocks
-# ("ID<TAB>where" per block, in order) and DIR/ID.sh, each block's lines.
+# ("ID<TAB>where" per block, in order) and DIR/ID.sh, each block's lines;
+# a step's gate is block "<step>.gate", its command.
 # The lab finds every step and block by its ID, never by a title.
 rb_parse() {
   rm -rf "$2"; mkdir -p "$2"
@@ -27,6 +28,12 @@ with open(os.path.join(out, "steps"), "w") as steps, open(os.path.join(out, "blo
             if b:
                 blocks.write("%s\t%s\n" % (b["id"], b["where"]))
                 open(os.path.join(out, b["id"] + ".sh"), "w").write("".join(l["text"] + "\n" for l in b["lines"]))
+        # A step's gate (what must hold before the next step) runs as
+        # block "<step>.gate", where the gate says.
+        g = s.get("gate")
+        if g:
+            blocks.write("%s.gate\t%s\n" % (s["id"], g["where"]))
+            open(os.path.join(out, s["id"] + ".gate.sh"), "w").write(g["command"] + "\n")
 PY
 }
 
