@@ -138,7 +138,6 @@ const (
 // operator's to edit), as sha256sum writes them: the guard checks them.
 const SumsFile = "SHA256SUMS"
 
-
 func (r *renderer) inventory() string {
 	var b strings.Builder
 	b.WriteString("# The bundle's nodes, by the names report.json and the snapshot give them. Set ansible_host\n")
