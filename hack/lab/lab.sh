@@ -17,6 +17,7 @@ repo=$PWD
 . hack/lab/node.sh
 . hack/lab/runbook.sh
 . hack/lab/migrate.sh
+. hack/lab/ansible.sh
 [ "$(id -u)" = 0 ] || die "the lab needs root (network and mount namespaces, cgroups)"
 for c in containerd runc ctr ip nsenter unshare nft iptables busybox; do
   command -v "$c" >/dev/null || die "$c is missing: apt-get install -y containerd runc containernetworking-plugins iptables nftables busybox-static"
@@ -50,10 +51,23 @@ trap 'exit 130' INT TERM
 POD_CIDR=10.244.0.0/16
 SVC_CIDR=192.168.0.0/16
 DNS_IP=192.168.0.10
-WORKERS=${LAB_WORKERS:-"w1 w2"}
-# LAB_HA=1: three control-plane nodes (three etcd members, three
-# apiservers), the runbook's HA path; its logs in out/lab-ha/logs.
-if [ "${LAB_HA:-0}" = 1 ]; then CPS="cp1 cp2 cp3" logs=$repo/out/lab-ha/logs; else CPS=cp1 logs=$repo/out/lab/logs; fi
+# The cell of the lab's matrix (hack/lab/matrix.json) this run brings up:
+# LAB_CELL names it (LAB_HA=1: three-cp, else one-cp); its control-plane
+# nodes, workers and scenarios (LAB_SCENARIOS: a subset, by name).
+LAB_CELL=${LAB_CELL:-$([ "${LAB_HA:-0}" = 1 ] && echo three-cp || echo one-cp)}
+eval "$(python3 hack/lab/matrix.py shell "$LAB_CELL")" || die "no cell $LAB_CELL in hack/lab/matrix.json"
+WORKERS=${LAB_WORKERS:-$CELL_WORKERS}
+CPS=$CELL_CPS
+SCENARIOS=${LAB_SCENARIOS:-$CELL_SCENARIOS}
+logs=$repo/out/lab-$LAB_CELL/logs
+[ "$CELL_CNI" = flannel ] && [ "$CELL_INSTALLER" = kubeadm ] && [ "$CELL_K8S" = "$K8S_VERSION" ] ||
+  die "cell $LAB_CELL wants $CELL_CNI, $CELL_INSTALLER, Kubernetes $CELL_K8S: the lab brings up flannel on kubeadm's layout at $K8S_VERSION only"
+ansible_needed=0
+for sc in $SCENARIOS; do
+  eval "$(python3 hack/lab/matrix.py scenario "$LAB_CELL" "$sc")" || die "cell $LAB_CELL has no scenario $sc"
+  [ "$SC_DRIVER" = ansible ] && ansible_needed=1
+done
+log "cell $LAB_CELL: control plane $CPS, workers $WORKERS, scenarios $SCENARIOS"
 
 # The check table: check NAME CMD... runs CMD, records PASS or FAIL with
 # CMD's last output line.
@@ -86,11 +100,13 @@ t0=$(date +%s)
 log "underlay $LAB_NETNS and the control-plane node(s) $CPS"
 lab_underlay
 lab_admin
+[ $ansible_needed = 0 ] || lab_ssh_keys
 initial_cluster=$(for n in $CPS; do printf '%s=https://%s:2380,' "$n" "$(nodeip "$n")"; done); initial_cluster=${initial_cluster%,}
 extra_sans=$(for n in $CPS; do [ "$n" = cp1 ] || printf '%s,' "$(nodeip "$n")"; done); extra_sans=${extra_sans%,}
 cp1=$(nodedir cp1)/root
 for n in $CPS; do
   lab_node "$n"
+  [ $ansible_needed = 0 ] || lab_sshd "$n"
   lab_containerd "$n"
   t=$(date +%s); lab_import_images "$n"; log "images imported into $n in $(( $(date +%s) - t ))s"
   d=$(nodedir "$n")/root ip=$(nodeip "$n")
@@ -137,6 +153,7 @@ log "control plane up in $(( $(date +%s) - t0 ))s"
 for w in $WORKERS; do
   log "worker $w"
   lab_node "$w"
+  [ $ansible_needed = 0 ] || lab_sshd "$w"
   lab_containerd "$w"
   lab_import_images "$w"
   wd=$(nodedir "$w")/root
@@ -157,12 +174,19 @@ kc cp1 get pods -A -o wide
 
 . hack/lab/checks.sh
 checks_cluster old "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP"
-for ca in ${LAB_CAS:-old new}; do
-  lab_migrate "$ca-ca" "$ca"
-  ETCD_WANT=$NEW_ETCD ETCD_NOT=$OLD_ETCD checks_cluster "$ca CA, migrated" "$NEW_POD_CIDR" "$NEW_SVC_CIDR" 172.24.0.1 172.24.0.10 "$SVC_CIDR"
+# Each scenario: migrate (its CA, its driver), check, roll back by the same
+# driver, check; the check table names the scenario.
+for sc in $SCENARIOS; do
+  eval "$(python3 hack/lab/matrix.py scenario "$LAB_CELL" "$sc")"
+  ts=$(date +%s)
+  lab_migrate "$sc" "$SC_CA" "$SC_DRIVER"
+  ETCD_WANT=$NEW_ETCD ETCD_NOT=$OLD_ETCD checks_cluster "$sc, migrated" "$NEW_POD_CIDR" "$NEW_SVC_CIDR" 172.24.0.1 172.24.0.10 "$SVC_CIDR"
+  log "[$sc] migrated and checked in $(( $(date +%s) - ts ))s"
   [ "${LAB_ROLLBACK:-1}" = 1 ] || continue
-  lab_rollback "$ca-ca"
-  ETCD_WANT=$OLD_ETCD ETCD_NOT=$NEW_ETCD checks_cluster "$ca CA, rolled back" "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP" "$NEW_SVC_CIDR"
+  ts=$(date +%s)
+  lab_rollback "$sc" "$SC_DRIVER"
+  ETCD_WANT=$OLD_ETCD ETCD_NOT=$NEW_ETCD checks_cluster "$sc, rolled back" "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP" "$NEW_SVC_CIDR"
+  log "[$sc] rolled back and checked in $(( $(date +%s) - ts ))s"
 done
 log "scenario done in $(( $(date +%s) - t0 ))s"
 table && status=0

@@ -21,10 +21,13 @@ fromnode() {
   nodeexec "$1" tar -C "$(dirname "$2")" -cf - "$(basename "$2")" | tar -C "$3" -xpf -
 }
 
-# lab_migrate LABEL new|old: the whole operation. LABEL names the bundle and
-# the checks; "new" rebuilds with a new CA, "old" reissues from the old one.
+# lab_migrate LABEL new|old runbook|ansible: the whole operation. LABEL
+# names the bundle and the checks; "new" rebuilds with a new CA, "old"
+# reissues from the old one; the window is then driven by runbook.json's
+# blocks (lab_window_runbook) or by the bundle's playbooks
+# (lab_window_ansible, hack/lab/ansible.sh).
 lab_migrate() {
-  local label=$1 ca=$2 a=$LAB_ROOT/admin/$1 rb k
+  local label=$1 ca=$2 driver=${3:-runbook} a=$LAB_ROOT/admin/$1 rb k
   EVENTS_SINCE=$(date -u +%FT%TZ)   # the checks count the events made from here on
   # The checks' lab-new Service, deleted: gone before the snapshot, so the
   # snapshot does not hold it (c_no_lab_new).
@@ -72,7 +75,18 @@ EOF
   cp "$a/bundle/runbook.json" "$LAB_ROOT/logs/$label-runbook.json"
   diff <(echo "$PRE_SNAPSHOT") "$rb/header.before-snapshot.sh" >/dev/null || die "runbook.json's block header.before-snapshot no longer says the lab's PRE_SNAPSHOT commands: update hack/lab/migrate.sh"
   grep -qF "$SNAPSHOT_SAVE" <(tr '\n' ' ' < "$a/bundle/RUNBOOK.md") || die "the runbook's header no longer gives the lab's SNAPSHOT_SAVE command"
+  python3 - "$a/bundle/report.json" <<'PY' || die "report.json's restart does not restart flannel's DaemonSet: the rebuild did not recognise it"
+import json, sys
+r = json.load(open(sys.argv[1]))["operation"].get("restart", [])
+sys.exit(0 if any(w["kind"] == "DaemonSet" and w["name"] == "kube-flannel-ds" and w.get("role") for w in r) else 1)
+PY
+  "lab_window_$driver" "$label"
+}
 
+# lab_window_runbook LABEL: the window, runbook.json's blocks by ID, each
+# where it says.
+lab_window_runbook() {
+  local label=$1 rb=$LAB_ROOT/runbook-$1 n
   rb_run "$rb" copy.bundle copy.preflight workers-stop.backup
   # apply.stop stops the old control plane on every node (--stop-only),
   # apply.start starts the restored members; apply.confirm comes after the
@@ -91,11 +105,6 @@ EOF
     rb_run "$rb" workers-start.kubelet workers-start.gate
   fi
   for n in $CPS $WORKERS; do wait_for "[$label] $n: node Ready" 180 node_ready "$n"; done
-  python3 - "$a/bundle/report.json" <<'PY' || die "report.json's restart does not restart flannel's DaemonSet: the rebuild did not recognise it"
-import json, sys
-r = json.load(open(sys.argv[1]))["operation"].get("restart", [])
-sys.exit(0 if any(w["kind"] == "DaemonSet" and w["name"] == "kube-flannel-ds" and w.get("role") for w in r) else 1)
-PY
   rb_run "$rb" restart.run
   # The restart deletes bare pods ("the pods no controller restarts"): their
   # owner, here the lab, creates them again from its manifests.
@@ -108,9 +117,13 @@ PY
 # (Not a pipe into grep: under pipefail kubectl's exit 1 would fail it.)
 lab_new_gone() { local out; if out=$(kc cp1 -n prod get svc lab-new 2>&1); then return 1; fi; grep -q NotFound <<< "$out"; }
 
-# lab_rollback LABEL: the runbook's section "Rollback", every block.
-lab_rollback() {
-  local label=$1 rb=$LAB_ROOT/runbook-$1
+# lab_rollback LABEL runbook|ansible: the runbook's section "Rollback", by
+# the driver that migrated.
+lab_rollback() { "lab_rollback_${2:-runbook}" "$1"; }
+
+# lab_rollback_runbook LABEL: section "Rollback", every block.
+lab_rollback_runbook() {
+  local label=$1 rb=$LAB_ROOT/runbook-$1 n
   EVENTS_SINCE=$(date -u +%FT%TZ)
   rb_run "$rb" rollback.control-plane rollback.workers
   # "with the old cluster's kubeconfig, once the old control plane is back"

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Reads the lab's matrix (hack/lab/matrix.json) for the shell scripts.
+
+  matrix.py ci                  the names of the cells CI runs, one per line
+  matrix.py shell CELL          the cell as shell assignments (CELL_CPS, ...)
+  matrix.py scenario CELL NAME  the scenario as shell assignments (SC_CA, SC_DRIVER)
+  matrix.py table               every cell and its scenarios, as a Markdown table
+"""
+import json
+import os
+import shlex
+import sys
+
+CAS = {"old", "new"}
+DRIVERS = {"runbook", "ansible"}
+
+
+def load():
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "matrix.json")) as f:
+        m = json.load(f)
+    for c in m["cells"]:
+        for s in c["scenarios"]:
+            if s["ca"] not in CAS or s["driver"] not in DRIVERS:
+                sys.exit("matrix.json: cell %s scenario %s: ca must be one of %s, driver one of %s" % (c["name"], s["name"], sorted(CAS), sorted(DRIVERS)))
+    return m
+
+
+def cell(m, name):
+    for c in m["cells"]:
+        if c["name"] == name:
+            return c
+    sys.exit("matrix.json has no cell %r (it has %s)" % (name, ", ".join(c["name"] for c in m["cells"])))
+
+
+def main(argv):
+    m = load()
+    if argv[:1] == ["ci"]:
+        for c in m["cells"]:
+            if c.get("ci"):
+                print(c["name"])
+    elif argv[:1] == ["shell"] and len(argv) == 2:
+        c = cell(m, argv[1])
+        for k, v in (("CELL_CPS", " ".join(c["controlPlanes"])), ("CELL_WORKERS", " ".join(c["workers"])),
+                     ("CELL_CNI", c["cni"]), ("CELL_INSTALLER", c["installer"]), ("CELL_K8S", c["kubernetes"]),
+                     ("CELL_SCENARIOS", " ".join(s["name"] for s in c["scenarios"]))):
+            print("%s=%s" % (k, shlex.quote(v)))
+    elif argv[:1] == ["scenario"] and len(argv) == 3:
+        c = cell(m, argv[1])
+        for s in c["scenarios"]:
+            if s["name"] == argv[2]:
+                print("SC_CA=%s SC_DRIVER=%s" % (shlex.quote(s["ca"]), shlex.quote(s["driver"])))
+                return
+        sys.exit("cell %s has no scenario %r (it has %s)" % (c["name"], argv[2], ", ".join(s["name"] for s in c["scenarios"])))
+    elif argv[:1] == ["table"]:
+        print("| cell | control plane | workers | CNI | installer | Kubernetes | CI | scenarios (each: migrate, check, roll back, check) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for c in m["cells"]:
+            sc = ", ".join("`%s` (%s CA, %s)" % (s["name"], s["ca"], s["driver"]) for s in c["scenarios"])
+            print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (c["name"], " ".join(c["controlPlanes"]), " ".join(c["workers"]),
+                                                             c["cni"], c["installer"], c["kubernetes"], "yes" if c.get("ci") else "no", sc))
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

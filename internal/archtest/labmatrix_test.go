@@ -1,0 +1,80 @@
+package archtest
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// labMatrix is hack/lab/matrix.json: the lab's bring-ups and their
+// scenarios.
+type labMatrix struct {
+	Cells []struct {
+		Name          string   `json:"name"`
+		ControlPlanes []string `json:"controlPlanes"`
+		Workers       []string `json:"workers"`
+		CI            bool     `json:"ci"`
+		Scenarios     []struct {
+			Name   string `json:"name"`
+			CA     string `json:"ca"`
+			Driver string `json:"driver"`
+		} `json:"scenarios"`
+	} `json:"cells"`
+}
+
+// TestLabMatrixCoveredByCI (issue 46): every kind of scenario a cell of
+// the lab's matrix runs (a CA by a driver) runs in a cell CI runs; the
+// three-member control plane runs both CAs in CI (issue 45's data loss was
+// there); every scenario's name is unique in its cell; and make e2e runs
+// the cells CI runs from the matrix, not from a list of its own.
+func TestLabMatrixCoveredByCI(t *testing.T) {
+	raw, err := os.ReadFile("../../hack/lab/matrix.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m labMatrix
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("hack/lab/matrix.json: %v", err)
+	}
+	inCI := map[string]bool{}
+	all := map[string]string{}
+	haCAs := map[string]bool{}
+	for _, c := range m.Cells {
+		names := map[string]bool{}
+		for _, s := range c.Scenarios {
+			if names[s.Name] {
+				t.Errorf("cell %s has two scenarios named %s", c.Name, s.Name)
+			}
+			names[s.Name] = true
+			kind := s.CA + " CA by " + s.Driver
+			all[kind] = c.Name + "/" + s.Name
+			if c.CI {
+				inCI[kind] = true
+				if len(c.ControlPlanes) == 3 {
+					haCAs[s.CA] = true
+				}
+			}
+		}
+	}
+	for kind, where := range all {
+		if !inCI[kind] {
+			t.Errorf("scenario %s (%s) runs in no cell CI runs: add it to a cell with \"ci\": true", where, kind)
+		}
+	}
+	for _, want := range []string{"old CA by runbook", "new CA by runbook", "old CA by ansible", "new CA by ansible"} {
+		if !inCI[want] {
+			t.Errorf("no cell CI runs migrates with the %s", want)
+		}
+	}
+	if !haCAs["old"] || !haCAs["new"] {
+		t.Errorf("CI's three-member cells run the CAs %v, want old and new", haCAs)
+	}
+	e2e, err := os.ReadFile("../../hack/e2e.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(e2e), "python3 hack/lab/matrix.py ci") {
+		t.Errorf("hack/e2e.sh does not run the lab's cells from hack/lab/matrix.py ci")
+	}
+}
