@@ -173,3 +173,16 @@ const (
 // SystemdUnitDirs are the directories systemd loads a unit file from, the
 // administrator's first (systemd.unit(5): the system unit search path).
 var SystemdUnitDirs = []string{"/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
+
+// BackupRoot is where node apply, and the runbook's worker steps, keep one
+// backup directory per node and bundle.
+const BackupRoot = "/var/lib/snapshift/backup"
+
+// BackupDir is node's backup directory for the bundle whose report.json
+// has sha256 reportSum (hex): the node's name and the sum's first 12 hex
+// digits, so that each bundle applied on a node has its own and a rerun of
+// the same bundle finds it. node apply backs a control-plane node up
+// there; the runbook's worker step a worker.
+func BackupDir(node, reportSum string) string {
+	return BackupRoot + "/" + node + "-" + reportSum[:12]
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/internal/fsutil"
 )
 
@@ -83,9 +84,7 @@ func (r *Record) finish(s Step) {
 
 // backupDir is the bundle's backup directory on this node (host path):
 // one per node and bundle, so a second bundle never mixes with the first.
-func backupDir(node, reportSum string) string {
-	return filepath.Join(BackupRoot, node+"-"+reportSum[:12])
-}
+func backupDir(node, reportSum string) string { return bundle.BackupDir(node, reportSum) }
 
 // loadRecord reads backup.json; nil when there is none.
 func (h *host) loadRecord(dir string) (*Record, error) {

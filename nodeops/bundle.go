@@ -16,7 +16,7 @@ const (
 	KubeletConfig = "/var/lib/kubelet/config.yaml"
 	KubeletPKI    = "/var/lib/kubelet/pki"
 	// BackupRoot holds one directory per applied bundle.
-	BackupRoot = "/var/lib/snapshift/backup"
+	BackupRoot = bundle.BackupRoot
 )
 
 // nodeBundle is the part of a rebuild bundle one node needs.

@@ -76,15 +76,9 @@ type runbook struct {
 	reportSum string
 }
 
-// backupDir is where `snapshift node apply` backs node up (nodeops'
-// backupDir: the node's name and the first 12 hex digits of report.json's
-// sha256), and where the runbook's worker steps back the workers up.
-func (b *runbook) backupDir(node string) string {
-	return backupRoot + "/" + node + "-" + b.reportSum[:12]
-}
-
-// backupRoot is nodeops.BackupRoot (rebuild does not import nodeops).
-const backupRoot = "/var/lib/snapshift/backup"
+// backupDir is where `snapshift node apply` backs node up, and where the
+// runbook's worker steps back the workers up (bundle.BackupDir).
+func (b *runbook) backupDir(node string) string { return bundle.BackupDir(node, b.reportSum) }
 
 // cur is the step being written.
 func (b *runbook) cur() *bundle.RunbookStep { return &b.doc.Steps[len(b.doc.Steps)-1] }
