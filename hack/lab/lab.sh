@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make lab (issue 33): a cluster of real components in network namespaces on
-# this machine, offline: control-plane node cp1 (LAB_HA=1: cp1, cp2, cp3)
+# this machine, offline: the nodes of a cell of hack/lab/matrix.json (one-cp:
+# control-plane node cp1; three-cp: cp1, cp2, cp3)
 # and workers w1, w2, each with containerd and a kubelet; the control plane
 # as static pods from snapshift's own certs and manifests; kube-proxy
 # (kubeadm's add-on) and flannel (its kube-flannel.yml) as DaemonSets,
@@ -8,7 +9,7 @@
 # own blocks (hack/lab/migrate.sh) and checked (hack/lab/checks.sh).
 # Everything it starts is stopped by PID and every namespace and mount
 # removed on exit, failure or Ctrl-C (LAB_KEEP=1 keeps the cluster running;
-# make lab-clean removes it). Logs: out/lab/logs (LAB_HA=1: out/lab-ha/logs).
+# make lab-clean removes it). Logs: out/lab-<cell>/logs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -34,7 +35,7 @@ finish() {
   if { [ "${LAB_KEEP:-}" = 1 ] && [ $status = 0 ]; } || [ "${LAB_KEEP:-}" = always ]; then
     log "LAB_KEEP=1: the lab keeps running; make lab-clean removes it"; return
   fi
-  local logs=${logs:-$repo/out/lab/logs}
+  local logs=${logs:-$repo/out/lab-${LAB_CELL:-one-cp}/logs}
   rm -rf "$logs"; mkdir -p "$logs"
   cp -a "$LAB_ROOT"/logs/. "$logs/" 2>/dev/null || true
   for n in $(lab_nodes_present | sort -u); do
