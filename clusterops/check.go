@@ -52,7 +52,7 @@ func Check(ctx context.Context, cfg Config, cc CheckConfig) ([]CheckResult, erro
 		return nil, fmt.Errorf("the API server does not answer: %w", err)
 	}
 	out := []CheckResult{checkNodes(ctx, &cfg), checkPods(ctx, &cfg), checkKubernetesService(ctx, &cfg), checkDNSService(ctx, &cfg)}
-	out = append(out, checkDNSProbe(ctx, &cfg, cc), checkEvents(ctx, &cfg))
+	out = append(out, checkDNSProbe(ctx, &cfg, cc), checkEvents(ctx, &cfg), checkInstallerRanges(ctx, &cfg))
 	if cc.Etcd != nil {
 		out = append(out, checkEtcdIdentity(ctx, cc.Etcd))
 	}

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,7 +72,36 @@ func healthyCluster() []runtime.Object {
 		onHost(pod("kube-system", "kube-proxy-a", proxyLabels, "10.0.0.11", true)),
 		pod("kube-system", "coredns-1", dnsLabels, "10.55.0.4", true), pod("kube-system", "coredns-2", dnsLabels, "10.55.8.7", true),
 		pod("demo", "web-1", nil, "10.55.8.9", true), done, pending,
+		apiserverPod("cp1", "--service-cluster-ip-range=172.24.0.0/16"),
+		serviceCIDR("kubernetes", "172.24.0.0/16", false), serviceCIDR("snapshift-kept", "192.168.0.0/16", true),
+		kubeadmConfig("172.24.0.0/16", "10.55.0.0/16"),
 	}
+}
+
+// apiserverPod is kube-apiserver's mirror pod on node, kubeadm's labels,
+// with flags.
+func apiserverPod(node string, flags ...string) *corev1.Pod {
+	p := onHost(pod("kube-system", "kube-apiserver-"+node, map[string]string{"component": "kube-apiserver", "tier": "control-plane"}, "10.0.0.11", true))
+	p.Spec.NodeName = node
+	p.Spec.Containers = []corev1.Container{{Name: "kube-apiserver", Command: append([]string{"kube-apiserver", "--secure-port=6443"}, flags...)}}
+	return p
+}
+
+// serviceCIDR is a ServiceCIDR of cidr; terminating: deleted, held by
+// kube-controller-manager's finalizer (the one the rebuild keeps).
+func serviceCIDR(name, cidr string, terminating bool) *networkingv1.ServiceCIDR {
+	sc := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{cidr}}}
+	if terminating {
+		sc.DeletionTimestamp = &metav1.Time{Time: created}
+		sc.Finalizers = []string{"networking.k8s.io/service-cidr-finalizer"}
+	}
+	return sc
+}
+
+// kubeadmConfig is kube-system/kubeadm-config with these ranges.
+func kubeadmConfig(svc, pods string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config"},
+		Data: map[string]string{"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  dnsDomain: cluster.local\n  serviceSubnet: " + svc + "\n  podSubnet: " + pods + "\n"}}
 }
 
 // probe makes the DNS probe pod end in phase with log as its log.
@@ -115,6 +145,7 @@ func TestCheckPasses(t *testing.T) {
 		"service-ip-events":  "no ClusterIPOutOfRange or ClusterIPNotAllocated event since the bundle was made",
 		"cni-pods":           "4 of 4 pods Ready (kube-system/deploy/cilium-operator, kube-system/ds/cilium, kube-system/ds/kube-proxy)",
 		"dns-pods":           "2 of 2 pods Ready (kube-system/deploy/coredns)",
+		"installer-ranges":   "ServiceCIDRs, the control plane's flags, node-args and kubeadm-config hold the new ranges only",
 	}
 	var names []string
 	for _, r := range res {
@@ -123,7 +154,7 @@ func TestCheckPasses(t *testing.T) {
 			t.Errorf("%s: ok %v %q (read %q), want ok %q", r.Name, r.OK, r.Detail, r.Read, want[r.Name])
 		}
 	}
-	wantSame(t, "checks", names, []string{"nodes", "pods", "kubernetes-service", "dns-service", "dns-lookup", "service-ip-events", "cni-pods", "dns-pods"})
+	wantSame(t, "checks", names, []string{"nodes", "pods", "kubernetes-service", "dns-service", "dns-lookup", "service-ip-events", "installer-ranges", "cni-pods", "dns-pods"})
 	if pods, _ := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{}); len(pods.Items) != 0 {
 		t.Errorf("the probe pod is left: %v", pods.Items[0].Name)
 	}
@@ -239,7 +270,8 @@ func TestCheckListErrors(t *testing.T) {
 	}
 	want := map[string]string{
 		"nodes": "listing Nodes: etcd is down", "pods": "listing pods: etcd is down", "service-ip-events": "listing events: etcd is down",
-		"dns-pods": "listing pods of kube-system/deploy/coredns: etcd is down",
+		"dns-pods":         "listing pods of kube-system/deploy/coredns: etcd is down",
+		"installer-ranges": "listing events: etcd is down; listing Nodes: etcd is down",
 	}
 	for _, r := range res {
 		if w, ok := want[r.Name]; ok != !r.OK || ok && r.Detail != w {
@@ -369,4 +401,62 @@ func resourceOf(o runtime.Object) schema.GroupVersionResource {
 		return gvr("apps", "deployments")
 	}
 	panic(fmt.Sprintf("resourceOf %T", o))
+}
+
+// TestInstallerRanges (issue 50): the installer-ranges check fails, naming
+// the object and the installer, on each way an installer's next run (or a
+// component restarted with its old configuration) brings a range back; it
+// passes on the healthy cluster (TestCheckPasses) and when nothing moved.
+func TestInstallerRanges(t *testing.T) {
+	withNodeArgs := func(args string) func(*fake.Clientset) {
+		return func(c *fake.Clientset) {
+			n, _ := c.CoreV1().Nodes().Get(context.Background(), "w1", metav1.GetOptions{})
+			n.Annotations = map[string]string{"k3s.io/node-args": args}
+			c.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		break_ func(*fake.Clientset)
+		want   string
+	}{
+		{"the default ServiceCIDR re-injected (k3s#12877)", func(c *fake.Clientset) {
+			c.NetworkingV1().ServiceCIDRs().Create(context.Background(), serviceCIDR("kubernetes-2", "10.43.0.0/16", false), metav1.CreateOptions{})
+		}, "ServiceCIDR kubernetes-2 (kube-apiserver's --service-cluster-ip-range, or a k3s upgrade's default): holds 10.43.0.0/16, outside the new service range"},
+		{"kube-apiserver restarted with its old flags", func(c *fake.Clientset) {
+			c.CoreV1().Pods("kube-system").Update(context.Background(), apiserverPod("cp1", "--service-cluster-ip-range=192.168.0.0/16"), metav1.UpdateOptions{})
+		}, "pod kube-system/kube-apiserver-cp1 on cp1 (kubeadm: its static-pod manifest): --service-cluster-ip-range=192.168.0.0/16"},
+		{"an apiserver with its old flags says so", func(c *fake.Clientset) {
+			c.CoreV1().Events("default").Create(context.Background(), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes.1"},
+				Reason: "KubernetesDefaultServiceCIDRInconsistent", Message: "The default ServiceCIDR [172.24.0.0/16] does not match the controller flag configurations [192.168.0.0/16]",
+				InvolvedObject: corev1.ObjectReference{Kind: "ServiceCIDR", Name: "kubernetes"}, EventTime: metav1.MicroTime{Time: now}}, metav1.CreateOptions{})
+		}, "ServiceCIDR kubernetes (a kube-apiserver restarted with its old --service-cluster-ip-range): KubernetesDefaultServiceCIDRInconsistent: The default ServiceCIDR [172.24.0.0/16] does not match"},
+		{"k3s's node-args with the old pod range", withNodeArgs(`["server","--cluster-cidr","10.244.0.0/16","--service-cidr=172.24.0.0/16"]`),
+			"node w1 annotation k3s.io/node-args (k3s: config.yaml or its command line): --cluster-cidr 10.244.0.0/16"},
+		{"kubeadm-config still the old service range", func(c *fake.Clientset) {
+			c.CoreV1().ConfigMaps("kube-system").Update(context.Background(), kubeadmConfig("192.168.0.0/16", "10.55.0.0/16"), metav1.UpdateOptions{})
+		}, "ConfigMap kube-system/kubeadm-config (kubeadm upgrade renders the static pods from it): networking.serviceSubnet 192.168.0.0/16"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := fake.NewClientset(healthyCluster()...)
+			c.break_(cl)
+			var evs []Event
+			cfg := testConfig(cl, checkInput(), time.Second, &evs)
+			cfg.defaults()
+			r := checkInstallerRanges(context.Background(), &cfg)
+			if r.OK || !strings.Contains(r.Detail, "1 place holds a range other than the new one: "+c.want) || !strings.Contains(r.Read, "before the installer runs again") {
+				t.Errorf("got ok %v %q (read %q), want a failure naming %q", r.OK, r.Detail, r.Read, c.want)
+			}
+		})
+	}
+	cl := fake.NewClientset(healthyCluster()...)
+	withNodeArgs(`["server","--cluster-cidr","10.244.0.0/16"]`)(cl)
+	var evs []Event
+	in := checkInput()
+	in.Service, in.Pod = restart.Ranges{}, restart.Ranges{}
+	cfg := testConfig(cl, in, time.Second, &evs)
+	cfg.defaults()
+	if r := checkInstallerRanges(context.Background(), &cfg); !r.OK || r.Detail != "no range moved" {
+		t.Errorf("nothing moved: ok %v %q", r.OK, r.Detail)
+	}
 }

@@ -117,7 +117,7 @@ manifests: {kubernetesVersion: %s}
 	t.Logf("[cluster] check before the restart (exit %d):\n%s", code, out)
 	for _, want := range []string{"FAIL nodes", "Nodes not Ready (cp1, fake1, hw1, vm1)", "ok   kubernetes-service", "default/kubernetes at 172.24.0.1",
 		"FAIL dns-service", "kube-system/kube-dns at 192.168.0.10, want 172.24.0.10", "FAIL dns-lookup",
-		"cluster check: ", "checks failed (nodes, pods, dns-service, dns-lookup"} {
+		"ok   installer-ranges", "cluster check: ", "checks failed (nodes, pods, dns-service, dns-lookup"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("[cluster] FAIL check does not say %q", want)
 		}
@@ -204,6 +204,9 @@ manifests: {kubernetesVersion: %s}
 		t.Errorf("[cluster] FAIL check exit %d, want %d (the Nodes run no kubelet)", code, app.ExitVerify)
 	}
 	checkEventsAndStuckRollout(ctx, t, c, bundle, kc)
+	checkOldFlagsComeBack(ctx, t, api2, bundle, kc, func() *apiserver {
+		return startAPIServer(ctx, t, bin, etcd2, b, oldServiceCIDR, logDir)
+	})
 }
 
 // checkEventsAndStuckRollout: the service IP repair loop's complaint since
@@ -248,6 +251,34 @@ func checkEventsAndStuckRollout(ctx context.Context, t *testing.T, c kubernetes.
 	}
 	if code != app.ExitError {
 		t.Errorf("[cluster] FAIL restart exit %d, want %d", code, app.ExitError)
+	}
+}
+
+// checkOldFlagsComeBack (issue 50): kube-apiserver restarted with its old
+// --service-cluster-ip-range, as an installer's next run that does not
+// know of the move would restart it: its default-ServiceCIDR controller
+// leaves the kubernetes ServiceCIDR as the rebuild wrote it and reports
+// the mismatch, and cluster check's installer-ranges check fails on it,
+// naming the ServiceCIDR and the flag.
+func checkOldFlagsComeBack(ctx context.Context, t *testing.T, api2 *apiserver, bundle, kc string, restart func() *apiserver) {
+	t.Helper()
+	api2.stop()
+	old := restart()
+	kcOld := retarget(t, kc, old.url, filepath.Dir(kc))
+	var out string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		var code int
+		out, code = runCode(t, "cluster", "check", "--bundle", bundle, "--kubeconfig", kcOld, "--timeout", "5s")
+		if strings.Contains(out, "FAIL installer-ranges") || time.Now().After(deadline) {
+			t.Logf("[cluster] check with kube-apiserver on its old flags (exit %d):\n%s", code, out)
+			break
+		}
+	}
+	for _, want := range []string{"FAIL installer-ranges", "ServiceCIDR kubernetes (a kube-apiserver restarted with its old --service-cluster-ip-range): KubernetesDefaultServiceCIDRInconsistent",
+		"before the installer runs again"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("[cluster] FAIL check with the old flags does not say %q", want)
+		}
 	}
 }
 
