@@ -66,7 +66,7 @@ func Library() Table {
 		{Flag: "kubeconfig"}, {Flag: "probe-image"}, {Flag: "probe-namespace"}, {Flag: "cluster-domain"},
 
 		// Keys only the rebuild file has.
-		{Key: "apiVersion"}, {Key: "kind"}, {Key: "snapshot"}, {Key: "ansible.serial"},
+		{Key: "apiVersion"}, {Key: "kind"}, {Key: "snapshot"}, {Key: "ansible.serial"}, {Key: "installer.kubespray.groupVars"},
 		{Key: "etcd.members[].clientURL"},
 		{Key: "pki.nodeName"}, {Key: "pki.advertiseAddress"}, {Key: "pki.controlPlaneEndpoint"},
 		{Key: "manifests.source"},

@@ -63,6 +63,9 @@ type Config struct {
 	Manifests Manifests `json:"manifests"`
 	// Ansible configures the playbooks rendered into the bundle's ansible/.
 	Ansible Ansible `json:"ansible,omitzero"`
+	// Installer names the operator's installer files to move with the
+	// cluster (the bundle's installer/).
+	Installer Installer `json:"installer,omitzero"`
 
 	// File is the path the configuration was loaded from (Load sets it;
 	// report.json's provenance names it and its sha256).
@@ -266,6 +269,9 @@ func (c *Config) resolvePaths(dir string) {
 	for i := range c.Rules {
 		paths = append(paths, &c.Rules[i])
 	}
+	for i := range c.Installer.Kubespray.GroupVars {
+		paths = append(paths, &c.Installer.Kubespray.GroupVars[i])
+	}
 	for _, p := range paths {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
@@ -294,6 +300,9 @@ func (c *Config) Validate() error {
 	paths := []*string{&c.Snapshot, &c.Output, &c.EncryptionConfig, &c.PKI.Source, &c.Manifests.Source}
 	for i := range c.Rules {
 		paths = append(paths, &c.Rules[i])
+	}
+	for i := range c.Installer.Kubespray.GroupVars {
+		paths = append(paths, &c.Installer.Kubespray.GroupVars[i])
 	}
 	for _, p := range paths {
 		if *p != "" {

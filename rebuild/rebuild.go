@@ -49,6 +49,9 @@ type Report struct {
 	Transform *migrate.Report           `json:"transform"`
 	Plan      *rules.Plan               `json:"plan,omitempty"`
 	Leftovers *leftovers.LeftoverReport `json:"leftovers,omitempty"`
+	// Installer lists the bundle's installer/ files: the change to the
+	// files that drive the installer's next run.
+	Installer []InstallerFile `json:"installer,omitempty"`
 	// ClusterConfiguration says what was carried over from the snapshot's
 	// kubeadm-config (or that it has none).
 	ClusterConfiguration []string `json:"clusterConfiguration,omitempty"`

@@ -35,6 +35,9 @@ func (r *run) writeRunbook(context.Context) error {
 	if err := r.operation(); err != nil {
 		return err
 	}
+	if err := r.writeInstaller(); err != nil {
+		return err
+	}
 	if err := writeJSONFile(r.path(bundle.ReportFile), r.report); err != nil {
 		return err
 	}
@@ -552,11 +555,50 @@ func (r *run) runbookFollowUp(b *runbook) {
 	b.step("check", bundle.WhereKubectl, "Check")
 	b.w("One line per check, exit 5 naming the checks that failed and what to read (Nodes Ready with new podCIDRs, pods on new")
 	b.w("addresses, `default/kubernetes` at the new first address, the DNS Service at the kubelets' clusterDNS, a DNS lookup from a")
-	b.w("short-lived pod, no ClusterIPOutOfRange/ClusterIPNotAllocated events, the CNI's and the DNS's pods Ready):")
+	b.w("short-lived pod, no ClusterIPOutOfRange/ClusterIPNotAllocated events, nothing back with another range (ServiceCIDRs, the")
+	b.w("control plane's flags, k3s/RKE2 node-args, kubeadm-config), the CNI's and the DNS's pods Ready):")
 	where, dir := r.clusterHost()
 	b.w("%s:", where)
 	b.shAs("run", "", fmt.Sprintf("snapshift cluster check --bundle %s", dir),
 		"kubectl get svc -A -o wide; kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDRS:.spec.podCIDRs")
+	b.w("")
+	r.runbookInstaller(b)
+}
+
+// runbookInstaller is the step that moves the installer's own files (the
+// bundle's installer/): without it the installer's next run brings the
+// old ranges back.
+func (r *run) runbookInstaller(b *runbook) {
+	if len(r.report.Installer) == 0 {
+		return
+	}
+	b.step("installer", bundle.WhereOperator, "Before the installer runs again: its files, moved with the cluster")
+	b.w("The installer's next run reads its own files, not the cluster: left as they are, they bring the old ranges back")
+	b.w("(`cluster check`'s installer-ranges check finds it afterwards).")
+	var lines []string
+	for _, f := range r.report.Installer {
+		b.w("- %s: %s (%s).", f.Installer, f.ApplyTo, strings.Join(f.Changes, "; "))
+		if f.Path == "" {
+			continue
+		}
+		src := filepath.Join(r.cfg.Output, filepath.FromSlash(f.Path))
+		switch f.Installer {
+		case "kubespray":
+			dst := strings.TrimSuffix(f.ApplyTo, ", before kubespray runs again")
+			lines = append(lines, fmt.Sprintf("diff -u %s %s || true   # what changes", dst, src), fmt.Sprintf("cp %s %s", src, dst))
+		default:
+			if d := r.report.Plan.Distribution(); d != nil {
+				for _, s := range d.Servers {
+					dir := "/etc/rancher/" + f.Installer + "/config.yaml.d"
+					lines = append(lines, fmt.Sprintf("ssh root@%s mkdir -p %s && scp -p %s root@%s:%s/   # server %s", s.Node, dir, src, s.Node, dir, s.Node))
+				}
+			}
+		}
+	}
+	if len(lines) > 0 {
+		b.w("From the machine holding the bundle:")
+		b.shAs("files", "", lines...)
+	}
 	b.w("")
 }
 

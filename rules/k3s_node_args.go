@@ -62,6 +62,7 @@ func (r *K3sNodeArgs) Prepare(_ context.Context, v *state.View) error {
 	if err != nil {
 		return err
 	}
+	r.plan.distribution = d
 	if !d.IsK3sFamily() {
 		return nil
 	}

@@ -40,6 +40,19 @@ type Plan struct {
 	// stamp is the time every object the rules create carries, read from
 	// the input (creationStamp), never from a clock.
 	stamp *time.Time
+	// distribution is who wrote the snapshot, as the k3s-node-args rule
+	// found it (Distribution).
+	distribution *state.Distribution
+}
+
+// Distribution is who wrote the snapshot (kubeadm, k3s or RKE2 with its
+// servers and their node-args), as the k3s-node-args rule found it; nil
+// when that rule did not run (no range moved).
+func (p *Plan) Distribution() *state.Distribution {
+	if p == nil {
+		return nil
+	}
+	return p.distribution
 }
 
 // creationStamp is the time the objects the rules create carry
