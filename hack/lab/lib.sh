@@ -162,7 +162,11 @@ lab_node() {
 lab_start() {
   local n=$1 name=$2; shift 2
   if [ "${LAB_IN_NODE:-}" = 1 ]; then
-    "$@" < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
+    # In a session of its own, as systemd starts a unit: a daemon started
+    # from an SSH login (the Ansible-driven window) must outlive it, and
+    # Go programs die of the SIGHUP a closing session sends. setsid execs
+    # it ($! stays the daemon: a background job is no group leader).
+    setsid "$@" < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
   else
     # nsenter, not the nodeexec function: $! is then the daemon itself
     # (nsenter execs it), not a subshell.

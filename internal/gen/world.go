@@ -64,7 +64,7 @@ func (w *world) createdAt(idx int64) time.Time {
 	return initTime.Add(bulkStart + time.Duration(float64(bulkSpan)*float64(idx)/float64(max(w.total, 1))))
 }
 
-func newWorld(seed int64, keys int64, c *codec.Codec) (*world, error) {
+func newWorld(seed int64, keys int64, nodes int, c *codec.Codec) (*world, error) {
 	w := &world{seed: seed, total: keys, codec: c}
 	nns := int(max(4, keys/2500))
 	for i := 0; i < nns; i++ {
@@ -94,6 +94,9 @@ func newWorld(seed int64, keys int64, c *codec.Codec) (*world, error) {
 		}
 	}
 	nn := int(max(2, keys/1000))
+	if nodes > 0 {
+		nn = nodes
+	}
 	for j := 0; j < nn; j++ {
 		p, err := alloc.next(j, nn-j-1)
 		if err != nil {
