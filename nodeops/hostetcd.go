@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/snapshift/snapshift/bundle"
-	"github.com/snapshift/snapshift/manifests"
 )
 
 // hostEtcd is what a node shows of an etcd that systemd runs from the host
@@ -81,13 +82,32 @@ func (h *host) findHostEtcd() (hostEtcd, error) {
 		return e, err
 	}
 	if data, err := os.ReadFile(h.path(filepath.Join(ManifestsDir, "kube-apiserver.yaml"))); err == nil {
-		if m, err := manifests.Parse("kube-apiserver", data); err == nil {
-			if c, err := m.Container(); err == nil {
-				e.apiserver = etcdFilesOutsideKubeadm(append(append([]string{}, c.Command...), c.Args...))
-			}
-		}
+		e.apiserver = etcdFilesOutsideKubeadm(apiserverArgs(data))
 	}
 	return e, nil
+}
+
+// apiserverArgs are the command and args of a kube-apiserver static pod's
+// kube-apiserver container (nil when the manifest is not a Pod with one).
+func apiserverArgs(manifest []byte) []string {
+	var pod struct {
+		Spec struct {
+			Containers []struct {
+				Name    string   `json:"name"`
+				Command []string `json:"command"`
+				Args    []string `json:"args"`
+			} `json:"containers"`
+		} `json:"spec"`
+	}
+	if yaml.Unmarshal(manifest, &pod) != nil {
+		return nil
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "kube-apiserver" {
+			return append(append([]string{}, c.Command...), c.Args...)
+		}
+	}
+	return nil
 }
 
 // unitEnvironmentFile is the last EnvironmentFile= of a unit's [Service]
