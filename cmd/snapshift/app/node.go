@@ -99,15 +99,18 @@ func checkBundle(dir, node string) error {
 }
 
 func (o *nodeOptions) Run(ctx context.Context) error {
+	var err error
 	switch o.op {
 	case "rollback":
-		return nodeops.Rollback(ctx, o.cfg)
+		_, err = nodeops.Rollback(ctx, o.cfg)
 	case "confirm":
-		return nodeops.Confirm(ctx, o.cfg)
+		_, err = nodeops.Confirm(ctx, o.cfg)
 	case "rollback-if-unconfirmed":
-		return nodeops.RollbackIfUnconfirmed(ctx, o.cfg)
+		_, err = nodeops.RollbackIfUnconfirmed(ctx, o.cfg)
+	default:
+		_, err = nodeops.Apply(ctx, o.cfg)
 	}
-	return nodeops.Apply(ctx, o.cfg)
+	return err
 }
 
 func nodeCommand() *cli.Command {
