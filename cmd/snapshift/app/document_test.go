@@ -77,6 +77,85 @@ func keyPaths(t *testing.T, s string) []string {
 	return out
 }
 
+// checkErrorDocument: a failed command line under -o json|yaml prints
+// the Error document on stdout, and nothing else: the message of
+// stderr's line, the exit code.
+func checkErrorDocument(t *testing.T, cmdline, format string, r result) {
+	t.Helper()
+	var doc struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Message    string   `json:"message"`
+		ExitCode   int      `json:"exitCode"`
+		Details    []string `json:"details"`
+	}
+	decodeStrict(t, cmdline, asJSON(t, cmdline, format, r.stdout), &doc)
+	lines := r.stderrLines()
+	if doc.APIVersion != "snapshift.io/v1alpha1" || doc.Kind != "Error" || doc.ExitCode != r.code || r.code == ExitOK ||
+		len(lines) == 0 || "snapshift: "+doc.Message != lines[len(lines)-1] {
+		t.Errorf("%s: the error document is %+v; exit %d, stderr %q", cmdline, doc, r.code, r.stderr)
+	}
+}
+
+// checkFailureDocument: a failed command under -o json prints one
+// document: the Error document, or the command's own (a node operation
+// refused by this host) with apiVersion, kind and the error's message.
+func checkFailureDocument(t *testing.T, cmdline string, r result) {
+	t.Helper()
+	var doc struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Error      string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Kind == "Error" {
+		checkErrorDocument(t, cmdline, "json", r)
+		return
+	}
+	decodeStrict(t, cmdline, r.stdout, new(map[string]any))
+	if lines := r.stderrLines(); doc.APIVersion != "snapshift.io/v1alpha1" || doc.Kind == "" || len(lines) == 0 || "snapshift: "+doc.Error != lines[len(lines)-1] {
+		t.Errorf("%s: the document is %s %s with error %q; stderr %q", cmdline, doc.APIVersion, doc.Kind, doc.Error, r.stderr)
+	}
+}
+
+// TestErrorDocument: a usage error under -o json (or yaml) prints the
+// Error document on stdout besides the exit code and stderr's line,
+// however the flag is spelt, also when the parser refuses the command
+// line; without -o json stdout stays empty.
+func TestErrorDocument(t *testing.T) {
+	work := t.TempDir()
+	miniBundle(t, work)
+	bundle := filepath.Join(work, "bundle")
+	for _, c := range []struct {
+		args   []string
+		format string
+		code   int
+		want   string
+	}{
+		{[]string{"node", "apply", "-o", "json"}, "json", ExitUsage, "give --bundle DIR and --node NAME"},
+		{[]string{"node", "rollback", "--bundle", bundle, "--node", "cp9", "--output=json"}, "json", ExitUsage, `--node "cp9" is not a node of the bundle`},
+		{[]string{"node", "confirm", "--bundle", work, "--node", "cp1", "-o", "yaml"}, "yaml", ExitUsage, "holds no report.json"},
+		{[]string{"cluster", "restart", "-o=json"}, "json", ExitUsage, "give --bundle DIR"},
+		{[]string{"cluster", "check", "--bundle", work, "--output", "yaml"}, "yaml", ExitUsage, "report.json"},
+		{[]string{"cluster", "check", "--bundle", bundle, "-o", "json", "--probe-imag", "x"}, "json", ExitUsage, "unknown flag --probe-imag; did you mean --probe-image?"},
+		{[]string{"node", "apply", "--bundle", bundle, "--node", "cp1", "-o", "json", "--timeout", "soon"}, "json", ExitUsage, `invalid value "soon" for flag --timeout`},
+		{[]string{"inspect", filepath.Join(work, "nowhere.db"), "-o", "json"}, "json", ExitBadInput, "nowhere.db"},
+		{[]string{"cluster", "restart", "--bundle", bundle}, "", ExitUsage, "report.json has no operation block"},
+	} {
+		cmdline := strings.Join(c.args, " ")
+		r := run(t, c.args...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q", cmdline, r.code, r.stderr, c.code, c.want)
+		}
+		if c.format == "" {
+			if r.stdout != "" {
+				t.Errorf("%s: stdout %q without -o json", cmdline, r.stdout)
+			}
+			continue
+		}
+		checkErrorDocument(t, cmdline, c.format, r)
+	}
+}
+
 // nodeDoc is the node commands' document, decoded strictly.
 type nodeDoc struct {
 	APIVersion string `json:"apiVersion"`

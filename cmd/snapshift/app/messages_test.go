@@ -760,11 +760,17 @@ func TestLongListCappedFullInJSON(t *testing.T) {
 	}
 	machine := run(t, "plan", in, "--service-cidr", "172.24.0.0/28", "--quiet", "-o", "json")
 	var doc struct {
-		Error   string   `json:"error"`
-		Details []string `json:"details"`
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Error      string   `json:"message"`
+		ExitCode   int      `json:"exitCode"`
+		Details    []string `json:"details"`
 	}
 	if err := json.Unmarshal([]byte(machine.stdout), &doc); err != nil || machine.code != ExitRefused {
 		t.Fatalf("plan -o json: exit %d, stdout %q: %v", machine.code, machine.stdout, err)
+	}
+	if doc.APIVersion != "snapshift.io/v1alpha1" || doc.Kind != "Error" || doc.ExitCode != ExitRefused {
+		t.Errorf("plan -o json: the error document is %s %s with exit code %d", doc.APIVersion, doc.Kind, doc.ExitCode)
 	}
 	if len(doc.Details) != 31 || !strings.Contains(strings.Join(doc.Details, "\n"), "demo/s24 (192.168.50.124, offset") || doc.Error != strings.TrimPrefix(lines[0], "snapshift: ") {
 		t.Errorf("plan -o json: %d details (want all 31), error %q", len(doc.Details), doc.Error)
