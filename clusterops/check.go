@@ -32,6 +32,9 @@ type CheckResult struct {
 	Detail string `json:"detail"`
 	// Read says what to read when it failed.
 	Read string `json:"read,omitempty"`
+	// Seconds is the check's time (the DNS probe's includes its pod's
+	// start).
+	Seconds float64 `json:"seconds"`
 }
 
 // Check runs every check of the cluster after its restart. Failed checks
@@ -51,13 +54,32 @@ func Check(ctx context.Context, cfg Config, cc CheckConfig) ([]CheckResult, erro
 	if _, err := cfg.Client.Discovery().ServerVersion(); err != nil {
 		return nil, fmt.Errorf("the API server does not answer: %w", err)
 	}
-	out := []CheckResult{checkNodes(ctx, &cfg), checkPods(ctx, &cfg), checkKubernetesService(ctx, &cfg), checkDNSService(ctx, &cfg)}
-	out = append(out, checkDNSProbe(ctx, &cfg, cc), checkEvents(ctx, &cfg), checkInstallerRanges(ctx, &cfg))
-	if cc.Etcd != nil {
-		out = append(out, checkEtcdIdentity(ctx, cc.Etcd))
+	checks := []func() CheckResult{
+		func() CheckResult { return checkNodes(ctx, &cfg) },
+		func() CheckResult { return checkPods(ctx, &cfg) },
+		func() CheckResult { return checkKubernetesService(ctx, &cfg) },
+		func() CheckResult { return checkDNSService(ctx, &cfg) },
+		func() CheckResult { return checkDNSProbe(ctx, &cfg, cc) },
+		func() CheckResult { return checkEvents(ctx, &cfg) },
+		func() CheckResult { return checkInstallerRanges(ctx, &cfg) },
 	}
-	out = append(out, checkRolePods(ctx, &cfg, "cni-pods", func(r string) bool { return restart.StageOf(r) <= restart.StageKubeProxy && r != "" }),
-		checkRolePods(ctx, &cfg, "dns-pods", func(r string) bool { return r == restart.RoleClusterDNS || r == restart.RoleNodeLocalDNS }))
+	if cc.Etcd != nil {
+		checks = append(checks, func() CheckResult { return checkEtcdIdentity(ctx, cc.Etcd) })
+	}
+	checks = append(checks,
+		func() CheckResult {
+			return checkRolePods(ctx, &cfg, "cni-pods", func(r string) bool { return restart.StageOf(r) <= restart.StageKubeProxy && r != "" })
+		},
+		func() CheckResult {
+			return checkRolePods(ctx, &cfg, "dns-pods", func(r string) bool { return r == restart.RoleClusterDNS || r == restart.RoleNodeLocalDNS })
+		})
+	out := make([]CheckResult, 0, len(checks))
+	for _, check := range checks {
+		start := cfg.Now()
+		r := check()
+		r.Seconds = secs(cfg.Now().Sub(start))
+		out = append(out, r)
+	}
 	return out, nil
 }
 

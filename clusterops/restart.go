@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -67,13 +68,21 @@ type Event struct {
 type Result struct {
 	DryRun bool          `json:"dryRun"`
 	Stages []StageResult `json:"stages"`
+	// Seconds is the whole restart (0 in a dry run).
+	Seconds float64 `json:"seconds"`
 }
 
 // StageResult is one stage's actions and what became of them.
 type StageResult struct {
 	restart.Stage
 	Results []Event `json:"results"`
+	// Seconds is the stage's time, from its first action's start to its
+	// last one's end (0 in a dry run).
+	Seconds float64 `json:"seconds"`
 }
+
+// secs is d in seconds, rounded to the millisecond, never negative.
+func secs(d time.Duration) float64 { return max(0, math.Round(d.Seconds()*1000)/1000) }
 
 // Restart runs the staged restart of the bundle's Input. It stops at the
 // first action that fails (the stages after it need it done) and returns
@@ -81,8 +90,15 @@ type StageResult struct {
 func Restart(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.defaults()
 	res := &Result{DryRun: cfg.DryRun}
+	began := cfg.Now()
+	defer func() {
+		if !cfg.DryRun {
+			res.Seconds = secs(cfg.Now().Sub(began))
+		}
+	}()
 	for i, st := range restart.Plan(*cfg.Input) {
 		sr := StageResult{Stage: st}
+		stageStart := cfg.Now()
 		for _, a := range st.Actions {
 			ev := Event{Stage: i + 1, Name: st.Name, Action: a.String()}
 			if cfg.DryRun {
@@ -113,9 +129,13 @@ func Restart(ctx context.Context, cfg Config) (*Result, error) {
 			sr.Results = append(sr.Results, ev)
 			cfg.Progress(ev)
 			if err != nil {
+				sr.Seconds = secs(cfg.Now().Sub(stageStart))
 				res.Stages = append(res.Stages, sr)
 				return res, fmt.Errorf("stage %d %s: %s: %w", i+1, st.Name, a, err)
 			}
+		}
+		if !cfg.DryRun {
+			sr.Seconds = secs(cfg.Now().Sub(stageStart))
 		}
 		res.Stages = append(res.Stages, sr)
 	}

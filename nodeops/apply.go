@@ -20,12 +20,21 @@ type applyRun struct {
 }
 
 // Apply puts the node's part of the bundle in place (see the package doc).
-func Apply(ctx context.Context, cfg Config) error {
-	b, err := openBundle(&cfg)
+// Its Result, returned with any error, says which steps ran and how long
+// each phase took.
+func Apply(ctx context.Context, cfg Config) (*Result, error) {
+	t := begin("apply", &cfg)
+	err := apply(ctx, &cfg, t)
+	return t.finish(err), err
+}
+
+func apply(ctx context.Context, cfg *Config, t *timing) error {
+	b, err := openBundle(cfg)
 	if err != nil {
 		return err
 	}
-	a := &applyRun{host: &host{cfg: &cfg}, b: b, backup: backupDir(b.node.Name, b.reportSum)}
+	a := &applyRun{host: &host{cfg: cfg}, b: b, backup: backupDir(b.node.Name, b.reportSum)}
+	t.res.Backup = a.backup
 	if a.rec, err = a.loadRecord(a.backup); err != nil {
 		return err
 	}
@@ -39,10 +48,11 @@ func Apply(ctx context.Context, cfg Config) error {
 		a.logf("preflight", "a rollback of this bundle is recorded: its backup is now %s; starting a new backup", old)
 		a.rec = nil
 	}
-	if err := a.preflight(ctx); err != nil {
+	if err := t.do(StepPreflight, "preflight", func() error { return a.preflight(ctx) }); err != nil {
 		return refused{err}
 	}
 	if cfg.PreflightOnly {
+		t.res.Outcome = OutcomePreflightPassed
 		a.logf("preflight", "passed; nothing changed (--preflight-only)")
 		return nil
 	}
@@ -58,18 +68,26 @@ func Apply(ctx context.Context, cfg Config) error {
 	}
 	for _, st := range a.steps() {
 		if st.once && a.rec.done(st.id) {
+			t.skip(st.id, st.phase)
 			continue
 		}
-		if err := st.run(ctx); err != nil {
-			return fmt.Errorf("[%s] %w; the backup and its record are in %s (snapshift node rollback puts them back)", st.phase, err, filepath.Join(cfg.Root, a.backup))
-		}
-		failpointStepDone()
-		a.rec.finish(st.id)
-		if err := a.saveRecord(a.backup, a.rec); err != nil {
-			return fmt.Errorf("[%s] recording it in %s: %w", st.phase, filepath.Join(a.backup, RecordFile), err)
+		err := t.do(st.id, st.phase, func() error {
+			if err := st.run(ctx); err != nil {
+				return fmt.Errorf("[%s] %w; the backup and its record are in %s (snapshift node rollback puts them back)", st.phase, err, filepath.Join(cfg.Root, a.backup))
+			}
+			failpointStepDone()
+			a.rec.finish(st.id)
+			if err := a.saveRecord(a.backup, a.rec); err != nil {
+				return fmt.Errorf("[%s] recording it in %s: %w", st.phase, filepath.Join(a.backup, RecordFile), err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	if cfg.StopOnly {
+		t.res.Outcome = OutcomeStopped
 		a.logf("apply", "stopped: %s's old control plane is down and backed up in %s; once every control-plane node is stopped, run node apply again without --stop-only", b.node.Name, a.backup)
 		return nil
 	}

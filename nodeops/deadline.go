@@ -108,11 +108,25 @@ func (h *host) disarm(ctx context.Context, rec *Record, why string) {
 	rec.RollbackUnit = ""
 }
 
+// StepConfirmed: node confirm recorded the migration checked healthy (and
+// removed the deadline's timer). Reported in confirm's Result; backup.json
+// records it as Confirmed.
+const StepConfirmed Step = "confirmed"
+
 // Confirm records on the node that the migration was checked healthy
 // (`snapshift node confirm`, after `cluster check` passed) and removes the
 // rollback deadline's timer: the node stays on the bundle's control plane.
-func Confirm(ctx context.Context, cfg Config) error {
-	s, err := openBackedUp(&cfg)
+func Confirm(ctx context.Context, cfg Config) (*Result, error) {
+	t := begin("confirm", &cfg)
+	err := confirm(ctx, &cfg, t)
+	return t.finish(err), err
+}
+
+func confirm(ctx context.Context, cfg *Config, t *timing) error {
+	s, err := openBackedUp(cfg)
+	if err == nil {
+		t.res.Backup = s.dir
+	}
 	if err != nil || s.rec == nil {
 		if err == nil {
 			err = refused{fmt.Errorf("no apply of this bundle on this node (%s): nothing to confirm", filepath.Join(s.dir, RecordFile))}
@@ -127,29 +141,45 @@ func Confirm(ctx context.Context, cfg Config) error {
 	case rec.Applied == nil:
 		return refused{fmt.Errorf("apply has not finished on this node (steps done: %s): run node apply to the end, or node rollback", doneList(rec))}
 	}
-	now := cfg.Now().UTC()
-	if rec.Confirmed == nil {
-		rec.Confirmed = &now
+	if rec.Confirmed != nil && rec.RollbackUnit == "" {
+		t.skip(StepConfirmed, "confirm")
+		h.logf("confirm", "%s was confirmed at %s already (backup in %s)", b.node.Name, rec.Confirmed.Format(time.RFC3339), dir)
+		return nil
 	}
-	if d := rec.RollbackDeadline; d != nil && now.After(*d) {
-		h.logf("confirm", "note: the deadline %s has passed, but no rollback ran: confirmed all the same", d.Format(time.RFC3339))
-	}
-	h.disarm(ctx, rec, "confirmed")
-	if err := h.saveRecord(dir, rec); err != nil {
-		return err
-	}
-	h.logf("confirm", "%s confirmed at %s: it keeps the bundle's control plane (backup in %s)", b.node.Name, rec.Confirmed.Format(time.RFC3339), dir)
-	return nil
+	return t.do(StepConfirmed, "confirm", func() error {
+		now := cfg.Now().UTC()
+		if rec.Confirmed == nil {
+			rec.Confirmed = &now
+		}
+		if d := rec.RollbackDeadline; d != nil && now.After(*d) {
+			h.logf("confirm", "note: the deadline %s has passed, but no rollback ran: confirmed all the same", d.Format(time.RFC3339))
+		}
+		h.disarm(ctx, rec, "confirmed")
+		if err := h.saveRecord(dir, rec); err != nil {
+			return err
+		}
+		h.logf("confirm", "%s confirmed at %s: it keeps the bundle's control plane (backup in %s)", b.node.Name, rec.Confirmed.Format(time.RFC3339), dir)
+		return nil
+	})
 }
 
 // RollbackIfUnconfirmed is what the deadline's timer runs: a rollback
 // unless the node's record holds a confirmation (or a rollback already).
-func RollbackIfUnconfirmed(ctx context.Context, cfg Config) error {
-	s, err := openBackedUp(&cfg)
+// Its Result is rollback's, or OutcomeNothingToDo.
+func RollbackIfUnconfirmed(ctx context.Context, cfg Config) (*Result, error) {
+	t := begin("rollback-if-unconfirmed", &cfg)
+	err := rollbackIfUnconfirmed(ctx, &cfg, t)
+	return t.finish(err), err
+}
+
+func rollbackIfUnconfirmed(ctx context.Context, cfg *Config, t *timing) error {
+	s, err := openBackedUp(cfg)
 	if err != nil {
 		return err
 	}
+	t.res.Backup = s.dir
 	if s.rec == nil {
+		t.res.Outcome = OutcomeNothingToDo
 		s.h.logf("deadline", "no backup of this bundle on this node: nothing to roll back")
 		return nil
 	}
@@ -157,14 +187,16 @@ func RollbackIfUnconfirmed(ctx context.Context, cfg Config) error {
 	b, h, dir, rec := s.b, s.h, s.dir, s.rec
 	switch {
 	case rec.Confirmed != nil:
+		t.res.Outcome = OutcomeNothingToDo
 		h.logf("deadline", "confirmed at %s: nothing to roll back", rec.Confirmed.Format(time.RFC3339))
 		return nil
 	case rec.RolledBack:
+		t.res.Outcome = OutcomeNothingToDo
 		h.logf("deadline", "rolled back already")
 		return nil
 	}
 	h.logf("deadline", "the deadline passed and %s was not confirmed (steps done: %s): rolling back", b.node.Name, doneList(rec))
-	return rollback(ctx, h, b, dir, rec)
+	return rollback(ctx, h, b, dir, rec, t)
 }
 
 // backedUp is a node operation on a bundle apply has backed up: the

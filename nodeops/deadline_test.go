@@ -44,7 +44,7 @@ func TestDeadlineRollsBack(t *testing.T) {
 	before := tree(t, root, "etc", "var")
 	var out bytes.Buffer
 	cfg := deadlineConfig(b, root, &out)
-	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	calls, _ := os.ReadFile(filepath.Join(root, "calls.log"))
@@ -68,7 +68,7 @@ func TestDeadlineRollsBack(t *testing.T) {
 	}
 
 	// Run again (an operator repeating apply): the timer is not armed twice.
-	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	calls, _ = os.ReadFile(filepath.Join(root, "calls.log"))
@@ -77,7 +77,7 @@ func TestDeadlineRollsBack(t *testing.T) {
 	}
 	applied := len(calls)
 	out.Reset()
-	if err := nodeops.RollbackIfUnconfirmed(context.Background(), cfg); err != nil {
+	if _, err := nodeops.RollbackIfUnconfirmed(context.Background(), cfg); err != nil {
 		t.Fatalf("RollbackIfUnconfirmed: %v", err)
 	}
 	after := tree(t, root, "etc", "var")
@@ -98,7 +98,7 @@ func TestDeadlineRollsBack(t *testing.T) {
 		t.Errorf("rollback-if-unconfirmed does not say why:\n%s", out.String())
 	}
 	// Confirming a rolled-back node is refused.
-	if err := nodeops.Confirm(context.Background(), cfg); !errors.Is(err, nodeops.ErrRefused) || !strings.Contains(err.Error(), "this node was rolled back") {
+	if _, err := nodeops.Confirm(context.Background(), cfg); !errors.Is(err, nodeops.ErrRefused) || !strings.Contains(err.Error(), "this node was rolled back") {
 		t.Errorf("Confirm after the deadline's rollback: %v", err)
 	}
 }
@@ -109,13 +109,13 @@ func TestConfirmKeepsTheMigration(t *testing.T) {
 	b, root := makeBundle(t), node(t)
 	var out bytes.Buffer
 	cfg := deadlineConfig(b, root, &out)
-	if err := nodeops.Confirm(context.Background(), cfg); !errors.Is(err, nodeops.ErrRefused) || !strings.Contains(err.Error(), "nothing to confirm") {
+	if _, err := nodeops.Confirm(context.Background(), cfg); !errors.Is(err, nodeops.ErrRefused) || !strings.Contains(err.Error(), "nothing to confirm") {
 		t.Errorf("Confirm before apply: %v", err)
 	}
-	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := nodeops.Confirm(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Confirm(context.Background(), cfg); err != nil {
 		t.Fatalf("Confirm: %v", err)
 	}
 	rec := readRecord(t, root)
@@ -128,7 +128,7 @@ func TestConfirmKeepsTheMigration(t *testing.T) {
 	}
 	applied := tree(t, root, "etc", "var")
 	out.Reset()
-	if err := nodeops.RollbackIfUnconfirmed(context.Background(), cfg); err != nil {
+	if _, err := nodeops.RollbackIfUnconfirmed(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	if got := tree(t, root, "etc", "var"); len(got) != len(applied) || !strings.Contains(out.String(), "confirmed at 2026-11-27T12:00:00Z: nothing to roll back") {
@@ -145,7 +145,7 @@ func TestDeadlineWaitsForApply(t *testing.T) {
 	before := tree(t, root, "etc", "var")
 	var out bytes.Buffer
 	cfg := deadlineConfig(b, root, &out)
-	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.OpenFile(filepath.Join(root, "run/snapshift/n1.lock"), os.O_RDWR, 0)
@@ -157,7 +157,7 @@ func TestDeadlineWaitsForApply(t *testing.T) {
 	}
 	done := make(chan error)
 	cfg.Out = &bytes.Buffer{}
-	go func() { done <- nodeops.RollbackIfUnconfirmed(context.Background(), cfg) }()
+	go func() { _, err := nodeops.RollbackIfUnconfirmed(context.Background(), cfg); done <- err }()
 	select {
 	case err := <-done:
 		t.Fatalf("rollback-if-unconfirmed ran while the lock was held: %v", err)
@@ -197,7 +197,7 @@ func TestDeadlineRefusedWithoutSystemd(t *testing.T) {
 			tc.host(t, filepath.Join(root, "recorder"))
 			before := tree(t, root, "etc", "var", "run")
 			var out bytes.Buffer
-			err := nodeops.Apply(context.Background(), deadlineConfig(b, root, &out))
+			_, err := nodeops.Apply(context.Background(), deadlineConfig(b, root, &out))
 			if !errors.Is(err, nodeops.ErrRefused) || err.Error() != tc.want {
 				t.Fatalf("Apply --rollback-after:\n got %v\nwant %s", err, tc.want)
 			}

@@ -123,7 +123,7 @@ func applyRollbackOnAMountPoint(t *testing.T, bind bool) {
 	before := tree(t, root, "etc", "var")
 	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
 	for round := 1; round <= 2; round++ {
-		if err := nodeops.Apply(context.Background(), cfg); err != nil {
+		if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 			t.Fatalf("round %d: Apply on a mount point: %v", round, err)
 		}
 		checkApplied(t, root)
@@ -141,10 +141,10 @@ func applyRollbackOnAMountPoint(t *testing.T, bind bool) {
 		if got := tree(t, filepath.Dir(recs[0]), "var_lib_etcd")["var_lib_etcd/member/snap/db"]; got != "-rw------- old member db\n" {
 			t.Errorf("round %d: the backup of the old member: %q", round, got)
 		}
-		if err := nodeops.Apply(context.Background(), cfg); err != nil {
+		if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 			t.Fatalf("round %d: a second Apply: %v", round, err)
 		}
-		if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+		if _, err := nodeops.Rollback(context.Background(), cfg); err != nil {
 			t.Fatalf("round %d: Rollback: %v", round, err)
 		}
 		if device(t, etcd) != dev || !mounted(t, etcd) || !mounted(t, kube) {
@@ -183,7 +183,7 @@ func TestMountPointMoveResumed(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
-			err := nodeops.Apply(context.Background(), cfg)
+			_, err := nodeops.Apply(context.Background(), cfg)
 			if err == nil || !strings.Contains(err.Error(), "moving /var/lib/etcd/zz.fifo aside") {
 				t.Fatalf("Apply with a FIFO in the data dir: %v", err)
 			}
@@ -194,12 +194,12 @@ func TestMountPointMoveResumed(t *testing.T) {
 				t.Fatal(err)
 			}
 			if next == "apply" {
-				if err := nodeops.Apply(context.Background(), cfg); err != nil {
+				if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 					t.Fatalf("the resumed Apply: %v", err)
 				}
 				checkApplied(t, root)
 			}
-			if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+			if _, err := nodeops.Rollback(context.Background(), cfg); err != nil {
 				t.Fatalf("Rollback: %v", err)
 			}
 			after := tree(t, root, "etc", "var")

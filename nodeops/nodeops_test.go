@@ -49,14 +49,14 @@ func TestApplyRefusesATamperedBundle(t *testing.T) {
 	b, root := makeBundle(t), node(t)
 	before := tree(t, root, "etc", "var")
 	write(t, filepath.Join(b, "kubernetes/n1/pki/ca.key"), "another key\n", 0o600)
-	err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true})
+	_, err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true})
 	if err == nil || !strings.Contains(err.Error(), "kubernetes/n1/pki/ca.key (sha256 differs)") {
 		t.Fatalf("Apply on a tampered bundle: %v", err)
 	}
 	if after := tree(t, root, "etc", "var"); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("a refused apply changed the node")
 	}
-	if err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n2", Root: root}); err == nil || !strings.Contains(err.Error(), "has no node \"n2\" (it has n1)") {
+	if _, err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n2", Root: root}); err == nil || !strings.Contains(err.Error(), "has no node \"n2\" (it has n1)") {
 		t.Errorf("Apply for an unknown node: %v", err)
 	}
 }
@@ -66,20 +66,20 @@ func TestApplyRollback(t *testing.T) {
 	before := tree(t, root, "etc", "var")
 	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
 	for round := 1; round <= 2; round++ { // the second round applies again after a rollback
-		if err := nodeops.Apply(context.Background(), cfg); err != nil {
+		if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 			t.Fatalf("round %d: Apply: %v", round, err)
 		}
 		checkApplied(t, root)
 		rec, _ := filepath.Glob(filepath.Join(root, "var/lib/snapshift/backup/n1-*", nodeops.RecordFile))
 		first, _ := os.ReadFile(rec[0])
-		if err := nodeops.Apply(context.Background(), cfg); err != nil {
+		if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 			t.Fatalf("round %d: a second Apply: %v", round, err)
 		}
 		if again, _ := os.ReadFile(rec[0]); string(again) != string(first) {
 			t.Errorf("round %d: a second Apply changed the backup record", round)
 		}
 		checkApplied(t, root)
-		if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+		if _, err := nodeops.Rollback(context.Background(), cfg); err != nil {
 			t.Fatalf("round %d: Rollback: %v", round, err)
 		}
 		after := tree(t, root, "etc", "var")
@@ -131,7 +131,7 @@ func TestRollbackReadsAnOldRecord(t *testing.T) {
 	b, root := makeBundle(t), node(t)
 	before := tree(t, root, "etc", "var")
 	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
-	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	recs, _ := filepath.Glob(filepath.Join(root, "var/lib/snapshift/backup/n1-*", nodeops.RecordFile))
@@ -144,7 +144,7 @@ func TestRollbackReadsAnOldRecord(t *testing.T) {
 	rec["done"] = map[string]bool{"backup": true, "static-pods-stopped": true, "etcd-moved": true, "etcd-installed": true, "installed": true}
 	raw, _ = json.Marshal(rec)
 	write(t, recs[0], string(raw), 0o600)
-	if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Rollback(context.Background(), cfg); err != nil {
 		t.Fatalf("Rollback with an old record: %v", err)
 	}
 	after := tree(t, root, "etc", "var")
@@ -176,10 +176,10 @@ func TestRollbackPutsTheAPIServerBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
-	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
-	if err := nodeops.Rollback(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Rollback(context.Background(), cfg); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
 	after := tree(t, root, "etc", "var")

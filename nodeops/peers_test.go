@@ -58,7 +58,7 @@ func TestApplyRefusesWhileAnOldMemberAnswers(t *testing.T) {
 	b, root := makeBundle(t), node(t)
 	withIdentities(t, b, old.PeerURL(), oldID)
 	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, Timeout: 2 * time.Second}
-	err = nodeops.Apply(context.Background(), cfg)
+	_, err = nodeops.Apply(context.Background(), cfg)
 	if !errors.Is(err, nodeops.ErrRefused) {
 		t.Fatalf("Apply beside an old member: %v, want a refusal", err)
 	}
@@ -74,7 +74,7 @@ func TestApplyRefusesWhileAnOldMemberAnswers(t *testing.T) {
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
-	err = nodeops.Apply(context.Background(), cfg)
+	_, err = nodeops.Apply(context.Background(), cfg)
 	if err == nil || errors.Is(err, nodeops.ErrRefused) || !strings.Contains(err.Error(), "[health]") {
 		t.Fatalf("Apply once the old member is gone: %v, want it past the peer check, at the health gate", err)
 	}
@@ -89,7 +89,7 @@ func TestApplyRefusesWhileAnOldMemberAnswers(t *testing.T) {
 func TestApplyStopOnly(t *testing.T) {
 	b, root := makeBundle(t), node(t)
 	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true, StopOnly: true}
-	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "var/lib/etcd/member")); !os.IsNotExist(err) {
@@ -102,7 +102,7 @@ func TestApplyStopOnly(t *testing.T) {
 		t.Errorf("--stop-only started the kubelet:\n%s", calls)
 	}
 	cfg.StopOnly = false
-	if err := nodeops.Apply(context.Background(), cfg); err != nil {
+	if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "etc/kubernetes/admin.conf")); err != nil || string(b) != "new admin.conf\n" {
@@ -141,11 +141,11 @@ func TestRollbackWaitsForRestoredMembers(t *testing.T) {
 		{Name: "n2", ID: "0000000000000002", PeerURLs: []string{restored.PeerURL()}}}
 	out, _ := json.Marshal(rep)
 	write(t, p, string(out), 0o600)
-	if err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); err != nil {
+	if _, err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, Timeout: 2 * time.Second}
-	err = nodeops.Rollback(context.Background(), cfg)
+	_, err = nodeops.Rollback(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "[peers]") || !strings.Contains(err.Error(), "on n2 still runs as a member of the restored cluster "+rep.Etcd.New.ClusterID) {
 		t.Fatalf("Rollback beside a restored member: %v", err)
 	}
@@ -153,7 +153,7 @@ func TestRollbackWaitsForRestoredMembers(t *testing.T) {
 	if err := restored.Close(); err != nil {
 		t.Fatal(err)
 	}
-	err = nodeops.Rollback(context.Background(), cfg)
+	_, err = nodeops.Rollback(context.Background(), cfg)
 	if err == nil || strings.Contains(err.Error(), "[peers]") {
 		t.Fatalf("Rollback once the restored member is gone: %v, want it past the peer check", err)
 	}

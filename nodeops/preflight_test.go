@@ -24,7 +24,7 @@ func preflightOnly(t *testing.T, b, root string) (string, error) {
 	t.Helper()
 	before := tree(t, root, ".")
 	var out bytes.Buffer
-	err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, PreflightOnly: true, Out: &out})
+	_, err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, PreflightOnly: true, Out: &out})
 	if after := tree(t, root, "."); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("--preflight-only changed the root")
 	}
@@ -57,7 +57,7 @@ func TestPreflightRefusesAnEmptyRoot(t *testing.T) {
 		}
 	}
 	// Not --preflight-only: refused all the same, nothing written.
-	if err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); !errors.Is(err, nodeops.ErrRefused) {
+	if _, err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); !errors.Is(err, nodeops.ErrRefused) {
 		t.Errorf("apply on an empty root: %v, want a refusal", err)
 	}
 	if m, _ := filepath.Glob(filepath.Join(root, "*")); len(m) > 0 {
@@ -148,7 +148,7 @@ func TestPreflightSaysWhatItDoes(t *testing.T) {
 		t.Errorf("preflight prints raw byte counts:\n%s", out)
 	}
 	// What it said is what apply backs up.
-	if err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); err != nil {
+	if _, err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); err != nil {
 		t.Fatal(err)
 	}
 	rec, _ := filepath.Glob(filepath.Join(root, bk+"*", nodeops.RecordFile))
@@ -222,7 +222,7 @@ func TestPreflightRefusesAHostEtcd(t *testing.T) {
 	}
 	// Not --preflight-only: refused all the same, and the data dir stays.
 	before := tree(t, root, ".")
-	if err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); !errors.Is(err, nodeops.ErrRefused) {
+	if _, err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); !errors.Is(err, nodeops.ErrRefused) {
 		t.Errorf("apply on a host etcd: %v, want a refusal", err)
 	}
 	if after := tree(t, root, "."); fmt.Sprint(after) != fmt.Sprint(before) {

@@ -14,36 +14,60 @@ import (
 // new static pods.
 const rollbackDir = "/etc/kubernetes/manifests.snapshift-rollback"
 
+// Rollback's own steps (it also runs StepStopPods, StepCNI, StepPeers,
+// StepStart and StepHealth). Reported in its Result, not recorded: its
+// progress is backup.json's Restored and RolledBack.
+const (
+	// StepDisarmed: apply --rollback-after's timer removed.
+	StepDisarmed Step = "rollback-disarmed"
+	// StepRestored: every recorded path put back.
+	StepRestored Step = "restored"
+	// StepAPIServerBack: kube-apiserver.yaml put back from the copy made
+	// before the snapshot, when the restored manifests lack it.
+	StepAPIServerBack Step = "apiserver-manifest-back"
+)
+
 // Rollback puts back every path apply's backup.json records, byte for byte,
-// and restarts the old control plane.
-func Rollback(ctx context.Context, cfg Config) error {
-	s, err := openBackedUp(&cfg)
-	if err != nil {
-		return err
-	}
-	if s.rec == nil {
-		return refused{fmt.Errorf("no backup of this bundle on this node (%s): apply never got as far as backing up, nothing to roll back", filepath.Join(s.dir, RecordFile))}
-	}
-	defer s.unlock()
-	return rollback(ctx, s.h, s.b, s.dir, s.rec)
+// and restarts the old control plane. Its Result, returned with any
+// error, says which steps ran and how long each phase took.
+func Rollback(ctx context.Context, cfg Config) (*Result, error) {
+	t := begin("rollback", &cfg)
+	err := func() error {
+		s, err := openBackedUp(&cfg)
+		if err != nil {
+			return err
+		}
+		t.res.Backup = s.dir
+		if s.rec == nil {
+			return refused{fmt.Errorf("no backup of this bundle on this node (%s): apply never got as far as backing up, nothing to roll back", filepath.Join(s.dir, RecordFile))}
+		}
+		defer s.unlock()
+		return rollback(ctx, s.h, s.b, s.dir, s.rec, t)
+	}()
+	return t.finish(err), err
 }
 
 // rollback is Rollback with the node's lock held: the deadline's timer
 // removed first, then every recorded path put back.
-func rollback(ctx context.Context, h *host, b *nodeBundle, dir string, rec *Record) error {
+func rollback(ctx context.Context, h *host, b *nodeBundle, dir string, rec *Record, t *timing) error {
 	cfg := h.cfg
 	if rec.RollbackUnit != "" {
-		h.disarm(ctx, rec, "rolling back")
-		if err := h.saveRecord(dir, rec); err != nil {
+		if err := t.do(StepDisarmed, "deadline", func() error {
+			h.disarm(ctx, rec, "rolling back")
+			return h.saveRecord(dir, rec)
+		}); err != nil {
 			return err
 		}
 	}
-	if !rec.RolledBack {
-		if rec.Restored == 0 { // once: a second stop would move the old manifests a killed run put back
-			if err := h.stopStaticPods(ctx, rollbackDir); err != nil {
-				return fmt.Errorf("[stop] %w", err)
-			}
-		}
+	// A second stop would move the old manifests a killed run put back.
+	if rec.RolledBack || rec.Restored > 0 {
+		t.skip(StepStopPods, "stop")
+	} else if err := t.do(StepStopPods, "stop", func() error { return h.stopStaticPods(ctx, rollbackDir) }); err != nil {
+		return fmt.Errorf("[stop] %w", err)
+	}
+	if rec.RolledBack {
+		t.skip(StepRestored, "restore")
+	} else if err := t.do(StepRestored, "restore", func() error {
 		if err := h.unrecorded(dir, rec, b); err != nil {
 			return fmt.Errorf("[restore] %w", err)
 		}
@@ -51,32 +75,34 @@ func rollback(ctx context.Context, h *host, b *nodeBundle, dir string, rec *Reco
 			return fmt.Errorf("[restore] %w", err)
 		}
 		rec.RolledBack = true
-		if err := h.saveRecord(dir, rec); err != nil {
-			return err
-		}
+		return h.saveRecord(dir, rec)
+	}); err != nil {
+		return err
 	}
-	if err := h.apiserverBack(); err != nil { // also on a run again after it, as it is idempotent
+	// Also on a run again after it, as it is idempotent.
+	if err := t.do(StepAPIServerBack, "restore", h.apiserverBack); err != nil {
 		return fmt.Errorf("[restore] %w", err)
 	}
 	// The new cluster's CNI host state (cni0 with an address of the new pod
 	// range, its subnet.env) would refuse the old range's pods: "cni0 already
 	// has an IP address different from 10.244.0.1/24", as the lab saw.
 	// Removed as apply removes the old one; the CNI's agent recreates it.
-	if err := h.cleanCNI(ctx, b.op.CNI); err != nil {
+	if err := t.do(StepCNI, "cni", func() error { return h.cleanCNI(ctx, b.op.CNI) }); err != nil {
 		return fmt.Errorf("[cni] %w", err)
 	}
-	if err := h.waitNoRestoredPeers(ctx, b); err != nil {
+	if err := t.do(StepPeers, "peers", func() error { return h.waitNoRestoredPeers(ctx, b) }); err != nil {
 		return fmt.Errorf("[peers] %w", err)
 	}
-	if err := h.systemctl(ctx, "start"); err != nil {
+	if err := t.do(StepStart, "start", func() error { return h.systemctl(ctx, "start") }); err != nil {
 		return fmt.Errorf("[start] %w", err)
 	}
 	if !cfg.SkipHealth {
 		if _, err := os.Stat(h.path(filepath.Join(ManifestsDir, "etcd.yaml"))); err == nil {
-			if err := h.gates(ctx, 0, b.oldCluster()); err != nil {
+			if err := t.do(StepHealth, "health", func() error { return h.gates(ctx, 0, b.oldCluster()) }); err != nil {
 				return fmt.Errorf("[health] %w", err)
 			}
 		} else {
+			t.skip(StepHealth, "health")
 			h.logf("health", "the old node has no etcd manifest: no health gate")
 		}
 	}

@@ -5,8 +5,14 @@ import (
 	"strings"
 )
 
-// Step is one step of apply, as backup.json records it.
+// Step is one step of a node operation. Apply's, but StepPreflight, are
+// recorded in backup.json; rollback's and confirm's are only reported
+// (Result).
 type Step string
+
+// StepPreflight: apply's checks (never recorded: they run on
+// every apply).
+const StepPreflight Step = "preflight"
 
 // Apply's steps, in order (applySteps).
 const (

@@ -115,11 +115,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop() // the first signal cancels cleanly; a second one kills at once
 	}()
-	app := New(stdin, stdout, stderr)
+	out := &countingWriter{w: stdout}
+	app := New(stdin, out, stderr)
 	if len(args) > 1 && args[1] == completeCommand {
 		complete(app, args[2:], stdout)
 		return ExitOK
 	}
+	format := requestedFormat(args)
 	help, isHelp := helpAnywhere(app, args)
 	args, err := dryRunSpelling(args)
 	if isHelp {
@@ -137,10 +139,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	code := ExitCode(ctx, err)
 	// Library errors name options by their Go fields: say them as flags.
-	msg, _ := option.Render(err, flagName)
-	msg = oneLine(msg)
+	msg := errorMessage(err)
 	if code == ExitInterrupted {
 		msg = "interrupted: " + msg + " (temporary files removed; no output was written)"
+	}
+	// Under -o json|yaml stdout is one document: the error's, when the
+	// command printed none of its own (a usage error, a refusal).
+	if (format == "json" || format == "yaml") && out.n == 0 {
+		if werr := writeErrorDocument(stdout, format, err, msg, code); werr != nil {
+			fmt.Fprintf(stderr, "snapshift: writing the error document: %v\n", werr)
+		}
 	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		fmt.Fprint(stderr, "\r\033[K") // clear a half-drawn progress bar

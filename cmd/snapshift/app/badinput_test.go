@@ -11,11 +11,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/snapshift/snapshift/internal/testfile"
 
@@ -643,7 +646,8 @@ func takesQuiet(cmd string) bool {
 // expected exit code, exactly one line on stderr (the error, with the expected words), nothing on
 // stdout, no panic, the input's bytes unchanged, and nothing new in the work directory (no
 // output, no temporary file, no data dir) nor beside the input, with what was there before
-// unchanged.
+// unchanged. A row of a command with -o json runs again with it: the same exit code and line,
+// and on stdout the Error document (or the command's own, with the error).
 func TestBadInputTable(t *testing.T) {
 	rows := append(append(badRows(), zipRows()...), messageRows()...)
 	t.Logf("%d rows", len(rows))
@@ -711,7 +715,9 @@ func TestBadInputTable(t *testing.T) {
 			if strings.Contains(r.stderr, "goroutine ") || strings.Contains(r.stderr, "panic") {
 				t.Errorf("%s: stderr shows a panic:\n%s", cmdline, r.stderr)
 			}
-			if r.stdout != "" {
+			if f := requestedFormat(append([]string{"snapshift"}, args...)); f == "json" || f == "yaml" {
+				checkErrorDocument(t, cmdline, f, r) // under -o json|yaml, the error's document and nothing else
+			} else if r.stdout != "" {
 				t.Errorf("%s: stdout %q, want nothing", cmdline, r.stdout)
 			}
 			if got := dirState(t, inDir); !mapsEqual(got, inBefore) {
@@ -720,8 +726,45 @@ func TestBadInputTable(t *testing.T) {
 			if got := dirState(t, work); !mapsEqual(got, workBefore) {
 				t.Errorf("%s: the work directory changed (an output, temporary file or data dir left, or an earlier one touched):\n before %v\n after  %v", cmdline, workBefore, got)
 			}
+			// The same mistake under -o json: the same exit code and line,
+			// and stdout the Error document (issue 52 item 5).
+			if limit == 0 && r.code != ExitOK && !slices.Contains(args, "-o") && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--output") }) && takesJSON(args) {
+				js := run(t, append(slices.Clone(args), "-o", "json")...)
+				// (digits masked: bbolt's message of a corrupt page quotes what it read there)
+				if digits := regexp.MustCompile(`[0-9]+`); js.code != r.code || digits.ReplaceAllString(js.stderr, "N") != digits.ReplaceAllString(r.stderr, "N") {
+					t.Errorf("%s -o json: exit %d, stderr %q; without -o json exit %d, stderr %q", cmdline, js.code, js.stderr, r.code, r.stderr)
+				}
+				checkFailureDocument(t, cmdline+" -o json", js)
+			}
 		})
 	}
+}
+
+// takesJSON says whether the command args name (its subcommand, for node
+// and cluster) has -o json.
+func takesJSON(args []string) bool {
+	cmds := New(nil, nil, nil).Commands
+	for _, a := range args {
+		var cmd *cli.Command
+		for _, c := range cmds {
+			if c.HasName(a) {
+				cmd = c
+			}
+		}
+		if cmd == nil {
+			return false
+		}
+		if len(cmd.Subcommands) == 0 {
+			for _, f := range cmd.Flags {
+				if sf, ok := f.(*cli.StringFlag); ok && sf.Name == "output" && strings.Contains(sf.Usage, "json") {
+					return true
+				}
+			}
+			return false
+		}
+		cmds = cmd.Subcommands
+	}
+	return false
 }
 
 func mapsEqual(a, b map[string]string) bool {

@@ -31,7 +31,7 @@ func (o *clusterOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "bundle", Destination: &o.bundle, Usage: "the rebuild bundle (its report.json)"},
 		&cli.StringFlag{Name: "kubeconfig", Destination: &o.kubeconfig, Usage: "kubeconfig of the new cluster (default: $KUBECONFIG, ~/.kube/config)"},
 		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Destination: &o.timeout, Usage: "bound on each action (a rollout, the DNS handover) or each check that waits"},
-		o.outputFlag("text", "json"),
+		o.outputFlag(),
 	}
 	if o.check {
 		return append(fs,
@@ -84,11 +84,17 @@ func (o *clusterOptions) Run(ctx context.Context) error {
 		cfg.Progress = func(e clusterops.Event) { printEvent(o.stdout, e) }
 	}
 	res, rerr := clusterops.Restart(ctx, cfg)
-	if o.json() {
-		if err := writeJSON(o.stdout, res); err != nil {
+	switch {
+	case o.json():
+		doc := restartDocument{typeMeta: newTypeMeta("ClusterRestartResult"), Result: res, Phases: stagePhases(res)}
+		if rerr != nil {
+			doc.Error = errorMessage(rerr)
+		}
+		if err := writeJSON(o.stdout, doc); err != nil {
 			return err
 		}
-	} else if o.dryRun && !o.quiet {
+	case o.quiet:
+	case o.dryRun:
 		fmt.Fprintf(o.stdout, "dry run: nothing was changed. By hand:\n")
 		for _, st := range restart.Plan(*in) {
 			for _, a := range st.Actions {
@@ -97,8 +103,48 @@ func (o *clusterOptions) Run(ctx context.Context) error {
 				}
 			}
 		}
+	default:
+		outcome := "done"
+		if rerr != nil && len(res.Stages) > 0 {
+			outcome = "failed at " + res.Stages[len(res.Stages)-1].Name
+		} else if rerr != nil {
+			outcome = "failed"
+		}
+		fmt.Fprintln(o.stdout, closingLine("cluster restart: "+outcome, res.Seconds, stagePhases(res)))
 	}
 	return rerr
+}
+
+// restartDocument is cluster restart's -o json|yaml document: the stages
+// with their actions' results, and each stage's time again as phases.
+type restartDocument struct {
+	typeMeta
+	*clusterops.Result
+	Phases []phase `json:"phases"`
+	Error  string  `json:"error,omitempty"`
+}
+
+// stagePhases are the stages run, each with its time.
+func stagePhases(r *clusterops.Result) []phase {
+	out := []phase{}
+	if r == nil {
+		return out
+	}
+	for _, st := range r.Stages {
+		out = append(out, phase{st.Name, st.Seconds})
+	}
+	return out
+}
+
+// checkDocument is cluster check's -o json|yaml document.
+type checkDocument struct {
+	typeMeta
+	// OK: every check passed.
+	OK     bool                     `json:"ok"`
+	Checks []clusterops.CheckResult `json:"checks"`
+	// Phases are the checks, each with its time.
+	Phases  []phase `json:"phases"`
+	Seconds float64 `json:"seconds"`
 }
 
 // printEvent is one progress line: "[stage 1 cni] done restart ... (3.2s)".
@@ -114,17 +160,28 @@ func printEvent(w io.Writer, e clusterops.Event) {
 }
 
 func (o *clusterOptions) runCheck(ctx context.Context, cfg clusterops.Config) error {
+	start := time.Now()
 	res, err := clusterops.Check(ctx, cfg, o.probe)
 	if err != nil {
 		return err
 	}
+	return o.reportCheck(res, secondsSince(start))
+}
+
+// reportCheck prints the checks' results, as text or as the document, and
+// is the error when one failed.
+func (o *clusterOptions) reportCheck(res []clusterops.CheckResult, seconds float64) error {
+	doc := checkDocument{typeMeta: newTypeMeta("ClusterCheckResult"), OK: true, Checks: res, Phases: []phase{},
+		Seconds: seconds}
 	var failed []string
 	for _, r := range res {
 		if !r.OK {
 			failed = append(failed, r.Name)
+			doc.OK = false
 		}
+		doc.Phases = append(doc.Phases, phase{r.Name, r.Seconds})
 	}
-	err = o.render(res, func(w io.Writer) {
+	err := o.render(doc, func(w io.Writer) {
 		for _, r := range res {
 			mark := "ok  "
 			if !r.OK {
@@ -135,6 +192,7 @@ func (o *clusterOptions) runCheck(ctx context.Context, cfg clusterops.Config) er
 				fmt.Fprintf(w, "     %-18s read: %s\n", "", r.Read)
 			}
 		}
+		fmt.Fprintln(w, closingLine(fmt.Sprintf("cluster check: %d of %d passed", len(res)-len(failed), len(res)), doc.Seconds, doc.Phases))
 	})
 	if err != nil || len(failed) == 0 {
 		return err
@@ -158,7 +216,8 @@ func clusterCommand() *cli.Command {
 					"deleted: the DNS gap is measured and printed), NodeLocal DNS, the backends of webhooks that fail closed, every\n" +
 					"other workload (the pods no controller restarts deleted first when still on old addresses), then the webhooks\n" +
 					"set to Ignore by the rebuild set back to Fail. Each rollout is waited for as `kubectl rollout status` waits.\n" +
-					"Safe to run again: a rollout restarted since the bundle was made is only waited for.\n\n" +
+					"Safe to run again: a rollout restarted since the bundle was made is only waited for. Ends with one line of each\n" +
+					"stage's time; -o json|yaml prints a ClusterRestartResult document instead (each stage's actions and seconds).\n\n" +
 					"Example:\n   snapshift cluster restart --bundle bundle --kubeconfig bundle/kubernetes/cp1/admin.conf --dry-run",
 			}),
 			newCommand(ck, ck.flags(), cli.Command{
@@ -168,7 +227,8 @@ func clusterCommand() *cli.Command {
 					"new range; every pod not on the host network on a new-range address; default/kubernetes at the new range's\n" +
 					"first address; the DNS Service at the kubelets' clusterDNS; nslookup kubernetes.default from a short-lived pod\n" +
 					"(--probe-image) answers that address; no ClusterIPOutOfRange or ClusterIPNotAllocated event since the bundle;\n" +
-					"the CNI's, kube-proxy's and the DNS's pods Ready.\n\n" +
+					"the CNI's, kube-proxy's and the DNS's pods Ready. Ends with one line of each check's time; -o json|yaml prints a\n" +
+					"ClusterCheckResult document (ok, each check with its seconds).\n\n" +
 					"Example:\n   snapshift cluster check --bundle bundle --kubeconfig bundle/kubernetes/cp1/admin.conf",
 			}),
 		},

@@ -1,9 +1,9 @@
 package app
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,9 +63,21 @@ func TestClusterRestartDryRun(t *testing.T) {
 		t.Errorf("dry run says none recognised:\n%s", r.stdout)
 	}
 	r = run(t, "cluster", "restart", "--bundle", bundle, "--dry-run", "-o", "json")
-	var res clusterops.Result
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || !res.DryRun || len(res.Stages) != 5 || res.Stages[2].Actions[1].Type != "dns-handover" {
-		t.Fatalf("-o json: %v %+v\n%s", err, res, r.stdout)
+	var res struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		clusterops.Result
+		Phases []phase `json:"phases"`
+	}
+	decodeStrict(t, "cluster restart -o json", r.stdout, &res)
+	if !res.DryRun || len(res.Stages) != 5 || res.Stages[2].Actions[1].Type != "dns-handover" ||
+		res.APIVersion != "snapshift.io/v1alpha1" || res.Kind != "ClusterRestartResult" || len(res.Phases) != 5 || res.Phases[2] != (phase{"dns", 0}) {
+		t.Fatalf("-o json: %+v\n%s", res, r.stdout)
+	}
+	// -o yaml: the same document.
+	y := run(t, "cluster", "restart", "--bundle", bundle, "--dry-run", "-o", "yaml")
+	if js := asJSON(t, "cluster restart -o yaml", "yaml", y.stdout); y.code != ExitOK || !slices.Equal(keyPaths(t, js), keyPaths(t, r.stdout)) {
+		t.Errorf("-o yaml: exit %d, keys %v, -o json's %v", y.code, keyPaths(t, js), keyPaths(t, r.stdout))
 	}
 	// Bad input: one line, exit 2.
 	for _, args := range [][]string{{"cluster", "restart"}, {"cluster", "restart", "--bundle", t.TempDir()}, {"cluster", "check", "--bundle", t.TempDir()}} {

@@ -455,8 +455,8 @@ func exitCodeRows() []badRow {
 		{name: "a misspelt --renew", args: cmdline("certs", "--renew", "apisever", "--cert-dir", "WORK"), code: ExitUsage,
 			want: `--renew "apisever" is not apiserver or etcd; did you mean apiserver?`},
 		{name: "a misspelt --output", args: cmdline("ls", "IN", "-o", "yml"), code: ExitUsage, want: `--output must be text, json or yaml, not "yml"; did you mean yaml?`},
-		{name: "an --output the command does not have", args: cmdline("cluster", "check", "--bundle", "WORK", "-o", "yaml"), code: ExitUsage,
-			want: `--output must be text or json, not "yaml"`},
+		{name: "an --output the command does not have", args: cmdline("get", "IN", "/registry/services/specs/default/kubernetes", "-o", "text"), code: ExitUsage,
+			want: `--output must be yaml or json, not "text"`},
 		{name: "a misspelt --writer", args: transformTo("--writer", "bulkk"), code: ExitUsage, want: `--writer "bulkk" is neither bulk nor bbolt; did you mean bulk?`},
 		{name: "a misspelt --webhooks", args: cmdline("plan", "IN", "--service-cidr", newSvc, "--webhooks", "ignor"), code: ExitUsage,
 			want: `--webhooks takes "list" or "ignore", not "ignor"; did you mean ignore?`},
@@ -760,11 +760,17 @@ func TestLongListCappedFullInJSON(t *testing.T) {
 	}
 	machine := run(t, "plan", in, "--service-cidr", "172.24.0.0/28", "--quiet", "-o", "json")
 	var doc struct {
-		Error   string   `json:"error"`
-		Details []string `json:"details"`
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Error      string   `json:"message"`
+		ExitCode   int      `json:"exitCode"`
+		Details    []string `json:"details"`
 	}
 	if err := json.Unmarshal([]byte(machine.stdout), &doc); err != nil || machine.code != ExitRefused {
 		t.Fatalf("plan -o json: exit %d, stdout %q: %v", machine.code, machine.stdout, err)
+	}
+	if doc.APIVersion != "snapshift.io/v1alpha1" || doc.Kind != "Error" || doc.ExitCode != ExitRefused {
+		t.Errorf("plan -o json: the error document is %s %s with exit code %d", doc.APIVersion, doc.Kind, doc.ExitCode)
 	}
 	if len(doc.Details) != 31 || !strings.Contains(strings.Join(doc.Details, "\n"), "demo/s24 (192.168.50.124, offset") || doc.Error != strings.TrimPrefix(lines[0], "snapshift: ") {
 		t.Errorf("plan -o json: %d details (want all 31), error %q", len(doc.Details), doc.Error)

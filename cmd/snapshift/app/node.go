@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,8 @@ func (o *nodeOptions) flags() []cli.Flag {
 			&cli.DurationFlag{Name: "timeout", Value: nodeopsDefaultTimeout, Destination: &o.cfg.Timeout, Usage: "bound on each wait (static pods stopping, etcd, kube-apiserver)"},
 			&cli.BoolFlag{Name: "skip-health", Destination: &o.cfg.SkipHealth, Usage: "do not wait for etcd and kube-apiserver after starting the kubelet, nor ask the other etcd peers who they are before it"})
 	}
-	fs = append(fs, &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "print nothing but errors"})
+	fs = append(fs, o.outputFlag(), &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet,
+		Usage: "print nothing but errors (-o json still prints its document)"})
 	if o.op == "apply" {
 		fs = append(fs, &cli.BoolFlag{Name: "preflight-only", Destination: &o.cfg.PreflightOnly, Usage: "run the checks and say what apply would back up, move and restore; change nothing"},
 			&cli.BoolFlag{Name: "stop-only", Destination: &o.cfg.StopOnly, Usage: "back up and stop the old control plane (its etcd member) and stop there: the first phase on every control-plane node, before any restored member starts"},
@@ -56,7 +58,14 @@ func (o *nodeOptions) Validate() error {
 	if d := o.cfg.RollbackAfter; d < 0 || (d > 0 && d < time.Second) {
 		return usagef("--rollback-after %s: give a duration of at least a second (30m gives time to apply and check), or leave the flag out", d)
 	}
-	if !o.quiet {
+	if err := o.validateFormat(); err != nil {
+		return err
+	}
+	switch {
+	case o.quiet:
+	case o.json(): // stdout is the one document: the "[phase] ..." lines go to stderr
+		o.cfg.Out = o.stderr
+	default:
 		o.cfg.Out = o.stdout
 	}
 	if err := checkBundle(o.cfg.Bundle, o.cfg.Node); err != nil {
@@ -99,15 +108,57 @@ func checkBundle(dir, node string) error {
 }
 
 func (o *nodeOptions) Run(ctx context.Context) error {
+	var res *nodeops.Result
+	var err error
 	switch o.op {
 	case "rollback":
-		return nodeops.Rollback(ctx, o.cfg)
+		res, err = nodeops.Rollback(ctx, o.cfg)
 	case "confirm":
-		return nodeops.Confirm(ctx, o.cfg)
+		res, err = nodeops.Confirm(ctx, o.cfg)
 	case "rollback-if-unconfirmed":
-		return nodeops.RollbackIfUnconfirmed(ctx, o.cfg)
+		res, err = nodeops.RollbackIfUnconfirmed(ctx, o.cfg)
+	default:
+		res, err = nodeops.Apply(ctx, o.cfg)
 	}
-	return nodeops.Apply(ctx, o.cfg)
+	if o.json() {
+		doc := nodeDocument{typeMeta: newTypeMeta(nodeKinds[o.op]), Result: res}
+		if err != nil {
+			doc.Error = errorMessage(err)
+		}
+		if werr := writeJSON(o.stdout, doc); werr != nil && err == nil {
+			err = werr
+		}
+	} else if !o.quiet && len(res.Steps) > 0 { // a refusal before the first step is the error's line alone
+		fmt.Fprintln(o.stdout, nodeClosingLine(res))
+	}
+	return err
+}
+
+// nodeKinds are the kinds of the node subcommands' documents.
+var nodeKinds = map[string]string{"apply": "NodeApplyResult", "rollback": "NodeRollbackResult",
+	"rollback-if-unconfirmed": "NodeRollbackResult", "confirm": "NodeConfirmResult"}
+
+// nodeDocument is node apply|rollback|confirm's -o json|yaml document: the
+// operation's nodeops.Result (outcome, steps, phases and their seconds),
+// with the error's message when it failed.
+type nodeDocument struct {
+	typeMeta
+	*nodeops.Result
+	Error string `json:"error,omitempty"`
+}
+
+// nodeClosingLine is the text's last line: the outcome, the total and each
+// phase's time, "node apply cp1: done in 41.2s (preflight 0.3s, backup 2.1s, ...)".
+func nodeClosingLine(r *nodeops.Result) string {
+	head := fmt.Sprintf("node %s %s: %s", r.Operation, r.Node, r.Outcome)
+	if r.FailedPhase != "" {
+		head += " at " + r.FailedPhase
+	}
+	phases := make([]phase, len(r.Phases))
+	for i, p := range r.Phases {
+		phases[i] = phase(p)
+	}
+	return closingLine(head, r.Seconds, phases)
 }
 
 func nodeCommand() *cli.Command {
@@ -130,7 +181,8 @@ func nodeCommand() *cli.Command {
 				"bundle who it is (GET /members, its cluster ID) and refuses (exit 4) while one answers as a member of another\n" +
 				"cluster (the old one): a restored member never starts beside an old one; starts the kubelet; waits for etcd\n" +
 				"(member list, health, and the cluster and member IDs report.json records) and kube-apiserver (/readyz with\n" +
-				"admin.conf). Safe to run again.\n\n" +
+				"admin.conf). Safe to run again. Ends with one line of each phase's time; -o json|yaml prints a NodeApplyResult\n" +
+				"document instead (outcome, steps done and skipped, each phase's seconds), the [phase] lines on stderr.\n\n" +
 				"With several control-plane nodes, run it in two phases: first with --stop-only on every node (backs up and stops\n" +
 				"the old control plane, its etcd data dir moved into the backup), then without it on every node at the same time.\n\n" +
 				"With --rollback-after DURATION, right after the backup it arms a transient systemd timer (systemd-run, unit\n" +
@@ -145,7 +197,8 @@ func nodeCommand() *cli.Command {
 			Usage: "put back every path apply backed up, byte for byte, and restart the old control plane",
 			Description: "Run on every control-plane node at the same time. Stops the bundle's static pods and the kubelet, restores\n" +
 				"what backup.json records, waits (up to --timeout) until no old peer URL answers as a member of the restored etcd\n" +
-				"cluster, starts the kubelet and waits for the old etcd and kube-apiserver.\n\n" +
+				"cluster, starts the kubelet and waits for the old etcd and kube-apiserver. Ends with one line of each phase's time\n" +
+				"(-o json|yaml: a NodeRollbackResult document).\n\n" +
 				"Example:\n   snapshift node rollback --bundle /root/snapshift-bundle --node cp1",
 			Flags:  rollback.flags(),
 			Action: action(rollback),

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/snapshift/snapshift/encryption"
 	"github.com/snapshift/snapshift/internal/textdist"
-	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/progress"
 	"github.com/snapshift/snapshift/snapshot"
 )
@@ -61,13 +59,7 @@ func action(cmd command) cli.ActionFunc {
 		if err := cmd.Validate(); err != nil {
 			return err
 		}
-		err := cmd.Run(c.Context)
-		if m, ok := cmd.(machineOutput); ok && err != nil && m.json() {
-			if werr := writeErrorDetails(m.reportWriter(), err); werr != nil {
-				return werr
-			}
-		}
-		return err
+		return cmd.Run(c.Context) // under -o json, Main prints the error document of a failure
 	}
 }
 
@@ -83,44 +75,6 @@ func emptyFlags(c *cli.Context) error {
 		return usagef("--%s is empty: give it a value (see %s --help) or leave the flag out", sf.Name, commandPath(c))
 	}
 	return nil
-}
-
-// machineOutput is a command with -o json (common's methods).
-type machineOutput interface {
-	json() bool
-	reportWriter() io.Writer
-}
-
-func (o *common) reportWriter() io.Writer { return o.stdout }
-
-// Every command with -o is a machineOutput: a field of the same name as a
-// method of common would hide it (transformOptions has a field out).
-var (
-	_ machineOutput = (*certsOptions)(nil)
-	_ machineOutput = (*getOptions)(nil)
-	_ machineOutput = (*inspectOptions)(nil)
-	_ machineOutput = (*lsOptions)(nil)
-	_ machineOutput = (*manifestsOptions)(nil)
-	_ machineOutput = (*rebuildOptions)(nil)
-	_ machineOutput = (*restoreOptions)(nil)
-	_ machineOutput = (*rulesOptions)(nil)
-	_ machineOutput = (*transformOptions)(nil)
-	_ machineOutput = (*verifyOptions)(nil)
-	_ machineOutput = (*versionOptions)(nil)
-)
-
-// writeErrorDetails prints, for -o json or yaml, the whole list that an
-// error's one line on stderr lists only in part ("… and 179 more").
-func writeErrorDetails(w io.Writer, err error) error {
-	var oe *option.Error
-	if !errors.As(err, &oe) || len(oe.Details) == 0 {
-		return nil
-	}
-	msg, _ := option.Render(err, flagName)
-	return writeJSON(w, struct {
-		Error   string   `json:"error"`
-		Details []string `json:"details"`
-	}{msg, oe.Details})
 }
 
 // common holds the options most commands share, and where they print.
