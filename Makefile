@@ -4,7 +4,7 @@ BIN     := bin/snapshift
 DEMO    := out/demo
 PKGS    := ./...
 
-.PHONY: all build test e2e lab lab-ha lab-ansible lab-clean demo bench bench-xlarge lint fmt tidy clean sample docs bench-8g release release-check install-check failpoints crash
+.PHONY: all build test e2e lab lab-ha lab-ansible lab-window lab-clean demo bench bench-xlarge lint fmt tidy clean sample docs bench-8g release release-check install-check failpoints crash
 
 all: build
 
@@ -78,6 +78,12 @@ lab-ha:
 # back. make e2e runs each of them in the cells above.
 lab-ansible:
 	LAB_CELL=one-cp-ansible bash hack/lab/lab.sh
+
+# The downtime window, measured through each migration and rollback of the
+# last lab run (its probes kept in out/lab-<cell>/logs/probes): the table,
+# window.json and the timelines, again (issue 48).
+lab-window:
+	bash hack/lab/window.sh
 
 lab-clean:
 	bash hack/lab/clean.sh

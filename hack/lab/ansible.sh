@@ -92,10 +92,14 @@ lab_playbook() {
   lab_inventory "$a/inventory.ini"
   log "[$label] ansible-playbook -i inventory.ini $pb (the bundle's ansible/, over SSH)"
   t=$(date +%s)
+  lab_phase "ansible:$pb" start
   # bin/ansible first: the real ssh, scp and sftp, not the operator
-  # machine's stand-ins that the runbook-driven scenarios use.
-  adminsh "export ANSIBLE_CONFIG=$LAB_ROOT/ansible/ansible.cfg ANSIBLE_HOME=$LAB_ROOT/ansible PATH=$LAB_ROOT/bin/ansible:\$PATH
+  # machine's stand-ins that the runbook-driven scenarios use. Its log
+  # file (ANSIBLE_LOG_PATH) stamps each task: the window's phases.
+  adminsh "export ANSIBLE_CONFIG=$LAB_ROOT/ansible/ansible.cfg ANSIBLE_HOME=$LAB_ROOT/ansible PATH=$LAB_ROOT/bin/ansible:\$PATH ANSIBLE_LOG_PATH=$log.stamped
 cd '$a/bundle/ansible' && ansible-playbook -i '$a/inventory.ini' -e snapshift_binary='$repo/bin/snapshift' $pb" > "$log" 2>&1 || rc=$?
+  lab_phase "ansible:$pb" end
+  lab_ansible_phases "$log.stamped" >> "$LAB_ROOT/logs/probes/phases.jsonl" || true
   sed -n '/^PLAY RECAP/,$p' "$log"
   [ $rc = 0 ] || { tail -40 "$log"; die "[$label] ansible-playbook $pb failed (exit $rc; log: $log)"; }
   log "[$label] $pb passed in $(( $(date +%s) - t ))s"
@@ -117,4 +121,30 @@ lab_rollback_ansible() {
   lab_playbook "$label" rollback.yml
   lab_apply hack/lab/manifests/workloads.yaml >/dev/null
   lab_wait_workloads "$label rollback"
+}
+
+# lab_ansible_phases LOG: the tasks of an ansible-playbook log file (its
+# lines stamped "YYYY-mm-dd HH:MM:SS,mmm p=PID u=USER n=ansible | ..."), as
+# the window's phases: "task:<block ID>" from its TASK line to the next.
+lab_ansible_phases() {
+  python3 - "$1" <<'PY'
+import json, re, sys, time
+cur = None
+def stamp(l):
+    m = re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})", l)
+    return int(time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) * 1000) + int(m.group(2)) if m else None
+for line in open(sys.argv[1], errors="replace"):
+    t = stamp(line)
+    if t is None:
+        continue
+    m = re.search(r"\| (TASK \[([^\]:]+)|PLAY )", line)
+    if not m:
+        continue
+    if cur:
+        print(json.dumps({"t": t, "phase": cur, "event": "end"}))
+        cur = None
+    if m.group(2) and not m.group(2).startswith("guard"):
+        cur = "task:" + m.group(2)
+        print(json.dumps({"t": t, "phase": cur, "event": "start"}))
+PY
 }

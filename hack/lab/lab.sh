@@ -169,6 +169,13 @@ done
 for w in $WORKERS; do wait_for "$w: node Ready" 180 node_ready "$w"; done
 log "cluster of $(wc -w <<< "$CPS $WORKERS") nodes up in $(( $(date +%s) - t0 ))s"
 lab_apply hack/lab/manifests/workloads.yaml >/dev/null
+# The window's probes (issue 48): DaemonSet watch on every node, and
+# /readyz from the operator's machine, every 0.5 s from here to the end.
+lab_apply hack/lab/manifests/watch.yaml >/dev/null
+mkdir -p "$LAB_ROOT/logs/probes"
+nsenter --net="/run/netns/${LAB_NODE_PREFIX}admin" -- "$LAB_BIN/tools/probe" watch -dir "$LAB_ROOT/logs/probes" -node operator \
+  -readyz "https://$(nodeip cp1):6443/readyz" < /dev/null >> "$LAB_ROOT/logs/operator-watch.log" 2>&1 &
+echo $! > "$LAB_ROOT/pids/admin-watch"
 lab_wait_workloads "old cluster"
 kc cp1 get nodes -o wide
 kc cp1 get pods -A -o wide
@@ -180,14 +187,25 @@ checks_cluster old "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP"
 for sc in $SCENARIOS; do
   eval "$(python3 hack/lab/matrix.py scenario "$LAB_CELL" "$sc")"
   ts=$(date +%s)
+  lab_phase "scenario:$sc:migrate" start
   lab_migrate "$sc" "$SC_CA" "$SC_DRIVER"
+  lab_phase checks start
   ETCD_WANT=$NEW_ETCD ETCD_NOT=$OLD_ETCD checks_cluster "$sc, migrated" "$NEW_POD_CIDR" "$NEW_SVC_CIDR" 172.24.0.1 172.24.0.10 "$SVC_CIDR"
+  lab_phase checks end
+  lab_phase "scenario:$sc:migrate" end
   log "[$sc] migrated and checked in $(( $(date +%s) - ts ))s"
   [ "${LAB_ROLLBACK:-1}" = 1 ] || continue
   ts=$(date +%s)
+  lab_phase "scenario:$sc:rollback" start
   lab_rollback "$sc" "$SC_DRIVER"
+  lab_phase checks start
   ETCD_WANT=$OLD_ETCD ETCD_NOT=$NEW_ETCD checks_cluster "$sc, rolled back" "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP" "$NEW_SVC_CIDR"
+  lab_phase checks end
+  lab_phase "scenario:$sc:rollback" end
   log "[$sc] rolled back and checked in $(( $(date +%s) - ts ))s"
 done
+# The window as numbers and a picture (hack/lab/tools/window): kept in the
+# logs (window/), the table printed; it never fails the lab.
+"$LAB_BIN/tools/window" -dir "$LAB_ROOT/logs/probes" -out "$LAB_ROOT/logs/window" || log "window: could not measure the window (see above)"
 log "scenario done in $(( $(date +%s) - t0 ))s"
 table && status=0

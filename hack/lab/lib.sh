@@ -9,6 +9,12 @@ LAB_NODE_PREFIX=slab-          # each node's network namespace and cgroup root
 LAB_NODE_DIRS="backup root/snapshift-bundle usr/local/bin var/lib/snapshift etc/kubernetes etc/containerd var/lib/kubelet var/lib/etcd var/lib/containerd var/lib/cni etc/cni/net.d var/log/pods var/log/containers opt/cni/bin run/flannel"
 
 log() { echo "[lab $(date +%H:%M:%S)] $*"; }
+# lab_phase NAME start|end: a mark in the window's record (issue 48,
+# hack/lab/tools/window reads $LAB_ROOT/logs/probes/phases.jsonl).
+lab_phase() {
+  mkdir -p "$LAB_ROOT/logs/probes"
+  printf '{"t":%s,"phase":"%s","event":"%s"}\n' "$(date +%s%3N)" "$1" "$2" >> "$LAB_ROOT/logs/probes/phases.jsonl"
+}
 die() { echo "[lab] FAIL: $*" >&2; exit 1; }
 
 LAB_ALL_NODES="cp1 w1 w2 cp2 cp3"   # cp2 and cp3: the three-control-plane variant (LAB_HA=1)

@@ -34,9 +34,13 @@ lab_migrate() {
   wait_for "[$label] prod/lab-new deleted before the snapshot" 60 lab_new_gone
   OLD_ETCD=$(etcd_cluster_id cp1) || die "etcd endpoint status on cp1 failed"
   log "[$label] before the snapshot (runbook header), on $CPS"
+  lab_phase block:header.before-snapshot start
   for n in $CPS; do nodesh "$n" "$PRE_SNAPSHOT"; done
+  lab_phase block:header.before-snapshot end
+  lab_phase snapshot start
   nodesh cp1 "mkdir -p /backup && rm -f /backup/etcd.db && $SNAPSHOT_SAVE" > "$LAB_ROOT/logs/$label-snapshot.log" 2>&1 ||
     die "etcdctl snapshot save failed (log: $LAB_ROOT/logs/$label-snapshot.log)"
+  lab_phase snapshot end
   # The operator copies the snapshot, the manifests and (old CA) the PKI to
   # the machine that runs snapshift rebuild.
   mkdir -p "$a"
@@ -65,8 +69,10 @@ manifests:
   kubernetesVersion: $K8S_VERSION
 EOF
   log "[$label] snapshift rebuild ($ca CA)"
+  lab_phase rebuild start
   adminsh "snapshift rebuild --config '$a/rebuild.yaml'" > "$LAB_ROOT/logs/$label-rebuild.log" 2>&1 ||
     die "snapshift rebuild failed (log: $LAB_ROOT/logs/$label-rebuild.log)"
+  lab_phase rebuild end
   NEW_ETCD=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["etcd"]["new"]["clusterID"])' "$a/bundle/report.json")
   log "[$label] etcd: the old cluster is $OLD_ETCD, the bundle's restored cluster $NEW_ETCD"
   rb=$LAB_ROOT/runbook-$label

@@ -257,6 +257,7 @@ lab_flannel_manifest() {
 # lab_apply FILE: kubectl apply with the lab's placeholders filled in.
 lab_apply() {
   sed -e "s#@POD_CIDR@#$POD_CIDR#g" -e "s#@DNS_IP@#$DNS_IP#g" -e "s#@COREDNS_IMAGE@#$COREDNS_IMAGE#g" \
-    -e "s#@WEB_IMAGE@#$WEB_IMAGE#g" -e "s#@SVC_CIDR@#$SVC_CIDR#g" -e "s#@K8S_VERSION@#$K8S_VERSION#g" -e "s#@PROBE_IMAGE@#$PROBE_IMAGE#g" "$1" > "$LAB_ROOT/apply.yaml"
+    -e "s#@WEB_IMAGE@#$WEB_IMAGE#g" -e "s#@SVC_CIDR@#$SVC_CIDR#g" -e "s#@K8S_VERSION@#$K8S_VERSION#g" -e "s#@PROBE_IMAGE@#$PROBE_IMAGE#g" \
+    -e "s#@PROBES_DIR@#$LAB_ROOT/logs/probes#g" -e "s#@NODEPORTS@#$(for n in $CPS $WORKERS; do printf '%s:30080,' "$(nodeip "$n")"; done)#g" "$1" > "$LAB_ROOT/apply.yaml"
   nodeexec cp1 "$K8S_BIN/kubectl" --kubeconfig=/etc/kubernetes/admin.conf apply -f - < "$LAB_ROOT/apply.yaml"
 }

@@ -73,9 +73,10 @@ rb_run() {
     f=$dir/$id.sh
     [ -f "$f" ] || die "runbook.json has no block $id"
     where=$(rb_where "$dir" "$id")
+    lab_phase "block:$id" start
     case $where in
-      operator) rb_on admin "$(cat "$f")" || die "runbook block $id failed on the operator's machine"; continue ;;
-      kubectl) rb_on kubectl "$(cat "$f")" || die "runbook block $id failed where kubectl points ($RB_KUBECTL)"; continue ;;
+      operator) rb_on admin "$(cat "$f")" || die "runbook block $id failed on the operator's machine"; lab_phase "block:$id" end; continue ;;
+      kubectl) rb_on kubectl "$(cat "$f")" || die "runbook block $id failed where kubectl points ($RB_KUBECTL)"; lab_phase "block:$id" end; continue ;;
       control-plane) nodes=$(rb_targets "$f"); nodes=${nodes:-$CPS} ;;
       workers) nodes=$(rb_targets "$f"); nodes=${nodes:-$WORKERS} ;;
       *) die "runbook block $id runs at '$where', which the lab cannot run" ;;
@@ -89,6 +90,7 @@ rb_run() {
     for p in "${pids[@]}"; do wait "$p" || rc=1; done
     for n in $nodes; do cat "$LAB_ROOT/logs/runbook-$id-$n.log"; done
     [ $rc = 0 ] || die "runbook block $id failed (on $(echo $nodes))"
+    lab_phase "block:$id" end
   done
 }
 

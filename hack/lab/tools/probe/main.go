@@ -3,6 +3,7 @@
 //	probe sleep                 wait for SIGTERM (the pod's main process)
 //	probe dns NAME [SERVER]     print NAME's A records, asking SERVER:53 (default: resolv.conf's first nameserver)
 //	probe http URL              GET URL, print the body; non-zero on an error or a non-2xx status
+//	probe watch FLAGS...        probe every 0.5 s until SIGTERM, one JSON line per probe (watch.go)
 //
 // Each failure is one sentence on stderr and exit status 1.
 package main
@@ -36,6 +37,8 @@ func run(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	switch args[0] {
+	case "watch":
+		return watch(args[1:])
 	case "sleep":
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
@@ -90,7 +93,7 @@ func run(args []string) error {
 		fmt.Print(string(body))
 		return nil
 	}
-	return fmt.Errorf("unknown check %q (sleep, dns, http)", args[0])
+	return fmt.Errorf("unknown check %q (sleep, dns, http, watch)", args[0])
 }
 
 func firstNameserver(path string) (string, error) {
