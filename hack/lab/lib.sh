@@ -170,9 +170,20 @@ lab_start() {
   if [ "${LAB_IN_NODE:-}" = 1 ]; then
     # In a session of its own, as systemd starts a unit: a daemon started
     # from an SSH login (the Ansible-driven window) must outlive it, and
-    # Go programs die of the SIGHUP a closing session sends. setsid execs
-    # it ($! stays the daemon: a background job is no group leader).
-    setsid "$@" < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
+    # Go programs die of the SIGHUP a closing session sends (the lab saw a
+    # worker's kubelet die so, at once, when the login ended first). SIGHUP
+    # is ignored from the fork on, setsid execs it ($! stays the daemon: a
+    # background job is no group leader), and the start returns only once
+    # it leads its own session.
+    ( trap '' HUP; exec setsid "$@" ) < /dev/null >> "$LAB_ROOT/logs/$n-$name.log" 2>&1 &
+    local pid=$! i
+    for i in $(seq 100); do
+      [ "$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$pid" ] && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.02
+    done
+    echo "$pid" > "$LAB_ROOT/pids/$n-$name"
+    return
   else
     # nsenter, not the nodeexec function: $! is then the daemon itself
     # (nsenter execs it), not a subshell.
