@@ -31,7 +31,7 @@ func TestFleetOf500FromASnapshot(t *testing.T) {
 	}
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "fleet.db")
-	res, err := gen.Generate(context.Background(), gen.Config{Path: snap, Keys: 5000, Seed: 46, Nodes: 500})
+	res, err := gen.Generate(context.Background(), gen.Config{Path: snap, Keys: 5000, Seed: 46, WorkerNodes: 500})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,9 +86,9 @@ type Config struct {
 	// Profile is the history the cluster has: ProfileBasic (the default), ProfileChurn or
 	// ProfileServices.
 	Profile string
-	// Nodes is the number of worker Nodes besides the sample's (a fleet of that size, for the
-	// playbooks rendered from it). Default: one per thousand keys, at least 2. At most 10,000.
-	Nodes int
+	// WorkerNodes is the number of worker Nodes besides the sample's (a fleet of that size, for
+	// the playbooks rendered from it). Default: one per thousand keys, at least 2. At most 10,000.
+	WorkerNodes int
 }
 
 // Result describes a generated snapshot.
@@ -125,8 +125,8 @@ func (c *Config) Validate() error {
 	case c.Keys > 10_000_000:
 		return fmt.Errorf("gen: Keys %d is above the maximum 10000000", c.Keys)
 	}
-	if c.Nodes < 0 || c.Nodes > 10_000 {
-		return fmt.Errorf("gen: Nodes %d is outside 0..10000", c.Nodes)
+	if c.WorkerNodes < 0 || c.WorkerNodes > 10_000 {
+		return fmt.Errorf("gen: %d worker Nodes is outside 0..10000", c.WorkerNodes)
 	}
 	if c.TxBytes <= 0 {
 		c.TxBytes = DefaultTxBytes
@@ -149,7 +149,7 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w, err := newWorld(cfg.Seed, int64(cfg.Keys), cfg.Nodes, codec.New())
+	w, err := newWorld(cfg.Seed, int64(cfg.Keys), cfg.WorkerNodes, codec.New())
 	if err != nil {
 		return nil, err
 	}
