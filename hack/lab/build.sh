@@ -102,8 +102,13 @@ took "lab tools" "$t"
 t=$(date +%s)
 mkdir -p "$LAB_IMAGES"
 img() { # FILE NAME mkimage-args...
-  local f="$LAB_IMAGES/$1.tar" name=$2; shift 2
-  [ -s "$f" ] && return
+  local f="$LAB_IMAGES/$1.tar" name=$2 a src stale=0; shift 2
+  # Rebuilt when a file it packs is newer (a lab tool changed).
+  for a in "$@"; do
+    src=${a#*=}
+    [[ $a == /*=/* ]] && [ "$src" -nt "$f" ] && stale=1
+  done
+  [ -s "$f" ] && [ $stale = 0 ] && return
   "$LAB_BIN/tools/mkimage" -o "$f" -name "$name" "$@"
 }
 img pause "$PAUSE_IMAGE" -file /pause="$LAB_BIN/tools/pause" -entrypoint /pause
