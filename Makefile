@@ -89,7 +89,7 @@ demo: build
 	$(BIN) restore $(DEMO)/migrated.db --name cp1 --data-dir $(DEMO)/etcd-cp1 \
 		--initial-cluster cp1=https://127.0.0.1:2380 --initial-advertise-peer-urls https://127.0.0.1:2380
 	$(BIN) verify $(DEMO)/migrated.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16 --quiet
-	$(BIN) rebuild --config testdata/rebuild.yaml --quiet | tail -n 12
+	$(BIN) rebuild --config testdata/rebuild.yaml --quiet
 	@echo "--- the disaster-recovery bundle ($(DEMO)/bundle):"
 	@cd $(DEMO)/bundle && find . -maxdepth 3 -not -path './etcd/*/*' | sort | sed 's/^/  /'
 	@echo "--- RUNBOOK.md, the order across the nodes (each node runs snapshift node apply / rollback):"
