@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/internal/strictyaml"
 	"github.com/snapshift/snapshift/manifests"
 	"github.com/snapshift/snapshift/option"
@@ -247,7 +248,9 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("rebuild configuration %s: %w", path, err)
 	}
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return nil, fmt.Errorf("rebuild configuration %s: %w", path, err)
+		// What the check above leaves to the decoder (YAML syntax), in
+		// the file's words.
+		return nil, fmt.Errorf("rebuild configuration %s: %w", path, parseerr.Explain(err))
 	}
 	c.resolvePaths(filepath.Dir(path))
 	if err := c.Validate(); err != nil {

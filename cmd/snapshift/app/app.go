@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/migrate"
 	"github.com/snapshift/snapshift/nodeops"
 	"github.com/snapshift/snapshift/option"
@@ -138,7 +139,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	code := ExitCode(ctx, err)
 	// Library errors name options by their Go fields: say them as flags.
 	msg, _ := option.Render(err, flagName)
-	msg = oneLine(msg)
+	// Whatever decoder or parser an error came through, it is said in the
+	// user's words: the form a value takes, never Go's or a library's.
+	msg = oneLine(parseerr.Text(msg))
 	if code == ExitInterrupted {
 		msg = "interrupted: " + msg + " (temporary files removed; no output was written)"
 	}
