@@ -122,7 +122,7 @@ func (n *Networking) UnmarshalJSON(b []byte) error {
 			}
 		}
 		if !ok {
-			return fmt.Errorf("json: unknown field %q in networking", k)
+			return fmt.Errorf("networking.%s: unknown key", k)
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
 			return fmt.Errorf("networking.%s: %w", k, err)
