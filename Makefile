@@ -101,7 +101,7 @@ demo: build
 	$(BIN) restore $(DEMO)/migrated.db --name cp1 --data-dir $(DEMO)/etcd-cp1 \
 		--initial-cluster cp1=https://127.0.0.1:2380 --initial-advertise-peer-urls https://127.0.0.1:2380
 	$(BIN) verify $(DEMO)/migrated.db --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16 --quiet
-	$(BIN) rebuild --config testdata/rebuild.yaml --quiet | tail -n 12
+	$(BIN) rebuild --config testdata/rebuild.yaml --quiet
 	@echo "--- the disaster-recovery bundle ($(DEMO)/bundle):"
 	@cd $(DEMO)/bundle && find . -maxdepth 3 -not -path './etcd/*/*' | sort | sed 's/^/  /'
 	@echo "--- RUNBOOK.md, the order across the nodes (each node runs snapshift node apply / rollback):"
@@ -115,21 +115,22 @@ demo: build
 # restore; cases in a random order per round (ORDER_SEED), warm and, as root, cold
 # (COLD=false: warm only); medians, ratios, sys time, major faults, RSS; issue 28's
 # targets met / NOT met), then the Go micro-benchmarks of the hot paths.
-# SIZES=small RUNS=1 for a smoke run.
-bench:
-	bash hack/bench.sh
+# SIZES=small RUNS=1 for a smoke run. It measures bin/snapshift as make build
+# stamps it (snapbench alone builds an unstamped copy into its cache, never bin/).
+bench: build
+	SNAPSHIFT=$(CURDIR)/$(BIN) bash hack/bench.sh
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./codec ./cidr ./snapshot
 
 # The 1M-key snapshot (over 3 GiB, beyond etcd's default 2 GiB quota, as clusters with a raised
 # quota have), every profile.
-bench-xlarge:
-	SIZES=xlarge bash hack/bench.sh
+bench-xlarge: build
+	SIZES=xlarge SNAPSHIFT=$(CURDIR)/$(BIN) bash hack/bench.sh
 
 # etcd's suggested maximum (issue 39): the ~8 GiB xxlarge snapshot (3.23M keys, generated once
 # into ~/.cache/snapshift-bench and reused), basic profile, warm, cold and inside a 1 GiB memory
 # cgroup, the cases that count there; refuses to start with less than ~30 GiB free (~21 GiB once generated).
-bench-8g:
-	SIZES=xxlarge PROFILES=basic CGROUP=true CASES=floor-bbolt,cp+sha256sum,plan-migrate,restore-migrate,etcdutl-restore bash hack/bench.sh
+bench-8g: build
+	SIZES=xxlarge PROFILES=basic CGROUP=true CASES=floor-bbolt,cp+sha256sum,plan-migrate,restore-migrate,etcdutl-restore SNAPSHIFT=$(CURDIR)/$(BIN) bash hack/bench.sh
 
 # Recreate testdata/sample.db with a real etcd.
 sample:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/restart"
 )
 
@@ -145,7 +146,7 @@ func Open(dir string) (*Opened, error) {
 	}
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("bundle %s: %s: %w", dir, ReportFile, err)
+		return nil, fmt.Errorf("bundle %s: %s: %w", dir, ReportFile, parseerr.Explain(err))
 	}
 	if (r.APIVersion != "" || r.Kind != "") && (r.APIVersion != APIVersion || r.Kind != Kind) {
 		return nil, fmt.Errorf("bundle %s: %s is %s %s; this snapshift reads %s %s: use the snapshift that made the bundle, or rebuild it with this one", dir, ReportFile, r.APIVersion, r.Kind, APIVersion, Kind)

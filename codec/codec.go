@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -225,7 +226,7 @@ func (c *Codec) decodeJSON(value []byte) (*Object, error) {
 	}
 	layout, err := readJSONLayout(value)
 	if err != nil {
-		return nil, undecodable("json: %v", err)
+		return nil, undecodable("the stored JSON: %v", err)
 	}
 	return &Object{Encoding: JSON, GVK: u.GroupVersionKind(), Obj: u, layout: layout}, nil
 }
@@ -243,7 +244,7 @@ func (c *Codec) decodeCBOR(value []byte) (*Object, error) {
 func decodeUnstructured(d runtime.Decoder, format string, value []byte) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	if _, _, err := d.Decode(value, nil, u); err != nil {
-		return nil, undecodable("%s: %v", format, err)
+		return nil, undecodable("the stored %s: %v", strings.ToUpper(format), err) // not "json: ...", the library's prefix
 	}
 	if gvk := u.GroupVersionKind(); gvk.Kind == "" || gvk.Version == "" {
 		return nil, undecodable("%s object without apiVersion/kind", format)
@@ -467,7 +468,7 @@ func (c *Codec) PeekGVK(value []byte) (schema.GroupVersionKind, Encoding, error)
 	case JSON:
 		gvk, err := kjson.DefaultMetaFactory.Interpret(value)
 		if err != nil {
-			return schema.GroupVersionKind{}, enc, undecodable("json: %v", err)
+			return schema.GroupVersionKind{}, enc, undecodable("the stored JSON: %v", err)
 		}
 		if gvk.Kind == "" || gvk.Version == "" {
 			return schema.GroupVersionKind{}, enc, undecodable("json object without apiVersion/kind")

@@ -13,6 +13,9 @@ import (
 
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/internal/parseerr"
+	"github.com/snapshift/snapshift/internal/strictyaml"
 )
 
 // Provider names, as used in the configuration file and in [Info].
@@ -124,12 +127,17 @@ func Parse(data []byte) (*Config, error) {
 	}
 	j, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("not valid YAML: %s", redactRaw(err.Error(), data))
+		return nil, errors.New(redactRaw(parseerr.Message(err), data)) // "line 4: not valid YAML: ..."
 	}
 	var raw encryptionConfiguration
+	// A value of the wrong kind, with its path and line (the JSON decoder
+	// names neither the list index nor the line, only Go's types).
+	if err := strictyaml.CheckTypes(data, &raw, "json"); err != nil {
+		return nil, fmt.Errorf("not a valid EncryptionConfiguration: %s", redactRaw(err.Error(), data))
+	}
 	// Case-sensitive, unknown fields ignored: the same decoding kube-apiserver's codec does.
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &raw); err != nil {
-		return nil, fmt.Errorf("not a valid EncryptionConfiguration: %s", redactRaw(jsonErrorText(err), data))
+		return nil, fmt.Errorf("not a valid EncryptionConfiguration: %s", redactRaw(parseerr.Message(err), data))
 	}
 	switch {
 	case raw.APIVersion == configAPIVersion && raw.Kind == configKind,
@@ -139,20 +147,6 @@ func Parse(data []byte) (*Config, error) {
 			raw.APIVersion, raw.Kind, configAPIVersion, configKind, legacyConfigAPIVersion, legacyConfigKind)
 	}
 	return build(&raw)
-}
-
-// jsonErrorText describes a decoding error without quoting input values. encoding/json type
-// errors only name the JSON type ("string", "number"), never the value, but be explicit.
-func jsonErrorText(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			field = "(top level)"
-		}
-		return fmt.Sprintf("%s: a %s cannot be decoded into a %s", field, te.Value, te.Type)
-	}
-	return err.Error()
 }
 
 var secretLine = regexp.MustCompile(`(?i)secret["']?\s*:\s*["']?([^"'\s,}\]]+)`)

@@ -14,7 +14,9 @@
 # inside a 1 GiB memory cgroup), CASES (default all; e.g. floor-bbolt,cp+sha256sum,plan-migrate,
 # restore-migrate,etcdutl-restore), SHARED_CACHE (default ~/.cache/snapshift-bench: where the ~8 GiB
 # xxlarge input is generated once and kept, outside the clone), KEEP_FREE_GIB (default 1: refuse a
-# size that would leave less free disk; a size keeps its input and two outputs at a time).
+# size that would leave less free disk; a size keeps its input and two outputs at a time), SNAPSHIFT
+# (the snapshift binary to measure; make bench gives its stamped bin/snapshift; default: snapbench
+# builds an unstamped copy into the cache, never into bin/).
 #
 #   SIZES=xxlarge CGROUP=true bash hack/bench.sh   # etcd's 8 GiB ceiling, warm, cold and in 1 GiB
 # The table goes to stdout, progress to stderr.
@@ -23,4 +25,4 @@ cd "$(dirname "$0")/.."
 cache=${BENCH_CACHE:-.bench}
 exec go run ./cmd/snapbench --sizes "${SIZES:-small,medium,large}" --profiles "${PROFILES:-basic,churn,services}" --runs "${RUNS:-3}" \
   --cache "$cache" --out "${BENCH_OUT:-$cache/results.json}" --cold="${COLD:-true}" --cgroup="${CGROUP:-false}" \
-  --keep-free-gib "${KEEP_FREE_GIB:-1}" ${CASES:+--cases "$CASES"} ${SHARED_CACHE:+--shared-cache "$SHARED_CACHE"} ${ORDER_SEED:+--order-seed "$ORDER_SEED"} "$@"
+  --keep-free-gib "${KEEP_FREE_GIB:-1}" ${CASES:+--cases "$CASES"} ${SNAPSHIFT:+--snapshift "$SNAPSHIFT"} ${SHARED_CACHE:+--shared-cache "$SHARED_CACHE"} ${ORDER_SEED:+--order-seed "$ORDER_SEED"} "$@"

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/option"
 )
 
@@ -230,7 +231,7 @@ func (c GenerateConfig) Validate() error {
 		add(option.Errorf("KubernetesVersion", "{} %w", err))
 	}
 	if a, err := netip.ParseAddr(c.AdvertiseAddress); err != nil || a.Zone() != "" || a.Is4In6() {
-		add(option.Errorf("AdvertiseAddress", "{} %q is not an IP address", c.AdvertiseAddress))
+		add(option.Errorf("AdvertiseAddress", "{} %q is not %s", c.AdvertiseAddress, parseerr.IP))
 	}
 	if c.BindPort < 1 || c.BindPort > 65535 {
 		add(option.Errorf("BindPort", "{} %d is not in 1-65535", c.BindPort))

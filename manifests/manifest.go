@@ -14,6 +14,8 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/snapshift/snapshift/internal/parseerr"
 )
 
 // The control-plane components, named as kubeadm names their containers,
@@ -45,6 +47,17 @@ var ErrMissing = errors.New("manifest not found")
 // ErrNoManifests is returned by Read for a directory with none of the
 // manifests.
 var ErrNoManifests = errors.New("no kubeadm static Pod manifest")
+
+// ErrInvalidManifest is wrapped by Read for a file that is not a static Pod
+// manifest it can read (not YAML, a value of the wrong kind, another kind
+// of object): the user's file, not a refusal.
+var ErrInvalidManifest = errors.New("not a readable static Pod manifest")
+
+// invalidManifest is an error that Is ErrInvalidManifest, with its own message.
+type invalidManifest struct{ error }
+
+func (e invalidManifest) Is(target error) bool { return target == ErrInvalidManifest }
+func (e invalidManifest) Unwrap() error        { return e.error }
 
 func checkComponent(component string) error {
 	if slices.Contains(Components(), component) {
@@ -208,7 +221,7 @@ func readManifest(path, component string) (*Manifest, error) {
 	}
 	m, err := Parse(component, data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, invalidManifest{fmt.Errorf("%s: %w", path, err)}
 	}
 	m.Path = path
 	return m, nil
@@ -247,12 +260,12 @@ func decodePod(data []byte) (pod *corev1.Pod, lossy error, err error) {
 	if serr := yaml.UnmarshalStrict(data, pod); serr != nil {
 		pod = new(corev1.Pod)
 		if err := yaml.Unmarshal(data, pod); err != nil {
-			return nil, nil, fmt.Errorf("not a valid Pod manifest: %w", serr)
+			return nil, nil, fmt.Errorf("not a valid Pod manifest: %w", parseerr.Explain(serr))
 		}
 		if !strings.Contains(serr.Error(), "unknown field") {
-			return nil, nil, fmt.Errorf("not a valid Pod manifest: %w", serr)
+			return nil, nil, fmt.Errorf("not a valid Pod manifest: %w", parseerr.Explain(serr))
 		}
-		lossy = serr
+		lossy = parseerr.Explain(serr)
 	}
 	if pod.APIVersion != "v1" || pod.Kind != "Pod" {
 		return nil, nil, fmt.Errorf("not a static Pod manifest: apiVersion %q, kind %q (want v1 Pod)", pod.APIVersion, pod.Kind)
@@ -265,14 +278,14 @@ func singleDocument(data []byte) error {
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	var n yamlv3.Node
 	if err := dec.Decode(&n); err != nil {
-		return fmt.Errorf("not a valid YAML document: %w", err)
+		return parseerr.Explain(err) // "line 4: not valid YAML: ..."
 	}
 	var extra yamlv3.Node
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
 		return nil
 	case err != nil:
-		return fmt.Errorf("not a valid YAML document: %w", err)
+		return fmt.Errorf("its second YAML document: %w", parseerr.Explain(err))
 	}
 	return errors.New("holds more than one YAML document; a static Pod manifest is one Pod")
 }

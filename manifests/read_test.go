@@ -78,7 +78,7 @@ func TestReadErrors(t *testing.T) {
 		{"deployment", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n", `apiVersion "apps/v1", kind "Deployment" (want v1 Pod)`},
 		{"two documents", "apiVersion: v1\nkind: Pod\n---\napiVersion: v1\nkind: Pod\n", "more than one YAML document"},
 		{"duplicate key", "apiVersion: v1\nkind: Pod\nkind: Pod\n", "not a valid"},
-		{"not yaml", "apiVersion: [v1\n", "not a valid YAML document"},
+		{"not yaml", "apiVersion: [v1\n", "line 1: not valid YAML: "},
 		{"wrong type", "apiVersion: v1\nkind: Pod\nspec:\n  containers: 3\n", "not a valid Pod manifest"},
 		{"no container", "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n  - name: b\n", `no container named "kube-scheduler" (containers: a, b)`},
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/internal/parseerr"
 )
 
 // How a path was backed up.
@@ -110,7 +111,7 @@ func (h *host) loadRecord(dir string) (*Record, error) {
 		Done map[string]bool `json:"done"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", p, parseerr.Explain(err))
 	}
 	for k, v := range r.Done {
 		switch {

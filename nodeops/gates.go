@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/snapshift/snapshift/bundle"
+	"github.com/snapshift/snapshift/internal/parseerr"
 )
 
 // readHint is what to read when a gate fails.
@@ -37,7 +38,7 @@ func (h *host) staticPodCommand(component string) ([]string, error) {
 	}
 	var pod corev1.Pod
 	if err := yaml.Unmarshal(b, &pod); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", p, parseerr.Explain(err))
 	}
 	if len(pod.Spec.Containers) == 0 {
 		return nil, fmt.Errorf("%s has no container", p)

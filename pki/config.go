@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/option"
 )
 
@@ -384,7 +385,7 @@ func APIServerVirtualIP(serviceCIDR string) (netip.Addr, error) {
 func parseIP(s string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(strings.TrimSpace(s))
 	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, fmt.Errorf("%q is not an IP address", s)
+		return netip.Addr{}, fmt.Errorf("%q is not %s", s, parseerr.IP)
 	}
 	return a.Unmap(), nil
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/internal/strictyaml"
 	"github.com/snapshift/snapshift/manifests"
 	"github.com/snapshift/snapshift/option"
@@ -124,7 +125,7 @@ func (n *Networking) UnmarshalJSON(b []byte) error {
 			}
 		}
 		if !ok {
-			return fmt.Errorf("json: unknown field %q in networking", k)
+			return fmt.Errorf("networking.%s: unknown key", k)
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
 			return fmt.Errorf("networking.%s: %w", k, err)
@@ -250,7 +251,9 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("rebuild configuration %s: %w", path, err)
 	}
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return nil, fmt.Errorf("rebuild configuration %s: %w", path, err)
+		// What the check above leaves to the decoder (YAML syntax), in
+		// the file's words.
+		return nil, fmt.Errorf("rebuild configuration %s: %w", path, parseerr.Explain(err))
 	}
 	c.resolvePaths(filepath.Dir(path))
 	if err := c.Validate(); err != nil {

@@ -3,8 +3,10 @@ package rebuild
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -103,6 +105,21 @@ type run struct {
 	workers []string
 }
 
+// missingDirs are dir and those of its parents that do not exist yet,
+// deepest first: what os.MkdirAll(dir) would create.
+func missingDirs(dir string) []string {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return missing
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			return missing
+		}
+	}
+}
+
 func (r *run) logf(phase, format string, args ...any) {
 	if r.opts.Log != nil {
 		fmt.Fprintf(r.opts.Log, "[%s] %s\n", phase, fmt.Sprintf(format, args...))
@@ -134,8 +151,18 @@ func Run(ctx context.Context, cfg *Config, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("output %s is not empty (%w): rebuild only into a new or empty directory", cfg.Output, fsutil.ErrExists)
 	}
 	parent := filepath.Dir(filepath.Clean(cfg.Output))
+	created := missingDirs(parent)
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return nil, err
+	}
+	if opts.DryRun {
+		// A dry run leaves no trace: the parents it made for its
+		// temporary bundle go too, deepest first, after the bundle.
+		defer func() {
+			for _, d := range created {
+				_ = os.Remove(d) // only an empty directory goes: never a file another process put there
+			}
+		}()
 	}
 	tmp, err := fsutil.MkdirTemp(filepath.Join(parent, filepath.Base(filepath.Clean(cfg.Output))), "")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/state"
@@ -260,7 +261,7 @@ func (r *UserRules) try(v *state.View, rule *ruleset.Rule, key string) error {
 			// (exit 2), said in the object's terms, not Go's.
 			return option.Errorf("Rules", "{}: %s sets %s of %s to %s, but that field takes %s", rule, field, wellknown.KubectlName(key), got, want)
 		}
-		return fmt.Errorf("%w: %s would make %s invalid: %v", transform.ErrRefused, rule, key, err)
+		return fmt.Errorf("%w: %s would make %s invalid: %v", transform.ErrRefused, rule, key, parseerr.Explain(err))
 	}
 	return nil
 }

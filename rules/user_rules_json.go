@@ -13,6 +13,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/snapshift/snapshift/codec"
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/transform"
 )
@@ -261,7 +262,7 @@ func typeMismatch(err error) (field, got, want string, ok bool) {
 		if t == nil {
 			continue
 		}
-		return f.String(), jsonValueWords(val.String()), goTypeWords(t), true
+		return f.String(), parseerr.JSONValue(val.String()), parseerr.Form(t), true
 	}
 	return "", "", "", false
 }
@@ -281,43 +282,4 @@ func unwrapAll(err error) []error {
 		}
 	}
 	return out
-}
-
-// jsonValueWords names a JSON value as the decoders describe it ("string",
-// "number 3.5", "array", "object", "bool").
-func jsonValueWords(v string) string {
-	switch {
-	case v == "string":
-		return "a string"
-	case v == "array":
-		return "a list"
-	case v == "object":
-		return "an object"
-	case v == "bool":
-		return "true or false"
-	case strings.HasPrefix(v, "number"):
-		return "the " + v
-	}
-	return v
-}
-
-// goTypeWords names what a field of type t takes, in YAML's words.
-func goTypeWords(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	}
-	return "an object"
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/snapshift/snapshift/cidr"
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/internal/strictyaml"
 )
 
@@ -166,9 +167,10 @@ func Parse(name string, b []byte) (*File, error) {
 	return f, nil
 }
 
-// tidy makes a YAML error one line.
+// tidy makes a YAML error one line, in the file's words (parseerr): "line 7:
+// not valid YAML: ...", not yaml.v3's "yaml: line 7: ...".
 func tidy(err error) string {
-	s := strings.ReplaceAll(err.Error(), "yaml: unmarshal errors:\n  ", "")
+	s := parseerr.Message(err)
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
 }
 

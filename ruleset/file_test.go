@@ -38,7 +38,7 @@ func TestParseRefusesWithLine(t *testing.T) {
 		{"op without value", "rules:\n- name: a\n  match: {resource: configmaps}\n  patch: [{op: replace, path: /x}]\n", "op replace needs a value"},
 		{"delete and patch", "rules:\n- name: a\n  match: {resource: configmaps}\n  delete: true\n  mapAddresses: [/data/x]\n", "delete: true removes the object"},
 		{"bad kind", "apiVersion: v1\nkind: ConfigMap\n", "apiVersion/kind must be snapshift.io/v1alpha1 RuleSet"},
-		{"not yaml", "rules: [\n", "x.yaml: yaml: line"},
+		{"not yaml", "rules: [\n", "x.yaml: line 3: not valid YAML: did not find expected node content"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,7 +5,8 @@
 //	go run ./cmd/snapbench generate --size large --out /tmp/large.db
 //
 // Generated snapshots are kept in --cache and reused while the generator's version is the same.
-// snapshift itself is built into bin/snapshift first (or give --snapshift).
+// snapshift itself is built into <cache>/snapshift first, never into bin/ (make bench gives
+// --snapshift bin/snapshift, as make build stamps it).
 package main
 
 import (
@@ -73,7 +74,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "out", Usage: "results JSON (default <cache>/results.json)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep every output of every run in the cache's work directory"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "generator seed"},
-			&cli.StringFlag{Name: "snapshift", Usage: "a snapshift binary to measure (default: go build -o bin/snapshift ./cmd/snapshift)"},
+			&cli.StringFlag{Name: "snapshift", Usage: "a snapshift binary to measure (default: go build -o <cache>/snapshift ./cmd/snapshift; never bin/snapshift, which is make build's)"},
 			&cli.StringFlag{Name: "profiles", Value: strings.Join(gen.Profiles, ","), Usage: "comma-separated generator profiles to measure each size with: " + strings.Join(gen.Profiles, ", ")},
 			&cli.Int64Flag{Name: "order-seed", Usage: "seed of the cases' random order in each round (default: from the clock; the table prints it)"},
 			&cli.StringFlag{Name: "cases", Usage: "comma-separated cases to run (default all): " + strings.Join(bench.Cases, ", ")},
@@ -153,7 +154,7 @@ func runBench(c *cli.Context) error {
 	}
 	bin := c.String("snapshift")
 	if bin == "" {
-		if bin, err = buildSnapshift(c.Context, c.App.ErrWriter); err != nil {
+		if bin, err = buildSnapshift(c.Context, cache, c.App.ErrWriter); err != nil {
 			return err
 		}
 	}
@@ -193,8 +194,10 @@ func runBench(c *cli.Context) error {
 	return nil
 }
 
-// buildSnapshift builds bin/snapshift in the module root and returns its path.
-func buildSnapshift(ctx context.Context, log io.Writer) (string, error) {
+// buildSnapshift builds snapshift into the cache directory and returns its path. Never into
+// bin/snapshift: that is make build's, stamped with the version from git, and an unstamped
+// build there would say "devel" to whoever runs it next (issue 52 item 12).
+func buildSnapshift(ctx context.Context, cache string, log io.Writer) (string, error) {
 	mod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("finding the module: %w", err)
@@ -203,8 +206,14 @@ func buildSnapshift(ctx context.Context, log io.Writer) (string, error) {
 	if strings.TrimSpace(string(mod)) == "" || strings.TrimSpace(string(mod)) == os.DevNull {
 		return "", errors.New("run snapbench inside the snapshift module, or give --snapshift")
 	}
-	bin := filepath.Join(root, "bin", "snapshift")
-	fmt.Fprintf(log, "[build] go build -o %s ./cmd/snapshift\n", bin)
+	bin, err := filepath.Abs(filepath.Join(cache, "snapshift"))
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(log, "[build] go build -o %s ./cmd/snapshift (unstamped; make bench measures make build's bin/snapshift)\n", bin)
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/snapshift")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, log, log
 	if err := cmd.Run(); err != nil {

@@ -27,7 +27,7 @@ if [ -e "$LAB_ROOT/ns" ] || ip netns list | grep -q "^$LAB_NETNS"; then
   die "a lab is already there ($LAB_ROOT): make lab-clean"
 fi
 bash hack/lab/build.sh
-go build -o bin/snapshift ./cmd/snapshift
+make -s build   # bin/snapshift with the version stamp, as make build makes it
 snap=$repo/bin/snapshift
 status=1
 finish() {

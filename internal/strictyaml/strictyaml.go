@@ -16,12 +16,15 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
-	"github.com/snapshift/snapshift/internal/textdist"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/snapshift/snapshift/internal/parseerr"
+	"github.com/snapshift/snapshift/internal/textdist"
 )
 
 // Error is an unknown or misspelt key.
@@ -37,11 +40,31 @@ func (e *Error) Error() string { return fmt.Sprintf("%s (line %d): %s", e.Path, 
 // struct), reading field names from struct tag tag ("json" or "yaml"), and
 // returns the first unknown key. Syntax errors are left to the decoder.
 func Check(b []byte, v any, tag string) error {
+	return checker{tag: tag}.check(b, v)
+}
+
+// CheckTypes is Check for a file whose unknown keys are ignored (as
+// kube-apiserver ignores them in an EncryptionConfiguration) and which is
+// decoded without the type's hints (yaml.YAMLToJSON, then JSON): only the
+// values' kinds are checked, and a number or true/false where a string goes
+// is refused, as the JSON decoder would refuse it without a line.
+func CheckTypes(b []byte, v any, tag string) error {
+	return checker{tag: tag, typesOnly: true}.check(b, v)
+}
+
+// checker walks a document beside a type.
+type checker struct {
+	tag string
+	// typesOnly: unknown keys are not errors, and no string takes a number.
+	typesOnly bool
+}
+
+func (c checker) check(b []byte, v any) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil || len(doc.Content) == 0 {
 		return nil
 	}
-	return walk(doc.Content[0], reflect.TypeOf(v), "", tag)
+	return c.walk(doc.Content[0], reflect.TypeOf(v), "", c.typesOnly)
 }
 
 // Kind returns the document's top-level kind: value ("" if none).
@@ -53,28 +76,31 @@ func Kind(b []byte) string {
 	return head.Kind
 }
 
-func walk(n *yaml.Node, t reflect.Type, path, tag string) error {
+// walk checks n against t. noHints: n's strings are decoded without
+// knowing they are strings (inside a type that decodes itself, or a file
+// converted to JSON first), so a number or true/false there is an error.
+func (c checker) walk(n *yaml.Node, t reflect.Type, path string, noHints bool) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
-	if err := checkKind(n, t, path); err != nil {
+	if err := checkKind(n, t, path, noHints); err != nil {
 		return err
 	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
-		return walkStruct(n, t, path, tag)
+		return c.walkStruct(n, t, path, noHints)
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := walk(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), tag); err != nil {
+			if err := c.walk(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), noHints); err != nil {
 				return err
 			}
 		}
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yaml.SequenceNode:
 		for i, item := range n.Content {
-			if err := walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), tag); err != nil {
+			if err := c.walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), noHints); err != nil {
 				return err
 			}
 		}
@@ -93,7 +119,7 @@ var (
 // line and what it takes, in the file's terms: the decoders say "cannot
 // unmarshal array into Go value of type string" without a line. Types
 // that decode themselves are left to their decoders.
-func checkKind(n *yaml.Node, t reflect.Type, path string) error {
+func checkKind(n *yaml.Node, t reflect.Type, path string, noHints bool) error {
 	if path == "" || n.Kind == yaml.AliasNode || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
 		return nil
 	}
@@ -102,30 +128,36 @@ func checkKind(n *yaml.Node, t reflect.Type, path string) error {
 		pt.Implements(yamlUnmarshaler) || pt.Implements(keyerType) {
 		return nil
 	}
-	var want string
-	ok := true
+	want, ok := parseerr.Form(t), true
+	hint := ""
 	switch t.Kind() {
 	case reflect.String:
-		want, ok = "a string", n.Kind == yaml.ScalarNode
+		ok = n.Kind == yaml.ScalarNode
+		if ok && noHints && (n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!bool") {
+			ok, hint = false, fmt.Sprintf(" (quote it: %q)", n.Value)
+		}
 	case reflect.Bool:
-		want, ok = "true or false", n.Kind == yaml.ScalarNode && n.Tag == "!!bool"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		want, ok = "a whole number", n.Kind == yaml.ScalarNode && n.Tag == "!!int"
+		ok = n.Kind == yaml.ScalarNode && n.Tag == "!!bool"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		_, err := strconv.ParseInt(n.Value, 0, t.Bits())
+		ok = n.Kind == yaml.ScalarNode && n.Tag == "!!int" && err == nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		_, err := strconv.ParseUint(strings.TrimPrefix(n.Value, "+"), 0, t.Bits())
+		ok = n.Kind == yaml.ScalarNode && n.Tag == "!!int" && err == nil
 	case reflect.Float32, reflect.Float64:
-		want, ok = "a number", n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float")
+		ok = n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float")
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 {
 			return nil // []byte: base64 text
 		}
-		want, ok = "a list", n.Kind == yaml.SequenceNode
+		ok = n.Kind == yaml.SequenceNode
 	case reflect.Struct, reflect.Map:
-		want, ok = "a mapping (key: value)", n.Kind == yaml.MappingNode
+		ok = n.Kind == yaml.MappingNode
 	}
 	if ok {
 		return nil
 	}
-	return &Error{Path: path, Line: n.Line, Msg: fmt.Sprintf("takes %s, not %s", want, describe(n))}
+	return &Error{Path: path, Line: n.Line, Msg: fmt.Sprintf("takes %s, not %s%s", want, describe(n), hint)}
 }
 
 // describe names a YAML value's kind as the user wrote it.
@@ -157,21 +189,25 @@ type Keyer interface {
 
 var keyerType = reflect.TypeOf((*Keyer)(nil)).Elem()
 
-func walkStruct(n *yaml.Node, t reflect.Type, path, tag string) error {
+func (c checker) walkStruct(n *yaml.Node, t reflect.Type, path string, noHints bool) error {
 	fields := map[string]reflect.Type{}
 	if reflect.PointerTo(t).Implements(keyerType) {
 		fields = reflect.New(t).Interface().(Keyer).Keys()
+		noHints = true // it decodes its keys itself, from JSON the YAML became without hints
 	} else {
-		collect(t, tag, fields)
+		collect(t, c.tag, fields)
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		ft, ok := fields[k.Value]
 		p := join(path, k.Value)
+		if !ok && c.typesOnly {
+			continue
+		}
 		if !ok {
 			return &Error{Path: p, Line: k.Line, Msg: "unknown key" + suggest(k.Value, fields)}
 		}
-		if err := walk(n.Content[i+1], ft, p, tag); err != nil {
+		if err := c.walk(n.Content[i+1], ft, p, noHints); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package strictyaml
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -64,5 +65,50 @@ func TestCheck(t *testing.T) {
 	err := Check([]byte("match:\n  namespace: [a]\n"), &yamlDoc{}, "yaml")
 	if err == nil || !strings.Contains(err.Error(), "match.namespace (line 2): unknown key, did you mean namespaces?") {
 		t.Errorf("yaml tags: %v", err)
+	}
+}
+
+// keyed decodes its keys itself (as rebuild's networking section does), so its strings get no
+// hints from the YAML decoder: a number there is refused with its line, not left to the JSON
+// decoder's "cannot unmarshal number into Go value of type string".
+type keyed struct{}
+
+func (keyed) Keys() map[string]reflect.Type {
+	return map[string]reflect.Type{"serviceSubnet": reflect.TypeOf(""), "repack": reflect.TypeOf(true)}
+}
+func (*keyed) UnmarshalJSON([]byte) error { return nil }
+
+type counted struct {
+	Bump  uint64 `json:"bump"`
+	Small int8   `json:"small"`
+	Net   keyed  `json:"networking"`
+	Name  string `json:"name"`
+}
+
+// TestCheckNumbers: what the JSON decoder would refuse without a line is refused here with
+// one: a negative or too large count, a number where a self-decoding section wants a string;
+// CheckTypes ignores unknown keys and refuses a number for any string.
+func TestCheckNumbers(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		types    bool
+	}{
+		{in: "bump: -1\n", want: "bump (line 1): takes a whole number, 0 or more, not the number -1"},
+		{in: "bump: 18446744073709551616\n", want: "bump (line 1): takes a whole number, 0 or more, not the number 18446744073709551616"},
+		{in: "small: 300\n", want: "small (line 1): takes a whole number, not the number 300"},
+		{in: "bump: 0x10\nsmall: -128\nname: 12\n"},
+		{in: "networking:\n  serviceSubnet: 12\n", want: `networking.serviceSubnet (line 2): takes a string, not the number 12 (quote it: "12")`},
+		{in: "networking:\n  serviceSubnet: \"12\"\n  repack: true\n"},
+		{in: "name: true\nother: [x]\n", types: true, want: `name (line 1): takes a string, not true (quote it: "true")`},
+		{in: "name: x\nother: [x]\n", types: true},
+	} {
+		check := Check
+		if c.types {
+			check = CheckTypes
+		}
+		err := check([]byte(c.in), &counted{}, "json")
+		if (err == nil) != (c.want == "") || (err != nil && err.Error() != c.want) {
+			t.Errorf("%q: %v, want %q", c.in, err, c.want)
+		}
 	}
 }

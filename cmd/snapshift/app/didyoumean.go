@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/internal/textdist"
 )
 
@@ -191,13 +192,13 @@ func flagUsageError(c *cli.Context, err error) error {
 func valueForm(f cli.Flag) string {
 	switch f.(type) {
 	case *cli.DurationFlag:
-		return "a duration such as 90s, 5m or 1h"
+		return parseerr.Duration
 	case *cli.Uint64Flag, *cli.UintFlag:
-		return "a whole number, 0 or more"
+		return parseerr.Uint
 	case *cli.IntFlag, *cli.Int64Flag:
-		return "a whole number"
+		return parseerr.Int
 	case *cli.Float64Flag:
-		return "a number"
+		return parseerr.Float
 	}
 	return ""
 }

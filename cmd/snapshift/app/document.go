@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snapshift/snapshift/bundle"
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/option"
 )
 
@@ -37,7 +38,9 @@ type errorDocument struct {
 // line.
 func errorMessage(err error) string {
 	msg, _ := option.Render(err, flagName)
-	return oneLine(msg)
+	// Whatever decoder or parser an error came through, it is said in the
+	// user's words: the form a value takes, never Go's or a library's.
+	return oneLine(parseerr.Text(msg))
 }
 
 // writeErrorDocument prints the error document of err (exit code code) in

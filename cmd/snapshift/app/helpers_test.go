@@ -46,6 +46,10 @@ func run(t *testing.T, args ...string) result {
 		if n := goIdentifierIn(optionStructNames(t), lines[len(lines)-1]); n != "" {
 			t.Errorf("snapshift %s: the error names the Go identifier %s: %q", strings.Join(args, " "), n, lines[len(lines)-1])
 		}
+		// ... nor a decoder's or parser's words (issue 52 item 3).
+		if w := libraryWordingIn(lines[len(lines)-1]); w != "" {
+			t.Errorf("snapshift %s: the error says %q, a library's words: %q", strings.Join(args, " "), w, lines[len(lines)-1])
+		}
 	}
 	if !slices.Contains(args, "--show-secrets") {
 		if leak := findSecret(r.stdout + r.stderr); leak != "" {

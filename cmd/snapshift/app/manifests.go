@@ -98,7 +98,7 @@ func (o *manifestsOptions) build() (*manifests.Set, []manifests.Change, error) {
 		return nil, nil, usagef("--manifest-dir %s %s: give kubeadm's manifests directory (or --generate to write new manifests)", o.manifestDir, what)
 	}
 	src, err := manifests.Read(o.manifestDir)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, manifests.ErrNoManifests) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, manifests.ErrNoManifests) || errors.Is(err, manifests.ErrInvalidManifest) {
 		return nil, nil, usagef("--manifest-dir: %w", err) // the flag names the wrong directory
 	}
 	if err != nil {

@@ -119,7 +119,7 @@ func cmdline(args ...string) func(in, work string) []string {
 func messageRows() []badRow {
 	var rows []badRow
 	for _, group := range [][]badRow{optionRows(), restoreRows(), rebuildRows(), rulesFileRows(), certsManifestsRows(), commandLineRows(), kubectlRows(),
-		contradictionRows(), exitCodeRows(), badValueRows()} {
+		contradictionRows(), exitCodeRows(), badValueRows(), wordingRows()} {
 		rows = append(rows, group...)
 	}
 	return rows
@@ -473,7 +473,7 @@ func exitCodeRows() []badRow {
 			want: "--skip-hash-check is a switch: give it alone, or as --skip-hash-check=false, not --skip-hash-check=maybe"},
 		{name: "a flag without its value", args: cmdline("version", "-o"), code: ExitUsage, want: "-o needs a value (see snapshift version --help)"},
 		{name: "a certificate lifetime in years", args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--certificate-validity-period", "1y"), code: ExitUsage,
-			want: `invalid value "1y" for flag --certificate-validity-period: want a duration such as 90s, 5m or 1h`},
+			want: `invalid value "1y" for flag --certificate-validity-period: want a duration such as 30s, 5m or 1h`},
 
 		// Arguments and files: 2 for what a flag names, 3 for the input.
 		{name: "get without a key", args: cmdline("get", "IN"), code: ExitUsage, want: "get needs SNAPSHOT and KEY (got 1 arguments)"},

@@ -50,6 +50,9 @@ func action(cmd command) cli.ActionFunc {
 		if err := emptyFlags(c); err != nil {
 			return err
 		}
+		if err := dashOutputs(c); err != nil {
+			return err
+		}
 		if err := cmd.setup(c); err != nil {
 			return err
 		}
@@ -73,6 +76,38 @@ func emptyFlags(c *cli.Context) error {
 			continue
 		}
 		return usagef("--%s is empty: give it a value (see %s --help) or leave the flag out", sf.Name, commandPath(c))
+	}
+	return nil
+}
+
+// outputPaths are the flags that name a file or directory a command writes:
+// what is written there, and a path to suggest instead of "-". None of them
+// can be standard output: each is written under a temporary name, checked,
+// fsynced and renamed into place (DESIGN decisions 15 and 23), and a pipe
+// can be none of that.
+var outputPaths = map[string]struct{ what, example string }{
+	"out":            {"the new snapshot", "etcd-new.db"},
+	"data-dir":       {"the member's data dir", "etcd-new"},
+	"wal-dir":        {"the member's WAL dir", "etcd-new-wal"},
+	"cert-dir":       {"the certificates", "pki"},
+	"kubeconfig-dir": {"the kubeconfigs", "kubeconfigs"},
+	"kubeconfig-out": {"the kubeconfig", "user.conf"},
+	"out-dir":        {"the manifests", "manifests"},
+	"backup-dir":     {"the replaced manifests", "manifests-backup"},
+}
+
+// dashOutputs refuses "-" as an output path (--out -): read as a name it
+// would create a file called "-" in the working directory (issue 52 item 6).
+func dashOutputs(c *cli.Context) error {
+	for _, f := range c.Command.Flags {
+		sf, ok := f.(*cli.StringFlag)
+		if !ok || !c.IsSet(sf.Name) || c.String(sf.Name) != "-" {
+			continue
+		}
+		if p, ok := outputPaths[sf.Name]; ok {
+			return usagef("--%s -: %s cannot go to standard output: %s writes it under a temporary name, checks it and renames it into place; "+
+				"give a path (e.g. --%s ./%s)", sf.Name, p.what, commandPath(c), sf.Name, p.example)
+		}
 	}
 	return nil
 }
@@ -146,7 +181,13 @@ func (o *common) outputFlag(formats ...string) cli.Flag {
 }
 
 func (o *common) quietFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "no progress output"}
+	return o.quietFlagSaying("no progress output")
+}
+
+// quietFlagSaying is --quiet with its own usage, for a command whose --quiet
+// leaves out more than progress.
+func (o *common) quietFlagSaying(usage string) cli.Flag {
+	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: usage}
 }
 
 // validateFormat checks --output against the accepted values.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -86,23 +87,58 @@ func (o *rebuildOptions) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	if o.quiet && !o.json() {
+		// The whole report is in the bundle's report.json and RUNBOOK.md:
+		// --quiet prints the line that says where (issue 52 item 6).
+		printRebuildLast(o.stdout, r)
+		return nil
+	}
 	return o.render(r, func(w io.Writer) { printRebuild(w, r) })
 }
 
 func printRebuild(w io.Writer, r *rebuild.Report) {
-	printTransform(w, &migrate.Result{Report: r.Transform, Plan: r.Plan, Leftovers: r.Leftovers})
+	tr := r.Transform
+	if r.DryRun && tr != nil {
+		// The transform ran into the temporary bundle: to the reader it is
+		// a plan ("would write"), as transform --dry-run says it.
+		c := *tr
+		c.DryRun, tr = true, &c
+	}
+	printTransform(w, &migrate.Result{Report: tr, Plan: r.Plan, Leftovers: r.Leftovers})
 	fmt.Fprintln(w)
 	for _, p := range r.PKI {
+		if r.DryRun {
+			// One line per directory: the files were written in the
+			// temporary bundle and removed with it.
+			line := fmt.Sprintf("[certs] %s in %s: would write %d files", p.Operation, p.Dir, len(p.Files))
+			if len(p.Reused) > 0 {
+				line += fmt.Sprintf(", reuse %d (the CAs)", len(p.Reused))
+			}
+			fmt.Fprintln(w, line)
+			continue
+		}
 		printCerts(w, p)
 	}
+	restore := "[restore] member %s: %s\n"
+	if r.DryRun {
+		restore = "[restore] would restore member %s into %s\n"
+	}
 	for _, m := range r.Members {
-		fmt.Fprintf(w, "[restore] member %s: %s\n", m.Name, filepath.Join(r.Output, m.DataDir))
+		fmt.Fprintf(w, restore, m.Name, filepath.Join(r.Output, m.DataDir))
 	}
 	for _, n := range r.ClusterConfiguration {
 		fmt.Fprintf(w, "[config] %s\n", n)
 	}
+	manifests := 0
 	for _, m := range r.Manifests {
+		if r.DryRun && strings.HasPrefix(m, "wrote ") {
+			manifests++
+			continue
+		}
 		fmt.Fprintf(w, "[manifests] %s\n", m)
+	}
+	if manifests > 0 {
+		fmt.Fprintf(w, "[manifests] would write %d manifests in %s\n", manifests, filepath.Join(r.Output, "kubernetes", "<node>", "manifests"))
 	}
 	for _, n := range r.Nodes {
 		fmt.Fprintf(w, "[node] %s (%s, etcd member %s): %s\n", n.Name, n.AdvertiseAddress, n.EtcdMember, filepath.Join(r.Output, n.Dir))
@@ -113,8 +149,13 @@ func printRebuild(w io.Writer, r *rebuild.Report) {
 	if r.JoinCommand != "" {
 		fmt.Fprintf(w, "[join] %s\n", r.JoinCommand)
 	}
+	printRebuildLast(w, r)
+}
+
+// printRebuildLast is the report's last line, all that --quiet prints.
+func printRebuildLast(w io.Writer, r *rebuild.Report) {
 	if r.DryRun {
-		fmt.Fprintln(w, "Dry run: nothing was written.")
+		fmt.Fprintf(w, "Dry run: nothing was written to %s (the bundle was built and checked in a temporary directory, then removed)\n", r.Output)
 	} else {
 		fmt.Fprintf(w, "Bundle: %s — next: %s\n", r.Output, filepath.Join(r.Output, bundle.RunbookFile))
 	}
@@ -125,7 +166,8 @@ func rebuildCommand() *cli.Command {
 	return newCommand(o, []cli.Flag{
 		&cli.StringFlag{Name: "config", Destination: &o.config, Usage: "the RebuildConfiguration file"},
 		&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "build and check everything in a temporary directory; write nothing (a switch: --dry-run=client says the same)"},
-		o.writerFlag(""), o.outputFlag(), o.quietFlag(),
+		o.writerFlag(""), o.outputFlag(),
+		o.quietFlagSaying("print only errors and one last line, where the bundle is (its report.json holds the whole report; -o json still prints it)"),
 	}, cli.Command{
 		Name:  "rebuild",
 		Usage: "run the whole chain from one config file into a bundle: transform, verify, restore, certs, manifests, runbook",

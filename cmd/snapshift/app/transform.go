@@ -36,7 +36,7 @@ func (o *transformOptions) flags() []cli.Flag {
 	var fs []cli.Flag
 	if !o.plan {
 		fs = append(fs,
-			&cli.StringFlag{Name: "out", Destination: &o.out, Usage: "the new snapshot file (required unless --dry-run)"},
+			&cli.StringFlag{Name: "out", Destination: &o.out, Usage: "the new snapshot file (required unless --dry-run; a file: not - for standard output)"},
 			&cli.BoolFlag{Name: "force", Destination: &o.force, Usage: "replace an existing --out"},
 			&cli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "write nothing; report what would change (as plan does; a switch: --dry-run=client says the same)"},
 			&cli.BoolFlag{Name: "keep-alarms", Destination: &o.keepAlarms, Usage: "copy the snapshot's active etcd alarms (NOSPACE, CORRUPT) into the output; by default it holds none"})
