@@ -343,7 +343,7 @@ func TestCustomClusterConfiguration(t *testing.T) {
 		t.Errorf("report.json operation.etcdDataDir %q", rep.Operation.EtcdDataDir)
 	}
 	rb, _ := os.ReadFile(filepath.Join(out, bundle.RunbookFile))
-	if !strings.Contains(string(rb), "`/data/etcd` (moved)") || strings.Contains(string(rb), "/var/lib/etcd") {
+	if !strings.Contains(string(rb), "(the etcd data dir `/data/etcd` is moved there)") || strings.Contains(string(rb), "/var/lib/etcd") {
 		t.Errorf("RUNBOOK.md does not name /data/etcd alone")
 	}
 	// report.json says where the extraEnvs went.

@@ -340,21 +340,15 @@ func (r *run) runbookApply(b *runbook) {
 	b.w("**Then, once every node says `[apply] stopped`, start the restored members**, on every node at once:")
 	b.shAs("start", "", lines...)
 	r.runbookWhyTwoPhases(b)
-	b.w("On each node, in order, it: checks (as above); backs up `/etc/kubernetes`, `/var/lib/kubelet/config.yaml` and")
-	b.w("`/var/lib/kubelet/pki` (copies) and `%s` (moved) under its backup directory, recorded in its `backup.json`:", r.cfg.Etcd.DataDir)
+	// node apply's steps, from the one list nodeops runs (bundle.ApplySteps).
+	b.w("On each node, in order, it:")
+	for i, st := range bundle.ApplySteps {
+		b.w("%d. `%s`: %s.", i+1, st.ID, st.Does)
+	}
+	b.w("Its backup directory (the etcd data dir `%s` is moved there), on each node:", r.cfg.Etcd.DataDir)
 	for _, n := range r.report.Nodes {
 		b.w("- `%s/` on %s", b.backupDir(n.Name), n.Name)
 	}
-	b.w("Then it stops the static pods (moves the manifests out) and waits until `crictl ps` shows no etcd and no")
-	b.w("kube-apiserver; stops the kubelet; installs the node's files (root-owned; keys and kubeconfigs 0600, the etcd dir 0700)")
-	if r.cfg.NewPKI() {
-		b.w("and moves the kubelet's old-CA client certificates (`/var/lib/kubelet/pki/kubelet-client-*.pem`) aside;")
-	}
-	if len(r.cnis) > 0 {
-		b.w("removes the host network state %s left (interfaces, `/run/flannel/subnet.env` and the like);", strings.Join(r.cnis, ", "))
-	}
-	b.w("starts the kubelet; then waits for etcd (`member list` shows all %d members, this member healthy, with", len(r.report.Nodes))
-	b.w("`pki/etcd/healthcheck-client.crt`) and for this node's kube-apiserver (`/readyz` with `admin.conf`).")
 	b.w("It is safe to run again: finished steps are skipped, the backup is made once.")
 	b.w("")
 	b.w("**A deadline that rolls back (opt-in):** add `--rollback-after 30m` to each command, and each node arms a systemd timer")

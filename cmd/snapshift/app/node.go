@@ -170,18 +170,11 @@ func nodeCommand() *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:  "apply",
 			Usage: "preflight, back up, stop the static pods and the kubelet, install, clean the CNI's host state, start, wait for health",
-			Description: "Run as root on the control-plane node, on every control-plane node at the same time (etcd needs its quorum):\n" +
-				"checks the host, every file's sha256 against report.json, tools (systemctl, crictl, ip), that --root holds the\n" +
-				"node's /etc/kubernetes/manifests (etcd or kube-apiserver) and the etcd data dir report.json names, and disk space,\n" +
-				"naming every failed check (exit 4), then says what it will back up and move (sizes) and what rollback restores; backs up\n" +
-				"/etc/kubernetes, /var/lib/kubelet/config.yaml and pki/ (copies) and the etcd data dir (moved) into\n" +
-				"/var/lib/snapshift/backup/<node>-<first 12 hex of report.json's sha256>/ with backup.json; moves the manifests out and waits until crictl shows\n" +
-				"no etcd and no kube-apiserver; stops the kubelet; installs the node's files; moves old-CA kubelet client\n" +
-				"certificates aside when the CA changed; removes the detected CNI's host state; asks every other etcd peer URL of the\n" +
-				"bundle who it is (GET /members, its cluster ID) and refuses (exit 4) while one answers as a member of another\n" +
-				"cluster (the old one): a restored member never starts beside an old one; starts the kubelet; waits for etcd\n" +
-				"(member list, health, and the cluster and member IDs report.json records) and kube-apiserver (/readyz with\n" +
-				"admin.conf). Safe to run again. Ends with one line of each phase's time; -o json|yaml prints a NodeApplyResult\n" +
+			// The steps from bundle.ApplySteps, the one list nodeops runs
+			// (TestStepsDocumented) and the runbook renders.
+			Description: "Run as root on the control-plane node, on every control-plane node at the same time (etcd needs its quorum).\n" +
+				"In order, it:\n" + bundle.ApplyStepsText("  ") +
+				"Safe to run again: a finished step is skipped, the backup is made once. Ends with one line of each phase's time; -o json|yaml prints a NodeApplyResult\n" +
 				"document instead (outcome, steps done and skipped, each phase's seconds), the [phase] lines on stderr.\n\n" +
 				"With several control-plane nodes, run it in two phases: first with --stop-only on every node (backs up and stops\n" +
 				"the old control plane, its etcd data dir moved into the backup), then without it on every node at the same time.\n\n" +
