@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,10 +47,17 @@ func ValidBootstrapToken(t BootstrapToken) error {
 
 // ClusterInfo follows a new cluster CA into the snapshot: kube-public's
 // cluster-info kubeconfig (what `kubeadm join` checks the CA hash against)
-// gets the new CA data, and optionally a fresh bootstrap token Secret is
-// created so nodes can rejoin at once. kube-controller-manager's bootstrap
-// signer re-signs cluster-info and its root-ca publisher rewrites every
-// kube-root-ca.crt ConfigMap from the new CA on its own.
+// gets the new CA data, every namespace's kube-root-ca.crt ConfigMap its
+// ca.crt, and optionally a fresh bootstrap token Secret is created so
+// nodes can rejoin at once. kube-controller-manager's bootstrap signer
+// re-signs cluster-info. Its root-ca publisher would rewrite kube-root-ca.crt
+// too, but only once it runs: a pod started before (the lab saw kube-proxy
+// on a control-plane node, whose kubelet starts its pods as soon as the
+// restored kube-apiserver answers) projects the old CA, and a client that
+// reads it once at start (kube-proxy, every client-go in-cluster config)
+// then trusts no certificate of the new cluster until it restarts; with
+// kube-proxy down there, the CNI agent on that node cannot reach the
+// apiserver's VIP, and the staged restart's first stage waits for it.
 type ClusterInfo struct {
 	ca     []byte
 	server string
@@ -57,13 +65,23 @@ type ClusterInfo struct {
 	plan   *Plan
 	stamp  time.Time // Plan.creationStamp, read in Prepare
 	notes  []string
+	// rootCAs counts the kube-root-ca.crt ConfigMaps given the new CA.
+	rootCAs int
 }
 
 func (r *ClusterInfo) Name() string       { return NameClusterInfo }
-func (r *ClusterInfo) Prefixes() []string { return []string{wellknown.KeyClusterInfo} }
-func (r *ClusterInfo) Notes() []string    { return r.notes }
+func (r *ClusterInfo) Prefixes() []string { return []string{wellknown.PrefixConfigMaps} }
+func (r *ClusterInfo) Notes() []string {
+	if r.rootCAs > 0 {
+		return append(slices.Clone(r.notes), fmt.Sprintf("%d kube-root-ca.crt ConfigMaps carry the new CA: pods started before kube-controller-manager's root-ca publisher runs trust the new cluster", r.rootCAs))
+	}
+	return r.notes
+}
 
 func (r *ClusterInfo) Apply(_ context.Context, obj *state.Object) (transform.Result, error) {
+	if strings.HasSuffix(obj.Key, "/"+wellknown.RootCAConfigMap) && strings.Count(strings.TrimPrefix(obj.Key, wellknown.PrefixConfigMaps), "/") == 1 {
+		return r.rootCA(obj)
+	}
 	if obj.Key != wellknown.KeyClusterInfo {
 		return transform.Result{}, nil
 	}
@@ -94,8 +112,26 @@ func (r *ClusterInfo) Apply(_ context.Context, obj *state.Object) (transform.Res
 		return transform.Result{}, err
 	}
 	cm.Data["kubeconfig"] = string(b)
-	r.notes = append(r.notes, "cluster-info carries the new CA; kube-controller-manager's bootstrap signer re-signs it (jws-kubeconfig-*) and its root-ca publisher rewrites the kube-root-ca.crt ConfigMaps")
+	r.notes = append(r.notes, "cluster-info carries the new CA; kube-controller-manager's bootstrap signer re-signs it (jws-kubeconfig-*)")
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
+}
+
+// rootCA puts the new CA into a namespace's kube-root-ca.crt, as
+// kube-controller-manager's root-ca publisher will (data ca.crt).
+func (r *ClusterInfo) rootCA(obj *state.Object) (transform.Result, error) {
+	cm, err := state.As[*corev1.ConfigMap](obj, "a ConfigMap")
+	if err != nil {
+		return transform.Result{}, err
+	}
+	if cm.Data["ca.crt"] == string(r.ca) {
+		return transform.Result{}, nil
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data["ca.crt"] = string(r.ca)
+	r.rootCAs++
+	return transform.Result{Action: transform.Replace, Changes: []transform.Change{{Field: "data[ca.crt]", New: "the new cluster CA"}}}, nil
 }
 
 // kubeadm's defaults for a bootstrap token (cmd/kubeadm/app/apis/bootstraptoken/v1).
@@ -173,7 +209,7 @@ type ClusterInfoOptions struct {
 var clusterInfoEntry = Entry{
 	Name:    NameClusterInfo,
 	Summary: "put a new cluster CA (and server) into kube-public/cluster-info; optionally write a bootstrap token so nodes can rejoin",
-	Touches: []string{"configmaps kube-public/cluster-info (kubeconfig)", "secrets kube-system/bootstrap-token-<id> (created)"},
+	Touches: []string{"configmaps kube-public/cluster-info (kubeconfig)", "configmaps */kube-root-ca.crt (ca.crt)", "secrets kube-system/bootstrap-token-<id> (created)"},
 	Enabled: func(o *Options) bool { return len(o.ClusterCA) > 0 },
 	New: func(o Options, p *Plan) transform.Rule {
 		return &ClusterInfo{ca: o.ClusterCA, server: o.ClusterInfoServer, token: o.BootstrapToken, plan: p}

@@ -45,6 +45,12 @@ const (
 	KeyKubernetesEndpoints     = "/registry/services/endpoints/default/kubernetes"
 	KeyKubernetesEndpointSlice = "/registry/endpointslices/default/kubernetes"
 	KeyClusterInfo             = "/registry/configmaps/kube-public/cluster-info"
+	// PrefixConfigMaps holds every namespace's ConfigMaps; RootCAConfigMap
+	// is the name of the one kube-controller-manager's root-ca publisher
+	// keeps in each namespace (ca.crt: the cluster CA, which every pod's
+	// service account volume projects).
+	PrefixConfigMaps = "/registry/configmaps/"
+	RootCAConfigMap  = "kube-root-ca.crt"
 	// AnnotationAPIServerEndpoint is kubeadm's
 	// kube-apiserver.advertise-address.endpoint on the mirror Pods.
 	AnnotationAPIServerEndpoint = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
