@@ -137,6 +137,9 @@ func run(dir, out string) error {
 			return err
 		}
 	}
+	for k, ss := range all {
+		all[k] = perTick(ss)
+	}
 	scenarios := cut(marks, all)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -176,6 +179,32 @@ func readLines(path string, fn func([]byte) error) error {
 		}
 	}
 	return sc.Err()
+}
+
+// perTick makes one sample of each tick's samples of a probe (one per
+// target): the NodePort answers when it answers on every other node; a pod
+// reaches its peers when it reaches one of them (its list of peers lags
+// behind pods recreated elsewhere by up to 5 s, and a gone peer's address is
+// no outage).
+func perTick(ss []sample) []sample {
+	byT := map[int64]int{}
+	var out []sample
+	for _, s := range ss {
+		i, ok := byT[s.T]
+		if !ok {
+			byT[s.T] = len(out)
+			out = append(out, s)
+			continue
+		}
+		if s.Probe == "pod" {
+			if s.OK {
+				out[i].OK, out[i].Err = true, ""
+			}
+		} else if !s.OK && out[i].OK {
+			out[i].OK, out[i].Err = false, s.Err
+		}
+	}
+	return out
 }
 
 // cut splits the marks and samples by the scenarios' "scenario:NAME:KIND"
