@@ -46,42 +46,42 @@ func watch(args []string) error {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	dir := fs.String("dir", "/probes", "where the watch file goes")
 	every := fs.Duration("every", 500*time.Millisecond, "how often")
-	readyz := fs.String("readyz", "", "kube-apiserver /readyz URL")
-	dnsName := fs.String("dns", "", "a Service's DNS name")
-	vipPort := fs.String("vip", "", "the Service's port, for HTTP to its VIP")
+	w := &watcher{}
+	fs.StringVar(&w.readyz, "readyz", "", "kube-apiserver /readyz URL")
+	fs.StringVar(&w.dnsName, "dns", "", "a Service's DNS name")
+	fs.StringVar(&w.vipPort, "vip", "", "the Service's port, for HTTP to its VIP")
 	nodePorts := fs.String("nodeport", "", "ADDR:PORT,... of the NodePort")
-	peers := fs.String("peers", "", "a headless Service naming the probing pods")
-	serve := fs.String("serve", "", "port to answer HTTP on")
-	node := fs.String("node", os.Getenv("NODE_NAME"), "the node's name")
+	fs.StringVar(&w.peers, "peers", "", "a headless Service naming the probing pods")
+	fs.StringVar(&w.serve, "serve", "", "port to answer HTTP on")
+	fs.StringVar(&w.node, "node", os.Getenv("NODE_NAME"), "the node's name")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *node == "" {
-		*node = "operator"
+	if w.node == "" {
+		w.node = "operator"
 	}
-	pod, podIP, hostIP := os.Getenv("POD_NAME"), os.Getenv("POD_IP"), os.Getenv("HOST_IP")
-	if *serve != "" {
-		go http.ListenAndServe(":"+*serve, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "%s %s\n", pod, podIP) }))
+	w.pod, w.podIP, w.hostIP = os.Getenv("POD_NAME"), os.Getenv("POD_IP"), os.Getenv("HOST_IP")
+	w.nodePorts = strings.Split(*nodePorts, ",")
+	if w.serve != "" {
+		go http.ListenAndServe(":"+w.serve, http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { fmt.Fprintf(rw, "%s %s\n", w.pod, w.podIP) }))
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
-	name := *node
-	if pod != "" {
-		name += "-" + pod
+	name := w.node
+	if w.pod != "" {
+		name += "-" + w.pod
 	}
 	f, err := os.OpenFile(filepath.Join(*dir, name+".jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	client := &http.Client{Timeout: *every * 4 / 5, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}
-	resolver := resolverOf()
-	var mu sync.Mutex
-	lastVIP := ""
-	var peerIPs []string
+	out := bufio.NewWriter(f)
+	enc := json.NewEncoder(out)
+	w.timeout = *every * 4 / 5
+	w.client = &http.Client{Timeout: w.timeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}
+	w.resolver = resolverOf()
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	tick := time.NewTicker(*every)
@@ -89,106 +89,126 @@ func watch(args []string) error {
 	for n := 0; ; n++ {
 		select {
 		case <-stop:
-			return w.Flush()
+			return out.Flush()
 		case <-tick.C:
 		}
-		now := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), *every*4/5)
-		var wg sync.WaitGroup
-		var out []Sample
-		record := func(s Sample) {
-			mu.Lock()
-			defer mu.Unlock()
-			s.T, s.Node, s.Pod = now.UnixMilli(), *node, pod
-			out = append(out, s)
-		}
-		get := func(probe, url string) {
-			defer wg.Done()
-			t := time.Now()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			resp, err := client.Do(req)
-			s := Sample{Probe: probe, Target: url, MS: time.Since(t).Milliseconds()}
-			if err == nil {
-				resp.Body.Close()
-				s.OK = resp.StatusCode/100 == 2
-				if !s.OK {
-					s.Err = resp.Status
-				}
-			} else {
-				s.Err = shortErr(err)
-			}
-			record(s)
-		}
-		if *readyz != "" {
-			wg.Add(1)
-			go get("readyz", *readyz)
-		}
-		mu.Lock()
-		vip, ips := lastVIP, slices.Clone(peerIPs)
-		mu.Unlock()
-		if *dnsName != "" {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				t := time.Now()
-				addrs, err := resolver.LookupIP(ctx, "ip4", *dnsName)
-				s := Sample{Probe: "dns", Target: *dnsName, MS: time.Since(t).Milliseconds()}
-				if err == nil && len(addrs) > 0 {
-					s.OK, s.Answer = true, addrs[0].String()
-					mu.Lock()
-					lastVIP = s.Answer
-					mu.Unlock()
-				} else if err != nil {
-					s.Err = shortErr(err)
-				}
-				record(s)
-			}()
-		}
-		if *vipPort != "" && vip != "" {
-			wg.Add(1)
-			go get("vip", "http://"+net.JoinHostPort(vip, *vipPort)+"/")
-		}
-		for _, np := range strings.Split(*nodePorts, ",") {
-			if np == "" || strings.HasPrefix(np, hostIP+":") {
-				continue
-			}
-			wg.Add(1)
-			go get("nodeport", "http://"+np+"/")
-		}
-		for _, ip := range ips {
-			if ip == podIP {
-				continue
-			}
-			wg.Add(1)
-			go get("pod", "http://"+net.JoinHostPort(ip, *serve)+"/")
-		}
-		if *peers != "" && n%10 == 0 {
-			// The peers' addresses, every 5 s: kept when DNS fails (the
-			// pod probe then measures the network, not DNS).
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				addrs, err := resolver.LookupIP(ctx, "ip4", *peers)
-				if err == nil {
-					var s []string
-					for _, a := range addrs {
-						s = append(s, a.String())
-					}
-					slices.Sort(s)
-					mu.Lock()
-					peerIPs = s
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		cancel()
-		slices.SortFunc(out, func(a, b Sample) int { return strings.Compare(a.Probe+a.Target, b.Probe+b.Target) })
-		for _, s := range out {
+		for _, s := range w.tick(n) {
 			enc.Encode(s)
 		}
-		w.Flush()
+		out.Flush()
 	}
+}
+
+// watcher is what watch probes, and what it learnt (the VIP DNS answered,
+// the peers' addresses).
+type watcher struct {
+	readyz, dnsName, vipPort, peers, serve string
+	nodePorts                              []string
+	node, pod, podIP, hostIP               string
+	timeout                                time.Duration
+	client                                 *http.Client
+	resolver                               *net.Resolver
+
+	mu      sync.Mutex
+	lastVIP string
+	peerIPs []string
+	out     []Sample
+	now     time.Time
+}
+
+// tick runs every probe once, at once, and returns their samples.
+func (w *watcher) tick(n int) []Sample {
+	w.now, w.out = time.Now(), nil
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	w.mu.Lock()
+	vip, ips := w.lastVIP, slices.Clone(w.peerIPs)
+	w.mu.Unlock()
+	if w.readyz != "" {
+		run(func() { w.get(ctx, "readyz", w.readyz) })
+	}
+	if w.dnsName != "" {
+		run(func() { w.lookup(ctx) })
+	}
+	if w.vipPort != "" && vip != "" {
+		run(func() { w.get(ctx, "vip", "http://"+net.JoinHostPort(vip, w.vipPort)+"/") })
+	}
+	for _, np := range w.nodePorts {
+		if np != "" && !strings.HasPrefix(np, w.hostIP+":") {
+			run(func() { w.get(ctx, "nodeport", "http://"+np+"/") })
+		}
+	}
+	for _, ip := range ips {
+		if ip != w.podIP {
+			run(func() { w.get(ctx, "pod", "http://"+net.JoinHostPort(ip, w.serve)+"/") })
+		}
+	}
+	if w.peers != "" && n%10 == 0 {
+		run(func() { w.refreshPeers(ctx) })
+	}
+	wg.Wait()
+	slices.SortFunc(w.out, func(a, b Sample) int { return strings.Compare(a.Probe+a.Target, b.Probe+b.Target) })
+	return w.out
+}
+
+func (w *watcher) record(s Sample) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s.T, s.Node, s.Pod = w.now.UnixMilli(), w.node, w.pod
+	w.out = append(w.out, s)
+}
+
+// get is one HTTP probe: a 2xx answer within the tick.
+func (w *watcher) get(ctx context.Context, probe, url string) {
+	t := time.Now()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := w.client.Do(req)
+	s := Sample{Probe: probe, Target: url, MS: time.Since(t).Milliseconds()}
+	if err == nil {
+		resp.Body.Close()
+		s.OK = resp.StatusCode/100 == 2
+		if !s.OK {
+			s.Err = resp.Status
+		}
+	} else {
+		s.Err = shortErr(err)
+	}
+	w.record(s)
+}
+
+// lookup is the DNS probe; its answer is the VIP the next tick probes.
+func (w *watcher) lookup(ctx context.Context) {
+	t := time.Now()
+	addrs, err := w.resolver.LookupIP(ctx, "ip4", w.dnsName)
+	s := Sample{Probe: "dns", Target: w.dnsName, MS: time.Since(t).Milliseconds()}
+	if err == nil && len(addrs) > 0 {
+		s.OK, s.Answer = true, addrs[0].String()
+		w.mu.Lock()
+		w.lastVIP = s.Answer
+		w.mu.Unlock()
+	} else if err != nil {
+		s.Err = shortErr(err)
+	}
+	w.record(s)
+}
+
+// refreshPeers reads the peers' addresses, every 5 s: kept when DNS fails
+// (the pod probe then measures the network, not DNS).
+func (w *watcher) refreshPeers(ctx context.Context) {
+	addrs, err := w.resolver.LookupIP(ctx, "ip4", w.peers)
+	if err != nil {
+		return
+	}
+	var s []string
+	for _, a := range addrs {
+		s = append(s, a.String())
+	}
+	slices.Sort(s)
+	w.mu.Lock()
+	w.peerIPs = s
+	w.mu.Unlock()
 }
 
 // resolverOf asks resolv.conf's first nameserver (the cluster DNS in a
