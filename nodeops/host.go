@@ -123,6 +123,30 @@ func (h *host) systemctl(ctx context.Context, verb string) error {
 var controlPlaneContainers = []string{"etcd", "kube-apiserver"}
 
 // running lists the control-plane containers crictl shows running.
+// stopOldCAContainers: with a new CA, every container still running on
+// the node once the static pods and the kubelet are stopped (kube-proxy,
+// the CNI agent, any pod that talks to the API) holds the old CA in
+// memory, read once at its start, and trusts no certificate of the
+// restored cluster until it restarts: the lab saw kube-proxy on a
+// control-plane node fail every TLS handshake, so the new kubernetes
+// Service VIP was never programmed there and flannel, which reaches the
+// API through it, could not start, holding the staged restart's first
+// stage for minutes. They are stopped here, as kubeadm reset stops the
+// workers'; the kubelet starts them again, on the new CA.
+func (h *host) stopOldCAContainers(ctx context.Context) error {
+	out, err := h.run(ctx, "crictl", "ps", "--quiet", "--state", "Running")
+	if err != nil {
+		return err
+	}
+	ids := strings.Fields(out)
+	if len(ids) == 0 {
+		return nil
+	}
+	h.logf("stop", "the CA changes: crictl stop %d containers still running (each trusts the old CA; the kubelet starts them again)", len(ids))
+	_, err = h.run(ctx, "crictl", append([]string{"--timeout", "60s", "stop"}, ids...)...)
+	return err
+}
+
 func (h *host) running(ctx context.Context) ([]string, error) {
 	var out []string
 	for _, name := range controlPlaneContainers {

@@ -308,3 +308,24 @@ func TestPreflightChecksTheRunbook(t *testing.T) {
 		}
 	}
 }
+
+// TestNewCAStopsEveryContainer: with a new CA, apply stops every container
+// still running once the kubelet is stopped (each trusts the old CA in
+// memory: the lab saw kube-proxy on a control-plane node refuse the new
+// apiserver's certificate, and the CNI agent there wait for it), after
+// the kubelet, so that the kubelet starts them again on the new CA.
+func TestNewCAStopsEveryContainer(t *testing.T) {
+	b, root := makeBundle(t), node(t)
+	bin := filepath.Join(root, "recorder")
+	log := filepath.Join(root, "calls.log")
+	write(t, filepath.Join(bin, "crictl"), "#!/bin/sh\necho \"crictl $*\" >> "+log+"\n[ \"$*\" = \"ps --quiet --state Running\" ] && printf 'c1\\nc2\\n'\nexit 0\n", 0o755)
+	if _, err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := os.ReadFile(log)
+	stopKubelet := strings.Index(string(calls), "systemctl stop kubelet")
+	stop := strings.Index(string(calls), "crictl --timeout 60s stop c1 c2")
+	if stop < 0 || stopKubelet < 0 || stop < stopKubelet {
+		t.Errorf("apply with a new CA does not stop the running containers after the kubelet:\n%s", calls)
+	}
+}

@@ -48,7 +48,12 @@ func (a *applyRun) steps() []applyStep {
 		s = append(s, applyStep{StepArmed, "deadline", true, a.armDeadline})
 	}
 	s = append(s, []applyStep{
-		{StepStopPods, "stop", true, func(ctx context.Context) error { return a.stopStaticPods(ctx, stoppedDir) }},
+		{StepStopPods, "stop", true, func(ctx context.Context) error {
+			if err := a.stopStaticPods(ctx, stoppedDir); err != nil || !a.b.op.CAChanged {
+				return err
+			}
+			return a.stopOldCAContainers(ctx)
+		}},
 		{StepMoveEtcd, "stop", true, func(context.Context) error { return a.backupMove(a.backup, a.rec, a.b.op.EtcdDataDir) }},
 	}...)
 	if a.cfg.StopOnly {
