@@ -29,7 +29,7 @@ func (o *manifestsOptions) flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "manifest-dir", Value: "/etc/kubernetes/manifests", Destination: &o.manifestDir, Usage: "the manifests to read"},
 		&cli.StringFlag{Name: "out-dir", Destination: &o.outDir, Usage: "where to write (default: --manifest-dir, in place)"},
-		&cli.StringFlag{Name: "backup-dir", Destination: &o.backupDir, Usage: "where replaced files are kept (default: <out-dir>/../manifests-backup)"},
+		&cli.StringFlag{Name: "backup-dir", Destination: &o.backupDir, Usage: "where replaced files are kept (default: <out-dir>" + backupSuffix + ", e.g. /etc/kubernetes/manifests" + backupSuffix + ")"},
 		&cli.BoolFlag{Name: "generate", Destination: &o.generate, Usage: "generate kubeadm-equivalent manifests instead of rewriting"},
 		&cli.StringFlag{Name: "service-cidr", Destination: &o.changes.ServiceCIDR, Usage: "the new service CIDR"},
 		&cli.StringFlag{Name: "pod-network-cidr", Destination: &o.changes.PodCIDR, Usage: "the new pod CIDR"},
@@ -59,7 +59,7 @@ func (o *manifestsOptions) setup(c *cli.Context) error {
 		o.outDir = o.manifestDir
 	}
 	if o.backupDir == "" {
-		o.backupDir = strings.TrimSuffix(o.outDir, "/") + "-backup"
+		o.backupDir = strings.TrimSuffix(o.outDir, "/") + backupSuffix
 	}
 	return nil
 }
@@ -167,3 +167,7 @@ func manifestsCommand() *cli.Command {
 			"     --service-cidr 172.24.0.0/16 --pod-network-cidr 10.55.0.0/16",
 	})
 }
+
+// backupSuffix names the default --backup-dir after --out-dir (one place:
+// the flag's help says it too).
+const backupSuffix = "-backup"
