@@ -28,9 +28,10 @@ type PhaseTime struct {
 
 // The phases, in the order a run that writes goes through them
 // (Timing.Phases keeps this order; a phase the run did not go through is
-// absent): the rules' Prepare reads the input while its hash finishes on
-// the other core, and the hash is waited for before the stream writes
-// anything. A plan, which writes nothing, streams before it waits.
+// absent): the rules' Prepare and then the stream read the input while its
+// hash finishes on the other core; the stream writes only under temporary
+// names, and the hash is waited for after it (hash wait), before anything
+// is checked, published or reported. A plan streams the same way.
 const (
 	// PhaseOpen: the input opened and mapped (its pages read in).
 	PhaseOpen = "open"
