@@ -133,6 +133,24 @@ const (
 	workerHosts = groupWorkers + ":!" + groupControlPlane
 )
 
+// checkSums is what the guard runs, with the Python that runs
+// ansible-playbook (every controller has it; coreutils' sha256sum is not
+// on every operator's machine): each file of SumsFile whose sha256 differs,
+// or that is missing, as "NAME: FAILED" or "NAME: missing", exit 1.
+const checkSums = `import hashlib, sys
+bad = []
+for line in open(sys.argv[1]).read().splitlines():
+    want, name = line.split("  ", 1)
+    try:
+        got = hashlib.sha256(open(name, "rb").read()).hexdigest()
+    except OSError:
+        bad.append(name + ": missing")
+        continue
+    if got != want:
+        bad.append(name + ": FAILED")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)`
+
 // SumsFile lists the sha256 of every file the playbooks run (the
 // playbooks and their scripts, not the inventory, which is the
 // operator's to edit), as sha256sum writes them: the guard checks them.
@@ -324,7 +342,7 @@ func (r *renderer) guard() play {
 			{"name": "guard: runbook.json is the one these playbooks were rendered from", "ansible.builtin.assert": map[string]any{
 				"that":     []string{"snapshift_runbook.stat.exists", "snapshift_runbook.stat.checksum == '" + r.in.RunbookSHA256 + "'"},
 				"fail_msg": "runbook.json beside this playbook is not the one it was rendered from (sha256 " + r.in.RunbookSHA256 + "): it was edited or replaced; run snapshift rebuild again"}},
-			{"name": "guard: the playbooks and scripts", "ansible.builtin.command": map[string]any{"cmd": "sha256sum --check --quiet " + SumsFile, "chdir": "{{ playbook_dir }}"},
+			{"name": "guard: the playbooks and scripts", "ansible.builtin.command": map[string]any{"argv": []string{"{{ ansible_playbook_python }}", "-c", checkSums, SumsFile}, "chdir": "{{ playbook_dir }}"},
 				"register": "snapshift_sums", "failed_when": false, "changed_when": false, "check_mode": false},
 			{"name": "guard: the playbooks and scripts are the ones snapshift rendered", "ansible.builtin.assert": map[string]any{
 				"that":     []string{"snapshift_sums.rc == 0"},
