@@ -653,7 +653,7 @@ func textPrefix6(r netip.Prefix) string {
 // There a CIDR wider than an old range (10.0.0.0/8 around 10.244.0.0/16),
 // or one across its edge, still means the old range: the text scan, which
 // looks for addresses inside the ranges, does not see it.
-var policyLikePrefixes = append([]string{"/registry/networkpolicies/", "/registry/configmaps/", "/registry/policy.networking.k8s.io/"}, cniPolicyPrefixes()...)
+var policyLikePrefixes = append([]string{wellknown.PrefixNetworkPolicies, wellknown.PrefixConfigMaps, wellknown.PrefixPolicyNetworking}, cniPolicyPrefixes()...)
 
 // cniPolicyPrefixes are where the CNIs' policy groups live (package cni's
 // PolicyGroups: Calico's and Cilium's policies).

@@ -13,6 +13,7 @@ import (
 	"github.com/snapshift/snapshift/cni"
 	"github.com/snapshift/snapshift/restart"
 	"github.com/snapshift/snapshift/state"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // The restart stages (package restart holds the order and its reasons).
@@ -70,7 +71,7 @@ type detected struct {
 // Services' selectors and the CNIs.
 func detectWorkloads(ctx context.Context, v *state.View) (*detected, error) {
 	d := &detected{labels: map[string]map[string]string{}, selectors: map[string]map[string]string{}}
-	for _, p := range []struct{ kind, prefix string }{{"DaemonSet", "/registry/daemonsets/"}, {"Deployment", "/registry/deployments/"}, {"StatefulSet", "/registry/statefulsets/"}} {
+	for _, p := range []struct{ kind, prefix string }{{"DaemonSet", wellknown.PrefixDaemonSets}, {"Deployment", wellknown.PrefixDeployments}, {"StatefulSet", wellknown.PrefixStatefulSets}} {
 		objs, err := v.List(p.prefix)
 		if err != nil {
 			return nil, err
@@ -112,7 +113,7 @@ func detectWorkloads(ctx context.Context, v *state.View) (*detected, error) {
 		}
 		return a.Resource() < b.Resource()
 	})
-	svcs, err := v.List("/registry/services/specs/")
+	svcs, err := v.List(wellknown.PrefixServices)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func unrestartedPods(v *state.View, known []bundle.Workload) ([]restart.Pod, []m
 	for _, w := range known {
 		seen[w.Kind+"/"+w.Namespace+"/"+w.Name] = true
 	}
-	pods, err := v.List("/registry/pods/")
+	pods, err := v.List(wellknown.PrefixPods)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/snapshift/snapshift/ruleset"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameNodeLocalDNS is the node-local-dns rule.
@@ -29,15 +30,8 @@ const NameNodeLocalDNS = "node-local-dns"
 // node-local-dns; kubespray names both nodelocaldns (plus
 // nodelocaldns-second for its secondary cache).
 var (
-	nodeLocalDNSConfigs = []string{
-		"/registry/configmaps/kube-system/node-local-dns",
-		"/registry/configmaps/kube-system/nodelocaldns",
-	}
-	nodeLocalDNSDaemonSets = []string{
-		"/registry/daemonsets/kube-system/node-local-dns",
-		"/registry/daemonsets/kube-system/nodelocaldns",
-		"/registry/daemonsets/kube-system/nodelocaldns-second",
-	}
+	nodeLocalDNSConfigs    = wellknown.NodeLocalDNSConfigMaps
+	nodeLocalDNSDaemonSets = wellknown.NodeLocalDNSDaemonSets
 )
 
 // NodeLocalDNS moves the Service addresses NodeLocal DNSCache holds as text
@@ -123,7 +117,7 @@ func (r *NodeLocalDNS) Apply(_ context.Context, obj *state.Object) (transform.Re
 	if len(changes) == 0 {
 		return transform.Result{}, nil
 	}
-	r.notes = append(r.notes, fmt.Sprintf("%s: the cluster DNS address moved in it; restart the node-local-dns pods", strings.TrimPrefix(obj.Key, "/registry/")))
+	r.notes = append(r.notes, fmt.Sprintf("%s: the cluster DNS address moved in it; restart the node-local-dns pods", strings.TrimPrefix(obj.Key, wellknown.DefaultPrefix)))
 	return transform.Result{Action: transform.Replace, Changes: changes}, nil
 }
 

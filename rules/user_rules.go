@@ -277,8 +277,8 @@ func customKnown(v *state.View, res string) bool {
 func customIn(v *state.View, res string) []string {
 	_, group, _ := strings.Cut(res, ".")
 	var out []string
-	for _, kr := range v.Keys("/registry/" + group + "/") {
-		rest := strings.TrimPrefix(kr.Key, "/registry/"+group+"/")
+	for _, kr := range v.Keys(wellknown.DefaultPrefix + group + "/") {
+		rest := strings.TrimPrefix(kr.Key, wellknown.DefaultPrefix+group+"/")
 		if plural, _, ok := strings.Cut(rest, "/"); ok && !slices.Contains(out, plural+"."+group) {
 			out = append(out, plural+"."+group)
 		}

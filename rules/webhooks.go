@@ -13,6 +13,7 @@ import (
 	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/state"
 	"github.com/snapshift/snapshift/transform"
+	"github.com/snapshift/snapshift/wellknown"
 )
 
 // NameWebhooks is the webhooks rule.
@@ -35,7 +36,7 @@ type WebhooksOptions struct {
 }
 
 // Where admission webhook configurations are kept.
-var webhookPrefixes = []string{"/registry/validatingwebhookconfigurations/", "/registry/mutatingwebhookconfigurations/"}
+var webhookPrefixes = []string{wellknown.PrefixValidatingWebhooks, wellknown.PrefixMutatingWebhooks}
 
 // Webhooks finds the admission webhooks that would block the restart after
 // the migration: failurePolicy Fail and a backend that cannot answer, a

@@ -53,7 +53,7 @@ func cniListed() []string {
 			out = append(out, wellknown.Prefix(r))
 		}
 	}
-	return append(out, "/registry/daemonsets/")
+	return append(out, wellknown.PrefixDaemonSets)
 }
 
 // CNIObjects counts one kind of IPAM object a CNI keeps in etcd.
@@ -207,7 +207,7 @@ func presentPrefix(v *View, prefixes ...string) []string {
 
 // displayKey names an object by kind and namespace/name.
 func displayKey(k string) string {
-	rest := strings.TrimPrefix(k, "/registry/")
+	rest := strings.TrimPrefix(k, wellknown.DefaultPrefix)
 	kind, name, _ := strings.Cut(rest, "/")
 	switch kind {
 	case "configmaps":

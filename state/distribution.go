@@ -54,10 +54,10 @@ const (
 	PrefixBootstrap = "/bootstrap/"
 	// PrefixHelmCharts and PrefixHelmChartConfigs are helm-controller's
 	// custom resources (helm.cattle.io/v1).
-	PrefixHelmCharts       = "/registry/helm.cattle.io/helmcharts/"
-	PrefixHelmChartConfigs = "/registry/helm.cattle.io/helmchartconfigs/"
+	PrefixHelmCharts       = wellknown.PrefixHelmCharts
+	PrefixHelmChartConfigs = wellknown.PrefixHelmChartConfigs
 	// PrefixAddons are k3s's deploy controller's Addons (k3s.cattle.io/v1).
-	PrefixAddons = "/registry/k3s.cattle.io/addons/"
+	PrefixAddons = wellknown.PrefixK3sAddons
 	// AnnotationInjectClusterConfig marks the HelmCharts RKE2 writes its
 	// cluster values into.
 	AnnotationInjectClusterConfig = "rke2.cattle.io/inject-cluster-config"

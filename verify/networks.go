@@ -593,7 +593,7 @@ var networkListed = slices.Concat([]string{wellknown.PrefixServices, wellknown.P
 // (the ConfigMaps of kube-system and of the CNIs' namespaces).
 var networkKeyPrefixes = slices.Concat([]string{
 	wellknown.PrefixServices, wellknown.PrefixIPAddresses, wellknown.PrefixNodes,
-	"/registry/ranges/", "/registry/servicecidrs/", "/registry/configmaps/kube-system/",
+	wellknown.PrefixRanges, wellknown.PrefixServiceCIDRs, wellknown.PrefixKubeSystemConfigMaps,
 }, cniConfigPrefixes(), cniKeyPrefixes)
 
 // storedPrefixes returns canonical prefixes as a snapshot under prefix

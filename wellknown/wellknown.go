@@ -50,7 +50,20 @@ const (
 	// keeps in each namespace (ca.crt: the cluster CA, which every pod's
 	// service account volume projects).
 	PrefixConfigMaps = "/registry/configmaps/"
-	RootCAConfigMap  = "kube-root-ca.crt"
+	// Where the objects the rules and checks read by kind are kept.
+	PrefixDaemonSets           = "/registry/daemonsets/"
+	PrefixDeployments          = "/registry/deployments/"
+	PrefixStatefulSets         = "/registry/statefulsets/"
+	PrefixNetworkPolicies      = "/registry/networkpolicies/"
+	PrefixPolicyNetworking     = "/registry/policy.networking.k8s.io/" // AdminNetworkPolicies and their kin
+	PrefixValidatingWebhooks   = "/registry/validatingwebhookconfigurations/"
+	PrefixMutatingWebhooks     = "/registry/mutatingwebhookconfigurations/"
+	PrefixRanges               = "/registry/ranges/"
+	PrefixKubeSystemConfigMaps = "/registry/configmaps/kube-system/"
+	PrefixHelmCharts           = "/registry/helm.cattle.io/helmcharts/"       // helm-controller's (k3s, RKE2)
+	PrefixHelmChartConfigs     = "/registry/helm.cattle.io/helmchartconfigs/" // helm-controller's (k3s, RKE2)
+	PrefixK3sAddons            = "/registry/k3s.cattle.io/addons/"            // k3s's deploy controller's Addons
+	RootCAConfigMap            = "kube-root-ca.crt"
 	// AnnotationAPIServerEndpoint is kubeadm's
 	// kube-apiserver.advertise-address.endpoint on the mirror Pods.
 	AnnotationAPIServerEndpoint = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
@@ -181,3 +194,13 @@ func KubectlName(key string) string {
 	}
 	return name + "/" + rest
 }
+
+// NodeLocal DNSCache's objects: the upstream addon
+// (cluster/addons/dns/nodelocaldns) names its ConfigMap and DaemonSet
+// node-local-dns; kubespray names both nodelocaldns (plus
+// nodelocaldns-second for its secondary cache).
+var (
+	NodeLocalDNSConfigMaps = []string{PrefixKubeSystemConfigMaps + "node-local-dns", PrefixKubeSystemConfigMaps + "nodelocaldns"}
+	NodeLocalDNSDaemonSets = []string{PrefixDaemonSets + "kube-system/node-local-dns", PrefixDaemonSets + "kube-system/nodelocaldns",
+		PrefixDaemonSets + "kube-system/nodelocaldns-second"}
+)
