@@ -67,12 +67,14 @@ func planPods(w podWish) (*podLayout, error) {
 	outs := make([][]string, len(w.Nodes))
 	misfitCount := 0
 	var waiting []waitingCIDR
+	var all []misfit // every misfit, for the summary
 	for i, n := range w.Nodes {
 		out, got, probs, misfits := mapNode(w.Old, w.New, n)
 		misfitCount += len(misfits)
 		for _, m := range misfits {
 			if !w.Repack {
 				probs = append(probs, fmt.Sprintf("node %s: %v", n.Name, m.err))
+				all = append(all, m)
 				continue
 			}
 			waiting = append(waiting, waitingCIDR{node: i, index: m.index, p: m.p, name: n.Name})
@@ -100,8 +102,12 @@ func planPods(w podWish) (*podLayout, error) {
 		// Service refusal); -o json prints every one (Details).
 		const msg = "%w: kube-controller-manager would exit at start with these node CIDRs: %s"
 		if misfitCount > 0 && !w.Repack {
+			list := capList(problems, maxListed, "; ")
+			if sum, ok := misfitSummary(w, all); ok && len(problems) > 3 {
+				list = sum // a long refusal is a summary; -o json lists every node (Details)
+			}
 			err := option.Errorf("RepackNodes", msg+"; choose a larger range, or pass {RepackNodes} to give the nodes that do not fit free blocks of their size",
-				transform.ErrRefused, capList(problems, maxListed, "; "))
+				transform.ErrRefused, list)
 			err.Details = problems
 			return nil, err
 		}
@@ -170,6 +176,55 @@ func freeBlock(n netip.Prefix, bits int, placed []placedCIDR) (netip.Prefix, boo
 		}
 	}
 	return netip.Prefix{}, false
+}
+
+// misfitSummary says, for IPv4, how many node CIDRs do not fit the new
+// range at their offsets, the span of their offsets, and the smallest range
+// at the new range's address that holds them all where they are (false
+// when a misfit is IPv6 or outside the old ranges: the list says more).
+func misfitSummary(w podWish, ms []misfit) (string, bool) {
+	if len(ms) == 0 {
+		return "", false
+	}
+	var newV4 netip.Prefix
+	for _, p := range w.New {
+		if p.Addr().Is4() {
+			newV4 = p.Masked()
+		}
+	}
+	if !newV4.IsValid() {
+		return "", false
+	}
+	var lo, hi uint64 = ^uint64(0), 0
+	for _, m := range ms {
+		if !m.p.Addr().Is4() {
+			return "", false
+		}
+		var base netip.Prefix
+		for _, o := range w.Old {
+			if o.Addr().Is4() && o.Contains(m.p.Addr()) {
+				base = o.Masked()
+			}
+		}
+		if !base.IsValid() {
+			return "", false
+		}
+		off := uint64(v4(m.p.Addr()) - v4(base.Addr()))
+		end := off + uint64(1)<<(32-m.p.Bits())
+		lo, hi = min(lo, off), max(hi, end)
+	}
+	bits := 32
+	for bits > 0 && uint64(1)<<(32-bits) < hi {
+		bits--
+	}
+	fit := netip.PrefixFrom(newV4.Addr(), bits).Masked()
+	return fmt.Sprintf("%d node CIDRs do not fit %s at their offsets (%d to %d from the old range's start); the smallest range at that address that holds every one where it is: %s",
+		len(ms), newV4, lo, hi-1, fit), true
+}
+
+func v4(a netip.Addr) uint32 {
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
 // misfit is a node CIDR that does not fit the new range at its offset.

@@ -1,10 +1,13 @@
 package rules
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/wellknown"
 )
 
@@ -107,5 +110,29 @@ func TestPlanPods(t *testing.T) {
 				t.Errorf("moves:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(c.moves, "\n  "))
 			}
 		})
+	}
+}
+
+// TestPlanPodsRefusalIsASummary (issue 52 item 7): a pod range too small
+// for many nodes is refused with the count, the span of their offsets and
+// the smallest range that holds them where they are, not a list of every
+// node; the whole list stays in the error's details (-o json).
+func TestPlanPodsRefusalIsASummary(t *testing.T) {
+	var nodes []nodePods
+	for i := 0; i < 50; i++ {
+		nodes = append(nodes, node(fmt.Sprintf("n%02d", i), fmt.Sprintf("10.244.%d.0/24", i)))
+	}
+	_, err := planPods(podWish{Old: pfxs("10.244.0.0/16"), New: pfxs("10.55.0.0/20"), Nodes: nodes})
+	want := "34 node CIDRs do not fit 10.55.0.0/20 at their offsets (4096 to 12799 from the old range's start); the smallest range at that address that holds every one where it is: 10.55.0.0/18"
+	if err == nil || !strings.Contains(err.Error(), want) || len(err.Error()) > 400 || strings.Contains(err.Error(), "node n49") {
+		t.Fatalf("refusal (%d characters): %v\nwant a summary with %q", len(fmt.Sprint(err)), err, want)
+	}
+	var oe *option.Error
+	if !errors.As(err, &oe) || len(oe.Details) != 34 || !strings.Contains(strings.Join(oe.Details, "\n"), "node n49: 10.244.49.0/24") {
+		t.Errorf("the details do not list every node: %v", oe)
+	}
+	// The range it names is enough.
+	if _, err := planPods(podWish{Old: pfxs("10.244.0.0/16"), New: pfxs("10.55.0.0/18"), Nodes: nodes}); err != nil {
+		t.Errorf("the range the refusal names is refused too: %v", err)
 	}
 }

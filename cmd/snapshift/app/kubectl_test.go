@@ -106,11 +106,13 @@ func TestPlanOutputKubectlStyle(t *testing.T) {
 	}
 	in := writeFixture(t, filepath.Join(t.TempDir(), "in.db"), fixture{keys: sampleKVs(t, extra...)})
 
-	// The refusal: ten nodes and "… and N more" on one line; every one in -o json.
+	// The refusal (issue 52 item 7): a summary on one line, the count, the
+	// span and the smallest range that holds them; every node in -o json.
 	text := run(t, "plan", in, "--pod-network-cidr", "10.55.0.0/20", "--quiet")
 	lines := text.stderrLines()
-	if text.code != ExitRefused || len(lines) != 1 || strings.Count(lines[0], ": does not fit") != 10 || !strings.Contains(lines[0], "… and 16 more; choose a larger range") {
-		t.Errorf("plan --pod-network-cidr 10.55.0.0/20: exit %d, stderr (%d characters) %q; want exit 4 and 10 of 26 nodes", text.code, len(text.stderr), text.stderr)
+	want := "26 node CIDRs do not fit 10.55.0.0/20 at their offsets (4112 to 31999 from the old range's start); the smallest range at that address that holds every one where it is: 10.55.0.0/17; choose a larger range, or pass --repack-nodes"
+	if text.code != ExitRefused || len(lines) != 1 || !strings.Contains(lines[0], want) || len(lines[0]) > 400 || strings.Contains(lines[0], "fake24") {
+		t.Errorf("plan --pod-network-cidr 10.55.0.0/20: exit %d, stderr (%d characters) %q; want exit 4 and %q", text.code, len(text.stderr), text.stderr, want)
 	}
 	machine := run(t, "plan", in, "--pod-network-cidr", "10.55.0.0/20", "--quiet", "-o", "json")
 	var doc struct {
