@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/state"
 )
 
@@ -189,7 +190,7 @@ func (r *run) kubesprayGroupVars(path string, v installerValues, first bool) (In
 	}
 	var parsed map[string]any
 	if err := yaml.Unmarshal(data, &parsed); err != nil {
-		return InstallerFile{}, fmt.Errorf("installer.kubespray.groupVars: %s is not a YAML map kubespray could read (%v): fix it, or leave it out", src, yamlLine(err))
+		return InstallerFile{}, fmt.Errorf("installer.kubespray.groupVars: %s is not a YAML map kubespray could read (%s): fix it, or leave it out", src, parseerr.Message(err))
 	}
 	rel := filepath.Join(InstallerDir, "kubespray", filepath.Base(src))
 	f := InstallerFile{Installer: "kubespray", Path: filepath.ToSlash(rel), ApplyTo: src + ", before kubespray runs again"}
@@ -238,15 +239,6 @@ func (r *run) kubesprayGroupVars(path string, v installerValues, first bool) (In
 		f.Changes = []string{"nothing to change"}
 	}
 	return f, r.writeBundleFile(rel, out.Bytes())
-}
-
-// yamlLine is a YAML parse error as the line it names, without the
-// library's wording.
-func yamlLine(err error) string {
-	s := err.Error()
-	s = strings.TrimPrefix(s, "error converting YAML to JSON: ")
-	s = strings.TrimPrefix(s, "yaml: ")
-	return s
 }
 
 // writeBundleFile writes rel in the bundle, 0600.
