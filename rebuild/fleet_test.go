@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,11 +21,7 @@ import (
 // play (the control-plane nodes in none of them) and the tasks, with the
 // batch size the rebuild file sets.
 func TestFleetOf500FromASnapshot(t *testing.T) {
-	bin, err := exec.LookPath("ansible-playbook")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ansible-playbook is missing: .ci/run installs Debian's ansible-core")
-		}
+	if ansiblePlaybook(t, t.TempDir()) == nil {
 		t.Skip("ansible-playbook is not installed (apt-get install ansible-core)")
 	}
 	dir := t.TempDir()
@@ -61,16 +56,13 @@ func TestFleetOf500FromASnapshot(t *testing.T) {
 	if n := strings.Count(string(mig), "serial: '{{ snapshift_serial | default(''10%'') }}'"); n != 2 {
 		t.Errorf("migrate.yml has %d worker plays in batches of 10%%, want 2", n)
 	}
-	home := t.TempDir()
+	run := ansiblePlaybook(t, out)
 	pb := func(args ...string) string {
-		cmd := exec.Command(bin, append([]string{"-i", "inventory.ini"}, args...)...)
-		cmd.Dir = filepath.Join(out, "ansible")
-		cmd.Env = append(os.Environ(), "HOME="+home, "ANSIBLE_LOCAL_TEMP="+filepath.Join(home, "tmp"), "ANSIBLE_NOCOLOR=1")
-		b, err := cmd.CombinedOutput()
+		b, err := run(args...)
 		if err != nil {
 			t.Fatalf("ansible-playbook %s: %v\n%.3000s", strings.Join(args, " "), err, b)
 		}
-		return string(b)
+		return b
 	}
 	for _, p := range []string{"migrate.yml", "rollback.yml", "late-node.yml"} {
 		pb("--syntax-check", p)
