@@ -20,6 +20,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -67,6 +68,9 @@ type Config struct {
 	// Installer names the operator's installer files to move with the
 	// cluster (the bundle's installer/).
 	Installer Installer `json:"installer,omitzero"`
+	// Window sets the flags of the window's node apply lines (the runbook's
+	// and so the playbooks').
+	Window Window `json:"window,omitzero"`
 
 	// File is the path the configuration was loaded from (Load sets it;
 	// report.json's provenance names it and its sha256).
@@ -194,6 +198,22 @@ type Ansible struct {
 	// snapshift_serial=N overrides it at run time.
 	Serial string `json:"serial,omitempty"`
 }
+
+// Window is what the runbook's node apply lines carry: an operator who
+// drives the window by the playbooks cannot edit them at run time.
+type Window struct {
+	// ApplyTimeout is each node apply's --timeout: it bounds each wait
+	// (static pods stopping, etcd's quorum, kube-apiserver's /readyz).
+	// Default 5m; give more on slow disks or a large etcd.
+	ApplyTimeout string `json:"applyTimeout,omitempty"`
+	// RollbackAfter, when set, adds --rollback-after to every node apply:
+	// each control-plane node arms a systemd timer that rolls it back at
+	// the deadline unless snapshift node confirm runs first. Default: none.
+	RollbackAfter string `json:"rollbackAfter,omitempty"`
+}
+
+// DefaultApplyTimeout is window.applyTimeout's default.
+const DefaultApplyTimeout = "5m"
 
 // PKI says where certificates come from.
 type PKI struct {
@@ -354,6 +374,7 @@ func (c *Config) Validate() error {
 			add("ansible.serial: %v", err)
 		}
 	}
+	c.validateWindow(add)
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
@@ -374,6 +395,29 @@ func (c *Config) setDefaults() {
 	def(&c.Networking.Webhooks, rules.WebhooksList) // the runbook names the webhooks that would block the restart
 	if c.Etcd.RevisionBump == 0 {
 		c.Etcd.RevisionBump = snapshot.DefaultRevisionBump
+	}
+}
+
+// validateWindow checks window's durations: node apply's --timeout and
+// --rollback-after take a Go duration, at least a second, and the
+// deadline must leave apply its waits.
+func (c *Config) validateWindow(add func(string, ...any)) {
+	parse := func(field, v string) time.Duration {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			add("window.%s: %q is not a duration of a second or more (e.g. 90s, 5m, 1h30m)", field, v)
+			return 0
+		}
+		return d
+	}
+	if c.Window.ApplyTimeout == "" {
+		c.Window.ApplyTimeout = DefaultApplyTimeout
+	}
+	timeout := parse("applyTimeout", c.Window.ApplyTimeout)
+	if v := c.Window.RollbackAfter; v != "" {
+		if after := parse("rollbackAfter", v); after > 0 && timeout > 0 && after < timeout {
+			add("window.rollbackAfter %s is shorter than window.applyTimeout %s: the deadline would roll a node back while its apply still waits; give at least %s", v, c.Window.ApplyTimeout, c.Window.ApplyTimeout)
+		}
 	}
 }
 

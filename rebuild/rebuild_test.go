@@ -780,3 +780,64 @@ func ansiblePlaybook(t *testing.T, out string) func(args ...string) (string, err
 		return string(b), err
 	}
 }
+
+// TestWindowFlags: the configuration's window section is what every node
+// apply line of runbook.json says (and so what the playbooks run: their
+// scripts are rendered from those blocks), and bad durations are refused
+// naming the field and the form.
+func TestWindowFlags(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bundle")
+	ms := members(t, 3)
+	for i := range ms {
+		ms[i].AdvertiseAddress = fmt.Sprintf("127.0.0.%d", i+1)
+	}
+	cfg := baseConfig(t, out, ms)
+	cfg.Window = rebuild.Window{ApplyTimeout: "90s", RollbackAfter: "20m"}
+	if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow}); err != nil {
+		t.Fatal(err)
+	}
+	rb, err := bundle.ReadRunbook(filepath.Join(out, bundle.RunbookJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"apply.stop", "apply.start"} {
+		b := rb.Block(id)
+		if b == nil || len(b.Lines) != 3 {
+			t.Fatalf("runbook.json block %s: %+v", id, b)
+		}
+		for _, l := range b.Lines {
+			if !strings.Contains(l.Text, " --timeout 90s --rollback-after 20m") {
+				t.Errorf("block %s line %q: not the configuration's window", id, l.Text)
+			}
+		}
+	}
+	scripts, err := filepath.Glob(filepath.Join(out, "ansible", "scripts", "apply.start", "*.sh"))
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no playbook script for apply.start in %s/ansible (%v)", out, err)
+	}
+	for _, s := range scripts {
+		data, err := os.ReadFile(s)
+		if err != nil || !strings.Contains(string(data), "--timeout 90s --rollback-after 20m") {
+			t.Errorf("playbook script %s does not carry the window's flags (%v):\n%s", s, err, data)
+		}
+	}
+	if md, err := os.ReadFile(filepath.Join(out, "RUNBOOK.md")); err != nil || !strings.Contains(string(md), "`window.rollbackAfter`): with `--rollback-after 20m`") {
+		t.Errorf("RUNBOOK.md does not say where the deadline comes from (%v)", err)
+	}
+
+	for _, c := range []struct {
+		w    rebuild.Window
+		want string
+	}{
+		{rebuild.Window{ApplyTimeout: "5x"}, `window.applyTimeout: "5x" is not a duration of a second or more (e.g. 90s, 5m, 1h30m)`},
+		{rebuild.Window{ApplyTimeout: "500ms"}, `window.applyTimeout: "500ms" is not a duration`},
+		{rebuild.Window{RollbackAfter: "30"}, `window.rollbackAfter: "30" is not a duration`},
+		{rebuild.Window{ApplyTimeout: "10m", RollbackAfter: "5m"}, "window.rollbackAfter 5m is shorter than window.applyTimeout 10m"},
+	} {
+		cfg := baseConfig(t, filepath.Join(t.TempDir(), "b"), members(t, 1))
+		cfg.Window = c.w
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("window %+v: %v, want %q", c.w, err, c.want)
+		}
+	}
+}

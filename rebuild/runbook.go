@@ -325,16 +325,24 @@ func (r *run) runbookEndpoint(b *runbook) {
 func (r *run) runbookApply(b *runbook) {
 	b.step("apply", bundle.WhereControlPlane, "Apply the bundle on every control-plane node, in two phases").Undo = "rollback"
 	b.w("etcd needs a quorum (%d of %d members) before any node's health gate can pass: start the command on every", len(r.report.Nodes)/2+1, len(r.report.Nodes))
-	b.w("control-plane node within a few minutes of each other (one terminal each). `--timeout` (5m by default) bounds each")
-	b.w("wait (static pods stopping, etcd's quorum, kube-apiserver's `/readyz`): give more, e.g. `--timeout 15m`, on slow disks,")
-	b.w("with a large etcd, or when the nodes start minutes apart.")
+	w := r.cfg.Window
+	if w.ApplyTimeout == "" {
+		w.ApplyTimeout = DefaultApplyTimeout
+	}
+	b.w("control-plane node within a few minutes of each other (one terminal each). `--timeout %s` (the configuration's", w.ApplyTimeout)
+	b.w("`window.applyTimeout`) bounds each wait (static pods stopping, etcd's quorum, kube-apiserver's `/readyz`): give more,")
+	b.w("e.g. `--timeout 15m`, on slow disks, with a large etcd, or when the nodes start minutes apart.")
 	b.w("")
 	b.w("It runs in two phases. **First, on every control-plane node, stop the old control plane** (`--stop-only`: the checks,")
 	b.w("the backup, the static pods stopped and the old etcd data dir moved into the backup; it ends with `[apply] stopped`):")
+	flags := "--timeout " + w.ApplyTimeout
+	if w.RollbackAfter != "" {
+		flags += " --rollback-after " + w.RollbackAfter
+	}
 	var stops, lines []string
 	for _, n := range r.report.Nodes {
-		stops = append(stops, fmt.Sprintf("snapshift node apply --bundle %s --node %s --timeout 5m --stop-only   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
-		lines = append(lines, fmt.Sprintf("snapshift node apply --bundle %s --node %s --timeout 5m   # on %s", bundle.NodeBundleDir, n.Name, n.Name))
+		stops = append(stops, fmt.Sprintf("snapshift node apply --bundle %s --node %s %s --stop-only   # on %s", bundle.NodeBundleDir, n.Name, flags, n.Name))
+		lines = append(lines, fmt.Sprintf("snapshift node apply --bundle %s --node %s %s   # on %s", bundle.NodeBundleDir, n.Name, flags, n.Name))
 	}
 	b.shAs("stop", "", stops...)
 	b.w("**Then, once every node says `[apply] stopped`, start the restored members**, on every node at once:")
@@ -351,11 +359,18 @@ func (r *run) runbookApply(b *runbook) {
 	}
 	b.w("It is safe to run again: finished steps are skipped, the backup is made once.")
 	b.w("")
-	b.w("**A deadline that rolls back (opt-in):** add `--rollback-after 30m` to each command, and each node arms a systemd timer")
+	if w.RollbackAfter != "" {
+		b.w("**A deadline that rolls back** (the configuration's `window.rollbackAfter`): with `--rollback-after %s` each node", w.RollbackAfter)
+		b.w("arms a systemd timer")
+	} else {
+		b.w("**A deadline that rolls back (opt-in):** add `--rollback-after 30m` to each command (or set `window.rollbackAfter` in the")
+		b.w("configuration and rebuild), and each node arms a systemd timer")
+	}
 	b.w("(`snapshift-rollback-<node>`, through `systemd-run`: it outlives your SSH session, not a reboot) that runs")
 	b.w("`snapshift node rollback-if-unconfirmed` at the deadline. Once the final checks pass, run on every control-plane node,")
 	b.w("before the deadline, `snapshift node confirm`: it records the node healthy and removes the timer. A node not confirmed")
-	b.w("in time rolls back by itself as in section \"Rollback\", whatever step you are at; the workers are not rolled back by it.")
+	b.w("in time rolls back by itself as in section \"Rollback\", whatever step you are at; the workers are not rolled back by it")
+	b.w("(roll them back as that section says).")
 	var confirm []string
 	for _, n := range r.report.Nodes {
 		confirm = append(confirm, fmt.Sprintf("snapshift node confirm --bundle %s --node %s   # on %s, after the final checks", bundle.NodeBundleDir, n.Name, n.Name))
