@@ -380,7 +380,12 @@ func (r *renderer) copyPlay() (play, error) {
 	if err != nil {
 		return nil, err
 	}
+	// any_errors_fatal: a control-plane node that cannot take its part or
+	// that preflight refuses stops the window on every node before any
+	// change. Without it Ansible drops only that host, and the others would
+	// go on to restore a cluster without it while it kept running the old one.
 	return play{"name": "copy: each control-plane node's part of the bundle", "hosts": groupControlPlane, "gather_facts": false,
+		"any_errors_fatal": true,
 		"vars": map[string]any{"snapshift_members": members, "snapshift_dirs": dirs},
 		"tasks": []task{
 			{"name": "copy.bundle: directories", "ansible.builtin.file": map[string]any{"path": "{{ item }}", "state": "directory", "mode": "0700"},

@@ -351,12 +351,25 @@ func TestControlPlaneFailureRollsBackEvery(t *testing.T) {
 		{"all pass", "", false, []string{"stop cp1", "stop cp2", "stop cp3", "start cp1", "start cp2", "start cp3"}},
 		{"cp2 fails", "cp2", false, []string{"stop cp1", "stop cp2", "stop cp3", "start cp1", "start cp3", "rollback cp1", "rollback cp2", "rollback cp3"}},
 		{"check", "cp2", true, nil},
+		// preflight refuses cp2 (copy.preflight): no node stops its old
+		// control plane (the copy play is any_errors_fatal).
+		{"cp2 refused", "cp2-preflight", false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := filepath.Join(logDir, strings.ReplaceAll(tc.name, " ", "-"))
 			in, report := fleet(3, 0)
-			for _, id := range []string{"apply.stop", "apply.start", "rollback.control-plane"} {
+			for _, id := range []string{"copy.preflight", "apply.stop", "apply.start", "rollback.control-plane"} {
 				b := in.Runbook.Block(id)
+				if id == "copy.preflight" {
+					for i := range b.Lines {
+						if n := b.Lines[i].On; n+"-preflight" == tc.failOn {
+							b.Lines[i] = bundle.NewRunbookLine("echo preflight-refused " + n + " >> " + log + "; false   # on " + n)
+						} else if n != "" {
+							b.Lines[i] = bundle.NewRunbookLine("true   # on " + n)
+						}
+					}
+					continue
+				}
 				verb, _, _ := strings.Cut(strings.TrimPrefix(id, "apply."), ".")
 				for i := range b.Lines {
 					n := b.Lines[i].On
@@ -374,7 +387,7 @@ func TestControlPlaneFailureRollsBackEvery(t *testing.T) {
 			if err := os.WriteFile(inv, []byte(local), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			args := []string{"--tags", "guard,apply.stop,apply.start,rollback.control-plane", "migrate.yml"}
+			args := []string{"--tags", "guard,copy.preflight,apply.stop,apply.start,rollback.control-plane", "migrate.yml"}
 			if tc.check {
 				args = append([]string{"--check"}, args...)
 			}
@@ -382,13 +395,13 @@ func TestControlPlaneFailureRollsBackEvery(t *testing.T) {
 			if (err != nil) != (tc.failOn != "" && !tc.check) {
 				t.Fatalf("ansible-playbook: %v\n%s", err, out)
 			}
-			if tc.failOn != "" && !tc.check && !strings.Contains(out, "every control-plane node was rolled back") {
+			if strings.HasPrefix(tc.failOn, "cp") && !strings.HasSuffix(tc.failOn, "-preflight") && !tc.check && !strings.Contains(out, "every control-plane node was rolled back") {
 				t.Errorf("the failed play does not say every node was rolled back:\n%s", out)
 			}
 			got, _ := os.ReadFile(log)
 			var lines []string
 			for _, l := range strings.Split(strings.TrimSpace(string(got)), "\n") {
-				if l != "" && !strings.HasPrefix(l, "start-failed") {
+				if l != "" && !strings.HasPrefix(l, "start-failed") && !strings.HasPrefix(l, "preflight-refused") {
 					lines = append(lines, l)
 				}
 			}
