@@ -71,6 +71,48 @@ type RunbookStep struct {
 	// Gate is what must hold before the next step, and how long to wait
 	// for it (nil: the step's own commands wait, or nothing follows).
 	Gate *RunbookGate `json:"gate,omitempty"`
+	// Faults is section "When something goes wrong": what can go wrong in
+	// the window, the decision and the blocks that carry it out.
+	Faults []RunbookFault `json:"faults,omitempty"`
+}
+
+// The two states a window ends in (RunbookFault.EndsIn).
+const (
+	// EndsNew: the new cluster, every node on the bundle's ranges.
+	EndsNew = "new"
+	// EndsOld: the old cluster, every node back on the old ranges.
+	EndsOld = "old"
+)
+
+// RunbookFault is one thing that goes wrong during the window and what to
+// do about it. Every fault ends in one of two states, never between: the
+// new cluster on the new ranges, or the old one on the old ranges.
+type RunbookFault struct {
+	// ID is stable ("apply-killed"): the lab's fault scenarios name it.
+	ID string `json:"id"`
+	// When is what happened, as the operator sees it.
+	When string `json:"when"`
+	// Do is the decision, in words.
+	Do string `json:"do"`
+	// Why is the reason for it.
+	Why string `json:"why"`
+	// EndsIn is EndsNew (roll forward) or EndsOld (roll back).
+	EndsIn string `json:"endsIn"`
+	// Run are the blocks that carry out Do, in order, by ID (on the nodes
+	// Do names, where a block runs on several).
+	Run []string `json:"run,omitempty"`
+}
+
+// Fault is the fault of that ID, or nil.
+func (rb *Runbook) Fault(id string) *RunbookFault {
+	for i := range rb.Steps {
+		for j := range rb.Steps[i].Faults {
+			if rb.Steps[i].Faults[j].ID == id {
+				return &rb.Steps[i].Faults[j]
+			}
+		}
+	}
+	return nil
 }
 
 // RunbookGate is a step's condition for going on: a command that exits 0
@@ -167,6 +209,24 @@ func (rb *Runbook) Markdown() string {
 		}
 		if g := s.Gate; g != nil {
 			fmt.Fprintf(&b, "**Check:** %s before the next step (`%s`, up to %s).\n\n", g.Text, g.Command, g.Timeout)
+		}
+		for _, f := range s.Faults {
+			ends := "the new cluster (roll forward)"
+			if f.EndsIn == EndsOld {
+				ends = "the old cluster (roll back)"
+			}
+			fmt.Fprintf(&b, "- `%s`: **%s** %s Why: %s Ends in %s", f.ID, f.When, f.Do, f.Why, ends)
+			if len(f.Run) > 0 {
+				var ids []string
+				for _, id := range f.Run {
+					ids = append(ids, "`"+id+"`")
+				}
+				fmt.Fprintf(&b, "; blocks %s", strings.Join(ids, ", "))
+			}
+			b.WriteString(".\n")
+		}
+		if len(s.Faults) > 0 {
+			b.WriteString("\n")
 		}
 	}
 	return b.String()

@@ -58,6 +58,7 @@ func (r *run) writeRunbook(context.Context) error {
 	r.runbookRestart(&b)
 	r.runbookFollowUp(&b)
 	r.runbookRollback(&b)
+	r.runbookFaults(&b)
 	b.doc.Digest = bundle.RunbookDigest(&b.doc)
 	if err := writeJSONFile(r.path(bundle.RunbookJSONFile), &b.doc); err != nil {
 		return err
@@ -380,15 +381,8 @@ func (r *run) runbookApply(b *runbook) {
 	b.w("**Check:** each command ends with `[apply] done` and exit 0. **If it fails** it exits non-zero and names what to")
 	b.w("read (`crictl ps -a`, `crictl logs <id>`, `journalctl -u kubelet`, `/var/log/pods/kube-system_etcd-*`).")
 	b.w("")
-	b.w("**If one of the applies fails** (the others done or still waiting):")
-	b.w("- A failed health gate (etcd without its quorum, kube-apiserver not ready within `--timeout`) on a node whose files are")
-	b.w("  installed: fix the cause (a member not started yet, a slow disk) and run the same `node apply` again, with a longer")
-	b.w("  `--timeout` if it was only slow. It skips the finished steps and waits again; a second apply often finishes once the")
-	b.w("  other members are up.")
-	b.w("- Anything else (a check refused the node, the node cannot run the new etcd or kube-apiserver): roll back **every**")
-	b.w("  control-plane node, `snapshift node rollback` on each, also those whose apply passed (section \"Rollback\"). The")
-	b.w("  etcd members were restored from one snapshot as one new cluster and need each other: the applied nodes cannot go")
-	b.w("  on without the failed one, nor can the old members run beside the new ones.")
+	b.w("**If one of the applies fails** (the others done or still waiting), or one is killed, section \"When something goes")
+	b.w("wrong\" says what to do: `%s`, `%s`, `%s`.", faultGateFailed, faultApplyFailed, faultApplyKilled)
 	b.w("")
 	b.w("**The point of no return:** until `snapshift cluster restart` (the staged restart below) has written to the new")
 	b.w("cluster, a rollback loses nothing. After it, or after `snapshift node confirm`, whatever was written to the new cluster")
@@ -609,6 +603,75 @@ func (r *run) runbookInstaller(b *runbook) {
 		b.shAs("files", "", lines...)
 	}
 	b.w("")
+}
+
+// The faults of section "When something goes wrong" (bundle.RunbookFault
+// IDs; the lab's fault scenarios name them).
+const (
+	faultWorkerDown   = "worker-down"
+	faultApplyKilled  = "apply-killed"
+	faultGateFailed   = "gate-failed"
+	faultApplyFailed  = "apply-failed"
+	faultDeadline     = "deadline"
+	faultRestartStuck = "restart-stuck"
+)
+
+// runbookFaults is section "When something goes wrong": each fault of the
+// window, the decision, why, the state it ends in and the blocks that get
+// there. Written after "Rollback", whose blocks it names.
+func (r *run) runbookFaults(b *runbook) {
+	s := b.section("faults", bundle.WhereNone, "When something goes wrong")
+	b.w("Every case below ends in one of two states, never between them: the new cluster on the new ranges (roll forward), or")
+	b.w("the old cluster on the old ranges (roll back, section \"Rollback\"). Until `snapshift cluster restart` writes to the new")
+	b.w("cluster, rolling back loses nothing; after it, roll forward. The old etcd data dir stays in each node's backup until")
+	b.w("`snapshift node confirm`.")
+	b.w("")
+	doc := &b.doc
+	has := func(id string) bool { return doc.Block(id) != nil }
+	var rollback []string
+	for _, id := range []string{"rollback.control-plane", "rollback.workers", "rollback.pods"} {
+		if has(id) {
+			rollback = append(rollback, id)
+		}
+	}
+	workersBack := slices.DeleteFunc(slices.Clone(rollback), func(id string) bool { return id == "rollback.control-plane" })
+	if workers := r.kubeletWorkers(); len(workers) > 0 {
+		run := []string{"workers-stop.backup"}
+		for _, id := range []string{"workers-rejoin.join", "workers-start.kubelet"} {
+			if has(id) {
+				run = append(run, id)
+				break
+			}
+		}
+		s.Faults = append(s.Faults, bundle.RunbookFault{ID: faultWorkerDown, EndsIn: bundle.EndsNew, Run: run,
+			When: "A worker is down or unreachable through the window.",
+			Do:   "Go on without it. Once the final checks pass and it is back, run its worker steps on it as the others ran them (`ansible-playbook ansible/late-node.yml -l NODE`, or the blocks named here with that worker's `B=` line).",
+			Why:  "a worker holds no cluster state: the control plane does not wait for it, and once its kubelet starts with the new configuration (joined again when the CA changed) its pods get addresses in the new range."})
+	}
+	s.Faults = append(s.Faults,
+		bundle.RunbookFault{ID: faultApplyKilled, EndsIn: bundle.EndsNew, Run: []string{"apply.stop", "apply.start"},
+			When: "`node apply` died on a node (killed, its SSH session lost, the machine that ran it gone).",
+			Do:   "Run the same `node apply` line again on that node, in the phase it was in (`--stop-only` in the first): it resumes from `backup.json`, skipping the steps done.",
+			Why:  "each step is recorded once done and every file is written under a temporary name first: a second run neither repeats a step nor finds one half done, and the backup is made once."},
+		bundle.RunbookFault{ID: faultGateFailed, EndsIn: bundle.EndsNew, Run: []string{"apply.start"},
+			When: "A health gate failed on a node whose files are installed: etcd without its quorum, or kube-apiserver not ready within `--timeout`.",
+			Do:   "Fix the cause (a member not started yet, a slow disk, a port taken) and run the same `node apply` again, with a longer `--timeout` if it was only slow. If the cause cannot be fixed in the window, do as for `" + faultApplyFailed + "`.",
+			Why:  "the restored members need each other's quorum; a second apply often passes once the other members are up."},
+		bundle.RunbookFault{ID: faultApplyFailed, EndsIn: bundle.EndsOld, Run: rollback,
+			When: "An apply failed otherwise: a check refused the node, the node cannot run the new etcd or kube-apiserver, its disk is full or read-only.",
+			Do:   "Roll back **every** control-plane node, `snapshift node rollback` on each, also those whose apply passed, then the workers (section \"Rollback\"). A node whose apply stopped before its backup has nothing to roll back, and its rollback says so.",
+			Why:  "the etcd members were restored from one snapshot as one new cluster and need each other: the applied nodes cannot go on without the failed one, nor can the old members run beside the new ones."},
+		bundle.RunbookFault{ID: faultDeadline, EndsIn: bundle.EndsOld, Run: workersBack,
+			When: "The `--rollback-after` deadline passed before `snapshift node confirm`.",
+			Do:   "Each control-plane node's timer rolled that node back by itself (once its apply had returned; `node rollback` run on it again skips what is done). Roll back the workers (section \"Rollback\").",
+			Why:  "the timer rolls back only the control-plane node it runs on; the workers' kubelets, stopped by the worker step, wait for you."},
+	)
+	if has("restart.run") {
+		s.Faults = append(s.Faults, bundle.RunbookFault{ID: faultRestartStuck, EndsIn: bundle.EndsNew, Run: []string{"restart.run"},
+			When: "`snapshift cluster restart` stopped at a stage: a node unreachable, a rollout not done within `--timeout`.",
+			Do:   "Fix the cause (the partition, the node) and run `cluster restart` again: it skips the stages done.",
+			Why:  "the restart has written to the new cluster: a rollback now would lose those writes."})
+	}
 }
 
 // runbookRollback is how to go back: every node at once, then the workers.

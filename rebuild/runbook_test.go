@@ -40,7 +40,7 @@ func checkRunbook(t *testing.T, rb, out string, rep *rebuild.Report, newCA bool,
 		}
 	}
 	for _, want := range []string{"--timeout 5m   # on " + rep.Nodes[0].Name, "**If one of the applies fails**",
-		"roll back **every**\n  control-plane node, `snapshift node rollback` on each", "**The point of no return:**"} {
+		"Roll back **every** control-plane node, `snapshift node rollback` on each", "**The point of no return:**"} {
 		if !strings.Contains(rb, want) {
 			t.Errorf("RUNBOOK.md does not say %q", want)
 		}
@@ -152,6 +152,36 @@ func checkRunbookJSON(t *testing.T, md, out, reportSum string, newCA bool) {
 	}
 	if doc.Markdown() != md {
 		t.Errorf("RUNBOOK.md is not runbook.json's Markdown")
+	}
+	// Section "When something goes wrong" (issue 51): every fault ends in
+	// one of the two states and names only blocks the runbook has; the
+	// apply step points at the faults a failed apply is.
+	faults := doc.Step("faults")
+	if faults == nil || len(faults.Faults) < 5 {
+		t.Fatalf("runbook.json has no section faults with the window's faults: %+v", faults)
+	}
+	seen := map[string]bool{}
+	for _, f := range faults.Faults {
+		if seen[f.ID] || (f.EndsIn != bundle.EndsNew && f.EndsIn != bundle.EndsOld) || f.When == "" || f.Do == "" || f.Why == "" || len(f.Run) == 0 {
+			t.Errorf("fault %+v: a repeated ID, no end state, no words or no blocks", f)
+		}
+		seen[f.ID] = true
+		for _, id := range f.Run {
+			if doc.Block(id) == nil {
+				t.Errorf("fault %s runs block %s, which runbook.json does not have", f.ID, id)
+			}
+		}
+		if !strings.Contains(md, "- `"+f.ID+"`: **") {
+			t.Errorf("RUNBOOK.md does not show fault %s", f.ID)
+		}
+	}
+	for _, id := range []string{"apply-killed", "gate-failed", "apply-failed", "deadline"} {
+		if doc.Fault(id) == nil {
+			t.Errorf("runbook.json has no fault %s", id)
+		}
+	}
+	if f := doc.Fault("apply-failed"); f != nil && (f.EndsIn != bundle.EndsOld || f.Run[0] != "rollback.control-plane") {
+		t.Errorf("a failed apply must roll back every control-plane node first: %+v", f)
 	}
 	var headings, commands int
 	for _, l := range strings.Split(md, "\n") {

@@ -76,6 +76,7 @@ lab_admin() {
   ln -sf "$K8S_BIN/kubeadm" "$b/node/kubeadm"
   ln -sf "$K8S_BIN/kubelet" "$b/node/kubelet"   # kubeadm's preflight runs kubelet --version
   ln -sf "$repo/hack/lab/systemctl" "$b/node/systemctl"
+  ln -sf "$repo/hack/lab/systemd-run" "$b/node/systemd-run"   # node apply --rollback-after's timer
   printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\n' > "$b/node/crictl.yaml"
   ln -sf "$K8S_BIN/kubectl" "$b/admin/kubectl"
   ln -sf "$repo/bin/snapshift" "$b/admin/snapshift"
