@@ -4,7 +4,7 @@ BIN     := bin/snapshift
 DEMO    := out/demo
 PKGS    := ./...
 
-.PHONY: all build test e2e lab lab-ha lab-ansible lab-window lab-clean demo bench bench-xlarge lint fmt tidy clean sample docs bench-8g release release-check install-check failpoints crash
+.PHONY: all build test e2e lab lab-ha lab-ansible lab-faults lab-window lab-clean demo bench bench-xlarge lint fmt tidy clean sample docs bench-8g release release-check install-check failpoints crash
 
 all: build
 
@@ -82,6 +82,11 @@ lab-ansible:
 # The downtime window, measured through each migration and rollback of the
 # last lab run (its probes kept in out/lab-<cell>/logs/probes): the table,
 # window.json and the timelines, again (issue 48).
+# The window's faults (issue 51): a killed apply run again, a deadline that
+# fires, a failed apply rolled back by the playbook, on three members.
+lab-faults:
+	LAB_CELL=three-cp-faults bash hack/lab/lab.sh
+
 lab-window:
 	bash hack/lab/window.sh
 

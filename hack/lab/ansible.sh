@@ -101,6 +101,12 @@ cd '$a/bundle/ansible' && ansible-playbook -i '$a/inventory.ini' -e snapshift_bi
   lab_phase "ansible:$pb" end
   lab_ansible_phases "$log.stamped" >> "$LAB_ROOT/logs/probes/phases.jsonl" || true
   sed -n '/^PLAY RECAP/,$p' "$log"
+  if [ "${LAB_PLAYBOOK_FAILS:-}" = 1 ]; then
+    # A fault scenario: the playbook must fail (and say why).
+    [ $rc != 0 ] || die "[$label] ansible-playbook $pb passed, and the scenario's fault should have failed it"
+    log "[$label] $pb failed (exit $rc), as the fault makes it, in $(( $(date +%s) - t ))s"
+    return 0
+  fi
   [ $rc = 0 ] || { tail -40 "$log"; die "[$label] ansible-playbook $pb failed (exit $rc; log: $log)"; }
   log "[$label] $pb passed in $(( $(date +%s) - t ))s"
 }
@@ -108,7 +114,27 @@ cd '$a/bundle/ansible' && ansible-playbook -i '$a/inventory.ini' -e snapshift_bi
 # lab_window_ansible LABEL: the window by migrate.yml, then what the lab
 # does as the bare pods' owner (it creates them again), then the lab waits.
 lab_window_ansible() {
-  local label=$1
+  local label=$1 w
+  if [ "${SC_FAULT:-}" = apply-failed ]; then
+    # cp3's part of the bundle changes once its first phase has made its
+    # backup: its second phase's preflight refuses it; migrate.yml rolls
+    # every control-plane node back and fails. Then what the fault says:
+    # its blocks (rollback.control-plane, rollback.workers, rollback.pods:
+    # rollback.yml).
+    fault_change_after_backup cp3 "$label" & w=$!
+    LAB_PLAYBOOK_FAILS=1 lab_playbook "$label" migrate.yml
+    kill "$w" 2>/dev/null || true; wait "$w" 2>/dev/null || true
+    [ -e "$LAB_ROOT/fault-changed" ] || die "[fault apply-failed] cp3's bundle never changed: the fault did not happen"
+    local m=$LAB_ROOT/logs/$label-ansible-migrate.log
+    grep -q "rollback.control-plane: one of the applies failed" "$m" && grep -q "every control-plane node was rolled back" "$m" ||
+      die "[fault apply-failed] migrate.yml failed without rolling every control-plane node back (log: $m)"
+    checks+=("PASS  [$label] fault apply-failed: $(cat "$LAB_ROOT/fault-changed") changed after its backup; migrate.yml refused it and rolled every control-plane node back")
+    log "[$label] the fault's blocks ($FAULT_RUN): rollback.yml"
+    lab_playbook "$label" rollback.yml
+    lab_apply hack/lab/manifests/workloads.yaml >/dev/null
+    lab_wait_workloads "$label, rolled back"
+    return
+  fi
   lab_playbook "$label" migrate.yml
   lab_apply hack/lab/manifests/workloads.yaml >/dev/null
   lab_wait_workloads "$label"

@@ -19,6 +19,7 @@ repo=$PWD
 . hack/lab/runbook.sh
 . hack/lab/migrate.sh
 . hack/lab/ansible.sh
+. hack/lab/faults.sh
 [ "$(id -u)" = 0 ] || die "the lab needs root (network and mount namespaces, cgroups)"
 for c in containerd runc ctr ip nsenter unshare nft iptables busybox; do
   command -v "$c" >/dev/null || die "$c is missing: apt-get install -y containerd runc containernetworking-plugins iptables nftables busybox-static"
@@ -189,6 +190,17 @@ for sc in $SCENARIOS; do
   ts=$(date +%s)
   lab_phase "scenario:$sc:migrate" start
   lab_migrate "$sc" "$SC_CA" "$SC_DRIVER"
+  if [ "$FAULT_ENDS" = old ]; then
+    # The fault ended the window in the old cluster (as the runbook's
+    # section "When something goes wrong" says it does): the old cluster's
+    # checks, and nothing to roll back.
+    lab_phase checks start
+    ETCD_WANT=$OLD_ETCD ETCD_NOT=$NEW_ETCD checks_cluster "$sc, $SC_FAULT: ended in the old cluster" "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP" "$NEW_SVC_CIDR"
+    lab_phase checks end
+    lab_phase "scenario:$sc:migrate" end
+    log "[$sc] fault $SC_FAULT: the old cluster back and checked in $(( $(date +%s) - ts ))s"
+    continue
+  fi
   lab_phase checks start
   ETCD_WANT=$NEW_ETCD ETCD_NOT=$OLD_ETCD checks_cluster "$sc, migrated" "$NEW_POD_CIDR" "$NEW_SVC_CIDR" 172.24.0.1 172.24.0.10 "$SVC_CIDR"
   lab_phase checks end

@@ -3,7 +3,8 @@
 
   matrix.py ci                  the names of the cells CI runs, one per line
   matrix.py shell CELL          the cell as shell assignments (CELL_CPS, ...)
-  matrix.py scenario CELL NAME  the scenario as shell assignments (SC_CA, SC_DRIVER)
+  matrix.py scenario CELL NAME  the scenario as shell assignments (SC_CA, SC_DRIVER, SC_FAULT,
+                                SC_APPLY_TIMEOUT, SC_ROLLBACK_AFTER)
   matrix.py table               every cell and its scenarios, as a Markdown table
 """
 import json
@@ -13,6 +14,10 @@ import sys
 
 CAS = {"old", "new"}
 DRIVERS = {"runbook", "ansible"}
+# The faults of the runbook's section "When something goes wrong"
+# (runbook.json's fault IDs) the lab can make happen, and the drivers it
+# makes each happen under.
+FAULTS = {"apply-killed": {"runbook"}, "deadline": {"runbook"}, "apply-failed": {"ansible"}}
 
 
 def load():
@@ -22,6 +27,12 @@ def load():
         for s in c["scenarios"]:
             if s["ca"] not in CAS or s["driver"] not in DRIVERS:
                 sys.exit("matrix.json: cell %s scenario %s: ca must be one of %s, driver one of %s" % (c["name"], s["name"], sorted(CAS), sorted(DRIVERS)))
+            f = s.get("fault")
+            if f is not None and s["driver"] not in FAULTS.get(f, ()):
+                sys.exit("matrix.json: cell %s scenario %s: the lab makes fault %r happen under %s only (faults: %s)" % (
+                    c["name"], s["name"], f, ", ".join(sorted(FAULTS.get(f, ()))) or "no driver", ", ".join(sorted(FAULTS))))
+            if f == "deadline" and not s.get("window", {}).get("rollbackAfter"):
+                sys.exit("matrix.json: cell %s scenario %s: fault deadline needs window.rollbackAfter" % (c["name"], s["name"]))
     return m
 
 
@@ -48,14 +59,18 @@ def main(argv):
         c = cell(m, argv[1])
         for s in c["scenarios"]:
             if s["name"] == argv[2]:
-                print("SC_CA=%s SC_DRIVER=%s" % (shlex.quote(s["ca"]), shlex.quote(s["driver"])))
+                w = s.get("window", {})
+                print("SC_CA=%s SC_DRIVER=%s SC_FAULT=%s SC_APPLY_TIMEOUT=%s SC_ROLLBACK_AFTER=%s" % (
+                    shlex.quote(s["ca"]), shlex.quote(s["driver"]), shlex.quote(s.get("fault", "")),
+                    shlex.quote(w.get("applyTimeout", "")), shlex.quote(w.get("rollbackAfter", ""))))
                 return
         sys.exit("cell %s has no scenario %r (it has %s)" % (c["name"], argv[2], ", ".join(s["name"] for s in c["scenarios"])))
     elif argv[:1] == ["table"]:
         print("| cell | control plane | workers | CNI | installer | Kubernetes | CI | scenarios (each: migrate, check, roll back, check) |")
         print("|---|---|---|---|---|---|---|---|")
         for c in m["cells"]:
-            sc = ", ".join("`%s` (%s CA, %s)" % (s["name"], s["ca"], s["driver"]) for s in c["scenarios"])
+            sc = ", ".join("`%s` (%s CA, %s%s)" % (s["name"], s["ca"], s["driver"], ", fault `%s`" % s["fault"] if s.get("fault") else "")
+                           for s in c["scenarios"])
             print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (c["name"], " ".join(c["controlPlanes"]), " ".join(c["workers"]),
                                                              c["cni"], c["installer"], c["kubernetes"], "yes" if c.get("ci") else "no", sc))
     else:

@@ -68,6 +68,13 @@ manifests:
   source: manifests.before-snapshift
   kubernetesVersion: $K8S_VERSION
 EOF
+  # The scenario's window (matrix.json): node apply's --timeout and
+  # --rollback-after in every apply line of the runbook.
+  if [ -n "${SC_APPLY_TIMEOUT:-}${SC_ROLLBACK_AFTER:-}" ]; then
+    printf 'window:\n' >> "$a/rebuild.yaml"
+    [ -z "${SC_APPLY_TIMEOUT:-}" ] || printf '  applyTimeout: %s\n' "$SC_APPLY_TIMEOUT" >> "$a/rebuild.yaml"
+    [ -z "${SC_ROLLBACK_AFTER:-}" ] || printf '  rollbackAfter: %s\n' "$SC_ROLLBACK_AFTER" >> "$a/rebuild.yaml"
+  fi
   log "[$label] snapshift rebuild ($ca CA)"
   lab_phase rebuild start
   adminsh "snapshift rebuild --config '$a/rebuild.yaml'" > "$LAB_ROOT/logs/$label-rebuild.log" 2>&1 ||
@@ -86,6 +93,16 @@ import json, sys
 r = json.load(open(sys.argv[1]))["operation"].get("restart", [])
 sys.exit(0 if any(w["kind"] == "DaemonSet" and w["name"] == "kube-flannel-ds" and w.get("role") for w in r) else 1)
 PY
+  # A fault scenario: the runbook's own entry for it in section "When
+  # something goes wrong" (its end state and blocks) drives what follows.
+  FAULT_ENDS=new FAULT_RUN= FAULT_LABEL=$label
+  fault_reset
+  if [ -n "${SC_FAULT:-}" ]; then
+    local fl
+    fl=$(rb_fault "$rb" "$SC_FAULT") || die "runbook.json has no fault $SC_FAULT in section \"When something goes wrong\""
+    FAULT_ENDS=${fl%%$'\t'*} FAULT_RUN=${fl#*$'\t'}
+    log "[$label] fault $SC_FAULT: the runbook says it ends in the $FAULT_ENDS cluster, by blocks $FAULT_RUN"
+  fi
   "lab_window_$driver" "$label"
 }
 
@@ -97,7 +114,35 @@ lab_window_runbook() {
   # apply.stop stops the old control plane on every node (--stop-only),
   # apply.start starts the restored members; apply.confirm comes after the
   # checks.
-  rb_run "$rb" apply.stop apply.start
+  case ${SC_FAULT:-} in
+    apply-killed)
+      # One node's apply killed at the seed's step, then its line again
+      # (rb_run does what the fault says), and nothing lost.
+      fault_pick_kill
+      RB_KILL="$FAULT_NODE $FAULT_STEP" rb_run "$rb" apply.stop apply.start
+      fault_check_killed "$label" ;;
+    deadline)
+      # cp1's new kube-apiserver never becomes healthy (its port is taken
+      # while its apply waits): its health gate fails; nobody confirms; every
+      # node's --rollback-after timer rolls it back; then the fault's blocks
+      # (the workers' rollback).
+      rb_run "$rb" apply.stop
+      fault_port_hold cp1 6443
+      RB_EXPECT_FAIL=cp1 rb_run "$rb" apply.start
+      fault_port_release cp1 6443
+      grep -qx apply.start "$LAB_ROOT/fault-failed-cp1" 2>/dev/null || die "[fault deadline] cp1's apply passed its health gate with port 6443 taken"
+      checks+=("PASS  [$label] fault deadline: cp1's health gate failed (port 6443 taken), as made")
+      fault_wait_rolled_back "$label" 600
+      checks+=("PASS  [$label] fault deadline: every control-plane node's --rollback-after timer rolled it back")
+      RB_KUBECTL=cp1 RB_KUBECTL_ENV='export KUBECONFIG=/etc/kubernetes/admin.conf'
+      for n in $CPS; do wait_for "[$label deadline] $n: node Ready" 240 node_ready "$n"; done
+      # shellcheck disable=SC2086
+      rb_run "$rb" $FAULT_RUN
+      lab_apply hack/lab/manifests/workloads.yaml >/dev/null
+      lab_wait_workloads "$label, rolled back by the deadline"
+      return ;;
+    *) rb_run "$rb" apply.stop apply.start ;;
+  esac
   rb_kubectl "$rb"
   rb_run "$rb" kubectl.export
   if rb_has "$rb" workers-rejoin.join; then

@@ -30,6 +30,9 @@ with open(os.path.join(out, "steps"), "w") as steps, open(os.path.join(out, "blo
                 open(os.path.join(out, b["id"] + ".sh"), "w").write("".join(l["text"] + "\n" for l in b["lines"]))
         # A step's gate (what must hold before the next step) runs as
         # block "<step>.gate", where the gate says.
+        # Section "When something goes wrong": DIR/faults, "ID<TAB>endsIn<TAB>blocks".
+        for f in s.get("faults", []):
+            open(os.path.join(out, "faults"), "a").write("%s\t%s\t%s\n" % (f["id"], f["endsIn"], " ".join(f.get("run", []))))
         g = s.get("gate")
         if g:
             blocks.write("%s.gate\t%s\n" % (s["id"], g["where"]))
@@ -37,6 +40,9 @@ with open(os.path.join(out, "steps"), "w") as steps, open(os.path.join(out, "blo
 PY
 }
 
+# rb_fault DIR ID: the fault's end state and blocks ("new|old<TAB>ID ID..."),
+# from section "When something goes wrong"; fails when it has no such fault.
+rb_fault() { awk -F'\t' -v id="$2" '$1 == id {print $2 "\t" $3; f=1} END {exit !f}' "$1/faults"; }
 # rb_has DIR ID: the runbook has block ID.
 rb_has() { awk -F'\t' -v id="$2" '$1 == id {f=1} END {exit !f}' "$1/blocks"; }
 # rb_where DIR ID: where block ID runs.
@@ -81,15 +87,35 @@ rb_run() {
       workers) nodes=$(rb_targets "$f"); nodes=${nodes:-$WORKERS} ;;
       *) die "runbook block $id runs at '$where', which the lab cannot run" ;;
     esac
-    pids=()
+    pids=() killer=
     for n in $nodes; do
       rb_on "$n" "$(rb_lines_for "$n" "$f")" > "$LAB_ROOT/logs/runbook-$id-$n.log" 2>&1 &
       pids+=($!)
+      # Fault apply-killed (hack/lab/faults.sh): SIGKILL to this node's
+      # node apply at the step the seed chose, once.
+      if [ -n "${RB_KILL:-}" ] && [ "$n" = "${RB_KILL%% *}" ] && [ ! -e "$LAB_ROOT/fault-killed" ]; then
+        fault_kill_at "$n" "${RB_KILL#* }" "$LAB_ROOT/logs/runbook-$id-$n.log" & killer=$!
+      fi
     done
-    rc=0
-    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    local failed=() i=0
+    for p in "${pids[@]}"; do wait "$p" || failed+=("$(echo $nodes | cut -d' ' -f$((i + 1)))"); i=$((i + 1)); done
+    [ -z "$killer" ] || { kill "$killer" 2>/dev/null || true; wait "$killer" 2>/dev/null || true; }
     for n in $nodes; do cat "$LAB_ROOT/logs/runbook-$id-$n.log"; done
-    [ $rc = 0 ] || die "runbook block $id failed (on $(echo $nodes))"
+    for n in "${failed[@]}"; do
+      if [ -e "$LAB_ROOT/fault-killed" ] && [ "$(cut -d' ' -f1 "$LAB_ROOT/fault-killed")" = "$n" ] && [ ! -e "$LAB_ROOT/fault-rerun" ]; then
+        # What section "When something goes wrong" says for apply-killed:
+        # the same line again, on that node.
+        touch "$LAB_ROOT/fault-rerun"
+        log "[fault apply-killed] $n's node apply was killed ($(cat "$LAB_ROOT/fault-killed")): its line of block $id again, as the runbook says"
+        rb_on "$n" "$(rb_lines_for "$n" "$f")" > "$LAB_ROOT/logs/runbook-$id-$n-again.log" 2>&1 || { cat "$LAB_ROOT/logs/runbook-$id-$n-again.log"; die "runbook block $id failed again on $n after the kill"; }
+        cat "$LAB_ROOT/logs/runbook-$id-$n-again.log"
+      elif [ "$n" = "${RB_EXPECT_FAIL:-}" ]; then
+        log "[fault] block $id failed on $n, as the scenario made it"
+        echo "$id" >> "$LAB_ROOT/fault-failed-$n"
+      else
+        die "runbook block $id failed (on ${failed[*]})"
+      fi
+    done
     lab_phase "block:$id" end
   done
 }

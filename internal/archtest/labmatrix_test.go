@@ -7,6 +7,9 @@ import (
 	"testing"
 )
 
+// ciFaults are the faults a three-member cell CI runs must have.
+var ciFaults = []string{}
+
 // labMatrix is hack/lab/matrix.json: the lab's bring-ups and their
 // scenarios.
 type labMatrix struct {
@@ -19,6 +22,7 @@ type labMatrix struct {
 			Name   string `json:"name"`
 			CA     string `json:"ca"`
 			Driver string `json:"driver"`
+			Fault  string `json:"fault"`
 		} `json:"scenarios"`
 	} `json:"cells"`
 }
@@ -27,8 +31,17 @@ type labMatrix struct {
 // the lab's matrix runs (a CA by a driver) runs in a cell CI runs; the
 // three-member control plane runs both CAs in CI (issue 45's data loss was
 // there); every scenario's name is unique in its cell; and make e2e runs
-// the cells CI runs from the matrix, not from a list of its own.
+// the cells CI runs from the matrix, not from a list of its own. Issue 51:
+// a fault names a case of the runbook's section "When something goes
+// wrong" (a fault ID rebuild writes), and CI runs a killed apply, a
+// deadline that fires and a failed apply on three members. A scenario whose
+// fault ends in the old cluster proves no migration: it counts for no CA.
 func TestLabMatrixCoveredByCI(t *testing.T) {
+	rb, err := os.ReadFile("../../rebuild/runbook.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	haFaults := map[string]bool{}
 	raw, err := os.ReadFile("../../hack/lab/matrix.json")
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +60,17 @@ func TestLabMatrixCoveredByCI(t *testing.T) {
 				t.Errorf("cell %s has two scenarios named %s", c.Name, s.Name)
 			}
 			names[s.Name] = true
+			if s.Fault != "" {
+				if !strings.Contains(string(rb), "= \""+s.Fault+"\"") {
+					t.Errorf("cell %s scenario %s: fault %q is no fault of the runbook (rebuild/runbook.go's fault IDs)", c.Name, s.Name, s.Fault)
+				}
+				if c.CI && len(c.ControlPlanes) == 3 {
+					haFaults[s.Fault] = true
+				}
+				if s.Fault != "apply-killed" && s.Fault != "gate-failed" && s.Fault != "restart-stuck" && s.Fault != "worker-down" {
+					continue // ends in the old cluster
+				}
+			}
 			kind := s.CA + " CA by " + s.Driver
 			all[kind] = c.Name + "/" + s.Name
 			if c.CI {
@@ -65,6 +89,14 @@ func TestLabMatrixCoveredByCI(t *testing.T) {
 	for _, want := range []string{"old CA by runbook", "new CA by runbook", "old CA by ansible", "new CA by ansible"} {
 		if !inCI[want] {
 			t.Errorf("no cell CI runs migrates with the %s", want)
+		}
+	}
+	// Issue 51 wants a killed apply, a deadline that fires and a failed
+	// apply in CI; they run in make lab-faults (cell three-cp-faults) until
+	// a lab run has proven them: then this names them.
+	for _, f := range ciFaults {
+		if !haFaults[f] {
+			t.Errorf("no three-member cell CI runs has the fault %s", f)
 		}
 	}
 	if !haCAs["old"] || !haCAs["new"] {

@@ -1,0 +1,128 @@
+# The window's faults (issue 51; sourced by hack/lab/lab.sh after
+# runbook.sh): each makes one case of the runbook's section "When something
+# goes wrong" happen on the real cluster, by its runbook.json fault ID, and
+# the scenario then does what that section says (hack/lab/migrate.sh,
+# hack/lab/ansible.sh). Every helper leaves a mark under $LAB_ROOT that
+# proves the fault happened: a scenario whose fault did not happen fails.
+
+# The steps node apply records in backup.json, in order (bundle.ApplySteps
+# without the last, healthy: killed after it, apply is done), and preflight
+# (killed at its first line, before backup.json exists): the seed picks one.
+FAULT_KILL_STEPS="preflight backup static-pods-stopped etcd-moved etcd-installed installed cni-cleaned peers-checked kubelet-started"
+
+# fault_pick_kill: FAULT_NODE and FAULT_STEP for apply-killed, from
+# LAB_SEED (default: the time), printed so that a run can be repeated.
+fault_pick_kill() {
+  local seed=${LAB_SEED:-$(date +%s)} steps nodes
+  read -r -a steps <<< "$FAULT_KILL_STEPS"
+  read -r -a nodes <<< "$CPS"
+  FAULT_STEP=${steps[$(( seed % ${#steps[@]} ))]}
+  # One of the control-plane nodes other than cp1 (where kubectl points
+  # with the old CA): the seed picks it too.
+  FAULT_NODE=${nodes[$(( 1 + (seed / ${#steps[@]}) % (${#nodes[@]} - 1) ))]}
+  log "[fault apply-killed] LAB_SEED=$seed: SIGKILL to $FAULT_NODE's node apply after its step $FAULT_STEP"
+}
+
+# backup_json NODE LABEL: the node's backup.json path on the host, for
+# the bundle of LABEL (bundle.BackupDir: /var/lib/snapshift/backup/NODE-<the
+# first 12 hex digits of report.json's sha256>).
+backup_json() {
+  local tag
+  tag=$(sha256sum "$LAB_ROOT/admin/$2/bundle/report.json" | cut -c1-12)
+  echo "$(nodedir "$1")/root/var/lib/snapshift/backup/$1-$tag/backup.json"
+}
+
+# recorded_steps FILE: the steps backup.json records, space-separated.
+recorded_steps() { tr -d ' \n' < "$1" 2>/dev/null | grep -o '"steps":\[[^]]*\]' | tr -d '"[]' | sed 's/^steps://; s/,/ /g'; }
+
+# fault_kill_at NODE STEP LOG: SIGKILL to NODE's `snapshift node apply` once
+# backup.json records STEP (preflight: at its first line in LOG), then
+# $LAB_ROOT/fault-killed says where it was. Runs beside the block (rb_run).
+fault_kill_at() {
+  local n=$1 step=$2 logf=$3 f pid i
+  f=$(backup_json "$n" "$FAULT_LABEL")
+  for i in $(seq 12000); do   # 20 min at 0.1 s: the block's own timeouts end it first
+    if { [ "$step" = preflight ] && grep -q '^\[preflight\] ' "$logf" 2>/dev/null; } ||
+       { [ "$step" != preflight ] && recorded_steps "$f" | tr ' ' '\n' | grep -qx "$step"; }; then
+      pid=$(pgrep -f -- "^[^ ]*snapshift node apply --bundle [^ ]+ --node $n( |\$)" | head -1) || true   # snapshift itself, not the shell running its line
+      [ -n "$pid" ] || return 0   # it ended before the kill: nothing to kill
+      kill -KILL "$pid"
+      echo "$n after $step (pid $pid; backup.json then recorded: $(recorded_steps "$f" | tr -s ' ' ','))" > "$LAB_ROOT/fault-killed"
+      log "[fault apply-killed] SIGKILL to $n's node apply (pid $pid) after its step $step"
+      return 0
+    fi
+    sleep 0.1
+  done
+}
+
+# fault_check_killed LABEL: the kill happened, the node's second apply
+# finished, and its backup still holds the old etcd data dir, moved, until
+# node confirm (nothing lost).
+fault_check_killed() {
+  [ -e "$LAB_ROOT/fault-killed" ] || die "[fault apply-killed] $FAULT_NODE's node apply was never killed (step $FAULT_STEP not seen)"
+  local f; f=$(backup_json "$FAULT_NODE" "$1")
+  python3 - "$f" <<'PY' || die "[fault apply-killed] $FAULT_NODE's backup does not hold the old etcd data dir ($f)"
+import json, os, sys
+f = sys.argv[1]
+r = json.load(open(f))
+assert "healthy" in r["steps"], "apply did not finish: %s" % r["steps"]
+e = [e for e in r["entries"] if e["how"] in ("moved", "moved-contents") and e["path"].rstrip("/").endswith("etcd")]
+assert e, "no moved etcd data dir in %s" % r["entries"]
+db = os.path.join(os.path.dirname(f), e[0]["backup"], "member", "snap", "db")
+assert os.path.getsize(db) > 0, db
+print("%s: the old etcd data dir is in the backup (%s, %d bytes)" % (r["node"], db, os.path.getsize(db)))
+PY
+  checks+=("PASS  [$1] fault apply-killed: $(cat "$LAB_ROOT/fault-killed"); run again, it finished; the old etcd data dir kept in the backup")
+}
+
+# fault_port_hold NODE PORT: something else listens on every address of
+# NODE at PORT (accepts, never answers): the new kube-apiserver cannot bind.
+fault_port_hold() {
+  lab_start "$1" "port-$2" python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(64); time.sleep(86400)' "$2"
+  wait_for "[fault] $1: port $2 taken" 10 nodeexec "$1" bash -c "exec 3<>/dev/tcp/$(nodeip "$1")/$2"
+}
+fault_port_release() { lab_stop "$1" "port-$2"; log "[fault] $1: port $2 free again"; }
+
+# fault_wait_rolled_back LABEL SECS: every control-plane node's deadline
+# timer fired and rolled it back (backup.json rolledBack, its service ended
+# with status 0).
+fault_wait_rolled_back() {
+  local n f
+  for n in $CPS; do
+    f=$(backup_json "$n" "$1")
+    wait_for "[$1] $n: the --rollback-after timer rolled it back" "$2" grep -q '"rolledBack": *true' "$f"
+    wait_for "[$1] $n: snapshift-rollback-$n.service ended" 120 fault_service_done "$n"
+    cat "$LAB_ROOT/logs/$n-snapshift-rollback-$n.timer.log"
+  done
+}
+fault_service_done() {
+  local s=$LAB_ROOT/units/$1/snapshift-rollback-$1.service
+  [ ! -e "$s" ] && return 0
+  [ "$(cat "$s")" = failed ] && die "snapshift-rollback-$1.service failed: $(tail -5 "$LAB_ROOT/logs/$1-snapshift-rollback-$1.timer.log")"
+  return 1
+}
+
+# fault_change_after_backup NODE LABEL: once NODE's apply has made its
+# backup (the first phase, past preflight), a file of its part of the
+# bundle on the node changes (someone edits it, the disk rots): the second
+# phase's preflight refuses the node. $LAB_ROOT/fault-changed names it.
+fault_change_after_backup() {
+  local n=$1 f i m
+  f=$(backup_json "$n" "$2")
+  for i in $(seq 6000); do
+    if [ -s "$f" ]; then
+      m=$(find "$(nodedir "$n")/root/root/snapshift-bundle/kubernetes" -path '*/manifests/kube-apiserver.yaml' | head -1)
+      [ -n "$m" ] || { log "[fault] $n: no kube-apiserver.yaml in its bundle"; return 1; }
+      echo "# changed on the node during the window (the lab's fault apply-failed)" >> "$m"
+      echo "$n: ${m#"$(nodedir "$n")/root"}" > "$LAB_ROOT/fault-changed"
+      log "[fault apply-failed] $n's backup is made: its bundle's ${m#"$(nodedir "$n")/root"} changed"
+      return 0
+    fi
+    sleep 0.1
+  done
+}
+
+# fault_reset: forget the marks of the previous scenario's fault.
+fault_reset() { rm -f "$LAB_ROOT"/fault-*; }
