@@ -31,8 +31,8 @@ var calicoNodeAnnotations = []string{
 	"projectcalico.org/IPv6WireguardInterfaceAddr",
 }
 
-// Calico moves Calico's IPAM state with the pod range (docs/ARCHITECTURE.md
-// §17): IPPools (and the operator Installation's pools), IPAMBlocks and
+// Calico moves Calico's IPAM state with the pod range (DESIGN.md decision
+// 17): IPPools (and the operator Installation's pools), IPAMBlocks and
 // BlockAffinities (whose names Calico derives from their CIDR: renamed),
 // IPAMHandles' block references, the tunnel addresses on Nodes, and the
 // pool CIDR in calico-node's environment and calico-config. Every block

@@ -24,7 +24,7 @@ import (
 const NameCilium = "cilium"
 
 // Cilium moves Cilium's cluster-pool (and multi-pool, cilium_pools.go) IPAM state with the pod range
-// (docs/ARCHITECTURE.md §17): the pool in cilium-config and, per
+// (DESIGN.md decision 17): the pool in cilium-config and, per
 // CiliumNode, the pod CIDRs the operator handed out and the pod-range
 // addresses the agent took from them, each at its offset.
 //

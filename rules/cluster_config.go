@@ -15,7 +15,7 @@ import (
 )
 
 // ClusterConfig moves the copies of the CIDRs that live in ConfigMaps with
-// the objects (docs/ARCHITECTURE.md §11): kubeadm-config (networking.serviceSubnet,
+// the objects (DESIGN.md decision 11): kubeadm-config (networking.serviceSubnet,
 // podSubnet, and any extraArgs copy), kubelet-config clusterDNS, kube-proxy
 // clusterCIDR, and flannel's (and Canal's canal-config) net-conf.json Network. Each data value is
 // edited as a YAML/JSON document: only scalars that exactly equal an old

@@ -35,7 +35,7 @@ var cniLeavable = cni.Leavable()
 // CNI names the CNIs of the snapshot in the plan, moves Weave's
 // IPALLOC_RANGE, and refuses a pod-CIDR move that would leave a CNI's IPAM
 // state at the old range when no enabled rule moves it
-// (docs/ARCHITECTURE.md §17), unless --leave-cni-state names that CNI.
+// (DESIGN.md decision 17), unless --leave-cni-state names that CNI.
 type CNI struct {
 	opts  Options
 	plan  *Plan

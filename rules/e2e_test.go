@@ -412,7 +412,7 @@ func (m *migration) leftoverResources() map[string]*leftovers.LeftoverGroup {
 // TestEndToEndSample migrates the sample (192.168.0.0/16 -> 172.24.0.0/16,
 // 10.244.0.0/16 -> 10.55.0.0/16), restores the result with etcd's restore
 // code (one member, default revision bump) and checks through a real etcd
-// every promise of docs/ARCHITECTURE.md §8-§11 and §13.
+// every promise of DESIGN.md decisions 8 to 11, 13 and 14.
 // restoreAndServe restores a snapshot with etcd's own code into a new data
 // dir and serves it with a real etcd.
 func restoreAndServe(t *testing.T, path string) *etcdtest.Server {

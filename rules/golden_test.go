@@ -215,7 +215,7 @@ func renderOutput(t *testing.T, c *codec.Codec, in, out *liveState, rep *transfo
 	return rs, deleted, objs
 }
 
-// checkConfigMapsEditedInPlace asserts docs/ARCHITECTURE.md §11 on every ConfigMap the
+// checkConfigMapsEditedInPlace asserts DESIGN.md decision 11 on every ConfigMap the
 // cluster-config rule claims: with the new CIDRs and addresses substituted
 // back by the old ones, each data document is byte-identical to the input
 // (only the CIDR scalars moved), and no old CIDR is left in it.

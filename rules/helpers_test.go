@@ -221,7 +221,7 @@ func ruleCounts(rep *transform.Report) map[string]transform.RuleReport {
 }
 
 // checkRevisionMetadata asserts the engine's revision promises between an
-// input and an output state (docs/ARCHITECTURE.md §2 and §3): unchanged keys keep their
+// input and an output state (DESIGN.md decisions 2 and 3): unchanged keys keep their
 // stored KeyValue and revision; replaced keys are written at input current
 // revision + 1 with Version+1 and the same CreateRevision and Lease; created
 // keys start a new generation there.

@@ -60,7 +60,7 @@ func (p *Plan) Distribution() *state.Distribution {
 // have them): the newest creationTimestamp among the input's Services, so
 // a created Service, IPAddress, ServiceCIDR or Secret is no older than any
 // Service it joins, and two runs of the same migration write the same
-// bytes whenever they run (docs/ARCHITECTURE.md §19). With no Service
+// bytes whenever they run (DESIGN.md decision 37). With no Service
 // that records one (hand-written inputs), the Unix epoch. Read once: the
 // service-cidr rule hands it over from its own pass over the Services.
 func (p *Plan) creationStamp(v *state.View) (time.Time, error) {

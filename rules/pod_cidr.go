@@ -18,7 +18,7 @@ import (
 // PodCIDR moves every Node's spec.podCIDR and spec.podCIDRs from the old
 // cluster CIDR to the new one, keeping each node's own mask size and its
 // offset, and refuses any result kube-controller-manager would crash on: a
-// node CIDR outside the new cluster CIDR, or two that overlap (docs/ARCHITECTURE.md §10).
+// node CIDR outside the new cluster CIDR, or two that overlap (DESIGN.md decision 10).
 type PodCIDR struct {
 	opts  Options
 	plan  *Plan

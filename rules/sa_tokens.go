@@ -25,7 +25,7 @@ const maxPodNotes = 50
 
 // SATokens handles legacy ServiceAccount token Secrets when the signing key
 // (sa.key) is regenerated: their tokens were signed by the old key
-// (docs/ARCHITECTURE.md §12). "clear" keeps each Secret (its UID, labels, ca.crt) and empties
+// (DESIGN.md decision 12). "clear" keeps each Secret (its UID, labels, ca.crt) and empties
 // data.token, so the token controller in kube-controller-manager signs a new
 // one with the new key — the only mode that works on Kubernetes 1.24+, where
 // deleted token Secrets are not recreated. "delete" removes them, as the old

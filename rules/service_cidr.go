@@ -30,7 +30,7 @@ import (
 // bitmaps, the IPAddress objects (named after their IP: delete + create),
 // and the default ServiceCIDR "kubernetes". Services listed in
 // KeepServiceIPs keep their address; with DNSBridge a copy of the kept DNS
-// Service is created at its mapped address. See docs/ARCHITECTURE.md §8 and §9.
+// Service is created at its mapped address. See DESIGN.md decisions 8 and 9 (docs/ARCHITECTURE.md).
 type ServiceCIDR struct {
 	opts Options
 	plan *Plan

@@ -20,7 +20,7 @@ import (
 )
 
 // KeptServiceCIDRName names the ServiceCIDR that keeps the addresses of
-// exempt Services legal after the move (docs/ARCHITECTURE.md §9).
+// exempt Services legal after the move (DESIGN.md decision 9, docs/ARCHITECTURE.md).
 const KeptServiceCIDRName = "snapshift-kept"
 
 // serviceCIDRFinalizer is kube-controller-manager's finalizer on every

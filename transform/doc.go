@@ -9,5 +9,5 @@
 // created object is written as a new revision above the input's current
 // revision; deleted keys are simply absent. The output is marked compacted
 // above the highest revision written, so no client can read or watch the
-// history that was dropped (see docs/ARCHITECTURE.md §2 and §3).
+// history that was dropped (see DESIGN.md decisions 2 and 3, docs/ARCHITECTURE.md).
 package transform

@@ -86,7 +86,7 @@ type Config struct {
 
 // RouteRewrite is the fused restore's route (Config.Route, Report.Route).
 // The copy route (a copy of the input's database, edited) was removed:
-// rewriting was the faster in every measurement (README, "Performance").
+// rewriting was the faster in every measurement (docs/PERFORMANCE.md).
 const RouteRewrite = "rewrite"
 
 // routeCopy is the removed copy route, named only to refuse it.

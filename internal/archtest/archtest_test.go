@@ -167,33 +167,70 @@ func TestLayering(t *testing.T) {
 
 var numbered = regexp.MustCompile(`^(\d+)\. \*\*`)
 
-// TestNumbering: the numbered promises and decisions that code comments
-// cite as "ARCHITECTURE.md §N" are numbered 1, 2, 3, ... without a gap or
-// a duplicate, and every such citation names one of them.
+var (
+	// designTitle is a DESIGN.md decision's number and its bold title.
+	designTitle = regexp.MustCompile(`(?m)^(\d+)\. \*\*(.+?)\*\*`)
+	// archItem is an item of ARCHITECTURE.md's decisions section, its
+	// whitespace joined: the DESIGN.md decision it carries out, and its title.
+	archItem = regexp.MustCompile(`^- \*\*DESIGN\.md decision (\d+)\. (.+?)\*\*`)
+	// archCite is a citation of ARCHITECTURE.md by a number of its own.
+	archCite = regexp.MustCompile(`ARCHITECTURE(?:\.md)?\s*§\s*\d+`)
+)
+
+const archDecisions = "## The decisions, as the code carries them out"
+
+// TestNumbering: DESIGN.md and ARCHITECTURE.md number the same promises
+// the same way, because there is one numbering. Every item of
+// ARCHITECTURE.md's decisions section names a DESIGN.md decision by its
+// number and its title there, each once, in ascending order; and nothing
+// cites ARCHITECTURE.md by a number of its own (the old "§N", which
+// counted the same promises differently from 13 on).
 func TestNumbering(t *testing.T) {
-	doc := readDoc(t)
-	in, want := false, 1
-	for i, line := range strings.Split(doc, "\n") {
-		if strings.HasPrefix(line, "## ") {
-			in = strings.HasPrefix(line, "## Revisions") || strings.HasPrefix(line, "## Decisions")
-			continue
-		}
-		m := numbered.FindStringSubmatch(line)
-		if !in || m == nil {
-			continue
-		}
-		if n, _ := strconv.Atoi(m[1]); n != want {
-			t.Errorf("ARCHITECTURE.md:%d: numbered %d, want %d (no gaps, no duplicates)", i+1, n, want)
-		}
-		want++
+	b, err := os.ReadFile(designDoc)
+	if err != nil {
+		t.Fatal(err)
 	}
-	last := want - 1
-	cite := regexp.MustCompile(`ARCHITECTURE\.md ?§(\d+)`)
+	titles := map[int]string{}
+	for _, m := range designTitle.FindAllStringSubmatch(string(b), -1) {
+		n, _ := strconv.Atoi(m[1])
+		titles[n] = m[2]
+	}
+	_, sec, ok := strings.Cut(readDoc(t), "\n"+archDecisions+"\n")
+	if !ok {
+		t.Fatalf("ARCHITECTURE.md has no section %q", archDecisions)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	last, n := 0, 0
+	for _, it := range strings.Split(sec, "\n- ")[1:] {
+		item := "- " + strings.Join(strings.Fields(it), " ")
+		m := archItem.FindStringSubmatch(item)
+		if m == nil {
+			t.Errorf("ARCHITECTURE.md's decisions: %.60q... does not start **DESIGN.md decision N. Title.**", item)
+			continue
+		}
+		n++
+		d, _ := strconv.Atoi(m[1])
+		want, ok := titles[d]
+		switch {
+		case !ok:
+			t.Errorf("ARCHITECTURE.md carries out DESIGN.md decision %d, which DESIGN.md does not have", d)
+		case strings.TrimRight(m[2], ".:") != strings.TrimRight(want, ".:"):
+			t.Errorf("ARCHITECTURE.md's DESIGN.md decision %d is titled %q; DESIGN.md titles it %q", d, m[2], want)
+		}
+		if d <= last {
+			t.Errorf("ARCHITECTURE.md's DESIGN.md decision %d comes after %d: one item per decision, in ascending order", d, last)
+		}
+		last = d
+	}
+	if n < 15 {
+		t.Errorf("found %d items in ARCHITECTURE.md's decisions section; are they still `- **DESIGN.md decision N. Title.**`?", n)
+	}
 	for path, text := range sources(t) {
-		for _, m := range cite.FindAllStringSubmatch(text, -1) {
-			if n, _ := strconv.Atoi(m[1]); n < 1 || n > last {
-				t.Errorf("%s cites ARCHITECTURE.md §%d, which does not exist (1..%d)", path, n, last)
-			}
+		if path == "internal/archtest/archtest_test.go" {
+			continue // the pattern itself
+		}
+		for _, m := range archCite.FindAllString(text, -1) {
+			t.Errorf("%s cites %q: cite the promise by its one number, DESIGN.md decision N (ARCHITECTURE.md carries it out under the same number)", path, m)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // writePath are the packages whose code decides the bytes of a written
 // snapshot or member database: none of them may read the clock or draw
 // randomness, or two runs of one migration (members restored one by one)
-// write different bytes (docs/ARCHITECTURE.md §19; rules' TestSameBytes
+// write different bytes (DESIGN.md decision 37; rules' TestSameBytes
 // checks the outputs, this the sources).
 var writePath = []string{"rules", "ruleset", "transform", "encryption", "codec", "state", "snapshot",
 	"migrate", "cidr", "wellknown", "internal/yamledit"}

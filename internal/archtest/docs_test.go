@@ -85,7 +85,7 @@ var (
 
 // TestDesignCitations: every citation of a design decision in the code
 // and the docs names one docs/DESIGN.md has, and every "decision N" says
-// which document it means (DESIGN.md; ARCHITECTURE.md's items are §N).
+// which document it means: DESIGN.md, the one numbering.
 func TestDesignCitations(t *testing.T) {
 	have := designDecisions(t)
 	n := 0
@@ -105,7 +105,7 @@ func TestDesignCitations(t *testing.T) {
 		}
 		for _, m := range anyDecision.FindAllStringSubmatch(text, -1) {
 			if !strings.Contains(m[1], "DESIGN") {
-				t.Errorf("%s: %q: say which document (DESIGN.md decision N; ARCHITECTURE.md's numbered items are cited as ARCHITECTURE.md §N)", path, strings.TrimSpace(m[0]))
+				t.Errorf("%s: %q: say which document: DESIGN.md decision N (ARCHITECTURE.md carries the decisions out under DESIGN.md's numbers)", path, strings.TrimSpace(m[0]))
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -63,5 +64,35 @@ func TestBadInputCodesAreDocumented(t *testing.T) {
 		if !documented[row.code] || row.code == ExitOK {
 			t.Errorf("row %q expects exit %d: not a documented code for a mistake", row.name, row.code)
 		}
+	}
+}
+
+// troubleshootingHeading is a section of docs/TROUBLESHOOTING.md: "## Exit N: ...".
+var troubleshootingHeading = regexp.MustCompile(`(?m)^## Exit (\d+): `)
+
+// TestTroubleshootingCodes: docs/TROUBLESHOOTING.md, linked from README's table, says what every
+// exit code of exitCodes means and what to do, one section per code, in the table's order.
+func TestTroubleshootingCodes(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/TROUBLESHOOTING.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []int
+	for _, m := range troubleshootingHeading.FindAllStringSubmatch(string(b), -1) {
+		n, _ := strconv.Atoi(m[1])
+		got = append(got, n)
+	}
+	for _, e := range exitCodes {
+		want = append(want, e.Code)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("docs/TROUBLESHOOTING.md has sections for exit codes %v; exitCodes is %v: one \"## Exit N: ...\" per code, in order", got, want)
+	}
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "](docs/TROUBLESHOOTING.md)") {
+		t.Error("README.md does not link docs/TROUBLESHOOTING.md")
 	}
 }

@@ -20,8 +20,8 @@ var SizeGC bool
 // live heap, and not a limit a huge cluster's live heap is near (the
 // collector would then run back to back). At 8 GiB the 112 MiB limit keeps
 // RssAnon at 109 MiB (it was 160 MiB under 1/50 of the input) for 3-5%
-// more CPU in plan and no measurable cost in the one pass (README,
-// Performance).
+// more CPU in plan and no measurable cost in the one pass
+// (docs/PERFORMANCE.md).
 const (
 	gcPercent     = 100
 	gcFloor       = 112 << 20
