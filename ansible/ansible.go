@@ -386,7 +386,7 @@ func (r *renderer) copyPlay() (play, error) {
 	// go on to restore a cluster without it while it kept running the old one.
 	return play{"name": "copy: each control-plane node's part of the bundle", "hosts": groupControlPlane, "gather_facts": false,
 		"any_errors_fatal": true,
-		"vars": map[string]any{"snapshift_members": members, "snapshift_dirs": dirs},
+		"vars":             map[string]any{"snapshift_members": members, "snapshift_dirs": dirs},
 		"tasks": []task{
 			{"name": "copy.bundle: directories", "ansible.builtin.file": map[string]any{"path": "{{ item }}", "state": "directory", "mode": "0700"},
 				"loop": []string{nb + "/" + bundle.KubeDir, nb + "/" + bundle.EtcdDir}},
