@@ -228,3 +228,35 @@ func assertSameKVs(t *testing.T, got, want []*mvccpb.KeyValue) {
 		}
 	}
 }
+
+// TestFreePortBelowEphemeralRange checks that the ports handed out lie below the kernel's
+// ephemeral range, from which outgoing connections take their source ports: a member restarted on
+// its old peer URL must not find it taken by a dial to that URL (CI saw "bind: address already in
+// use" restarting a peer whose port was in the range).
+func TestFreePortBelowEphemeralRange(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil {
+		t.Fatal(err)
+	}
+	if first < 21000 {
+		t.Fatalf("ephemeral range %d-%d leaves no room below it; FreePort falls back to it", first, last)
+	}
+	seen := map[int]bool{}
+	for range 50 {
+		p, err := etcdtest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < 20000 || p >= first {
+			t.Fatalf("FreePort = %d, want a port in [20000, %d)", p, first)
+		}
+		seen[p] = true
+	}
+	if len(seen) < 40 {
+		t.Errorf("FreePort gave %d distinct ports in 50 calls, want them spread", len(seen))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -302,7 +303,28 @@ func (s *Server) SaveSnapshot(ctx context.Context, path string) error {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+//
+// The port lies below the kernel's ephemeral range (net.ipv4.ip_local_port_range) where that
+// range leaves room: a port from that range can be taken at any moment as the source port of an
+// outgoing connection, and is, when a member dials the peer URL of a member that is down (Linux
+// may connect such a dial to itself), so a member restarted on its old peer URL would find the
+// port in use. Below the range only listeners take ports.
 func FreePort() (int, error) {
+	lo, hi := portRange()
+	for range 64 {
+		if hi <= lo {
+			break
+		}
+		port := lo + rand.IntN(hi-lo)
+		l, err := net.Listen("tcp", net.JoinHostPort(Host, strconv.Itoa(port)))
+		if err != nil {
+			continue // taken: pick another
+		}
+		if err := l.Close(); err != nil {
+			return 0, fmt.Errorf("etcdtest: find a free port: %w", err)
+		}
+		return port, nil
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort(Host, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("etcdtest: find a free port: %w", err)
@@ -312,6 +334,27 @@ func FreePort() (int, error) {
 		return 0, fmt.Errorf("etcdtest: find a free port: %w", err)
 	}
 	return port, nil
+}
+
+// lowestPort is the lowest port FreePort picks: above the ports services usually listen on.
+const lowestPort = 20000
+
+// portRange returns the ports FreePort picks from, [lo, hi): from lowestPort to the start of the
+// ephemeral range, or an empty range when the ephemeral range leaves fewer than 1,000 ports below.
+func portRange() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	first, err := strconv.Atoi(f[0])
+	if err != nil || first-lowestPort < 1000 {
+		return 0, 0
+	}
+	return lowestPort, first
 }
 
 // hostURL returns the http URL of port on Host.
