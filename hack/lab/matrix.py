@@ -5,6 +5,7 @@
   matrix.py shell CELL          the cell as shell assignments (CELL_CPS, ...)
   matrix.py scenario CELL NAME  the scenario as shell assignments (SC_CA, SC_DRIVER, SC_FAULT,
                                 SC_APPLY_TIMEOUT, SC_ROLLBACK_AFTER)
+  matrix.py faults CELL         the names of the cell's scenarios with a fault
   matrix.py table               every cell and its scenarios, as a Markdown table
 """
 import json
@@ -65,6 +66,8 @@ def main(argv):
                     shlex.quote(w.get("applyTimeout", "")), shlex.quote(w.get("rollbackAfter", ""))))
                 return
         sys.exit("cell %s has no scenario %r (it has %s)" % (c["name"], argv[2], ", ".join(s["name"] for s in c["scenarios"])))
+    elif argv[:1] == ["faults"] and len(argv) == 2:
+        print(" ".join(s["name"] for s in cell(m, argv[1])["scenarios"] if s.get("fault")))
     elif argv[:1] == ["table"]:
         print("| cell | control plane | workers | CNI | installer | Kubernetes | CI | scenarios (each: migrate, check, roll back, check) |")
         print("|---|---|---|---|---|---|---|---|")
