@@ -243,7 +243,9 @@ func (r *run) transform(ctx context.Context) error {
 	}
 	// One pass: the rules are applied while every member is restored (no
 	// migrated snapshot file in between).
-	res, err := migrate.Run(ctx, migrate.Config{Rules: o, Engine: migrate.Engine{
+	// report.json lists every leftover key (-o json prints it; the text
+	// and the runbook show a few): the bundle is the same whatever -o.
+	res, err := migrate.Run(ctx, migrate.Config{Rules: o, LeftoverExamples: -1, Engine: migrate.Engine{
 		Input: r.cfg.Snapshot, Restore: members, SkipHashCheck: r.cfg.SkipHashCheck,
 		Observers: []migrate.Observer{addrScan}, Encryption: r.enc, Progress: r.opts.Progress, Writer: r.opts.Writer,
 	}})

@@ -173,6 +173,52 @@ func TestPlanOutputKubectlStyle(t *testing.T) {
 			t.Errorf("-o json leftovers: pods %d keys, %d examples; want every one of 23", g.Keys, len(g.Examples))
 		}
 	}
+
+	// rebuild (issue 52 item 5): its text caps the list as plan's does, and
+	// what it says is true: -o json, and the bundle's report.json whatever
+	// -o, list every key.
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "rebuild.yaml")
+	body := "apiVersion: snapshift.io/v1alpha1\nkind: RebuildConfiguration\nsnapshot: " + in + "\noutput: " + filepath.Join(dir, "bundle") +
+		"\nnetworking: {serviceSubnet: " + newSvc + ", podSubnet: 10.55.0.0/16}\netcd:\n  members:\n  - {name: cp1, peerURL: \"https://10.0.0.10:2380\", clientURL: \"https://10.0.0.10:2379\"}\nmanifests: {kubernetesVersion: v1.36.3}\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rb := run(t, "rebuild", "--config", cfg)
+	if rb.code != ExitOK {
+		t.Fatalf("rebuild: exit %d: %s", rb.code, rb.stderr)
+	}
+	if !strings.Contains(rb.stdout, "… and 13 more (--output json lists every one)") {
+		t.Errorf("rebuild's text does not cap the pods' leftovers at ten:\n%s", rb.stdout)
+	}
+	rj, err := os.ReadFile(filepath.Join(dir, "bundle", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Leftovers struct {
+			Groups []struct {
+				Resource string `json:"resource"`
+				Keys     int    `json:"keys"`
+				Examples []any  `json:"examples"`
+			} `json:"groups"`
+		} `json:"leftovers"`
+	}
+	if err := json.Unmarshal(rj, &report); err != nil {
+		t.Fatal(err)
+	}
+	pods := false
+	for _, g := range report.Leftovers.Groups {
+		if g.Resource == "pods" {
+			pods = true
+			if g.Keys != 23 || len(g.Examples) != 23 {
+				t.Errorf("report.json leftovers: pods %d keys, %d examples; want every one of 23", g.Keys, len(g.Examples))
+			}
+		}
+	}
+	if !pods {
+		t.Error("report.json lists no pods among the leftovers")
+	}
 }
 
 // TestOutputDirNotWritable: an output directory this user may not write into is named, as a bad

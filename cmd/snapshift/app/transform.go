@@ -240,6 +240,9 @@ func printRules(out io.Writer, r *migrate.Report) {
 	}
 }
 
+// leftoverTextExamples is how many keys the text lists per leftover group.
+const leftoverTextExamples = 10
+
 // printLeftoverScan prints the leftover scan: per resource, its keys (ten
 // examples; -o json has every one).
 func printLeftoverScan(out io.Writer, lo *leftovers.LeftoverReport) {
@@ -255,7 +258,10 @@ func printLeftoverScan(out io.Writer, lo *leftovers.LeftoverReport) {
 		if len(g.Namespaces) > 0 {
 			fmt.Fprintf(out, "    recreated by their controllers once the pods restart; by namespace, in restart order: %s\n", namespaceCounts(g.Namespaces))
 		}
-		for _, e := range g.Examples {
+		for i, e := range g.Examples {
+			if i == leftoverTextExamples {
+				break // the scan may hold every key (rebuild's report.json does): the text lists ten
+			}
 			switch {
 			case e.Note != "" && len(e.Addresses) > 0:
 				fmt.Fprintf(out, "      %s: %s, %s\n", wellknown.KubectlName(e.Key), strings.Join(e.Addresses, ", "), e.Note)
@@ -265,7 +271,7 @@ func printLeftoverScan(out io.Writer, lo *leftovers.LeftoverReport) {
 				fmt.Fprintf(out, "      %s: %s\n", wellknown.KubectlName(e.Key), strings.Join(e.Addresses, ", "))
 			}
 		}
-		if more := g.Keys - len(g.Examples); more > 0 && len(g.Examples) > 0 {
+		if more := g.Keys - min(len(g.Examples), leftoverTextExamples); more > 0 && len(g.Examples) > 0 {
 			fmt.Fprintf(out, "      … and %d more (--output json lists every one)\n", more)
 		}
 	}
