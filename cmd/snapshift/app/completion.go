@@ -12,12 +12,12 @@ import (
 	"github.com/snapshift/snapshift/cni"
 )
 
-// The bash and zsh scripts ask the binary for the candidates of the word
-// under the cursor: `snapshift __complete WORDS... CURRENT` prints what
-// to complete (complete below), and the script hands it to the shell. They
-// need nothing else: no bash-completion package (_get_comp_words_by_ref,
-// _init_completion), as kubectl's scripts need none. fish's is generated
-// from the command tree by urfave/cli.
+// The scripts ask the binary for the candidates of the word under the
+// cursor: `snapshift __complete WORDS... CURRENT` prints what to complete
+// (complete below), and the script hands it to the shell. They need
+// nothing else: no bash-completion package (_get_comp_words_by_ref,
+// _init_completion), as kubectl's scripts need none; zsh's loads compinit
+// itself when sourced in a shell that has not.
 const bashCompletion = `# snapshift bash completion: source <(snapshift completion bash)
 # Needs bash 4 or later, and no bash-completion package.
 _snapshift_func() {
@@ -36,18 +36,63 @@ _snapshift_func() {
 complete -F _snapshift_func snapshift
 `
 
+// zshCompletion works as a file _snapshift in $fpath (compinit autoloads
+// it from its #compdef line and runs it as the function: funcstack[1] is
+// _snapshift) and sourced (it defines the function and registers it,
+// running compinit first if the shell has not: compdef is compinit's).
 const zshCompletion = `#compdef snapshift
 # snapshift zsh completion: source <(snapshift completion zsh)
+# or: snapshift completion zsh > "${fpath[1]}/_snapshift"
 _snapshift() {
   local -a out
-  out=("${(@f)$(${words[1]} __complete ${words[2,CURRENT-1]} "${words[CURRENT]}" 2>/dev/null)}")
+  out=("${(@f)$("${(Q)words[1]}" __complete "${(@Q)words[2,CURRENT-1]}" "${(Q)words[CURRENT]}" 2>/dev/null)}")
+  # --output=j: complete the value after the "=".
+  [[ ${words[CURRENT]} == -*=* ]] && compset -P '*='
   case ${out[1]} in
     files) _files ;;
     dirs) _files -/ ;;
-    words) compadd -- ${out[2,-1]} ;;
+    words) compadd -- "${(@)out[2,-1]}" ;;
   esac
 }
-compdef _snapshift snapshift
+if [[ ${funcstack[1]-} == _snapshift ]]; then
+  _snapshift "$@"
+else
+  (( ${+functions[compdef]} )) || { autoload -Uz compinit && compinit -u }
+  compdef _snapshift snapshift
+fi
+`
+
+// fishCompletion asks the binary with the words before the cursor
+// (commandline -opc, from the snapshift one: sudo snapshift ... too) and
+// the one under it; -f: files only where the binary says files, never
+// mixed into a list of commands or flags.
+const fishCompletion = `# snapshift fish completion: snapshift completion fish | source
+# or: snapshift completion fish > ~/.config/fish/completions/snapshift.fish
+function __snapshift_complete
+    set -l words (commandline -opc)
+    set -l cur (commandline -ct)
+    set -l i (contains -i -- snapshift (string replace -r -- '.*/' '' $words))
+    or set i 1
+    set -l out ($words[$i] __complete $words[(math $i + 1)..-1] $cur 2>/dev/null)
+    set -l pre
+    # --output=j: the values after the "=".
+    if string match -qr -- '^-[^=]*=' $cur
+        set pre (string replace -r -- '=.*' '=' $cur)
+        set cur (string replace -r -- '^[^=]*=' '' $cur)
+    end
+    switch "$out[1]"
+        case words
+            for w in $out[2..-1]
+                printf '%s%s\n' $pre $w
+            end
+        case files
+            __fish_complete_path $cur | string replace -r -- '^' "$pre"
+        case dirs
+            __fish_complete_directories $cur | string replace -r -- '^' "$pre"
+    end
+end
+complete -c snapshift -e
+complete -c snapshift -f -a '(__snapshift_complete)'
 `
 
 // completeCommand is the hidden command the scripts call.
@@ -224,17 +269,13 @@ func (o *completionOptions) Validate() error {
 func (o *completionOptions) Run(context.Context) error {
 	switch o.shell {
 	case "bash":
-		_, err := fmt.Fprint(o.stdout, bashCompletion)
+		_, err := io.WriteString(o.stdout, bashCompletion)
 		return err
 	case "zsh":
-		_, err := fmt.Fprint(o.stdout, zshCompletion)
+		_, err := io.WriteString(o.stdout, zshCompletion)
 		return err
 	}
-	s, err := o.app.ToFishCompletion()
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprint(o.stdout, s)
+	_, err := io.WriteString(o.stdout, fishCompletion)
 	return err
 }
 
@@ -257,7 +298,8 @@ func completionCommand() *cli.Command {
 // helpCommand is `snapshift help [command]`. urfave/cli would add its own,
 // but that one is a package-global *Command that its setup makes its own
 // subcommand when it runs, so that a second app in one process (the tests)
-// recurses forever generating the fish completion: every app gets a fresh
+// recursed forever walking the command tree (generating urfave/cli's fish
+// completion, which the fish script no longer is): every app gets a fresh
 // one here.
 func helpCommand() *cli.Command {
 	return &cli.Command{
