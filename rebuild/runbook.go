@@ -197,11 +197,16 @@ func (r *run) runbookPrepare(b *runbook) {
 	out := r.cfg.Output
 	b.step("copy", bundle.WhereOperator, "Copy each node's part of the bundle, and snapshift, to that node")
 	b.w("Each control-plane node gets only its own directory (its certificates, kubeconfigs and manifests carry its own name and")
-	b.w("address), its own etcd member, report.json and runbook.json. From the machine holding the bundle:")
+	b.w("address), its own etcd member, report.json and runbook.json. What an earlier bundle left there goes first: preflight")
+	b.w("refuses a file report.json does not list. From the machine holding the bundle:")
 	var lines []string
 	for _, n := range r.report.Nodes {
 		h := "root@" + n.AdvertiseAddress
+		// The node's previous bundle goes first: copied over, its files that
+		// this bundle lacks (a new-CA rehearsal's kubeconfigs before an
+		// old-CA window) would stay, and preflight refuses them.
 		lines = append(lines, fmt.Sprintf("# %s (etcd member %s)", n.Name, n.EtcdMember),
+			fmt.Sprintf("ssh %s rm -rf %s", h, bundle.NodeBundleDir),
 			fmt.Sprintf("ssh %s mkdir -p %s/%s %s/%s", h, bundle.NodeBundleDir, bundle.KubeDir, bundle.NodeBundleDir, bundle.EtcdDir),
 			fmt.Sprintf("scp -p %s %s:%s/", filepath.Join(out, bundle.ReportFile), h, bundle.NodeBundleDir),
 			fmt.Sprintf("scp -p %s %s:%s/", filepath.Join(out, bundle.RunbookJSONFile), h, bundle.NodeBundleDir),

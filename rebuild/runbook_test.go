@@ -221,6 +221,27 @@ func checkRunbookJSON(t *testing.T, md, out, reportSum string, newCA bool) {
 			t.Errorf("runbook.json has no block %s", id)
 		}
 	}
+	// The copy removes what an earlier bundle left on the node before it
+	// copies (the lab found an old-CA window after a new-CA rehearsal
+	// refused at preflight: the rehearsal's kubeconfigs were still there).
+	if b := doc.Block("copy.bundle"); b != nil {
+		removed := map[string]bool{}
+		for _, l := range b.Lines {
+			host, ok := strings.CutPrefix(l.Text, "ssh ")
+			if host, rest, _ := strings.Cut(host, " "); ok && rest == "rm -rf "+bundle.NodeBundleDir {
+				removed[host] = true
+			}
+			if h, _, _ := strings.Cut(strings.TrimPrefix(l.Text, "scp -rp "), " root@"); strings.HasPrefix(l.Text, "scp -rp ") && h != "" {
+				dest := l.Text[strings.LastIndex(l.Text, " root@")+1:]
+				if host, _, _ := strings.Cut(dest, ":"); !removed[host] {
+					t.Errorf("copy.bundle copies to %s before removing its previous bundle: %q", host, l.Text)
+				}
+			}
+		}
+		if len(removed) == 0 {
+			t.Error("copy.bundle removes no node's previous bundle")
+		}
+	}
 	if s := doc.Step("apply"); s == nil || s.Undo != "rollback" || doc.Step("restart") == nil || !doc.Step("restart").PointOfNoReturn {
 		t.Errorf("runbook.json: apply's undo or the restart's point of no return missing")
 	}
