@@ -157,11 +157,11 @@ release-check:
 install-check:
 	bash hack/install-check.sh
 
-# docs/CLI.md and the man page docs/snapshift.8, from the command tree, and
-# README.md's exit code table, from the code's (tests fail when they are not
-# current).
+# docs/CLI.md and the man page docs/snapshift.8, from the command tree,
+# README.md's exit code table, from the code's, and docs/OUTPUT.md, from the
+# -o json documents' types (tests fail when they are not current).
 docs:
-	$(GO) test ./cmd/snapshift/app -run '^(TestCLIDocsCurrent|TestExitCodesDocumented)$$' -count=1 -update-docs
+	$(GO) test ./cmd/snapshift/app -run '^(TestCLIDocsCurrent|TestExitCodesDocumented|TestOutputSchemas)$$' -count=1 -update-docs
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

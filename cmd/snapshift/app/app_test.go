@@ -118,10 +118,11 @@ func TestLs(t *testing.T) {
 	}
 
 	r = run(t, "ls", in, prefix, "-o", "json")
-	var entries []inspect.ListEntry
-	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil || r.code != ExitOK {
+	var list struct{ Items []inspect.ListEntry }
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || r.code != ExitOK {
 		t.Fatalf("ls -o json: exit %d, %v\n%s", r.code, err, r.stdout)
 	}
+	entries := list.Items
 	live, _ := liveState(t, in)
 	if len(entries) != len(want) {
 		t.Fatalf("ls -o json: %d entries, want %d", len(entries), len(want))
@@ -134,8 +135,8 @@ func TestLs(t *testing.T) {
 	}
 
 	r = run(t, "ls", in, "/registry/nothing-here/", "-o", "json")
-	if r.code != ExitOK || strings.TrimSpace(r.stdout) != "[]" {
-		t.Errorf("ls of an empty prefix: exit %d, %q; want []", r.code, r.stdout)
+	if r.code != ExitOK || !strings.Contains(r.stdout, `"items": []`) {
+		t.Errorf("ls of an empty prefix: exit %d, %q; want no items", r.code, r.stdout)
 	}
 }
 

@@ -135,7 +135,7 @@ func (o *certsOptions) Run(context.Context) error {
 		return err
 	}
 	if o.json() {
-		return writeJSON(o.stdout, results)
+		return writeJSON(o.stdout, certsResultList{typeMeta: newTypeMeta("CertsResultList"), Items: results})
 	}
 	if o.quiet {
 		return nil // the files written are the output; the list of them is progress

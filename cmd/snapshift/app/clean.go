@@ -67,7 +67,7 @@ func (o *cleanOptions) Run(context.Context) error {
 		if ls == nil {
 			ls = []fsutil.Leftover{}
 		}
-		return writeJSON(o.stdout, map[string]any{"dir": o.dir, "dryRun": o.dryRun, "leftovers": ls})
+		return writeJSON(o.stdout, cleanDocument{typeMeta: newTypeMeta("CleanResult"), Dir: o.dir, DryRun: o.dryRun, Leftovers: ls})
 	}
 	printLeftovers(o.stdout, o.dir, ls, o.dryRun)
 	return nil

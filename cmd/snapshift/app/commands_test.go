@@ -121,10 +121,11 @@ func TestRulesCommand(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("rules: exit %d: %s", r.code, r.stderr)
 	}
-	var listed []ruleInfo
-	if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil {
+	var list ruleList
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 		t.Fatal(err)
 	}
+	listed := list.Items
 	if got, want := len(listed), len(rules.Names()); got != want {
 		t.Fatalf("rules lists %d rules, want %d", got, want)
 	}
@@ -228,11 +229,11 @@ func TestResourceNamesOnTheCommandLine(t *testing.T) {
 		t.Errorf("get svc/kube-system/kube-dns: exit %d, %s%s", r.code, r.stdout, r.stderr)
 	}
 	r := run(t, "ls", in, "deploy", "-o", "json")
-	var entries []map[string]any
-	if err := json.Unmarshal([]byte(r.stdout), &entries); r.code != ExitOK || err != nil || len(entries) == 0 {
+	var list struct{ Items []map[string]any }
+	if err := json.Unmarshal([]byte(r.stdout), &list); r.code != ExitOK || err != nil || len(list.Items) == 0 {
 		t.Fatalf("ls deploy: exit %d, %v: %s%s", r.code, err, r.stdout, r.stderr)
 	}
-	for _, e := range entries {
+	for _, e := range list.Items {
 		if k, _ := e["key"].(string); !strings.HasPrefix(k, "/registry/deployments/") {
 			t.Errorf("ls deploy listed %s", k)
 		}

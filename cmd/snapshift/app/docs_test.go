@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var updateDocs = flag.Bool("update-docs", false, "rewrite docs/CLI.md and docs/snapshift.8 from the command tree (make docs)")
+var updateDocs = flag.Bool("update-docs", false, "rewrite docs/CLI.md and docs/snapshift.8 from the command tree, docs/OUTPUT.md from the documents' types (make docs)")
 
 // TestCLIDocsCurrent: docs/CLI.md and the man page docs/snapshift.8 are
 // generated from the command tree by urfave/cli; a change to a command,

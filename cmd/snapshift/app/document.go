@@ -13,9 +13,11 @@ import (
 	"github.com/snapshift/snapshift/option"
 )
 
-// typeMeta opens every -o json|yaml document of the node and cluster
-// commands, and the error document: the format's version (the bundle's,
-// snapshift.io/v1alpha1) and what the document is.
+// typeMeta opens every -o json|yaml document snapshift makes (get's
+// object alone keeps the object's own), the error document and each line
+// of the progress stream: the format's version (the bundle's,
+// snapshift.io/v1alpha1) and what the document is. docs/OUTPUT.md lists
+// the kinds and their fields (TestOutputSchemas).
 type typeMeta struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`

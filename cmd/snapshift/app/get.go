@@ -54,7 +54,7 @@ func (o *getOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var doc any = r
+	var doc any = entryDocument{newTypeMeta("Entry"), r}
 	switch {
 	case o.showEntry:
 	case r.Object != nil:

@@ -38,7 +38,7 @@ func (o *inspectOptions) Run(ctx context.Context) error {
 	if u := o.in.unzipped; u != nil {
 		r.Path, r.Compressed = o.in.original, u.Entry
 	}
-	return o.render(r, func(w io.Writer) { printInspect(w, r) })
+	return o.render(inspectDocument{newTypeMeta("InspectReport"), r}, func(w io.Writer) { printInspect(w, r) })
 }
 
 func inspectCommand() *cli.Command {

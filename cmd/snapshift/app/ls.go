@@ -63,7 +63,7 @@ func (o *lsOptions) Run(ctx context.Context) error {
 		if entries == nil {
 			entries = []inspect.ListEntry{}
 		}
-		return writeJSON(o.stdout, entries)
+		return writeJSON(o.stdout, entryList{typeMeta: newTypeMeta("EntryList"), Items: entries})
 	}
 	w := tabwriter.NewWriter(o.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "KEY\tREVISION\tVERSION\tSIZE\tTYPE")

@@ -135,7 +135,7 @@ func (o *manifestsOptions) Run(context.Context) error {
 		return err
 	}
 	if o.json() {
-		return writeJSON(o.stdout, map[string]any{"changes": changes, "written": res})
+		return writeJSON(o.stdout, manifestsDocument{typeMeta: newTypeMeta("ManifestsResult"), Changes: changes, Written: res})
 	}
 	for _, ch := range changes {
 		fmt.Fprintf(o.stdout, "[manifests] %s\n", ch)

@@ -168,7 +168,7 @@ func (r *renderer) Ended(phase, unit string, done int64, took time.Duration) {
 	case r.tty:
 		r.draw(now, true)
 	case r.json:
-		_ = json.NewEncoder(r.w).Encode(map[string]any{"phase": phase, "unit": unit, "done": done, "seconds": took.Seconds()})
+		_ = json.NewEncoder(r.w).Encode(progressLine{newTypeMeta("Progress"), phase, unit, done, took.Seconds()})
 	default:
 		fmt.Fprintf(r.w, "[%s] %d %s in %s\n", phase, done, unit, took.Round(time.Millisecond))
 	}
@@ -183,8 +183,7 @@ func (r *renderer) Done() {
 	case r.tty:
 		r.draw(now, true)
 	case r.json:
-		_ = json.NewEncoder(r.w).Encode(map[string]any{"phase": r.phase, "unit": r.unit, "done": r.done,
-			"seconds": now.Sub(r.start).Seconds()})
+		_ = json.NewEncoder(r.w).Encode(progressLine{newTypeMeta("Progress"), r.phase, r.unit, r.done, now.Sub(r.start).Seconds()})
 	default:
 		fmt.Fprintf(r.w, "[%s] %d %s in %s\n", r.phase, r.done, r.unit, now.Sub(r.start).Round(time.Millisecond))
 	}

@@ -93,8 +93,9 @@ func (o *restoreOptions) Run(ctx context.Context) error {
 	}
 	if o.json() {
 		id, _ := cfg.Identity()
-		return writeJSON(o.stdout, map[string]any{"name": cfg.Name, "dataDir": cfg.DataDir, "walDir": cfg.WALDir, "initialCluster": cfg.InitialCluster,
-			"peerURLs": cfg.PeerURLs, "initialClusterToken": cfg.InitialClusterToken, "clusterID": id.ClusterID, "memberID": id.MemberID(cfg.Name), "revisionBump": cfg.RevisionBump, "markCompacted": cfg.MarkCompacted, "alarms": rep.Alarms, "alarmsCleared": rep.AlarmsCleared})
+		return writeJSON(o.stdout, restoreDocument{typeMeta: newTypeMeta("RestoreResult"), Name: cfg.Name, DataDir: cfg.DataDir, WALDir: cfg.WALDir,
+			InitialCluster: cfg.InitialCluster, PeerURLs: cfg.PeerURLs, InitialClusterToken: cfg.InitialClusterToken, ClusterID: id.ClusterID,
+			MemberID: id.MemberID(cfg.Name), RevisionBump: cfg.RevisionBump, MarkCompacted: cfg.MarkCompacted, Alarms: rep.Alarms, AlarmsCleared: rep.AlarmsCleared})
 	}
 	printAlarms(o.stdout, rep.Alarms, rep.AlarmsCleared, false)
 	o.printRestored()
@@ -125,7 +126,7 @@ func (o *restoreOptions) runFused(ctx context.Context, ropts rules.Options) erro
 	if err != nil {
 		return err
 	}
-	return o.render(res, func(w io.Writer) {
+	return o.render(transformDocument{newTypeMeta("TransformReport"), res}, func(w io.Writer) {
 		printTransform(w, res)
 		o.printRestored()
 		o.printProfile(w, res.Report)

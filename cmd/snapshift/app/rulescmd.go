@@ -51,7 +51,7 @@ func (o *rulesOptions) Run(context.Context) error {
 		out = append(out, ri)
 	}
 	if o.json() {
-		return writeJSON(o.stdout, out)
+		return writeJSON(o.stdout, ruleList{typeMeta: newTypeMeta("RuleList"), Items: out})
 	}
 	for i, r := range out {
 		if i > 0 {
@@ -85,6 +85,6 @@ func rulesCommand() *cli.Command {
 		Usage: "list the rules: what each changes, its flags and its rebuild-file keys",
 		Description: "Lists every registered rule in the order they run, what it touches, and its options as\n" +
 			"plan/transform flags and as RebuildConfiguration keys.\n\n" +
-			"Example:\n   snapshift rules\n   snapshift rules -o json | jq '.[].options[].flag'",
+			"Example:\n   snapshift rules\n   snapshift rules -o json | jq '.items[].options[].flag'",
 	})
 }

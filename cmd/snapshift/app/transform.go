@@ -104,7 +104,7 @@ func (o *transformOptions) Run(ctx context.Context) error {
 	if o.in.unzipped != nil {
 		res.Report.Input.Path = o.in.original
 	}
-	return o.render(res, func(w io.Writer) {
+	return o.render(transformDocument{newTypeMeta("TransformReport"), res}, func(w io.Writer) {
 		printTransform(w, res)
 		o.printProfile(w, res.Report)
 	})

@@ -60,7 +60,7 @@ func (o *verifyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.json() {
-		if err := writeJSON(o.stdout, verifyJSON{Report: r, Snapshift: buildinfo.Get()}); err != nil {
+		if err := writeJSON(o.stdout, verifyJSON{typeMeta: newTypeMeta("VerifyReport"), Report: r, Snapshift: buildinfo.Get()}); err != nil {
 			return err
 		}
 	} else {
@@ -72,6 +72,7 @@ func (o *verifyOptions) Run(ctx context.Context) error {
 // verifyJSON is verify's machine report: the library's report and the
 // identity of the snapshift that checked.
 type verifyJSON struct {
+	typeMeta
 	*verify.Report
 	Snapshift buildinfo.Info `json:"snapshift"`
 }

@@ -22,7 +22,7 @@ func (o *versionOptions) Validate() error { return o.validateFormat() }
 func (o *versionOptions) Run(context.Context) error {
 	info := buildinfo.Get()
 	if o.json() {
-		return writeJSON(o.stdout, info)
+		return writeJSON(o.stdout, versionDocument{newTypeMeta("VersionInfo"), info})
 	}
 	printVersion(o, info)
 	return nil
