@@ -388,7 +388,8 @@ func (r *renderer) copyPlay() (play, error) {
 		"any_errors_fatal": true,
 		"vars":             map[string]any{"snapshift_members": members, "snapshift_dirs": dirs},
 		"tasks": []task{
-			{"name": "copy.bundle: the node's previous bundle removed", "ansible.builtin.file": map[string]any{"path": nb, "state": "absent"}},
+			{"name": "copy.bundle: the node's previous bundle removed", "ansible.builtin.file": map[string]any{"path": "{{ item }}", "state": "absent"},
+				"loop": []string{nb + "/" + bundle.KubeDir, nb + "/" + bundle.EtcdDir}},
 			{"name": "copy.bundle: directories", "ansible.builtin.file": map[string]any{"path": "{{ item }}", "state": "directory", "mode": "0700"},
 				"loop": []string{nb + "/" + bundle.KubeDir, nb + "/" + bundle.EtcdDir}},
 			{"name": "copy.bundle: report.json", "ansible.builtin.copy": map[string]any{"src": "{{ playbook_dir }}/../" + bundle.ReportFile, "dest": nb + "/", "mode": "0600"}},

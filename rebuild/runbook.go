@@ -202,11 +202,12 @@ func (r *run) runbookPrepare(b *runbook) {
 	var lines []string
 	for _, n := range r.report.Nodes {
 		h := "root@" + n.AdvertiseAddress
-		// The node's previous bundle goes first: copied over, its files that
-		// this bundle lacks (a new-CA rehearsal's kubeconfigs before an
-		// old-CA window) would stay, and preflight refuses them.
+		// The node's previous bundle goes first (its two directories, not
+		// the directory itself, which may be a mount point): copied over,
+		// its files that this bundle lacks (a new-CA rehearsal's kubeconfigs
+		// before an old-CA window) would stay, and preflight refuses them.
 		lines = append(lines, fmt.Sprintf("# %s (etcd member %s)", n.Name, n.EtcdMember),
-			fmt.Sprintf("ssh %s rm -rf %s", h, bundle.NodeBundleDir),
+			fmt.Sprintf("ssh %s rm -rf %s/%s %s/%s", h, bundle.NodeBundleDir, bundle.KubeDir, bundle.NodeBundleDir, bundle.EtcdDir),
 			fmt.Sprintf("ssh %s mkdir -p %s/%s %s/%s", h, bundle.NodeBundleDir, bundle.KubeDir, bundle.NodeBundleDir, bundle.EtcdDir),
 			fmt.Sprintf("scp -p %s %s:%s/", filepath.Join(out, bundle.ReportFile), h, bundle.NodeBundleDir),
 			fmt.Sprintf("scp -p %s %s:%s/", filepath.Join(out, bundle.RunbookJSONFile), h, bundle.NodeBundleDir),

@@ -228,7 +228,7 @@ func checkRunbookJSON(t *testing.T, md, out, reportSum string, newCA bool) {
 		removed := map[string]bool{}
 		for _, l := range b.Lines {
 			host, ok := strings.CutPrefix(l.Text, "ssh ")
-			if host, rest, _ := strings.Cut(host, " "); ok && rest == "rm -rf "+bundle.NodeBundleDir {
+			if host, rest, _ := strings.Cut(host, " "); ok && rest == "rm -rf "+bundle.NodeBundleDir+"/"+bundle.KubeDir+" "+bundle.NodeBundleDir+"/"+bundle.EtcdDir {
 				removed[host] = true
 			}
 			if h, _, _ := strings.Cut(strings.TrimPrefix(l.Text, "scp -rp "), " root@"); strings.HasPrefix(l.Text, "scp -rp ") && h != "" {
