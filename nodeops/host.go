@@ -118,6 +118,32 @@ func (h *host) systemctl(ctx context.Context, verb string) error {
 	return err
 }
 
+// kubeletStopGrace is how long stopStaticPods leaves the kubelet to stop
+// the static pods whose manifests went before it stops them itself: half
+// the timeout, at most a minute (the kubelet gives kube-apiserver 30 s).
+func kubeletStopGrace(timeout time.Duration) time.Duration { return min(timeout/2, time.Minute) }
+
+// stopControlPlaneContainers stops, with crictl, every running container
+// of the control plane's static pods (the kubelet is stopped first).
+func (h *host) stopControlPlaneContainers(ctx context.Context) error {
+	var ids []string
+	for _, name := range staticPodContainers {
+		out, err := h.run(ctx, "crictl", "ps", "--quiet", "--state", "Running", "--name", "^"+name+"$")
+		if err != nil {
+			return err
+		}
+		ids = append(ids, strings.Fields(out)...)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := h.run(ctx, "crictl", append([]string{"--timeout", "30s", "stop"}, ids...)...)
+	return err
+}
+
+// staticPodContainers are the containers of kubeadm's static pods.
+var staticPodContainers = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
 // controlPlaneContainers are the static pods that must be gone before the
 // etcd data dir and the certificates change.
 var controlPlaneContainers = []string{"etcd", "kube-apiserver"}
@@ -190,7 +216,9 @@ func (h *host) stopStaticPods(ctx context.Context, aside string) error {
 		}
 	}
 	h.logf("stop", "moved %d manifests from %s to %s; waiting for the kubelet to stop etcd and kube-apiserver", len(entries), ManifestsDir, aside)
-	deadline := time.Now().Add(h.cfg.Timeout)
+	start := time.Now()
+	deadline, grace := start.Add(h.cfg.Timeout), start.Add(kubeletStopGrace(h.cfg.Timeout))
+	forced := false
 	for {
 		names, err := h.running(ctx)
 		if err != nil {
@@ -198,6 +226,24 @@ func (h *host) stopStaticPods(ctx context.Context, aside string) error {
 		}
 		if len(names) == 0 {
 			break
+		}
+		if !forced && time.Now().After(grace) {
+			// A kubelet that has not reached its apiserver since it started
+			// never stops a static pod whose manifest went ("skipping delete
+			// because sources aren't ready yet"): the deadline's rollback
+			// after an apiserver that never came up meets exactly that. The
+			// kubelet stopped, the containers are stopped here, and nothing
+			// starts them again.
+			forced = true
+			h.logf("stop", "the kubelet has not stopped %s after %s (a kubelet that never reached its apiserver since it started keeps static pods whose manifests went): stopping the kubelet, then them with crictl stop",
+				strings.Join(names, " and "), time.Since(start).Round(time.Second))
+			if err := h.systemctl(ctx, "stop"); err != nil {
+				return err
+			}
+			if err := h.stopControlPlaneContainers(ctx); err != nil {
+				return err
+			}
+			continue
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("after %s, crictl still shows %s running (read: crictl ps -a; journalctl -u kubelet): is the kubelet running? stop them with crictl stop, then run again", h.cfg.Timeout, strings.Join(names, " and "))

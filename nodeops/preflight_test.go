@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/internal/nodetest"
@@ -327,5 +328,42 @@ func TestNewCAStopsEveryContainer(t *testing.T) {
 	stop := strings.Index(string(calls), "crictl --timeout 60s stop c1 c2")
 	if stop < 0 || stopKubelet < 0 || stop < stopKubelet {
 		t.Errorf("apply with a new CA does not stop the running containers after the kubelet:\n%s", calls)
+	}
+}
+
+// TestStopWhenTheKubeletKeepsTheStaticPods: a kubelet that has not reached
+// its apiserver since it started does not stop a static pod whose manifest
+// went ("skipping delete because sources aren't ready yet"); the lab's
+// deadline scenario met it, every node's timer failing at its stop step.
+// Past the grace, the stop step stops the kubelet, then the containers
+// with crictl, and goes on; until then it only waits.
+func TestStopWhenTheKubeletKeepsTheStaticPods(t *testing.T) {
+	b, root := makeBundle(t), node(t)
+	bin := filepath.Join(root, "recorder")
+	log := filepath.Join(root, "calls.log")
+	stopped := filepath.Join(root, "stopped")
+	// etcd and kube-apiserver run until crictl stop stops them; the
+	// kubelet stops nothing.
+	write(t, filepath.Join(bin, "crictl"), `#!/bin/sh
+echo "crictl $*" >> `+log+`
+case "$*" in
+*" stop "*) touch `+stopped+` ;;
+"ps --quiet --state Running --name ^etcd\$") [ -e `+stopped+` ] || echo c-etcd ;;
+"ps --quiet --state Running --name ^kube-apiserver\$") [ -e `+stopped+` ] || echo c-apiserver ;;
+esac
+exit 0
+`, 0o755)
+	var out strings.Builder
+	if _, err := nodeops.Apply(context.Background(), nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true, Timeout: 4 * time.Second, Out: &out}); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out.String())
+	}
+	calls, _ := os.ReadFile(log)
+	stopKubelet := strings.Index(string(calls), "systemctl stop kubelet")
+	stop := strings.Index(string(calls), "crictl --timeout 30s stop c-etcd c-apiserver")
+	if stopKubelet < 0 || stop < stopKubelet {
+		t.Errorf("the stop step did not stop the kubelet, then etcd and kube-apiserver with crictl:\n%s", calls)
+	}
+	if !strings.Contains(out.String(), "the kubelet has not stopped etcd and kube-apiserver after 2s") {
+		t.Errorf("apply does not say why it stops the containers itself:\n%s", out.String())
 	}
 }
