@@ -243,6 +243,24 @@ func TestPlanNamesTheLiveAlternative(t *testing.T) {
 	}
 }
 
+// TestNoLiveAlternativeToAMoveOfNothing: a --service-cidr that is the cluster's own range moves
+// nothing, so plan offers no live alternative for it ("the new service range 192.168.0.0/16 only
+// adds addresses to 192.168.0.0/16"; issue 52 item 8), with or without an unchanged pod range,
+// nor when only the pod range moves.
+func TestNoLiveAlternativeToAMoveOfNothing(t *testing.T) {
+	in := copySample(t)
+	for _, flags := range [][]string{
+		{"--service-cidr", "192.168.0.0/16"},
+		{"--service-cidr", "192.168.0.0/16", "--pod-network-cidr", "10.244.0.0/16"},
+		{"--service-cidr", "192.168.0.0/16", "--pod-network-cidr", "10.55.0.0/16"},
+	} {
+		r := run(t, append([]string{"plan", in, "--quiet"}, flags...)...)
+		if r.code != ExitOK || strings.Contains(r.stdout, "Live alternative") || strings.Contains(r.stdout, "ServiceCIDR") {
+			t.Errorf("plan %s: exit %d, a live alternative for a service range that does not move:\n%s", strings.Join(flags, " "), r.code, r.stdout)
+		}
+	}
+}
+
 // TestOutputDirThatTakesNoFile: a directory in which no file can be created (/proc, where even
 // root gets ENOENT) is named as the output directory (exit 2), not by the temporary file's name.
 func TestOutputDirThatTakesNoFile(t *testing.T) {
