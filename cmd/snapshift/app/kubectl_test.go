@@ -127,7 +127,8 @@ func TestPlanOutputKubectlStyle(t *testing.T) {
 	if plan.code != ExitOK {
 		t.Fatalf("plan: exit %d: %s", plan.code, plan.stderr)
 	}
-	for _, want := range []string{"replace svc/default/kubernetes  [service-cidr]", "replace no/fake07  [pod-cidr]",
+	for _, want := range []string{"replace svc/default/kubernetes  spec.clusterIPs: 192.168.0.1 -> 172.24.0.1  [service-cidr]",
+		"replace no/fake07  spec.podCIDRs: 10.244.107.0/24 -> 10.55.107.0/24  [pod-cidr]",
 		"      po/demo/p00: 10.244.1.100", "… and 13 more (--output json lists every one)"} {
 		if !strings.Contains(plan.stdout, want) {
 			t.Errorf("plan's text lacks %q", want)
