@@ -163,7 +163,8 @@ func (r *renderer) Ended(phase, unit string, done int64, took time.Duration) {
 	}
 	saved := state{r.phase, r.unit, r.total, r.done, r.start, r.last}
 	now := r.clock()
-	r.phase, r.unit, r.total, r.done, r.start = phase, unit, 0, done, now.Add(-took)
+	// Its total is what it did: the bar is full, at 100%.
+	r.phase, r.unit, r.total, r.done, r.start = phase, unit, done, done, now.Add(-took)
 	switch {
 	case r.tty:
 		r.draw(now, true)
@@ -187,5 +188,18 @@ func (r *renderer) Done() {
 			"seconds": now.Sub(r.start).Seconds()})
 	default:
 		fmt.Fprintf(r.w, "[%s] %d %s in %s\n", r.phase, r.done, r.unit, now.Sub(r.start).Round(time.Millisecond))
+	}
+}
+
+// Finished shows the current phase's work as over while its Done is held
+// back (progress.Finisher): on a terminal its bar is drawn full, at 100%
+// of what it did, until the next phase draws over it (the last tick drawn
+// was of an estimated total, or not drawn at all). Without a terminal its
+// line of the end waits for Ended.
+func (r *renderer) Finished() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tty {
+		fmt.Fprintf(r.w, "\r\033[K[%s] %s", r.phase, r.status(r.clock(), true))
 	}
 }

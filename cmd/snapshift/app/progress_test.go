@@ -99,3 +99,43 @@ func TestPlanPhasesOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressBarsEndAt100: on a terminal a phase whose total was an estimate (the index: its
+// bytes are the key bucket's, its total the file's) and whose Done is held back until the hash
+// matched is drawn at 100% with the amount it did as soon as its work is over, and its final
+// line (Ended, after the next phase) is at 100% too (issue 52 item 8: it stopped at 81-86%).
+func TestProgressBarsEndAt100(t *testing.T) {
+	var out bytes.Buffer
+	c := newFakeClock()
+	r := (&renderer{w: &out, tty: true}).with(c)
+	r.Start("index", "bytes", 100<<20)
+	for i := 0; i < 42; i++ { // 2 MiB every 50 ms: 84 MiB, every other tick drawn
+		c.add(50 * time.Millisecond)
+		r.Add(2 << 20)
+	}
+	if l := lastLine(out.String()); !strings.Contains(l, " 82% 82.0 MiB of 100 MiB") {
+		t.Fatalf("premise: the last tick drawn is at 82%%: %q", l)
+	}
+	r.Finished() // the index is over; its Done waits for the hash
+	if l := lastLine(out.String()); !strings.HasPrefix(l, "[index] #################### 100% 84.0 MiB") {
+		t.Errorf("index over, its Done held: %q, want a full bar at 100%% with 84.0 MiB", l)
+	}
+	r.Start("transform", "keys", 1000)
+	c.add(time.Second)
+	r.Add(1000)
+	r.Done()
+	r.Ended("index", "bytes", 84<<20, 2100*time.Millisecond)
+	draws := strings.Split(out.String(), "\r\033[K")
+	var last string
+	for _, d := range draws {
+		if strings.HasPrefix(d, "[index]") {
+			last = d
+		}
+	}
+	if !strings.HasPrefix(last, "[index] #################### 100% 84.0 MiB") || !strings.HasSuffix(last, " in 2.1s\n") {
+		t.Errorf("last index draw %q: want a full bar at 100%% with 84.0 MiB, ended", last)
+	}
+	if l := draws[len(draws)-2]; !strings.HasPrefix(l, "[transform] #################### 100% 1000 keys") {
+		t.Errorf("transform's final draw %q", l)
+	}
+}
