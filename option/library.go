@@ -56,7 +56,7 @@ func Library() Table {
 		{Fields: []string{"EtcdPrefix"}, Flag: "etcd-prefix"}, {Flag: "dry-run"}, {Flag: "keep-alarms"}, {Flag: "compress"},
 		{Fields: []string{"Name"}, Flag: "name", Key: "etcd.members[].name"},
 		{Fields: []string{"DataDir"}, Flag: "data-dir"}, {Fields: []string{"WALDir"}, Flag: "wal-dir"}, {Flag: "config"},
-		{Flag: "show-entry"}, {Flag: "show-secrets"}, {Flag: "generate"}, {Flag: "renew"},
+		{Flag: "show-entry"}, {Flag: "show-secrets"}, {Flag: "show-managed-fields"}, {Flag: "generate"}, {Flag: "renew"},
 		{Flag: "kubeconfig-dir"}, {Flag: "kubeconfig-out"}, {Flag: "kubeconfig-user"}, {Flag: "kubeconfig-group"},
 		{Flag: "manifest-dir"}, {Flag: "out-dir"}, {Flag: "bundle"}, {Flag: "node"},
 		{Flag: "root"}, {Flag: "backup-dir"}, {Flag: "preflight-only"}, {Flag: "stop-only"}, {Flag: "skip-health"},

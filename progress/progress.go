@@ -25,6 +25,13 @@ type Ender interface {
 	Ended(phase, unit string, done int64, took time.Duration)
 }
 
+// Finisher is a Reporter that can show the current phase's work as over
+// while its Done is held back (the index, until the input's hash matched):
+// a bar drawn full. Its Done or Ended follows.
+type Finisher interface {
+	Finished()
+}
+
 // Nop is a Reporter that does nothing.
 type Nop struct{}
 

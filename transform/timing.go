@@ -185,7 +185,12 @@ func (h *heldDone) Add(n int64) {
 	h.Reporter.Add(n)
 }
 
-func (h *heldDone) Done() { h.held, h.end = true, time.Now() }
+func (h *heldDone) Done() {
+	h.held, h.end = true, time.Now()
+	if f, ok := h.Reporter.(progress.Finisher); ok {
+		f.Finished() // a bar at 100% now, its line once released
+	}
+}
 
 func (h *heldDone) release() {
 	if !h.held {

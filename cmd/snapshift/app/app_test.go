@@ -611,16 +611,71 @@ func TestPlanTextBoundsChanges(t *testing.T) {
 	}
 	listed := 0
 	for _, l := range strings.Split(txt.stdout, "\n") {
+		// "  replace svc/NS/NAME  [rule]", with the change on that line when it is the only one;
+		// "  rename  ip/OLD -> NEW  [rule]" is a create and a delete in JSON.
 		f := strings.Fields(l)
-		if len(f) == 3 && (f[0] == "replace" || f[0] == "create" || f[0] == "delete") && strings.HasPrefix(f[2], "[") { // kubectl names: svc/NS/NAME
+		if !strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "   ") || len(f) < 3 || !strings.HasPrefix(f[len(f)-1], "[") {
+			continue
+		}
+		switch f[0] {
+		case "replace", "create", "delete":
 			listed++
+		case "rename":
+			listed += 2
 		}
 	}
-	if want := len(res.Objects) - hidden; listed != want {
-		t.Errorf("text lists %d changes, want %d (%d in JSON, %d hidden)", listed, want, len(res.Objects), hidden)
+	// A rename (two objects) that does not fit in a rule's first maxChangesPerRule is left out
+	// whole: a rule may list one fewer.
+	var said int
+	if _, more, ok := strings.Cut(txt.stdout, "... and "); !ok {
+		t.Fatalf("text does not say how many changes it left out:\n%s", txt.stdout)
+	} else if _, err := fmt.Sscanf(more, "%d more changes", &said); err != nil {
+		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("... and %d more changes", hidden); !strings.Contains(txt.stdout, want) {
-		t.Errorf("text does not say %q:\n%s", want, txt.stdout)
+	if listed+said != len(res.Objects) || said < hidden || said > hidden+len(perRule) {
+		t.Errorf("text lists %d changes and says %d more, want %d in all (%d in JSON), about %d left out", listed, said, len(res.Objects), len(res.Objects), hidden)
+	}
+}
+
+// TestPlanTextReadsAsAList: the changes of plan and transform --dry-run leave out a row that
+// changes nothing ("data: bitmap of 8 addresses -> bitmap of 8 addresses"), write an object
+// with one change on one line, and an IPAddress renamed (a create and its delete) on one line
+// (issue 52 item 8: four lines per moved Service address before).
+func TestPlanTextReadsAsAList(t *testing.T) {
+	in := copySample(t)
+	flags := []string{"--service-cidr", newSvc, "--pod-network-cidr", "10.55.0.0/16", "--quiet"}
+	for _, args := range [][]string{
+		append([]string{"plan", in}, flags...),
+		append([]string{"transform", in, "--dry-run", "--out", filepath.Join(t.TempDir(), "out.db")}, flags...),
+	} {
+		r := run(t, args...)
+		if r.code != ExitOK {
+			t.Fatalf("%s: exit %d: %s", args[0], r.code, r.stderr)
+		}
+		_, changes, _ := strings.Cut(r.stdout, "\nChanges:\n")
+		changes, _, _ = strings.Cut(changes, "\n\n")
+		lines := strings.Split(changes, "\n")
+		for _, want := range []string{
+			"  replace svc/default/kubernetes  spec.clusterIPs: 192.168.0.1 -> 172.24.0.1  [service-cidr]",
+			"  rename  ip/192.168.0.1 -> 172.24.0.1  [service-cidr]",
+			"  replace /registry/ranges/serviceips  range: 192.168.0.0/16 -> 172.24.0.0/16  [service-cidr]",
+			"  rename  ipamblocks.crd.projectcalico.org/10-244-0-0-26 -> 10-55-0-0-26  spec.cidr: 10.244.0.0/26 -> 10.55.0.0/26  [calico]",
+		} {
+			if !slices.Contains(lines, want) {
+				t.Errorf("%s: no line %q in the changes:\n%s", args[0], want, changes)
+			}
+		}
+		for _, l := range lines {
+			if _, change, ok := strings.Cut(strings.TrimSpace(l), ": "); ok {
+				change, _, _ = strings.Cut(change, "  [")
+				if o, n, ok := strings.Cut(change, " -> "); ok && o == n {
+					t.Errorf("%s: a row that changes nothing: %q", args[0], l)
+				}
+			}
+			if strings.Contains(l, "renamed") && strings.Contains(l, "ipaddresses") {
+				t.Errorf("%s: an IPAddress's rename over two entries: %q", args[0], l)
+			}
+		}
 	}
 }
 

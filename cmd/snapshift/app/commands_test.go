@@ -113,6 +113,39 @@ func TestGetPrintsTheObject(t *testing.T) {
 	}
 }
 
+// TestGetHidesManagedFields: like kubectl get -o yaml|json, get leaves out metadata.managedFields
+// (the sample's Node cp1 has them), with or without --show-entry; --show-managed-fields prints them.
+func TestGetHidesManagedFields(t *testing.T) {
+	in := copySample(t)
+	managed := func(out string) bool {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(out), &obj); err != nil {
+			t.Fatalf("%v in %q", err, out)
+		}
+		if o, ok := obj["object"].(map[string]any); ok {
+			obj = o
+		}
+		meta, _ := obj["metadata"].(map[string]any)
+		if meta["name"] != "cp1" {
+			t.Fatalf("not the Node cp1: %q", out)
+		}
+		_, ok := meta["managedFields"]
+		return ok
+	}
+	for _, format := range []string{"json", "yaml"} {
+		for _, extra := range [][]string{nil, {"--show-entry"}} {
+			args := append([]string{"get", in, "no/cp1", "-o", format}, extra...)
+			if r := run(t, args...); r.code != ExitOK || managed(r.stdout) || strings.Contains(r.stdout, "f:podCIDR") {
+				t.Errorf("%s: exit %d, metadata.managedFields shown:\n%s", strings.Join(args[2:], " "), r.code, r.stdout)
+			}
+			args = append(args, "--show-managed-fields")
+			if r := run(t, args...); r.code != ExitOK || !managed(r.stdout) {
+				t.Errorf("%s: exit %d, no metadata.managedFields:\n%s%s", strings.Join(args[2:], " "), r.code, r.stdout, r.stderr)
+			}
+		}
+	}
+}
+
 // TestRulesCommand: `snapshift rules` lists every registered rule with its
 // flags, and the flags of plan and transform are exactly the registered
 // CLI options (so a new rule's flags cannot be forgotten).

@@ -23,6 +23,9 @@ type getOptions struct {
 	keyErr      error  // KEY is no RESOURCE/… either: an error unless it is a raw key
 	showSecrets bool
 	showEntry   bool
+	// showManaged keeps metadata.managedFields, which kubectl get -o
+	// yaml|json leaves out unless --show-managed-fields.
+	showManaged bool
 }
 
 func (o *getOptions) setup(c *cli.Context) error {
@@ -54,6 +57,11 @@ func (o *getOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if r.Object != nil && !o.showManaged {
+		if meta, ok := r.Object["metadata"].(map[string]any); ok {
+			delete(meta, "managedFields")
+		}
+	}
 	var doc any = entryDocument{newTypeMeta("Entry"), r}
 	switch {
 	case o.showEntry:
@@ -84,6 +92,7 @@ func getCommand() *cli.Command {
 		o.tmpDirFlag(), o.skipHashFlag(), o.encryptionFlag(), o.outputFlag("yaml", "json"),
 		&cli.BoolFlag{Name: "show-secrets", Destination: &o.showSecrets, Usage: "print Secret data in full"},
 		&cli.BoolFlag{Name: "show-entry", Destination: &o.showEntry, Usage: "print {entry, object}: the etcd entry's metadata with the object"},
+		&cli.BoolFlag{Name: "show-managed-fields", Destination: &o.showManaged, Usage: "keep metadata.managedFields in the object (left out by default, as kubectl get does)"},
 	}, cli.Command{
 		Name:      "get",
 		Usage:     "print one live key's decoded object (Secret data redacted)",
@@ -92,7 +101,8 @@ func getCommand() *cli.Command {
 			"as kubectl get -o yaml|json would: it pipes into kubectl apply -f - or jq. --show-entry prints\n" +
 			"{entry, object} instead, with the etcd entry's revision, version, size and encoding (a value that\n" +
 			"is no object, e.g. one that cannot be decrypted, prints that wrapper in JSON, a comment in YAML).\n" +
-			"Secret data is replaced by its length unless --show-secrets is given. The object is an etcd key\n" +
+			"Secret data is replaced by its length unless --show-secrets is given; metadata.managedFields is left\n" +
+			"out unless --show-managed-fields is given, as kubectl does. The object is an etcd key\n" +
 			"(starting with /) or RESOURCE/[NAMESPACE/]NAME, the resource as kubectl names it (svc, deploy,\n" +
 			"deployments.apps, ippools.crd.projectcalico.org).\n\n" +
 			"Example:\n   snapshift get snapshot.db svc/kube-system/kube-dns -o json | jq .spec.clusterIP",

@@ -127,7 +127,8 @@ func TestPlanOutputKubectlStyle(t *testing.T) {
 	if plan.code != ExitOK {
 		t.Fatalf("plan: exit %d: %s", plan.code, plan.stderr)
 	}
-	for _, want := range []string{"replace svc/default/kubernetes  [service-cidr]", "replace no/fake07  [pod-cidr]",
+	for _, want := range []string{"replace svc/default/kubernetes  spec.clusterIPs: 192.168.0.1 -> 172.24.0.1  [service-cidr]",
+		"replace no/fake07  spec.podCIDRs: 10.244.107.0/24 -> 10.55.107.0/24  [pod-cidr]",
 		"      po/demo/p00: 10.244.1.100", "… and 13 more (--output json lists every one)"} {
 		if !strings.Contains(plan.stdout, want) {
 			t.Errorf("plan's text lacks %q", want)
@@ -286,6 +287,24 @@ func TestPlanNamesTheLiveAlternative(t *testing.T) {
 	}
 	if r := run(t, "plan", in, "--quiet", "--pod-network-cidr", "10.55.0.0/16"); strings.Contains(r.stdout, "Live alternative") {
 		t.Errorf("plan without a new service range names a live service-range alternative:\n%s", r.stdout)
+	}
+}
+
+// TestNoLiveAlternativeToAMoveOfNothing: a --service-cidr that is the cluster's own range moves
+// nothing, so plan offers no live alternative for it ("the new service range 192.168.0.0/16 only
+// adds addresses to 192.168.0.0/16"; issue 52 item 8), with or without an unchanged pod range,
+// nor when only the pod range moves.
+func TestNoLiveAlternativeToAMoveOfNothing(t *testing.T) {
+	in := copySample(t)
+	for _, flags := range [][]string{
+		{"--service-cidr", "192.168.0.0/16"},
+		{"--service-cidr", "192.168.0.0/16", "--pod-network-cidr", "10.244.0.0/16"},
+		{"--service-cidr", "192.168.0.0/16", "--pod-network-cidr", "10.55.0.0/16"},
+	} {
+		r := run(t, append([]string{"plan", in, "--quiet"}, flags...)...)
+		if r.code != ExitOK || strings.Contains(r.stdout, "Live alternative") || strings.Contains(r.stdout, "ServiceCIDR") {
+			t.Errorf("plan %s: exit %d, a live alternative for a service range that does not move:\n%s", strings.Join(flags, " "), r.code, r.stdout)
+		}
 	}
 }
 

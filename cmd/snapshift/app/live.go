@@ -22,9 +22,11 @@ const liveServiceCIDRVersion = "1.33"
 // inside its new one) and the pod range stays, Kubernetes 1.33+ extends
 // the service range with a new ServiceCIDR object, without downtime;
 // moving kubernetes.default, the cluster DNS Service or the pod range has
-// no live path, which is what this offline migration is for.
+// no live path, which is what this offline migration is for. A service
+// range that does not move (--service-cidr naming the cluster's own range)
+// gets no alternative: there is nothing to make live.
 func printLiveAlternative(out io.Writer, p *rules.Plan) {
-	if p == nil || p.Service == nil || len(p.Service.New) == 0 {
+	if p == nil || p.Service == nil || len(p.Service.New) == 0 || sameRanges(p.Service.Old, p.Service.New) {
 		return
 	}
 	s := p.Service
@@ -74,4 +76,17 @@ func newOfFamily(news []netip.Prefix, old netip.Prefix) (netip.Prefix, bool) {
 		}
 	}
 	return netip.Prefix{}, false
+}
+
+// sameRanges reports whether a and b hold the same ranges, in any order.
+func sameRanges(a, b []netip.Prefix) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, p := range a {
+		if !slices.ContainsFunc(b, func(q netip.Prefix) bool { return q.Masked() == p.Masked() }) {
+			return false
+		}
+	}
+	return true
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -44,6 +45,9 @@ func (o *common) render(v any, text func(io.Writer)) error {
 // action runs a command.
 func action(cmd command) cli.ActionFunc {
 	return func(c *cli.Context) error {
+		if p, ok := cmd.(interface{ stopProgress() }); ok {
+			defer p.stopProgress()
+		}
 		if cl, ok := cmd.(interface{ cleanup() }); ok {
 			defer cl.cleanup() // what setup extracted (a compressed snapshot)
 		}
@@ -128,6 +132,15 @@ type common struct {
 	profile    bool            // --profile: where the time went (timing.go)
 	writer     string          // --writer
 	in         compressedInput // a compressed snapshot argument (compressed.go)
+	renderers  []*renderer     // progress's, stopped when the command ends
+}
+
+// stopProgress stops the renderers' timers: a command that ended prints
+// no progress.
+func (o *common) stopProgress() {
+	for _, r := range o.renderers {
+		r.stop()
+	}
 }
 
 func (o *common) streams(c *cli.Context) {
@@ -244,7 +257,12 @@ func (o *common) progress() progress.Reporter {
 	if f, ok := o.stderr.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
-	return &renderer{w: o.stderr, tty: tty && !o.json(), json: o.json()}
+	r := &renderer{w: o.stderr, tty: tty && !o.json(), json: o.json(), said: time.Now()}
+	if !r.tty && !r.json {
+		r.firstLineAt(firstLineAfter) // whatever the phases report by then
+	}
+	o.renderers = append(o.renderers, r)
+	return r
 }
 
 // args returns the positional arguments, between min and max of them.

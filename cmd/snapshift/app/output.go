@@ -40,6 +40,16 @@ type renderer struct {
 	phase, unit string
 	total, done int64
 	start, last time.Time
+	// Without a terminal: lines is how many lines the phase printed, said
+	// when the last line of any phase was (or the renderer was made).
+	lines int
+	said  time.Time
+	// printed: a line was; finished: the phase's work is over, at
+	// finishedAt, its Done held; timer prints the run's first line
+	// (firstLineAt), stopped: the command ended.
+	printed, finished, stopped bool
+	finishedAt                 time.Time
+	timer                      *time.Timer
 	// now is the clock (tests: a fake one); every is how often a line is
 	// printed during a phase without a terminal (default lineEvery).
 	now   func() time.Time
@@ -48,8 +58,11 @@ type renderer struct {
 
 const (
 	// lineEvery: without a terminal (CI, nohup, a pipe) a long phase
-	// prints a line this often, so that a run does not look hung.
-	lineEvery = 5 * time.Second
+	// prints a line this often, so that a run does not look hung; its
+	// first once nothing was printed for firstLineAfter (since the start
+	// of the run, or the last line of the phase before).
+	lineEvery      = 5 * time.Second
+	firstLineAfter = time.Second
 	// rateAfter: a rate and an ETA are shown only after this long in a
 	// phase (the first tick's rate is noise: "ETA 0s, 1.3 TiB/s").
 	rateAfter = time.Second
@@ -65,8 +78,11 @@ func (r *renderer) clock() time.Time {
 func (r *renderer) Start(phase, unit string, total int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.phase, r.unit, r.total, r.done = phase, unit, total, 0
+	r.phase, r.unit, r.total, r.done, r.lines, r.finished = phase, unit, total, 0, 0, false
 	r.start, r.last = r.clock(), time.Time{}
+	if r.said.IsZero() {
+		r.said = r.start
+	}
 }
 
 func (r *renderer) Add(n int64) {
@@ -92,10 +108,58 @@ func (r *renderer) Add(n int64) {
 	if r.last.IsZero() {
 		r.last = r.start
 	}
-	if now.Sub(r.last) >= every {
-		r.last = now
-		fmt.Fprintf(r.w, "[%s] %s\n", r.phase, r.status(now, false))
+	due := now.Sub(r.last) >= every
+	if r.lines == 0 {
+		// The phase's first line once the run was silent for a second,
+		// not after a silent lineEvery: the index before it, whose end
+		// is only printed after the hash, may have printed nothing.
+		due = due || now.Sub(r.said) >= firstLineAfter
 	}
+	if due {
+		r.line(now)
+	}
+}
+
+// line prints the current phase's progress without a terminal.
+func (r *renderer) line(now time.Time) {
+	r.last, r.said, r.printed = now, now, true
+	r.lines++
+	if r.finished { // its work is over; its Done waits
+		fmt.Fprintf(r.w, "[%s] %s\n", r.phase, r.status(r.finishedAt, true))
+		return
+	}
+	fmt.Fprintf(r.w, "[%s] %s\n", r.phase, r.status(now, false))
+}
+
+// firstLineAt makes sure the run's first line comes after d at the latest,
+// without a terminal: the phase that runs then, or the one whose Done is
+// held, says where it is, even if nothing reports between phases (prepare).
+func (r *renderer) firstLineAt(d time.Duration) {
+	r.timer = time.AfterFunc(d, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !r.printed && !r.stopped && r.phase != "" {
+			r.line(r.clock())
+		}
+	})
+}
+
+// stop ends the renderer's timer: the command is over.
+func (r *renderer) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+}
+
+// amount is n in the phase's unit: a human size for bytes ("1.2 GiB").
+func (r *renderer) amount(n int64) string {
+	if r.unit == "bytes" {
+		return fsutil.FormatSize(n)
+	}
+	return fmt.Sprintf("%d %s", n, r.unit)
 }
 
 // status is the phase's progress: percent and amount of the total when it
@@ -106,12 +170,7 @@ func (r *renderer) status(now time.Time, final bool) string {
 	if el > 0 {
 		rate = float64(r.done) / el.Seconds()
 	}
-	amount := func(n int64) string {
-		if r.unit == "bytes" {
-			return fsutil.FormatSize(n)
-		}
-		return fmt.Sprintf("%d %s", n, r.unit)
-	}
+	amount := r.amount
 	line := amount(r.done)
 	if r.total > 0 {
 		pct := min(100, float64(r.done)*100/float64(r.total))
@@ -163,14 +222,16 @@ func (r *renderer) Ended(phase, unit string, done int64, took time.Duration) {
 	}
 	saved := state{r.phase, r.unit, r.total, r.done, r.start, r.last}
 	now := r.clock()
-	r.phase, r.unit, r.total, r.done, r.start = phase, unit, 0, done, now.Add(-took)
+	// Its total is what it did: the bar is full, at 100%.
+	r.phase, r.unit, r.total, r.done, r.start = phase, unit, done, done, now.Add(-took)
 	switch {
 	case r.tty:
 		r.draw(now, true)
 	case r.json:
 		_ = json.NewEncoder(r.w).Encode(progressLine{newTypeMeta("Progress"), phase, unit, done, took.Seconds()})
 	default:
-		fmt.Fprintf(r.w, "[%s] %d %s in %s\n", phase, done, unit, took.Round(time.Millisecond))
+		r.said, r.printed = now, true
+		fmt.Fprintf(r.w, "[%s] %s in %s\n", phase, r.amount(done), took.Round(time.Millisecond))
 	}
 	r.phase, r.unit, r.total, r.done, r.start, r.last = saved.phase, saved.unit, saved.total, saved.done, saved.start, saved.last
 }
@@ -185,6 +246,22 @@ func (r *renderer) Done() {
 	case r.json:
 		_ = json.NewEncoder(r.w).Encode(progressLine{newTypeMeta("Progress"), r.phase, r.unit, r.done, now.Sub(r.start).Seconds()})
 	default:
-		fmt.Fprintf(r.w, "[%s] %d %s in %s\n", r.phase, r.done, r.unit, now.Sub(r.start).Round(time.Millisecond))
+		r.said, r.printed = now, true
+		fmt.Fprintf(r.w, "[%s] %s in %s\n", r.phase, r.amount(r.done), now.Sub(r.start).Round(time.Millisecond))
+	}
+}
+
+// Finished shows the current phase's work as over while its Done is held
+// back (progress.Finisher): on a terminal its bar is drawn full, at 100%
+// of what it did, until the next phase draws over it (the last tick drawn
+// was of an estimated total, or not drawn at all). Without a terminal its
+// line of the end waits for Ended.
+func (r *renderer) Finished() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock()
+	r.finished, r.finishedAt = true, now
+	if r.tty {
+		fmt.Fprintf(r.w, "\r\033[K[%s] %s", r.phase, r.status(now, true))
 	}
 }

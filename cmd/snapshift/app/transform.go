@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -180,22 +181,44 @@ func printTransform(out io.Writer, res *migrate.Result) {
 	if r.Objects.Len() > 0 {
 		fmt.Fprintln(out, "\nChanges:")
 		shown, hidden := map[string]int{}, 0
-		err := r.Objects.Each(func(o migrate.ObjectChange) error {
+		list := func(o migrate.ObjectChange, from *migrate.ObjectChange) {
 			// A migration of a large cluster changes tens of thousands of
 			// objects: the text lists the first of each rule, JSON lists all.
+			n := 1
+			if from != nil {
+				n = 2 // a rename is two objects: JSON lists its create and its delete
+			}
 			rule := strings.Join(o.Rules, ",")
-			if shown[rule] >= maxChangesPerRule {
-				hidden++
+			if shown[rule]+n > maxChangesPerRule {
+				hidden += n
+				return
+			}
+			shown[rule] += n
+			printObjectChange(out, o, from)
+		}
+		// A rename is a create and, right after it, the delete of the key it
+		// was renamed from: held until the next object says which.
+		var created *migrate.ObjectChange
+		err := r.Objects.Each(func(o migrate.ObjectChange) error {
+			if created != nil {
+				c := *created
+				created = nil
+				if renameOf(c, o) {
+					list(c, &o)
+					return nil
+				}
+				list(c, nil)
+			}
+			if _, ok := renamedFrom(o); ok {
+				created = &o
 				return nil
 			}
-			shown[rule]++
-			// As kubectl names objects (svc/prod/web); -o json has the etcd key.
-			fmt.Fprintf(out, "  %-7s %s  [%s]\n", o.Action, wellknown.KubectlName(o.Key), strings.Join(o.Rules, ","))
-			for _, ch := range o.Changes {
-				fmt.Fprintf(out, "          %s\n", ch)
-			}
+			list(o, nil)
 			return nil
 		})
+		if created != nil {
+			list(*created, nil)
+		}
 		if err != nil {
 			fmt.Fprintf(out, "  (the rest cannot be listed: %v)\n", err)
 		}
@@ -207,6 +230,70 @@ func printTransform(out io.Writer, res *migrate.Result) {
 		printLiveAlternative(out, res.Plan) // advice before the change: plan's
 	}
 	printLeftoverScan(out, res.Leftovers)
+}
+
+// printObjectChange prints one changed object as kubectl names it
+// (svc/prod/web; -o json has the etcd key) with its changes, leaving out a
+// row that changes nothing (a bitmap of as many addresses as before): an
+// object with one change on one line, with more one line per change under
+// it. from, when set, is the delete of the key the created o was renamed
+// from: the two are one rename.
+func printObjectChange(out io.Writer, o migrate.ObjectChange, from *migrate.ObjectChange) {
+	action, name := o.Action, wellknown.KubectlName(o.Key)
+	var rows []string
+	for _, ch := range o.Changes {
+		if ch.Old != "" && ch.Old == ch.New {
+			continue
+		}
+		if from != nil && ch.Field == "renamed from" {
+			continue
+		}
+		rows = append(rows, ch.String())
+	}
+	if from != nil {
+		old := wellknown.KubectlName(from.Key)
+		if dir := old[:strings.LastIndex(old, "/")+1]; strings.HasPrefix(name, dir) {
+			name = strings.TrimPrefix(name, dir) // ip/192.168.0.1 -> 172.24.0.1
+		}
+		action, name = "rename", old+" -> "+name
+	}
+	rules := strings.Join(o.Rules, ",")
+	if len(rows) == 1 {
+		fmt.Fprintf(out, "  %-7s %s  %s  [%s]\n", action, name, rows[0], rules)
+		return
+	}
+	fmt.Fprintf(out, "  %-7s %s  [%s]\n", action, name, rules)
+	for _, row := range rows {
+		fmt.Fprintf(out, "          %s\n", row)
+	}
+}
+
+// renamedFrom is the key a created object was renamed from, if it was.
+func renamedFrom(o migrate.ObjectChange) (string, bool) {
+	if o.Action != "create" {
+		return "", false
+	}
+	for _, ch := range o.Changes {
+		if ch.Field == "renamed from" && ch.New != "" {
+			return ch.New, true
+		}
+	}
+	return "", false
+}
+
+// renameOf reports whether del is the delete of the key created was
+// renamed from, by the same rules: the other half of one rename.
+func renameOf(created, del migrate.ObjectChange) bool {
+	src, ok := renamedFrom(created)
+	if !ok || del.Action != "delete" || !slices.Equal(created.Rules, del.Rules) {
+		return false
+	}
+	for _, ch := range del.Changes {
+		if ch.Field == "renamed" && ch.Old == src {
+			return true
+		}
+	}
+	return false
 }
 
 // printRules prints the rules that acted and every rule's notes.
