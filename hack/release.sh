@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make release: reproducible release archives of snapshift.
 #
-#   dist/snapshift_<version>_<os>_<arch>.tar.gz   the binary, README.md, docs/CLI.md, docs/snapshift.8
+#   dist/snapshift_<version>_<os>_<arch>.tar.gz   the binary, README.md, snapshift.8 and docs/*.md (the
+#                                                 docs README links to, CLI.md among them)
 #   dist/snapshift_<version>_<os>_<arch>.cdx.json a CycloneDX SBOM of the module graph for that target
 #   dist/SHA256SUMS                                for `sha256sum -c SHA256SUMS`
 #
@@ -45,9 +46,16 @@ build() {
     echo "[release] $name"
     CGO_ENABLED=0 GOOS=$os GOARCH=$arch GOFLAGS= $GO build -trimpath -buildvcs=false -ldflags "$LDFLAGS" \
       -o "$stage/$name/snapshift" ./cmd/snapshift
-    cp README.md docs/CLI.md docs/snapshift.8 "$stage/$name/"
-    chmod 0755 "$stage/$name" "$stage/$name/snapshift"
-    chmod 0644 "$stage/$name/README.md" "$stage/$name/CLI.md" "$stage/$name/snapshift.8"
+    mkdir -p "$stage/$name/docs"
+    cp README.md docs/snapshift.8 "$stage/$name/"
+    cp docs/*.md "$stage/$name/docs/"
+    chmod 0755 "$stage/$name" "$stage/$name/snapshift" "$stage/$name/docs"
+    chmod 0644 "$stage/$name/README.md" "$stage/$name/snapshift.8" "$stage/$name"/docs/*.md
+    # Every docs/ page README.md links to is in the archive.
+    local l
+    for l in $(grep -o '](docs/[^)#]*' README.md | sed 's/^](//' | sort -u); do
+      [ -e "$stage/$name/$l" ] || { echo "[release] README.md links to $l, which the archive lacks" >&2; return 1; }
+    done
     tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner --format=gnu \
       -C "$stage" -cf - "$name" | gzip -n -9 >"$out/$name.tar.gz"
     # The SBOM of exactly what this binary links (its embedded module list, as `go version -m`
