@@ -87,6 +87,15 @@ func stored(t *testing.T, apiVersion, kind string, obj interface{ Marshal() ([]b
 	return append([]byte("k8s\x00"), b...)
 }
 
+// leftoverGroups is the leftover scan as -o json and report.json list it.
+type leftoverGroups struct {
+	Groups []struct {
+		Resource string `json:"resource"`
+		Keys     int    `json:"keys"`
+		Examples []any  `json:"examples"`
+	} `json:"groups"`
+}
+
 // TestPlanOutputKubectlStyle: plan's text names objects as kubectl does (svc/default/kubernetes;
 // the etcd key only in -o json), lists only the rules that did something, caps a pod-range
 // refusal's node list like the Service refusal (all of it in -o json's details), and -o json
@@ -147,13 +156,7 @@ func TestPlanOutputKubectlStyle(t *testing.T) {
 		Rules []struct {
 			Name string `json:"name"`
 		} `json:"rules"`
-		Leftovers struct {
-			Groups []struct {
-				Resource string `json:"resource"`
-				Keys     int    `json:"keys"`
-				Examples []any  `json:"examples"`
-			} `json:"groups"`
-		} `json:"leftovers"`
+		Leftovers leftoverGroups `json:"leftovers"`
 	}
 	if err := json.Unmarshal([]byte(js.stdout), &res); err != nil {
 		t.Fatal(err)
@@ -197,13 +200,7 @@ func TestPlanOutputKubectlStyle(t *testing.T) {
 		t.Fatal(err)
 	}
 	var report struct {
-		Leftovers struct {
-			Groups []struct {
-				Resource string `json:"resource"`
-				Keys     int    `json:"keys"`
-				Examples []any  `json:"examples"`
-			} `json:"groups"`
-		} `json:"leftovers"`
+		Leftovers leftoverGroups `json:"leftovers"`
 	}
 	if err := json.Unmarshal(rj, &report); err != nil {
 		t.Fatal(err)
