@@ -210,10 +210,17 @@ type Window struct {
 	// each control-plane node arms a systemd timer that rolls it back at
 	// the deadline unless snapshift node confirm runs first. Default: none.
 	RollbackAfter string `json:"rollbackAfter,omitempty"`
+	// RestartTimeout is cluster restart's --timeout in the runbook: it
+	// bounds each of its waits (a rollout, the DNS handover). Default 10m;
+	// give more for DaemonSets on thousands of nodes.
+	RestartTimeout string `json:"restartTimeout,omitempty"`
 }
 
 // DefaultApplyTimeout is window.applyTimeout's default.
 const DefaultApplyTimeout = "5m"
+
+// DefaultRestartTimeout is window.restartTimeout's default.
+const DefaultRestartTimeout = "10m"
 
 // PKI says where certificates come from.
 type PKI struct {
@@ -399,8 +406,8 @@ func (c *Config) setDefaults() {
 }
 
 // validateWindow checks window's durations: node apply's --timeout and
-// --rollback-after take a Go duration, at least a second, and the
-// deadline must leave apply its waits.
+// --rollback-after and cluster restart's --timeout take a Go duration, at
+// least a second, and the deadline must leave apply its waits.
 func (c *Config) validateWindow(add func(string, ...any)) {
 	parse := func(field, v string) time.Duration {
 		d, err := time.ParseDuration(v)
@@ -414,6 +421,10 @@ func (c *Config) validateWindow(add func(string, ...any)) {
 		c.Window.ApplyTimeout = DefaultApplyTimeout
 	}
 	timeout := parse("applyTimeout", c.Window.ApplyTimeout)
+	if c.Window.RestartTimeout == "" {
+		c.Window.RestartTimeout = DefaultRestartTimeout
+	}
+	parse("restartTimeout", c.Window.RestartTimeout)
 	if v := c.Window.RollbackAfter; v != "" {
 		if after := parse("rollbackAfter", v); after > 0 && timeout > 0 && after < timeout {
 			add("window.rollbackAfter %s is shorter than window.applyTimeout %s: the deadline would roll a node back while its apply still waits; give at least %s", v, c.Window.ApplyTimeout, c.Window.ApplyTimeout)

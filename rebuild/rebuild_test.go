@@ -792,13 +792,18 @@ func TestWindowFlags(t *testing.T) {
 		ms[i].AdvertiseAddress = fmt.Sprintf("127.0.0.%d", i+1)
 	}
 	cfg := baseConfig(t, out, ms)
-	cfg.Window = rebuild.Window{ApplyTimeout: "90s", RollbackAfter: "20m"}
+	cfg.Window = rebuild.Window{ApplyTimeout: "90s", RollbackAfter: "20m", RestartTimeout: "25m"}
 	if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow}); err != nil {
 		t.Fatal(err)
 	}
 	rb, err := bundle.ReadRunbook(filepath.Join(out, bundle.RunbookJSONFile))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b := rb.Block("restart.run"); b == nil || !slices.ContainsFunc(b.Lines, func(l bundle.RunbookLine) bool {
+		return strings.HasSuffix(l.Text, "snapshift cluster restart --bundle "+out+" --timeout 25m")
+	}) {
+		t.Errorf("runbook.json block restart.run does not carry window.restartTimeout: %+v", b)
 	}
 	for _, id := range []string{"apply.stop", "apply.start"} {
 		b := rb.Block(id)
@@ -833,6 +838,7 @@ func TestWindowFlags(t *testing.T) {
 		{rebuild.Window{ApplyTimeout: "500ms"}, `window.applyTimeout: "500ms" is not a duration`},
 		{rebuild.Window{RollbackAfter: "30"}, `window.rollbackAfter: "30" is not a duration`},
 		{rebuild.Window{ApplyTimeout: "10m", RollbackAfter: "5m"}, "window.rollbackAfter 5m is shorter than window.applyTimeout 10m"},
+		{rebuild.Window{RestartTimeout: "ten minutes"}, `window.restartTimeout: "ten minutes" is not a duration`},
 	} {
 		cfg := baseConfig(t, filepath.Join(t.TempDir(), "b"), members(t, 1))
 		cfg.Window = c.w

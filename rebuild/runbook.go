@@ -483,6 +483,14 @@ func (r *run) nodesReadyGate() *bundle.RunbookGate {
 	return g
 }
 
+// restartTimeout is cluster restart's --timeout: window.restartTimeout.
+func (r *run) restartTimeout() string {
+	if t := r.cfg.Window.RestartTimeout; t != "" {
+		return t
+	}
+	return DefaultRestartTimeout
+}
+
 // runbookRestart is the staged restart, rendered from the same stage list
 // `snapshift cluster restart` executes (restart.Plan of report.json's
 // operation.cluster).
@@ -494,8 +502,9 @@ func (r *run) runbookRestart(b *runbook) {
 	where, dir := r.clusterHost()
 	b.w("%s:", where)
 	b.shAs("run", "", fmt.Sprintf("snapshift cluster restart --bundle %s --dry-run   # every action, nothing changed", dir),
-		fmt.Sprintf("snapshift cluster restart --bundle %s --timeout 10m", dir))
-	b.w("It runs the stages below in order: each rollout is waited for as `kubectl rollout status` waits (`--timeout` each),")
+		fmt.Sprintf("snapshift cluster restart --bundle %s --timeout %s", dir, r.restartTimeout()))
+	b.w("It runs the stages below in order: each rollout is waited for as `kubectl rollout status` waits (`--timeout` each: the")
+	b.w("configuration's `window.restartTimeout`; more for DaemonSets on thousands of nodes),")
 	b.w("and a stage starts only when the one before is done. Run it again after a failure: a rollout restarted since this")
 	b.w("bundle was made is not restarted again, only waited for; pods already gone are skipped. By hand, the same stages:")
 	b.w("")
