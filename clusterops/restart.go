@@ -118,7 +118,9 @@ func Restart(ctx context.Context, cfg Config) (*Result, error) {
 			case err != nil:
 				ev.Status = "failed"
 				if errors.Is(err, context.DeadlineExceeded) {
-					err = fmt.Errorf("not done within --timeout %s (%s): %w", cfg.Timeout, detail, err)
+					// The user's words: the timeout and where it stood, not
+					// Go's "context deadline exceeded".
+					err = fmt.Errorf("not done within --timeout %s (%s)", cfg.Timeout, detail)
 				}
 				ev.Detail = err.Error()
 			case skipped:

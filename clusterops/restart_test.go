@@ -170,7 +170,7 @@ func TestRestartFailures(t *testing.T) {
 	}{
 		{name: "daemon set rollout stuck", in: fullInput, timeout: 100 * time.Millisecond,
 			objs: []runtime.Object{stuckDaemonSet()}, action: "restart ds/cilium", stages: 1,
-			want: []string{"stage 1 cni: restart ds/cilium -n kube-system", "not done within --timeout 100ms (1 out of 3 new pods have been updated)", "deadline exceeded"}},
+			want: []string{"stage 1 cni: restart ds/cilium -n kube-system", "not done within --timeout 100ms (1 out of 3 new pods have been updated)"}},
 		{name: "deployment not available", in: fullInput, timeout: 100 * time.Millisecond,
 			objs: []runtime.Object{unavailableDeployment()}, action: "restart deploy/coredns", stages: 3,
 			want: []string{"stage 3 dns: restart deploy/coredns", "(1 of 2 updated replicas are available)"}},
@@ -236,6 +236,9 @@ func TestRestartFailures(t *testing.T) {
 				t.Fatalf("no error; events %v", statuses(evs))
 			}
 			wantContains(t, "error", err.Error(), c.want...)
+			if strings.Contains(err.Error(), "context deadline exceeded") {
+				t.Errorf("the error says Go's %q: %v", "context deadline exceeded", err)
+			}
 			last := evs[len(evs)-1]
 			if last.Status != "failed" || !strings.HasPrefix(last.Action, c.action) || last.Detail == "" || !strings.HasSuffix(err.Error(), ": "+last.Detail) {
 				t.Errorf("last event %+v, want %s failed with the error's cause", last, c.action)
