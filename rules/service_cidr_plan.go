@@ -143,6 +143,7 @@ func nearServices(missing []string, ips map[string][]netip.Addr) string {
 // for a repacked address.
 func (p *servicePlanner) mapOffsets() error {
 	var misfits []string
+	far := map[netip.Prefix][]*big.Int{} // per new range, the offsets it cannot hold
 	for _, key := range p.keys {
 		ips := p.w.IPs[key]
 		out := slices.Clone(ips)
@@ -156,18 +157,71 @@ func (p *servicePlanner) mapOffsets() error {
 				p.needs[key] = append(p.needs[key], i)
 			default:
 				misfits = append(misfits, fmt.Sprintf("%s (%s, offset %s)", svcName(key), a, off))
+				far[n] = append(far[n], off)
 			}
 		}
 		p.final[key] = out
 	}
 	if len(misfits) > 0 {
 		sort.Strings(misfits)
-		err := option.Errorf("ServiceCIDR", "%w: the new service range %s is too small to keep these %d Services at their offsets: %s; choose a larger range or pass {Repack}",
-			transform.ErrRefused, cidr.Join(p.w.New), len(misfits), capList(misfits, maxListed, ", "))
+		// A summary, however many Services: how many, the offsets' span and
+		// the smallest range that keeps them all; a few examples; every one
+		// in -o json's details.
+		err := option.Errorf("ServiceCIDR", "%w: the new service range %s is too small to keep %d Services at their offsets (%s; e.g. %s); %s; choose a larger range or pass {Repack}",
+			transform.ErrRefused, cidr.Join(p.w.New), len(misfits), offsetSpan(far), capList(misfits, misfitExamples, ", "), smallestRanges(far))
 		err.Details = misfits // all of them, for -o json
 		return err
 	}
 	return nil
+}
+
+// misfitExamples is how many Services a too-small-range refusal names.
+const misfitExamples = 3
+
+// offsetSpan is the lowest and highest offset of far: "offsets 775 to
+// 65534".
+func offsetSpan(far map[netip.Prefix][]*big.Int) string {
+	var lo, hi *big.Int
+	for _, offs := range far {
+		for _, o := range offs {
+			if lo == nil || o.Cmp(lo) < 0 {
+				lo = o
+			}
+			if hi == nil || o.Cmp(hi) > 0 {
+				hi = o
+			}
+		}
+	}
+	if lo.Cmp(hi) == 0 {
+		return "offset " + lo.String()
+	}
+	return "offsets " + lo.String() + " to " + hi.String()
+}
+
+// smallestRanges names, for each new range of far, the smallest range at
+// its address that holds every offset it cannot: "the smallest range at
+// that address that keeps every one where it is: 172.24.0.0/16".
+func smallestRanges(far map[netip.Prefix][]*big.Int) string {
+	var fits []string
+	for n, offs := range far {
+		fit := ""
+		for bits := n.Bits() - 1; bits >= 0; bits-- {
+			wider := netip.PrefixFrom(n.Addr(), bits).Masked()
+			if wider.Addr() != n.Masked().Addr() {
+				break // a wider range starts lower: the offsets would land elsewhere
+			}
+			if !slices.ContainsFunc(offs, func(o *big.Int) bool { return !cidr.Usable(wider, o) }) {
+				fit = wider.String()
+				break
+			}
+		}
+		if fit == "" {
+			return "no range starting at " + n.Masked().Addr().String() + " keeps them where they are"
+		}
+		fits = append(fits, fit)
+	}
+	sort.Strings(fits)
+	return "the smallest range at that address that keeps every one where it is: " + strings.Join(fits, ", ")
 }
 
 // target returns the new range and the offset Service key's address a

@@ -126,8 +126,9 @@ func TestPlanServices(t *testing.T) {
 		{name: "smaller range refused, misfits listed",
 			wish:  serviceWish{IPs: svcAddrs(sample), Old: v4Old, New: pfxs("172.24.0.0/20")},
 			field: "ServiceCIDR", refused: true,
-			err: "refused: the new service range 172.24.0.0/20 is too small to keep these 2 Services at their offsets: " +
-				"demo/api (192.168.200.14, offset 51214), kube-system/metrics-server (192.168.255.254, offset 65534); choose a larger range or pass Repack"},
+			err: "refused: the new service range 172.24.0.0/20 is too small to keep 2 Services at their offsets (offsets 51214 to 65534; e.g. " +
+				"demo/api (192.168.200.14, offset 51214), kube-system/metrics-server (192.168.255.254, offset 65534)); " +
+				"the smallest range at that address that keeps every one where it is: 172.24.0.0/16; choose a larger range or pass Repack"},
 		{name: "smaller range with Repack",
 			wish: serviceWish{IPs: svcAddrs(sample), Old: v4Old, New: pfxs("172.24.0.0/20"), Repack: true},
 			moves: []string{
@@ -306,9 +307,10 @@ func TestFreeAddressBands(t *testing.T) {
 	}
 }
 
-// TestPlanServicesMisfitsCapped: a refusal for a range too small lists ten
-// Services and says how many more there are, instead of one line with
-// every Service of the cluster (a 15 KB line for 199 Services).
+// TestPlanServicesMisfitsCapped: a refusal for a range too small is a
+// summary (issue 52 item 7): how many Services, their offsets' span, the
+// smallest range that keeps them all and three examples, instead of one
+// line with every Service of the cluster (a 15 KB line for 199 Services).
 func TestPlanServicesMisfitsCapped(t *testing.T) {
 	m := map[string][]string{}
 	for i := 0; i < 25; i++ {
@@ -319,8 +321,9 @@ func TestPlanServicesMisfitsCapped(t *testing.T) {
 		t.Fatal("no refusal for a range too small")
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, "these 25 Services") || !strings.Contains(msg, "demo/s09 (") || strings.Contains(msg, "demo/s10 (") ||
-		!strings.Contains(msg, ", … and 15 more; choose a larger range") {
-		t.Errorf("refusal %q: want the first 10 of 25 Services and \"… and 15 more\"", msg)
+	if !strings.Contains(msg, "keep 25 Services at their offsets (offsets 25610 to 31778; e.g. demo/s00 (") || !strings.Contains(msg, "demo/s02 (") ||
+		strings.Contains(msg, "demo/s03 (") || !strings.Contains(msg, ", … and 22 more); the smallest range at that address that keeps every one where it is: 172.24.0.0/17;") ||
+		len(msg) > 400 {
+		t.Errorf("refusal (%d characters) %q: want the count, the span, the smallest range and three of 25 Services", len(msg), msg)
 	}
 }

@@ -196,7 +196,7 @@ func rebuildRows() []badRow {
 		rebuildRow("rebuild service range over the unmoved pod range", replace("172.24.0.0/16", "10.244.0.0/16"), ExitUsage,
 			"the new service CIDR 10.244.0.0/16 (networking.serviceSubnet) overlaps the pod CIDR"),
 		rebuildRow("rebuild new service range too small", replace("172.24.0.0/16", "172.24.0.0/28"), ExitRefused,
-			"too small to keep these 6 Services at their offsets"),
+			"too small to keep 6 Services at their offsets (offsets 10 to 65534; e.g. "),
 		rebuildRow("rebuild certificate SAN that is no name", replace("manifests:", "pki:\n  certSANs: [\"bad_name!\"]\nmanifests:"), ExitUsage,
 			`pki.certSANs: "bad_name!" is neither an IP address nor a DNS name`),
 		rebuildRow("rebuild DNS domain that is no name", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: 172.24.0.0/16\n  dnsDomain: \"bad domain\""), ExitUsage,
