@@ -161,6 +161,8 @@ var (
 	yamlType  = regexp.MustCompile("line (\\d+): cannot unmarshal !!(\\w+)(?: `(.*?)`)? into (\\S+)")
 	// yaml.v3's KnownFields: "line 5: field namespace not found in type ruleset.Match".
 	yamlField = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+	// yaml.v2's duplicate key: `line 13: key "podSubnet" already set in map`.
+	yamlDup = regexp.MustCompile(`line (\d+): key "?([^"]+?)"? already set in map`)
 	// "yaml: line 4: found a tab character that violates indentation", "yaml: control characters are not allowed".
 	yamlSyntax = regexp.MustCompile(`(^|: )yaml: (?:line (\d+): )?(.+)`)
 	// time.ParseDuration: `time: invalid duration "soon"`, `time: unknown unit "y" in duration "1y"`.
@@ -243,6 +245,8 @@ func explainText(msg string) string {
 				parts = append(parts, fmt.Sprintf("line %s: takes %s, not %s", t[1], goTypeForm(t[4]), yamlValue(t[2], t[3])))
 			} else if t := yamlField.FindStringSubmatch(line); t != nil {
 				parts = append(parts, fmt.Sprintf("line %s: unknown key %s", t[1], t[2]))
+			} else if t := yamlDup.FindStringSubmatch(line); t != nil {
+				parts = append(parts, fmt.Sprintf("line %s: %s is given twice: keep one", t[1], t[2]))
 			}
 		}
 		if len(parts) > 0 {

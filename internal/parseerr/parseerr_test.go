@@ -73,6 +73,7 @@ func TestExplainRealErrors(t *testing.T) {
 		{"an unclosed list", sigsyaml.Unmarshal([]byte("ports: [1, 2\n"), &c), "line 1: not valid YAML: did not find expected ',' or ']'"},
 		{"yaml.v3 type error", yaml.Unmarshal([]byte("bump: lots\nports: [a]\n"), &c), "line 1: takes a whole number, 0 or more, not \"lots\"; line 2: takes a whole number, not \"a\""},
 		{"yaml.v3 unknown field", strictDec.Decode(&v3), "line 3: unknown key namespace"},
+		{"a key given twice, through sigs.k8s.io/yaml", sigsyaml.UnmarshalStrict([]byte("bump: 1\nbump: 2\n"), &c), "line 2: bump is given twice: keep one"},
 		{"JSON cut short", json.Unmarshal([]byte(`{"nodes": [`), &c), "the JSON ends too early (is the file cut short?)"},
 		{"JSON syntax", json.Unmarshal([]byte(`{"bump": x}`), &c), "not valid JSON at byte 10: unexpected character 'x'"},
 		{"net.ParseCIDR", cidrErr, `"10.0.0.0" is not a CIDR such as 10.0.0.0/16`},

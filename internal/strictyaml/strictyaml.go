@@ -89,6 +89,9 @@ func (c checker) walk(n *yaml.Node, t reflect.Type, path string, noHints bool) e
 	if err := checkKind(n, t, path, noHints); err != nil {
 		return err
 	}
+	if err := checkDuplicates(n, path); err != nil {
+		return err
+	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		return c.walkStruct(n, t, path, noHints)
@@ -106,6 +109,24 @@ func (c checker) walk(n *yaml.Node, t reflect.Type, path string, noHints bool) e
 		}
 	}
 	return nil // scalars and any
+}
+
+// checkDuplicates refuses a mapping that gives a key twice, naming the
+// key's path and both lines: sigs.k8s.io/yaml says "key already set in
+// map", and a decoder into a yaml.Node keeps both silently.
+func checkDuplicates(n *yaml.Node, path string) error {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if first, ok := seen[k.Value]; ok {
+			return &Error{Path: join(path, k.Value), Line: k.Line, Msg: fmt.Sprintf("given twice, at lines %d and %d: keep one", first, k.Line)}
+		}
+		seen[k.Value] = k.Line
+	}
+	return nil
 }
 
 var (

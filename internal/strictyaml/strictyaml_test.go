@@ -44,6 +44,9 @@ func TestCheck(t *testing.T) {
 		{"count: 3\non: 1\n", "on (line 2): takes true or false, not the number 1"},
 		{"networking: 10.0.0.0/8\n", "networking (line 1): takes a mapping (key: value), not \"10.0.0.0/8\""},
 		{"kind: 1.5\nnetworking: {serviceSubnet: 10}\ncount: ~\n", ""}, // scalars into strings, null: the decoder's
+		// A key given twice (the decoder says "key already set in map", or keeps the last).
+		{"kind: x\nnetworking:\n  serviceSubnet: a\n  dnsDomain: b\n  serviceSubnet: c\n", "networking.serviceSubnet (line 5): given twice, at lines 3 and 5: keep one"},
+		{"labels: {a: x, a: y}\n", "labels.a (line 1): given twice, at lines 1 and 1: keep one"},
 	} {
 		err := Check([]byte(c.in), &doc{}, "json")
 		var se *Error
