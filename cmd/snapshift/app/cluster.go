@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -48,6 +49,15 @@ func (o *clusterOptions) Validate() error {
 	if o.bundle == "" {
 		return usagef("give --bundle DIR (the directory snapshift rebuild wrote)")
 	}
+	// A --kubeconfig given is checked even under --dry-run (which reads
+	// only the bundle): a mistyped path must not wait for the real run.
+	if o.kubeconfig != "" {
+		if fi, err := os.Stat(o.kubeconfig); err != nil {
+			return usagef("--kubeconfig %s does not exist: give the new cluster's kubeconfig, e.g. the bundle's kubernetes/<node>/admin.conf", o.kubeconfig)
+		} else if fi.IsDir() {
+			return usagef("--kubeconfig %s is a directory: give the kubeconfig file, e.g. the bundle's kubernetes/<node>/admin.conf", o.kubeconfig)
+		}
+	}
 	return o.validateFormat()
 }
 
@@ -58,9 +68,29 @@ func (o *clusterOptions) client() (kubernetes.Interface, error) {
 	rules.ExplicitPath = o.kubeconfig
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, usagef("kubeconfig: %v (give --kubeconfig, e.g. the bundle's kubernetes/<node>/admin.conf)", err)
+		where := "give --kubeconfig, e.g. the bundle's kubernetes/<node>/admin.conf"
+		if o.kubeconfig != "" {
+			where = "give the new cluster's kubeconfig, e.g. the bundle's kubernetes/<node>/admin.conf"
+		}
+		if clientcmd.IsEmptyConfig(err) {
+			// client-go's own advice (KUBERNETES_MASTER) is not ours.
+			return nil, usagef("kubeconfig: %s holds no cluster: %s", kubeconfigName(o.kubeconfig), where)
+		}
+		if strings.Contains(err.Error(), "couldn't get version/kind") {
+			return nil, usagef("kubeconfig %s is not a kubeconfig (the YAML file kubectl reads, with clusters, users and contexts): %s", kubeconfigName(o.kubeconfig), where)
+		}
+		return nil, usagef("kubeconfig %s: %v (%s)", kubeconfigName(o.kubeconfig), err, where)
 	}
 	return kubernetes.NewForConfig(rc)
+}
+
+// kubeconfigName is the kubeconfig a message names: --kubeconfig's, or
+// where kubectl looks.
+func kubeconfigName(explicit string) string {
+	if explicit != "" {
+		return explicit
+	}
+	return "$KUBECONFIG or ~/.kube/config"
 }
 
 func (o *clusterOptions) Run(ctx context.Context) error {

@@ -45,7 +45,35 @@ func TestClusterRestartDryRun(t *testing.T) {
 	if r := run(t, "rebuild", "--config", cfg, "--quiet"); r.code != ExitOK {
 		t.Fatalf("rebuild: exit %d: %s", r.code, r.stderr)
 	}
-	r := run(t, "cluster", "restart", "--bundle", bundle, "--dry-run", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
+	// A --kubeconfig given is checked under --dry-run too (the fresh-mistakes
+	// audit: a mistyped path passed the dry run and failed only the real one).
+	none := filepath.Join(t.TempDir(), "none")
+	if r := run(t, "cluster", "restart", "--bundle", bundle, "--dry-run", "--kubeconfig", none); r.code != ExitUsage ||
+		!strings.Contains(r.stderr, "--kubeconfig "+none+" does not exist: give the new cluster's kubeconfig") {
+		t.Errorf("cluster restart --dry-run --kubeconfig (missing): exit %d, %q", r.code, r.stderr)
+	}
+	empty, notes := filepath.Join(t.TempDir(), "empty"), filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(notes, []byte("remember the milk\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for kc, want := range map[string]string{empty: "holds no cluster", notes: "is not a kubeconfig (the YAML file kubectl reads"} {
+		r := run(t, "cluster", "check", "--bundle", bundle, "--kubeconfig", kc)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "kubeconfig") || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "KUBERNETES_MASTER") || strings.Contains(r.stderr, "json parse error") {
+			t.Errorf("cluster check --kubeconfig %s: exit %d, %q; want exit 2 saying %q", filepath.Base(kc), r.code, r.stderr, want)
+		}
+	}
+	// node's --root that does not exist: exit 2 naming it, not "no apply
+	// of this bundle on this node" (exit 4) as before.
+	for _, verb := range []string{"apply", "rollback", "confirm"} {
+		r := run(t, "node", verb, "--bundle", bundle, "--node", "cp1", "--root", none)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "--root "+none+" does not exist") {
+			t.Errorf("node %s --root (missing): exit %d, %q", verb, r.code, r.stderr)
+		}
+	}
+	r := run(t, "cluster", "restart", "--bundle", bundle, "--dry-run")
 	if r.code != ExitOK {
 		t.Fatalf("cluster restart --dry-run: exit %d: %s", r.code, r.stderr)
 	}

@@ -71,6 +71,13 @@ func (o *nodeOptions) Validate() error {
 	if err := checkBundle(o.cfg.Bundle, o.cfg.Node); err != nil {
 		return err
 	}
+	if o.cfg.Root != "" {
+		if fi, err := os.Stat(o.cfg.Root); err != nil {
+			return usagef("--root %s does not exist: give the host's root directory (/, the default)", o.cfg.Root)
+		} else if !fi.IsDir() {
+			return usagef("--root %s is not a directory: give the host's root directory (/, the default)", o.cfg.Root)
+		}
+	}
 	return o.cfg.Validate()
 }
 
