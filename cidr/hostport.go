@@ -22,8 +22,11 @@ func SplitHostPort(ep string) (host, port string, err error) {
 			return "", "", fmt.Errorf("%q: port %q is not a number in 1-65535", ep, port)
 		}
 	}
+	if scheme, rest, ok := strings.Cut(ep, "://"); ok {
+		return "", "", fmt.Errorf("%q is not host[:port]: drop the %s:// (give %s)", ep, scheme, strings.TrimSuffix(rest, "/"))
+	}
 	if host == "" || strings.ContainsAny(host, "/ ") {
-		return "", "", fmt.Errorf("%q is not host[:port]", ep)
+		return "", "", fmt.Errorf("%q is not host[:port] (e.g. 10.0.0.10:6443 or k8s-api.internal:6443)", ep)
 	}
 	return host, port, nil
 }

@@ -19,3 +19,11 @@ func TestSplitHostPort(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitHostPortURL: a URL for an endpoint says what to drop.
+func TestSplitHostPortURL(t *testing.T) {
+	_, _, err := cidr.SplitHostPort("https://10.0.0.50:6443/")
+	if err == nil || err.Error() != `"https://10.0.0.50:6443/" is not host[:port]: drop the https:// (give 10.0.0.50:6443)` {
+		t.Errorf("SplitHostPort of a URL: %v", err)
+	}
+}

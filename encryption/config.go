@@ -110,7 +110,12 @@ type kmsEntry struct {
 // --encryption-provider-config). Errors name the file and the offending field.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("encryption configuration %s does not exist: give the file kube-apiserver's --encryption-provider-config names", path)
+	case err != nil && isDir(path):
+		return nil, fmt.Errorf("encryption configuration %s is a directory: give the file kube-apiserver's --encryption-provider-config names", path)
+	case err != nil:
 		return nil, fmt.Errorf("encryption configuration: %w", err)
 	}
 	c, err := Parse(data)
@@ -421,4 +426,9 @@ func validateResourceNames(resources []string, path string, errs *problems) {
 			errs.add(p, "resource %q: encrypting the same resource across groups is not supported", r)
 		}
 	}
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }

@@ -224,8 +224,11 @@ func LoadCA(dir, base string) (*CA, error) {
 }
 
 func caErr(dir, base string, err error) error {
+	if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+		return option.Errorf("CertDir", "{} %s does not exist: give the directory that holds the cluster's ca.crt and ca.key (kubeadm's /etc/kubernetes/pki), or {GenerateAll} for a new PKI", dir)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return option.Errorf("CertDir", "CA %q: %w (this operation reuses the CA in {}; {GenerateAll} makes a new PKI)", filepath.Join(dir, base), err)
+		return option.Errorf("CertDir", "%s.crt and %s.key: not both in %s: this operation reuses the CA in {} (kubeadm's /etc/kubernetes/pki); {GenerateAll} makes a new PKI", base, base, dir)
 	}
 	return fmt.Errorf("CA %q: %w", filepath.Join(dir, base), err)
 }

@@ -66,7 +66,7 @@ var controlPlaneEntry = Entry{
 func (o ControlPlaneOptions) parse() (map[string]netip.Addr, error) {
 	if e := o.ControlPlaneEndpoint; e != "" {
 		if _, _, err := cidr.SplitHostPort(e); err != nil {
-			return nil, option.Errorf("ControlPlaneEndpoint", "{} %q: %v", e, err)
+			return nil, option.Errorf("ControlPlaneEndpoint", "{} %v", err) // the error quotes the value
 		}
 	}
 	out := map[string]netip.Addr{}

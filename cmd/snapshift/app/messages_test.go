@@ -196,7 +196,7 @@ func rebuildRows() []badRow {
 		rebuildRow("rebuild service range over the unmoved pod range", replace("172.24.0.0/16", "10.244.0.0/16"), ExitUsage,
 			"the new service CIDR 10.244.0.0/16 (networking.serviceSubnet) overlaps the pod CIDR"),
 		rebuildRow("rebuild new service range too small", replace("172.24.0.0/16", "172.24.0.0/28"), ExitRefused,
-			"too small to keep 6 Services at their offsets (offsets 10 to 65534; e.g. "),
+			"too small to keep 6 Services at their offsets (offsets 775 to 65534; e.g. "),
 		rebuildRow("rebuild certificate SAN that is no name", replace("manifests:", "pki:\n  certSANs: [\"bad_name!\"]\nmanifests:"), ExitUsage,
 			`pki.certSANs: "bad_name!" is neither an IP address nor a DNS name`),
 		rebuildRow("rebuild DNS domain that is no name", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: 172.24.0.0/16\n  dnsDomain: \"bad domain\""), ExitUsage,
@@ -230,8 +230,14 @@ func rulesFileRows() []badRow {
 func certsManifestsRows() []badRow {
 	return []badRow{
 		// certs and manifests.
-		{name: "certs --renew without a CA", code: ExitUsage, want: "this operation reuses the CA in --cert-dir; --all makes a new PKI",
+		{name: "certs --renew without a CA", code: ExitUsage, want: "ca.crt and ca.key: not both in WORK: this operation reuses the CA in --cert-dir (kubeadm's /etc/kubernetes/pki); --all makes a new PKI",
 			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", newSvc, "--old-service-cidr", "192.168.0.0/16")},
+		{name: "certs --renew with a --cert-dir that does not exist", code: ExitUsage, want: "--cert-dir WORK/nopki does not exist: give the directory that holds the cluster's ca.crt and ca.key",
+			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK/nopki", "--service-cidr", newSvc, "--old-service-cidr", "192.168.0.0/16")},
+		{name: "control-plane endpoint given as a URL", code: ExitUsage, want: `--control-plane-endpoint "https://10.0.0.50:6443" is not host[:port]: drop the https:// (give 10.0.0.50:6443)`,
+			args: cmdline("transform", "IN", "--out", "WORK/out.db", "--control-plane-endpoint", "https://10.0.0.50:6443")},
+		{name: "encryption configuration that is a directory", code: ExitUsage, want: "encryption configuration WORK is a directory: give the file kube-apiserver's --encryption-provider-config names",
+			args: cmdline("plan", "IN", "--encryption-config", "WORK")},
 		{name: "certs --renew apiserver without the old range", code: ExitUsage, want: "renew-apiserver: --old-service-cidr is required",
 			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", newSvc)},
 		{name: "certs with a bad advertise address", code: ExitUsage, want: "--apiserver-advertise-address",
@@ -341,7 +347,7 @@ func kubectlRows() []badRow {
 		rebuildRow("rebuild value of the wrong type", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: [172.24.0.0/16]"), ExitUsage,
 			"networking.serviceSubnet (line 6): takes a string, not a list"),
 		rebuildRow("rebuild encryptionConfig that does not exist", replace("networking:", "encryptionConfig: /nonexistent/enc.yaml\nnetworking:"), ExitUsage,
-			"encryptionConfig: encryption configuration: open /nonexistent/enc.yaml: no such file or directory (remove the line"),
+			"encryptionConfig: encryption configuration /nonexistent/enc.yaml does not exist: give the file kube-apiserver's --encryption-provider-config names (remove the line"),
 		rulesFileRow("rules patch value of the wrong type", typeRules,
 			`sets spec.replicas of deploy/demo/web to a string, but that field takes a whole number`),
 		{name: "node apply with a directory that is no bundle", args: cmdline("node", "apply", "--bundle", "WORK", "--node", "cp1"), code: ExitUsage,
