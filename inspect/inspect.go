@@ -94,6 +94,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if r.Buckets, err = snap.Buckets(); err != nil {
 		return nil, err
 	}
+	if err := state.CheckPrefix(ix, cfg.EtcdPrefix); err != nil {
+		return nil, err
+	}
 	prefix := state.ResolvePrefix(ix, cfg.EtcdPrefix)
 	r.EtcdPrefix = prefix
 	c := codec.New()

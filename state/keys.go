@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/snapshot"
 	"github.com/snapshift/snapshift/wellknown"
 )
@@ -80,6 +81,26 @@ func ResolvePrefix(ix *snapshot.Index, given string) string {
 		return p
 	}
 	return wellknown.DefaultPrefix
+}
+
+// CheckPrefix refuses a given --etcd-prefix under which the snapshot keeps
+// no cluster (no kube-system Namespace) while it keeps one under another:
+// every command would read nothing and say so as if all were well. An
+// *option.Error naming the option and the right value; nil when given is
+// empty, holds a cluster, or the snapshot holds none anywhere.
+func CheckPrefix(ix *snapshot.Index, given string) error {
+	if given == "" {
+		return nil
+	}
+	p := NormalizePrefix(given)
+	if _, ok := ix.Lookup([]byte(p + "namespaces/kube-system")); ok {
+		return nil
+	}
+	if d := DetectPrefix(ix); d != "" && d != p {
+		return option.Errorf("EtcdPrefix", "the snapshot keeps the cluster's objects under %q, not %q: give {} %s (kube-apiserver's --etcd-prefix), or leave it out",
+			d, p, strings.TrimSuffix(d, "/"))
+	}
+	return nil
 }
 
 // MissingObjects explains why a rule found none of the objects it must see

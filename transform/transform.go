@@ -153,6 +153,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	snap, ix := in.snap, in.ix
 	defer snap.Close()
 	defer snap.WaitHash() // the hash reads the mapping: it ends before the mapping goes
+	if err := state.CheckPrefix(ix, cfg.EtcdPrefix); err != nil {
+		return nil, err
+	}
 	e := newEngine(ctx, cfg, snap, ix)
 	e.timer = timer
 	defer e.abort() // no-op after a successful commit
