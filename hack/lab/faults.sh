@@ -126,3 +126,63 @@ fault_change_after_backup() {
 
 # fault_reset: forget the marks of the previous scenario's fault.
 fault_reset() { rm -f "$LAB_ROOT"/fault-*; }
+
+# fault_partition NODE on|off: NODE's own packet filter drops everything
+# to and from the control-plane nodes (a table of the lab's, beside
+# kube-proxy's and flannel's): a partition between them, its other links
+# up.
+fault_partition() {
+  local n=$1 cps=() c
+  for c in $CPS; do cps+=("$(nodeip "$c")"); done
+  local set; set=$(IFS=,; echo "${cps[*]}")
+  if [ "$2" = on ]; then
+    nodeexec "$n" nft -f - <<NFT
+table inet lab-partition {
+  chain p_in { type filter hook input priority -300; policy accept; ip saddr { $set } drop; }
+  chain p_out { type filter hook output priority -300; policy accept; ip daddr { $set } drop; }
+  chain p_fwd { type filter hook forward priority -300; policy accept; ip saddr { $set } drop; ip daddr { $set } drop; }
+}
+NFT
+    echo "$n" > "$LAB_ROOT/fault-partitioned"
+    log "[fault restart-stuck] $n cut off from the control plane ($set)"
+  else
+    nodeexec "$n" nft delete table inet lab-partition
+    log "[fault restart-stuck] $n reaches the control plane again"
+  fi
+}
+
+# fault_restart_stuck LABEL RB: what section "When something goes wrong"
+# says for restart-stuck, on the real cluster. The last worker is cut off
+# from the control plane before block restart.run: the restart stops at a
+# stage within its --timeout (window.restartTimeout) and says which in one
+# line (exit non-zero). The partition heals; the block again finishes
+# (what was restarted is only waited for); a third run skips every
+# restart.
+fault_restart_stuck() {
+  local label=$1 rb=$2 w t0 took limit line
+  w=${WORKERS##* }
+  fault_partition "$w" on
+  t0=$(date +%s)
+  RB_EXPECT_FAIL=kubectl rb_run "$rb" restart.run
+  took=$(( $(date +%s) - t0 ))
+  grep -qx restart.run "$LAB_ROOT/fault-failed-kubectl" 2>/dev/null || { fault_partition "$w" off; die "[fault restart-stuck] cluster restart finished with $w cut off from the control plane"; }
+  line=$(grep '^snapshift: ' "$LAB_ROOT/logs/runbook-restart.run-kubectl.log" | tail -1)
+  [ "$(grep -c '^snapshift: ' "$LAB_ROOT/logs/runbook-restart.run-kubectl.log")" = 1 ] && grep -q 'not done within --timeout' <<< "$line" && grep -q 'stage' <<< "$line" ||
+    { fault_partition "$w" off; die "[fault restart-stuck] the restart's failure is not one line naming the stage and the timeout: $line"; }
+  # The timeout bounds each action; the dry run and the stages done before
+  # add a little.
+  limit=$(( $(python3 -c 'import re,sys; m=re.fullmatch(r"(\d+)([sm])", sys.argv[1]); print(int(m[1]) * (60 if m[2] == "m" else 1))' "$SC_RESTART_TIMEOUT") + 120 ))
+  [ "$took" -le "$limit" ] || { fault_partition "$w" off; die "[fault restart-stuck] the restart took ${took}s to fail, more than its --timeout $SC_RESTART_TIMEOUT allows"; }
+  checks+=("PASS  [$label] fault restart-stuck: with $w cut off, cluster restart stopped in ${took}s saying: ${line#snapshift: }")
+  fault_partition "$w" off
+  wait_for "[$label] $w: node Ready after the partition" 180 node_ready "$w"
+  rb_run "$rb" restart.run
+  rb_run "$rb" restart.run
+  # The third run did nothing again: every action skipped (a rollout only
+  # waited for, the pods gone already, the handover done).
+  local third=$LAB_ROOT/logs/runbook-restart.run-kubectl.log
+  if grep -qE '^\[stage [0-9]+ [^]]*\] (done|failed)' "$third" || ! grep -qE '^\[stage [0-9]+ [^]]*\] skipped' "$third"; then
+    die "[fault restart-stuck] a third cluster restart did something again: $(grep -E '^\[stage [0-9]+ [^]]*\] (done|failed)' "$third" | head -5)"
+  fi
+  checks+=("PASS  [$label] fault restart-stuck: after the partition healed, the restart again finished; a third run skipped what was done")
+}

@@ -4,8 +4,9 @@
   matrix.py ci                  the names of the cells CI runs, one per line
   matrix.py shell CELL          the cell as shell assignments (CELL_CPS, ...)
   matrix.py scenario CELL NAME  the scenario as shell assignments (SC_CA, SC_DRIVER, SC_FAULT,
-                                SC_APPLY_TIMEOUT, SC_ROLLBACK_AFTER)
+                                SC_APPLY_TIMEOUT, SC_ROLLBACK_AFTER, SC_RESTART_TIMEOUT)
   matrix.py faults CELL         the names of the cell's scenarios with a fault
+  matrix.py cells-with-faults   the cells that have one, one per line
   matrix.py table               every cell and its scenarios, as a Markdown table
 """
 import json
@@ -18,7 +19,7 @@ DRIVERS = {"runbook", "ansible"}
 # The faults of the runbook's section "When something goes wrong"
 # (runbook.json's fault IDs) the lab can make happen, and the drivers it
 # makes each happen under.
-FAULTS = {"apply-killed": {"runbook"}, "deadline": {"runbook"}, "apply-failed": {"ansible"}}
+FAULTS = {"apply-killed": {"runbook"}, "deadline": {"runbook"}, "apply-failed": {"ansible"}, "restart-stuck": {"runbook"}}
 
 
 def load():
@@ -34,6 +35,8 @@ def load():
                     c["name"], s["name"], f, ", ".join(sorted(FAULTS.get(f, ()))) or "no driver", ", ".join(sorted(FAULTS))))
             if f == "deadline" and not s.get("window", {}).get("rollbackAfter"):
                 sys.exit("matrix.json: cell %s scenario %s: fault deadline needs window.rollbackAfter" % (c["name"], s["name"]))
+            if f == "restart-stuck" and not s.get("window", {}).get("restartTimeout"):
+                sys.exit("matrix.json: cell %s scenario %s: fault restart-stuck needs window.restartTimeout" % (c["name"], s["name"]))
     return m
 
 
@@ -61,11 +64,16 @@ def main(argv):
         for s in c["scenarios"]:
             if s["name"] == argv[2]:
                 w = s.get("window", {})
-                print("SC_CA=%s SC_DRIVER=%s SC_FAULT=%s SC_APPLY_TIMEOUT=%s SC_ROLLBACK_AFTER=%s" % (
+                print("SC_CA=%s SC_DRIVER=%s SC_FAULT=%s SC_APPLY_TIMEOUT=%s SC_ROLLBACK_AFTER=%s SC_RESTART_TIMEOUT=%s" % (
                     shlex.quote(s["ca"]), shlex.quote(s["driver"]), shlex.quote(s.get("fault", "")),
-                    shlex.quote(w.get("applyTimeout", "")), shlex.quote(w.get("rollbackAfter", ""))))
+                    shlex.quote(w.get("applyTimeout", "")), shlex.quote(w.get("rollbackAfter", "")),
+                    shlex.quote(w.get("restartTimeout", ""))))
                 return
         sys.exit("cell %s has no scenario %r (it has %s)" % (c["name"], argv[2], ", ".join(s["name"] for s in c["scenarios"])))
+    elif argv[:1] == ["cells-with-faults"]:
+        for c in m["cells"]:
+            if any(s.get("fault") for s in c["scenarios"]):
+                print(c["name"])
     elif argv[:1] == ["faults"] and len(argv) == 2:
         print(" ".join(s["name"] for s in cell(m, argv[1])["scenarios"] if s.get("fault")))
     elif argv[:1] == ["table"]:

@@ -82,7 +82,17 @@ rb_run() {
     lab_phase "block:$id" start
     case $where in
       operator) rb_on admin "$(cat "$f")" || die "runbook block $id failed on the operator's machine"; lab_phase "block:$id" end; continue ;;
-      kubectl) rb_on kubectl "$(cat "$f")" || die "runbook block $id failed where kubectl points ($RB_KUBECTL)"; lab_phase "block:$id" end; continue ;;
+      kubectl)
+        if rb_on kubectl "$(cat "$f")" > "$LAB_ROOT/logs/runbook-$id-kubectl.log" 2>&1; then
+          cat "$LAB_ROOT/logs/runbook-$id-kubectl.log"
+        elif [ "${RB_EXPECT_FAIL:-}" = kubectl ]; then
+          cat "$LAB_ROOT/logs/runbook-$id-kubectl.log"
+          log "[fault] block $id failed where kubectl points, as the scenario made it"
+          echo "$id" >> "$LAB_ROOT/fault-failed-kubectl"
+        else
+          cat "$LAB_ROOT/logs/runbook-$id-kubectl.log"; die "runbook block $id failed where kubectl points ($RB_KUBECTL)"
+        fi
+        lab_phase "block:$id" end; continue ;;
       control-plane) nodes=$(rb_targets "$f"); nodes=${nodes:-$CPS} ;;
       workers) nodes=$(rb_targets "$f"); nodes=${nodes:-$WORKERS} ;;
       *) die "runbook block $id runs at '$where', which the lab cannot run" ;;
