@@ -767,8 +767,9 @@ func TestLongListCappedFullInJSON(t *testing.T) {
 	in := writeFixture(t, filepath.Join(t.TempDir(), "in.db"), fixture{keys: sampleKVs(t, extra...)})
 	text := run(t, "plan", in, "--service-cidr", "172.24.0.0/28", "--quiet")
 	lines := text.stderrLines()
-	if text.code != ExitRefused || len(lines) != 1 || !strings.Contains(lines[0], "these 31 Services") || !strings.Contains(lines[0], ", … and 21 more; choose a larger range or pass --repack") {
-		t.Fatalf("plan: exit %d, stderr %q; want exit 4 and one line with 10 of 31 Services", text.code, text.stderr)
+	if text.code != ExitRefused || len(lines) != 1 || !strings.Contains(lines[0], "keep 31 Services at their offsets") ||
+		!strings.Contains(lines[0], ", … and 28 more); the smallest range at that address that keeps every one where it is: 172.24.0.0/16; choose a larger range or pass --repack") {
+		t.Fatalf("plan: exit %d, stderr %q; want exit 4 and one line summing up 31 Services with three examples", text.code, text.stderr)
 	}
 	machine := run(t, "plan", in, "--service-cidr", "172.24.0.0/28", "--quiet", "-o", "json")
 	var doc struct {
