@@ -2,13 +2,13 @@ package archtest
 
 import (
 	"fmt"
+	"github.com/snapshift/snapshift/internal/testfile"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"unicode"
 )
 
 // userDocs are the documents a user reads, relative to the module's root.
@@ -31,21 +31,6 @@ var (
 	fence     = regexp.MustCompile("(?ms)^```.*?^```")
 )
 
-// slug is GitHub's anchor of a heading: lower case, punctuation dropped
-// (but - and _), spaces to hyphens.
-func slug(h string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 // TestDocLinks: every relative link of the README and the docs names a
 // file that exists, and every #anchor a heading of that file, so that a
 // moved section (issue 52 item 11) leaves no dead link behind.
@@ -58,7 +43,7 @@ func TestDocLinks(t *testing.T) {
 		b, _ := os.ReadFile("../../" + path)
 		a := map[string]bool{}
 		for _, m := range mdHeading.FindAllStringSubmatch(fence.ReplaceAllString(string(b), ""), -1) {
-			a[slug(m[1])] = true
+			a[testfile.Anchor(m[1])] = true
 		}
 		anchors[path] = a
 		return a

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"github.com/snapshift/snapshift/internal/testfile"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -15,7 +16,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
 
 	"github.com/snapshift/snapshift/rebuild"
 	"github.com/snapshift/snapshift/transform"
@@ -284,20 +284,6 @@ func typeName(t reflect.Type) string {
 	return filepath.Base(t.PkgPath()) + "." + t.Name()
 }
 
-// anchor is GitHub's anchor of heading h.
-func anchor(h string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(h) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 // jsonType is t as the document has it: string, integer, [] of, map of, a
 // link to a struct's table.
 func (g *schemaGen) jsonType(t reflect.Type) string {
@@ -353,7 +339,7 @@ func (g *schemaGen) jsonType(t reflect.Type) string {
 			g.queued[t] = true
 			g.pending = append(g.pending, t)
 		}
-		return fmt.Sprintf("[%s](#%s)", typeName(t), anchor("type "+typeName(t)))
+		return fmt.Sprintf("[%s](#%s)", typeName(t), testfile.Anchor("type "+typeName(t)))
 	}
 	return t.String()
 }
@@ -408,7 +394,7 @@ document holds are listed after the documents, each once.
 `)
 	for _, d := range outputDocs {
 		for i, k := range d.kinds {
-			fmt.Fprintf(&b, "| [%s](#%s) | %s |\n", k, anchor(strings.Join(d.kinds, " ")), cell(d.commands[i]))
+			fmt.Fprintf(&b, "| [%s](#%s) | %s |\n", k, testfile.Anchor(strings.Join(d.kinds, " ")), cell(d.commands[i]))
 		}
 	}
 	for _, d := range outputDocs {
