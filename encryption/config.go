@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snapshift/snapshift/internal/fsutil"
 	"os"
 	"regexp"
 	"slices"
@@ -113,7 +114,7 @@ func Load(path string) (*Config, error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("encryption configuration %s does not exist: give the file kube-apiserver's --encryption-provider-config names", path)
-	case err != nil && isDir(path):
+	case err != nil && fsutil.IsDir(path):
 		return nil, fmt.Errorf("encryption configuration %s is a directory: give the file kube-apiserver's --encryption-provider-config names", path)
 	case err != nil:
 		return nil, fmt.Errorf("encryption configuration: %w", err)
@@ -426,9 +427,4 @@ func validateResourceNames(resources []string, path string, errs *problems) {
 			errs.add(p, "resource %q: encrypting the same resource across groups is not supported", r)
 		}
 	}
-}
-
-func isDir(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
 }

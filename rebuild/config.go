@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/snapshift/snapshift/ansible"
+	"github.com/snapshift/snapshift/internal/fsutil"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -251,19 +252,13 @@ type Manifests struct {
 	ImageRepository string `json:"imageRepository,omitempty"`
 }
 
-// isDir reports whether path is a directory.
-func isDir(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.IsDir()
-}
-
 // Load reads and checks a configuration file.
 func Load(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("rebuild configuration %s does not exist: give a RebuildConfiguration file (see snapshift rebuild --help)", path)
-	case err != nil && isDir(path):
+	case err != nil && fsutil.IsDir(path):
 		return nil, fmt.Errorf("rebuild configuration %s is a directory: give the RebuildConfiguration file", path)
 	case err != nil:
 		return nil, fmt.Errorf("rebuild configuration: %w", err)

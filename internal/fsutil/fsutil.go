@@ -110,6 +110,13 @@ func IsEmptyOrMissingDir(dir string) (bool, error) {
 // maxBackups bounds the .bak, .bak.1, ... names tried.
 const maxBackups = 1000
 
+// IsDir reports whether path is a directory (false when it cannot be
+// read): a message's way to tell "is a directory" from other read errors.
+func IsDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
 // BackupName is the n-th backup name of path: path.bak, path.bak.1, ...
 func BackupName(path string, n int) string {
 	if n == 0 {
