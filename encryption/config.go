@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/snapshift/snapshift/internal/fsutil"
 	"os"
 	"regexp"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/internal/strictyaml"
 )

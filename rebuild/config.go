@@ -10,8 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/snapshift/snapshift/ansible"
-	"github.com/snapshift/snapshift/internal/fsutil"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -26,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapshift/snapshift/ansible"
+	"github.com/snapshift/snapshift/internal/fsutil"
 	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/internal/strictyaml"
 	"github.com/snapshift/snapshift/manifests"
