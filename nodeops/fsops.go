@@ -113,6 +113,67 @@ func freeBytes(p string) (uint64, error) {
 	}
 }
 
+// fileSystem is the file system a path is on: its device, the space free
+// to root, and the mount point (mountinfo's) it is under: a rename works
+// only within one mount, even of one device (a bind mount).
+type fileSystem struct {
+	dev   uint64
+	free  uint64
+	mount string
+}
+
+// fileSystemOf is the file system of p, or of its nearest existing parent.
+func fileSystemOf(p string) (fileSystem, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return fileSystem{}, err
+	}
+	for {
+		var st syscall.Stat_t
+		err := syscall.Stat(p, &st)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.ENOENT) || p == filepath.Dir(p) {
+			return fileSystem{}, &fs.PathError{Op: "stat", Path: p, Err: err}
+		}
+		p = filepath.Dir(p)
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		return fileSystem{}, &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	free, err := freeBytes(p)
+	if err != nil {
+		return fileSystem{}, err
+	}
+	return fileSystem{dev: uint64(st.Dev), free: free, mount: mountPointOf(p)}, nil
+}
+
+// mountPointOf is the deepest mount point mountinfo lists at or above p
+// ("/" without /proc).
+func mountPointOf(p string) string {
+	best := "/"
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return best
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) <= 4 {
+			continue
+		}
+		m := unescapeMount(f[4])
+		if (p == m || strings.HasPrefix(p, strings.TrimSuffix(m, "/")+"/")) && len(m) > len(best) {
+			best = m
+		}
+	}
+	return best
+}
+
 // isMountPoint says whether directory p is a mount point: it is on
 // another device than its parent, or /proc/self/mountinfo lists it (a
 // bind mount of the same file system).

@@ -2,6 +2,8 @@ package nodeops_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/snapshift/snapshift/internal/nodetest"
 	"github.com/snapshift/snapshift/nodeops"
 )
 
@@ -40,6 +43,13 @@ func mountTmpfs(t *testing.T, root, rel string) string { return mountAt(t, root,
 // file system (the same device as its parent: only mountinfo shows it).
 func mountAt(t *testing.T, root, rel string, bind bool) string {
 	t.Helper()
+	return mountWith(t, root, rel, bind, "mode=0700")
+}
+
+// mountWith is mountAt with the tmpfs's mount options (size=64k: a full
+// disk).
+func mountWith(t *testing.T, root, rel string, bind bool, opts string) string {
+	t.Helper()
 	dir := filepath.Join(root, rel)
 	aside := filepath.Join(t.TempDir(), "aside")
 	if err := os.Rename(dir, aside); err != nil {
@@ -56,11 +66,11 @@ func mountAt(t *testing.T, root, rel string, bind bool) string {
 		if err := syscall.Mount(src, dir, "", syscall.MS_BIND, ""); err != nil {
 			t.Fatalf("bind mount on %s: %v", dir, err)
 		}
-	} else if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "mode=0700"); err != nil {
+	} else if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
 		t.Fatalf("mount tmpfs on %s: %v", dir, err)
 	}
 	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) { // EINVAL: the test unmounted it
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
@@ -215,4 +225,76 @@ func TestMountPointMoveResumed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestApplyRefusesAFullEtcdDisk: the etcd data dir is a small disk of its
+// own (a 64 KiB tmpfs) and the new member (256 KiB) does not fit. The
+// backup's file system has room, and before issue 51 preflight counted
+// only that one, so apply failed with ENOSPC half way through installing
+// the member. Now preflight refuses before any change, naming the data
+// dir's file system; on a resumed apply (after --stop-only: the old
+// member is in the backup, the disk is empty) too. With room made (the
+// disk replaced by a larger one), the same apply resumes and finishes.
+func TestApplyRefusesAFullEtcdDisk(t *testing.T) {
+	if !inMountNamespace(t, "TestApplyRefusesAFullEtcdDisk") {
+		return
+	}
+	big := map[string]string{"etcd/m1/member/snap/db": strings.Repeat("new member db\n", 256<<10/14)}
+	want := "on the file system of /var/lib/etcd (mounted at "
+	t.Run("fresh", func(t *testing.T) {
+		b, root := t.TempDir(), node(t)
+		nodetest.Bundle(t, b, big)
+		mountWith(t, root, "var/lib/etcd", false, "mode=0700,size=64k")
+		before := tree(t, root, "etc", "var")
+		cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
+		res, err := nodeops.Apply(context.Background(), cfg)
+		if err == nil || !errors.Is(err, nodeops.ErrRefused) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the new etcd member needs 256 KiB (+10%): make room there") {
+			t.Fatalf("Apply with the member larger than the etcd disk: %v", err)
+		}
+		if res.Outcome != nodeops.OutcomeRefused {
+			t.Errorf("outcome %s, want %s", res.Outcome, nodeops.OutcomeRefused)
+		}
+		if after := tree(t, root, "etc", "var"); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("a refused apply changed the node")
+		}
+	})
+	t.Run("resumed", func(t *testing.T) {
+		b, root := t.TempDir(), node(t)
+		nodetest.Bundle(t, b, big)
+		cfg := nodeops.Config{Bundle: b, Node: "n1", Root: root, SkipHealth: true}
+		stop := cfg
+		stop.StopOnly = true
+		if _, err := nodeops.Apply(context.Background(), stop); err != nil {
+			t.Fatalf("Apply --stop-only: %v", err)
+		}
+		// The data dir, moved into the backup, comes back as the small disk.
+		if err := os.Mkdir(filepath.Join(root, "var/lib/etcd"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		etcd := mountWith(t, root, "var/lib/etcd", false, "mode=0700,size=64k")
+		recs, _ := filepath.Glob(filepath.Join(root, "var/lib/snapshift/backup/n1-*", nodeops.RecordFile))
+		if len(recs) != 1 {
+			t.Fatalf("records %v", recs)
+		}
+		rec, _ := os.ReadFile(recs[0])
+		_, err := nodeops.Apply(context.Background(), cfg)
+		if err == nil || !errors.Is(err, nodeops.ErrRefused) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("the resumed Apply with the member larger than the etcd disk: %v", err)
+		}
+		if again, _ := os.ReadFile(recs[0]); string(again) != string(rec) {
+			t.Errorf("the refused apply changed backup.json:\n%s\nwas\n%s", again, rec)
+		}
+		if ents, _ := os.ReadDir(etcd); len(ents) != 0 {
+			t.Errorf("the refused apply wrote into the data dir: %v", ents)
+		}
+		if err := syscall.Unmount(etcd, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
+			t.Fatalf("Apply once the disk has room: %v", err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(etcd, "member/snap/db")); string(got) != big["etcd/m1/member/snap/db"] {
+			t.Errorf("the member installed is %d bytes, want %d", len(got), len(big["etcd/m1/member/snap/db"]))
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +74,7 @@ func (a *applyRun) preflight(ctx context.Context) error {
 		// A run stopped after the backup: the root has changed since, and
 		// the record, not the root, says what is backed up.
 		a.logf("preflight", "resuming: %s records the steps done (%s)", filepath.Join(a.backup, RecordFile), doneList(a.rec))
+		check(a.checkInstallSpace())
 		if len(failed) > 0 {
 			return failed
 		}
@@ -200,34 +202,126 @@ func isDir(p string) (bool, error) {
 	return err == nil && st.IsDir(), err
 }
 
-// checkSpace: the copies, the new etcd member, and the old data dir when
-// it cannot be renamed into the backup (another file system), must fit.
+// checkSpace: what apply writes must fit on each file system it writes
+// to, in the order it writes (+10%): first the backup, the copies of
+// /etc/kubernetes and the kubelet's files, and the old etcd data dir when
+// it cannot be renamed into the backup (another mount: it is copied, then
+// removed); then the new etcd member in the data dir, where the old one's
+// bytes are free again once copied out. Checked per file system, so a
+// small dedicated etcd disk is refused here and not by ENOSPC half way.
 func (a *applyRun) checkSpace() error {
-	var need int64
+	var copies int64
 	for _, p := range []string{KubernetesDir, KubeletConfig, KubeletPKI} {
 		n, err := treeSize(a.path(p))
 		if err != nil {
 			return err
 		}
-		need += n
+		copies += n
 	}
 	member, err := treeSize(a.b.memberDir())
 	if err != nil {
 		return err
 	}
-	need += member
-	free, err := freeBytes(a.path(BackupRoot))
+	old, err := treeSize(a.path(a.b.op.EtcdDataDir))
 	if err != nil {
 		return err
 	}
-	if etcdFree, err := freeBytes(a.path(a.b.op.EtcdDataDir)); err == nil && etcdFree != free {
-		n, _ := treeSize(a.path(a.b.op.EtcdDataDir)) // may be another file system: a copy, not a rename
-		need += n
+	backup, err := fileSystemOf(a.path(BackupRoot))
+	if err != nil {
+		return err
 	}
-	if uint64(need+need/10) > free {
-		return fmt.Errorf("%s free under %s, the backup and the new etcd member need %s (+10%%)", fsutil.FormatSize(int64(free)), BackupRoot, fsutil.FormatSize(need))
+	etcd, err := fileSystemOf(a.path(a.b.op.EtcdDataDir))
+	if err != nil {
+		return err
 	}
-	a.logf("preflight", "disk: %s needed, %s free under %s", fsutil.FormatSize(need), fsutil.FormatSize(int64(free)), BackupRoot)
+	var space spaceNeeds
+	copied := backup.mount != etcd.mount
+	space.add(backup, BackupRoot, "the backup", copies)
+	if copied {
+		space.add(backup, BackupRoot, "the backup", old)
+	}
+	if copied {
+		space.add(etcd, a.b.op.EtcdDataDir, "", -old)
+	}
+	space.add(etcd, a.b.op.EtcdDataDir, "the new etcd member", member)
+	return space.check(a)
+}
+
+// checkInstallSpace is checkSpace on a resumed apply (--stop-only ran, or
+// a run stopped after the backup): the backup is made and the old data dir
+// moved out, so only the new member is still to be written; it must fit in
+// the data dir's file system.
+func (a *applyRun) checkInstallSpace() error {
+	if a.rec.done(StepInstallEtcd) || !a.rec.done(StepMoveEtcd) || a.cfg.StopOnly {
+		return nil
+	}
+	member, err := treeSize(a.b.memberDir())
+	if err != nil {
+		return err
+	}
+	etcd, err := fileSystemOf(a.path(a.b.op.EtcdDataDir))
+	if err != nil {
+		return err
+	}
+	var space spaceNeeds
+	space.add(etcd, a.b.op.EtcdDataDir, "the new etcd member", member)
+	return space.check(a)
+}
+
+// spaceNeeds adds up, per file system, what apply writes to it (and frees)
+// in the order it does: a file system must hold the most it holds at any
+// point.
+type spaceNeeds struct {
+	order []uint64
+	fs    map[uint64]*spaceNeed
+}
+
+type spaceNeed struct {
+	fileSystem
+	paths, what []string
+	now, peak   int64
+}
+
+func (s *spaceNeeds) add(f fileSystem, path, what string, n int64) {
+	if s.fs == nil {
+		s.fs = map[uint64]*spaceNeed{}
+	}
+	d := s.fs[f.dev]
+	if d == nil {
+		d = &spaceNeed{fileSystem: f}
+		s.fs[f.dev] = d
+		s.order = append(s.order, f.dev)
+	}
+	if !slices.Contains(d.paths, path) {
+		d.paths = append(d.paths, path)
+	}
+	if what != "" && !slices.Contains(d.what, what) {
+		d.what = append(d.what, what)
+	}
+	d.now += n
+	d.peak = max(d.peak, d.now)
+}
+
+func (s *spaceNeeds) check(a *applyRun) error {
+	var short []string
+	for _, dev := range s.order {
+		d := s.fs[dev]
+		need := d.peak + d.peak/10
+		on := strings.Join(d.paths, " and ")
+		if uint64(need) > d.free {
+			verb := "needs"
+			if len(d.what) > 1 {
+				verb = "need"
+			}
+			short = append(short, fmt.Sprintf("%s free on the file system of %s (mounted at %s), %s %s %s (+10%%)",
+				fsutil.FormatSize(int64(d.free)), on, d.mount, strings.Join(d.what, " and "), verb, fsutil.FormatSize(d.peak)))
+			continue
+		}
+		a.logf("preflight", "disk: %s needed, %s free on the file system of %s", fsutil.FormatSize(d.peak), fsutil.FormatSize(int64(d.free)), on)
+	}
+	if len(short) > 0 {
+		return fmt.Errorf("%s: make room there (or give it a larger disk) and run apply again", strings.Join(short, "; "))
+	}
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,14 +30,19 @@ func Write(t testing.TB, p, s string, mode os.FileMode) {
 
 // Bundle writes a one-node bundle into dir: node n1 at 127.0.0.1, etcd
 // member m1, a new CA, flannel, the new clusterDNS 172.24.0.10, and an
-// encryption configuration outside /etc/kubernetes.
-func Bundle(t testing.TB, dir string) {
+// encryption configuration outside /etc/kubernetes. Files in replace
+// (bundle path to content) replace or add to those, with their checksums
+// in report.json.
+func Bundle(t testing.TB, dir string, replace ...map[string]string) {
 	t.Helper()
 	files := map[string]string{
 		"kubernetes/n1/pki/ca.crt": "new ca\n", "kubernetes/n1/pki/ca.key": "new ca key\n",
 		"kubernetes/n1/admin.conf": "new admin.conf\n", "kubernetes/n1/manifests/etcd.yaml": "new etcd manifest\n",
 		"kubernetes/n1/host/etc/enc/config.yaml": "encryption config\n", "etcd/m1/member/snap/db": "new member db\n",
 		"etcd/m1/member/wal/0000000000000000-0000000000000000.wal": "new wal\n",
+	}
+	for _, r := range replace {
+		maps.Copy(files, r)
 	}
 	sums := map[string]string{}
 	for rel, s := range files {
