@@ -313,8 +313,11 @@ func (s *spaceNeeds) check(a *applyRun) error {
 			if len(d.what) > 1 {
 				verb = "need"
 			}
-			short = append(short, fmt.Sprintf("%s free on the file system of %s (mounted at %s), %s %s %s (+10%%)",
-				fsutil.FormatSize(int64(d.free)), on, d.mount, strings.Join(d.what, " and "), verb, fsutil.FormatSize(d.peak)))
+			if d.mount != on {
+				on += " (mounted at " + d.mount + ")"
+			}
+			short = append(short, fmt.Sprintf("%s free on the file system of %s, %s %s %s (+10%%)",
+				fsutil.FormatSize(int64(d.free)), on, strings.Join(d.what, " and "), verb, fsutil.FormatSize(d.peak)))
 			continue
 		}
 		a.logf("preflight", "disk: %s needed, %s free on the file system of %s", fsutil.FormatSize(d.peak), fsutil.FormatSize(int64(d.free)), on)

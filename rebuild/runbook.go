@@ -625,6 +625,7 @@ func (r *run) runbookInstaller(b *runbook) {
 const (
 	faultWorkerDown   = "worker-down"
 	faultApplyKilled  = "apply-killed"
+	faultDiskFull     = "disk-full"
 	faultGateFailed   = "gate-failed"
 	faultApplyFailed  = "apply-failed"
 	faultDeadline     = "deadline"
@@ -668,12 +669,16 @@ func (r *run) runbookFaults(b *runbook) {
 			When: "`node apply` died on a node (killed, its SSH session lost, the machine that ran it gone).",
 			Do:   "Run the same `node apply` line again on that node, in the phase it was in (`--stop-only` in the first): it resumes from `backup.json`, skipping the steps done.",
 			Why:  "each step is recorded once done and every file is written under a temporary name first: a second run neither repeats a step nor finds one half done, and the backup is made once."},
+		bundle.RunbookFault{ID: faultDiskFull, EndsIn: bundle.EndsNew, Run: []string{"apply.stop", "apply.start"},
+			When: "`node apply` refused a node for space: a file system it writes to (the backup's, the etcd data dir's) cannot hold what it writes there.",
+			Do:   "Make room on the file system the refusal names (or give etcd a larger disk at the same path) and run the same `node apply` line again. If you cannot in the window, do as for `" + faultApplyFailed + "`.",
+			Why:  "preflight adds up what apply writes to each file system, and frees, in the order it does, and refuses before the step that would fill one: the refused run changed nothing, and a second run resumes from `backup.json`."},
 		bundle.RunbookFault{ID: faultGateFailed, EndsIn: bundle.EndsNew, Run: []string{"apply.start"},
 			When: "A health gate failed on a node whose files are installed: etcd without its quorum, or kube-apiserver not ready within `--timeout`.",
 			Do:   "Fix the cause (a member not started yet, a slow disk, a port taken) and run the same `node apply` again, with a longer `--timeout` if it was only slow. If the cause cannot be fixed in the window, do as for `" + faultApplyFailed + "`.",
 			Why:  "the restored members need each other's quorum; a second apply often passes once the other members are up."},
 		bundle.RunbookFault{ID: faultApplyFailed, EndsIn: bundle.EndsOld, Run: rollback,
-			When: "An apply failed otherwise: a check refused the node, the node cannot run the new etcd or kube-apiserver, its disk is full or read-only.",
+			When: "An apply failed otherwise: a check refused the node, the node cannot run the new etcd or kube-apiserver, its disk is read-only, or full with no room to make (`" + faultDiskFull + "`).",
 			Do:   "Roll back **every** control-plane node, `snapshift node rollback` on each, also those whose apply passed, then the workers (section \"Rollback\"). A node whose apply stopped before its backup has nothing to roll back, and its rollback says so.",
 			Why:  "the etcd members were restored from one snapshot as one new cluster and need each other: the applied nodes cannot go on without the failed one, nor can the old members run beside the new ones."},
 		bundle.RunbookFault{ID: faultDeadline, EndsIn: bundle.EndsOld, Run: workersBack,

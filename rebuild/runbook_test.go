@@ -175,7 +175,7 @@ func checkRunbookJSON(t *testing.T, md, out, reportSum string, newCA bool) {
 			t.Errorf("RUNBOOK.md does not show fault %s", f.ID)
 		}
 	}
-	for _, id := range []string{"apply-killed", "gate-failed", "apply-failed", "deadline"} {
+	for _, id := range []string{"apply-killed", "disk-full", "gate-failed", "apply-failed", "deadline"} {
 		if doc.Fault(id) == nil {
 			t.Errorf("runbook.json has no fault %s", id)
 		}

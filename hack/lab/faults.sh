@@ -124,6 +124,34 @@ fault_change_after_backup() {
   done
 }
 
+# fault_disk_full NODE LABEL: NODE's etcd data dir, emptied into the backup
+# by apply's first phase, becomes a disk too small for the new member (a
+# 16 MiB tmpfs over it in the node's mount namespace; the member's WAL
+# alone is 64 MiB). Its backup.json then is kept in $LAB_ROOT/fault-disk-full.
+fault_disk_full() {
+  local f; f=$(backup_json "$1" "$2")
+  [ -s "$f" ] || die "[fault disk-full] $1 has no backup.json after apply's first phase ($f)"
+  nodeexec "$1" mount -t tmpfs -o size=16m,mode=0700 snapshift-lab-small-disk /var/lib/etcd
+  cp "$f" "$LAB_ROOT/fault-disk-full"
+  log "[fault disk-full] $1: /var/lib/etcd is now a 16 MiB disk"
+}
+
+# fault_disk_room NODE LABEL: the refused apply named the data dir's file
+# system and changed nothing (backup.json as before, the disk empty); then
+# the operator makes room: the small disk goes (the larger one is there
+# again).
+fault_disk_room() {
+  local n=$1 label=$2 logf=$LAB_ROOT/logs/runbook-apply.start-$1.log
+  grep -qx apply.start "$LAB_ROOT/fault-failed-$n" 2>/dev/null || die "[fault disk-full] $n's apply passed with its etcd disk too small"
+  grep -q 'free on the file system of /var/lib/etcd, the new etcd member needs' "$logf" ||
+    die "[fault disk-full] $n's apply failed, but not by preflight's refusal of the etcd disk: $(tail -3 "$logf")"
+  cmp -s "$LAB_ROOT/fault-disk-full" "$(backup_json "$n" "$label")" || die "[fault disk-full] the refused apply changed $n's backup.json"
+  [ -z "$(nodeexec "$n" ls -A /var/lib/etcd)" ] || die "[fault disk-full] the refused apply wrote into $n's /var/lib/etcd"
+  checks+=("PASS  [$label] fault disk-full: $n's apply refused by preflight ($(grep -o '[^:]*free on the file system of /var/lib/etcd[^:]*' "$logf" | head -1 | sed 's/^ *//')), nothing changed")
+  nodeexec "$n" umount /var/lib/etcd
+  log "[fault disk-full] $n: room made (the small disk removed); its apply line again"
+}
+
 # fault_reset: forget the marks of the previous scenario's fault.
 fault_reset() { rm -f "$LAB_ROOT"/fault-*; }
 

@@ -19,7 +19,7 @@ DRIVERS = {"runbook", "ansible"}
 # The faults of the runbook's section "When something goes wrong"
 # (runbook.json's fault IDs) the lab can make happen, and the drivers it
 # makes each happen under.
-FAULTS = {"apply-killed": {"runbook"}, "deadline": {"runbook"}, "apply-failed": {"ansible"}, "restart-stuck": {"runbook"}}
+FAULTS = {"apply-killed": {"runbook"}, "disk-full": {"runbook"}, "deadline": {"runbook"}, "apply-failed": {"ansible"}, "restart-stuck": {"runbook"}}
 
 
 def load():

@@ -67,7 +67,7 @@ func TestLabMatrixCoveredByCI(t *testing.T) {
 				if c.CI && len(c.ControlPlanes) == 3 {
 					haFaults[s.Fault] = true
 				}
-				if s.Fault != "apply-killed" && s.Fault != "gate-failed" && s.Fault != "restart-stuck" && s.Fault != "worker-down" {
+				if s.Fault != "apply-killed" && s.Fault != "disk-full" && s.Fault != "gate-failed" && s.Fault != "restart-stuck" && s.Fault != "worker-down" {
 					continue // ends in the old cluster
 				}
 			}
