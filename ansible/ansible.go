@@ -264,13 +264,7 @@ func (r *renderer) kubectlHosts() (hosts, connection string) {
 // kubectlPlay runs blocks where kubectl points, with its KUBECONFIG.
 func (r *renderer) kubectlPlay(name string, ids ...string) (play, error) {
 	hosts, conn := r.kubectlHosts()
-	env := map[string]string{}
-	if b := r.in.Runbook.Block("kubectl.export"); b != nil && len(b.Lines) > 0 {
-		line, _, _ := strings.Cut(b.Lines[0].Text, "#")
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "export KUBECONFIG="); ok {
-			env["KUBECONFIG"] = v
-		}
-	}
+	env := r.kubectlEnv()
 	var tasks []task
 	for _, id := range ids {
 		t, err := r.scriptOn(id, hosts)
@@ -536,7 +530,48 @@ func (r *renderer) lateNode() ([]play, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t, ok := r.lateNodeKubectl("faults.late-node"); ok {
+		p["tasks"] = append(p["tasks"].([]task), t)
+	}
 	return dropEmptyWorkers([]play{r.guard(), p}, r.in.Workers), nil
+}
+
+// lateNodeKubectl is the task that runs a kubectl block's lines for the
+// worker at hand (those without "# on", and its own) where kubectl points,
+// delegated there (a -l NODE run limits the plays to NODE): one script per
+// worker.
+func (r *renderer) lateNodeKubectl(id string) (task, bool) {
+	blk := r.in.Runbook.Block(id)
+	if blk == nil {
+		return nil, false
+	}
+	for _, w := range r.in.Workers {
+		var b strings.Builder
+		b.WriteString("#!/bin/bash\n# runbook.json block " + id + " for " + w.Name + "\nset -euo pipefail\n")
+		for _, l := range blk.Lines {
+			if l.On == "" || l.On == w.Name {
+				b.WriteString(l.Text + "\n")
+			}
+		}
+		r.files[path.Join("scripts", id, w.Name+".sh")] = []byte(b.String())
+	}
+	hosts, _ := r.kubectlHosts()
+	t := task{"name": id + ": " + r.stepTitle(id) + " (this worker's line, where kubectl points)",
+		"ansible.builtin.script": "scripts/" + id + "/{{ inventory_hostname }}.sh", "delegate_to": hosts, "tags": []string{id},
+		"environment": r.kubectlEnv()}
+	return t, true
+}
+
+// kubectlEnv is the KUBECONFIG block kubectl.export's line exports.
+func (r *renderer) kubectlEnv() map[string]string {
+	env := map[string]string{}
+	if b := r.in.Runbook.Block("kubectl.export"); b != nil && len(b.Lines) > 0 {
+		line, _, _ := strings.Cut(b.Lines[0].Text, "#")
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "export KUBECONFIG="); ok {
+			env["KUBECONFIG"] = v
+		}
+	}
+	return env
 }
 
 // dropEmptyWorkers leaves out the worker plays when there is no worker.

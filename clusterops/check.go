@@ -54,6 +54,10 @@ func Check(ctx context.Context, cfg Config, cc CheckConfig) ([]CheckResult, erro
 	if _, err := cfg.Client.Discovery().ServerVersion(); err != nil {
 		return nil, fmt.Errorf("the API server does not answer: %w", err)
 	}
+	var err error
+	if cfg.down, err = downNodes(ctx, &cfg); err != nil {
+		return nil, err
+	}
 	checks := []func() CheckResult{
 		func() CheckResult { return checkNodes(ctx, &cfg) },
 		func() CheckResult { return checkPods(ctx, &cfg) },
@@ -100,7 +104,12 @@ func checkNodes(ctx context.Context, cfg *Config) CheckResult {
 	}
 	newRanges := parsePrefixes(cfg.Input.Pod.New)
 	var notReady, outside []string
+	up := 0
 	for _, n := range nodes.Items {
+		if cfg.down[n.Name] {
+			continue
+		}
+		up++
 		ready := false
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
@@ -118,7 +127,7 @@ func checkNodes(ctx context.Context, cfg *Config) CheckResult {
 	}
 	var probs []string
 	if len(notReady) > 0 {
-		probs = append(probs, fmt.Sprintf("%d of %d Nodes not Ready (%s)", len(notReady), len(nodes.Items), capNames(notReady)))
+		probs = append(probs, fmt.Sprintf("%d of %d Nodes not Ready (%s)", len(notReady), up, capNames(notReady)))
 	}
 	if len(outside) > 0 {
 		probs = append(probs, fmt.Sprintf("podCIDR outside %s: %s", strings.Join(cfg.Input.Pod.New, ","), capNames(outside)))
@@ -126,10 +135,14 @@ func checkNodes(ctx context.Context, cfg *Config) CheckResult {
 	if len(probs) > 0 {
 		return fail(name, read, "%s", strings.Join(probs, "; "))
 	}
-	if len(newRanges) == 0 {
-		return pass(name, "%d Nodes Ready (the pod range did not move)", len(nodes.Items))
+	downs := ""
+	if len(cfg.Down) > 0 {
+		downs = fmt.Sprintf(" (down, not checked: %s)", strings.Join(cfg.Down, ", "))
 	}
-	return pass(name, "%d Nodes Ready, every podCIDR inside %s", len(nodes.Items), strings.Join(cfg.Input.Pod.New, ","))
+	if len(newRanges) == 0 {
+		return pass(name, "%d Nodes Ready (the pod range did not move)%s", up, downs)
+	}
+	return pass(name, "%d Nodes Ready, every podCIDR inside %s%s", up, strings.Join(cfg.Input.Pod.New, ","), downs)
 }
 
 // checkPods: every pod not on the host network has an address in the new
@@ -147,7 +160,7 @@ func checkPods(ctx context.Context, cfg *Config) CheckResult {
 	var old []string
 	on, waiting := 0, 0
 	for _, p := range pods.Items {
-		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || cfg.down[p.Spec.NodeName] {
 			continue
 		}
 		if p.Status.PodIP == "" {
@@ -330,7 +343,12 @@ func checkRolePods(ctx context.Context, cfg *Config, name string, want func(role
 			return fail(name, read, "listing pods of %s/%s: %v", w.Namespace, w.Ref(), err)
 		}
 		n, live := 0, 0
+		onDown := map[string]bool{}
 		for _, p := range pods.Items {
+			if cfg.down[p.Spec.NodeName] {
+				onDown[p.Spec.NodeName] = true
+				continue
+			}
 			if p.DeletionTimestamp != nil {
 				continue
 			}
@@ -338,6 +356,9 @@ func checkRolePods(ctx context.Context, cfg *Config, name string, want func(role
 			if podReady(&p) {
 				n++
 			}
+		}
+		if w.Kind == "DaemonSet" {
+			desired = max(0, desired-len(onDown)) // its pod there waits for the node
 		}
 		total += desired
 		ready += min(n, desired)

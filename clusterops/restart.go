@@ -36,6 +36,14 @@ type Config struct {
 	Poll time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Down are Nodes that are down through the window (off: kubelet and
+	// containers stopped), brought in later by the runbook's late-node
+	// step. The restart taints them out of service first and no rollout
+	// waits for them; the check leaves them out. Each must be a Node that
+	// is not Ready.
+	Down []string
+
+	down map[string]bool // Down, checked
 }
 
 func (c *Config) defaults() {
@@ -66,7 +74,9 @@ type Event struct {
 
 // Result is what a restart did, stage by stage.
 type Result struct {
-	DryRun bool          `json:"dryRun"`
+	DryRun bool `json:"dryRun"`
+	// Down are the Nodes --down named.
+	Down   []string      `json:"down,omitempty"`
 	Stages []StageResult `json:"stages"`
 	// Seconds is the whole restart (0 in a dry run).
 	Seconds float64 `json:"seconds"`
@@ -89,14 +99,24 @@ func secs(d time.Duration) float64 { return max(0, math.Round(d.Seconds()*1000)/
 // what was done so far with the error.
 func Restart(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.defaults()
-	res := &Result{DryRun: cfg.DryRun}
+	res := &Result{DryRun: cfg.DryRun, Down: cfg.Down}
 	began := cfg.Now()
 	defer func() {
 		if !cfg.DryRun {
 			res.Seconds = secs(cfg.Now().Sub(began))
 		}
 	}()
-	for i, st := range restart.Plan(*cfg.Input) {
+	stages := restart.Plan(*cfg.Input)
+	if len(cfg.Down) > 0 {
+		if !cfg.DryRun {
+			var err error
+			if cfg.down, err = downNodes(ctx, &cfg); err != nil {
+				return res, err
+			}
+		}
+		stages = append([]restart.Stage{restart.DownStage(cfg.Down)}, stages...)
+	}
+	for i, st := range stages {
 		sr := StageResult{Stage: st}
 		stageStart := cfg.Now()
 		for _, a := range st.Actions {
@@ -120,7 +140,7 @@ func Restart(ctx context.Context, cfg Config) (*Result, error) {
 				if errors.Is(err, context.DeadlineExceeded) {
 					// The user's words: the timeout and where it stood, not
 					// Go's "context deadline exceeded".
-					err = fmt.Errorf("not done within --timeout %s (%s)", cfg.Timeout, detail)
+					err = fmt.Errorf("not done within --timeout %s (%s)%s", cfg.Timeout, detail, downHint(ctx, &cfg))
 				}
 				ev.Detail = err.Error()
 			case skipped:
@@ -155,6 +175,8 @@ func runAction(ctx context.Context, cfg *Config, a restart.Action) (bool, string
 		return handover(ctx, cfg, a)
 	case restart.ActWebhookFail:
 		return webhookFail(ctx, cfg, a)
+	case restart.ActOutOfService:
+		return taintDown(ctx, cfg, a.Name)
 	}
 	return false, "", fmt.Errorf("unknown action type %q", a.Type)
 }
@@ -229,7 +251,11 @@ func waitRollout(ctx context.Context, cfg *Config, a restart.Action) (string, er
 		case "DaemonSet":
 			var d *appsv1.DaemonSet
 			if d, err = apps.DaemonSets(a.Namespace).Get(ctx, a.Name, metav1.GetOptions{}); err == nil {
-				msg, err = daemonSetStatus(d)
+				if len(cfg.down) > 0 {
+					msg, err = daemonSetPast(ctx, cfg, d)
+				} else {
+					msg, err = daemonSetStatus(d)
+				}
 			}
 		default:
 			var d *appsv1.StatefulSet

@@ -64,6 +64,7 @@ func Library() Table {
 		{Flag: "timeout"},
 		// cluster restart|check (clusterops; the probe pod of the DNS check)
 		{Flag: "kubeconfig"}, {Flag: "probe-image"}, {Flag: "probe-namespace"}, {Flag: "cluster-domain"},
+		{Flag: "down"}, // a Node off through the window (fault worker-down)
 
 		// Keys only the rebuild file has.
 		{Key: "apiVersion"}, {Key: "kind"}, {Key: "snapshot"}, {Key: "ansible.serial"}, {Key: "installer.kubespray.groupVars"},

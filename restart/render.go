@@ -27,6 +27,8 @@ func (a Action) String() string {
 	case ActWebhookFail:
 		w := a.Webhook
 		return fmt.Sprintf("set %s %s webhook %s (webhooks[%d]) back to failurePolicy Fail", w.Kind, w.Configuration, w.Webhook, w.Index)
+	case ActOutOfService:
+		return fmt.Sprintf("taint node/%s out-of-service (down: no rollout waits for it)", a.Name)
 	}
 	return a.Type
 }
@@ -61,6 +63,8 @@ func (a Action) Commands() []string {
 		return out
 	case ActDeletePods:
 		return []string{fmt.Sprintf("kubectl -n %s delete pod %s   # %s", a.Namespace, strings.Join(a.Pods, " "), a.Why)}
+	case ActOutOfService:
+		return []string{fmt.Sprintf("kubectl taint node %s %s   # down through the window", a.Name, OutOfServiceTaint)}
 	case ActDNSHandover:
 		bns, bname, _ := strings.Cut(a.Bridge, "/")
 		del := fmt.Sprintf("kubectl -n %s delete svc %s", a.Namespace, a.Name)

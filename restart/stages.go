@@ -31,7 +31,35 @@ const (
 	ActDNSHandover = "dns-handover"
 	// ActWebhookFail sets a webhook the rebuild set to Ignore back to Fail.
 	ActWebhookFail = "webhook-fail"
+	// ActOutOfService taints a Node that is down through the window with
+	// node.kubernetes.io/out-of-service (Name: the Node).
+	ActOutOfService = "out-of-service"
 )
+
+// OutOfServiceValue is the value ActOutOfService gives Kubernetes'
+// out-of-service taint (node.kubernetes.io/out-of-service, NoExecute: the
+// non-graceful node shutdown of Kubernetes' docs). With it on a NotReady
+// Node, the pod garbage collector force-deletes the Node's terminating
+// pods, so that a StatefulSet's pod or a volume held there can start
+// elsewhere, and the pods that do not tolerate it are evicted.
+const OutOfServiceValue = "nodeshutdown"
+
+// OutOfServiceKey is the taint's key (core/v1's TaintNodeOutOfService).
+const OutOfServiceKey = "node.kubernetes.io/out-of-service"
+
+// OutOfServiceTaint is that taint as kubectl writes it.
+const OutOfServiceTaint = OutOfServiceKey + "=" + OutOfServiceValue + ":NoExecute"
+
+// DownStage is the stage `cluster restart --down` runs first: each Node
+// that is down through the window gets the out-of-service taint, and no
+// rollout after waits for it.
+func DownStage(nodes []string) Stage {
+	st := Stage{Name: "down", Title: "Nodes down through the window: out of service"}
+	for _, n := range nodes {
+		st.Actions = append(st.Actions, Action{Type: ActOutOfService, Name: n})
+	}
+	return st
+}
 
 // Action is one typed step of a stage.
 type Action struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ type clusterOptions struct {
 	dryRun             bool
 	check              bool
 	probe              clusterops.CheckConfig
+	down               cli.StringSlice
 }
 
 func (o *clusterOptions) flags() []cli.Flag {
@@ -32,6 +34,7 @@ func (o *clusterOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "bundle", Destination: &o.bundle, Usage: "the rebuild bundle (its report.json)"},
 		&cli.StringFlag{Name: "kubeconfig", Destination: &o.kubeconfig, Usage: "kubeconfig of the new cluster (default: $KUBECONFIG, ~/.kube/config)"},
 		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Destination: &o.timeout, Usage: "bound on each action (a rollout, the DNS handover) or each check that waits"},
+		&cli.StringSliceFlag{Name: "down", Destination: &o.down, Usage: "a Node that is off through the window (kubelet and containers stopped; comma-separated or repeated): restart taints it out of service (" + restart.OutOfServiceTaint + ") and waits for no pod there, check leaves it out; bring it in later by the runbook's late-node step"},
 		o.outputFlag(),
 	}
 	if o.check {
@@ -44,6 +47,19 @@ func (o *clusterOptions) flags() []cli.Flag {
 }
 
 func (o *clusterOptions) setup(c *cli.Context) error { return o.noArgs(c) }
+
+// downNodes are --down's Nodes, each once, in the order given.
+func (o *clusterOptions) downNodes() []string {
+	var out []string
+	for _, v := range o.down.Value() {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
 
 func (o *clusterOptions) Validate() error {
 	if o.bundle == "" {
@@ -98,7 +114,7 @@ func (o *clusterOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := clusterops.Config{Input: in, Timeout: o.timeout, DryRun: o.dryRun}
+	cfg := clusterops.Config{Input: in, Timeout: o.timeout, DryRun: o.dryRun, Down: o.downNodes()}
 	if !o.dryRun || o.check {
 		if cfg.Client, err = o.client(); err != nil {
 			return err
@@ -126,7 +142,7 @@ func (o *clusterOptions) Run(ctx context.Context) error {
 	case o.quiet:
 	case o.dryRun:
 		fmt.Fprintf(o.stdout, "dry run: nothing was changed. By hand:\n")
-		for _, st := range restart.Plan(*in) {
+		for _, st := range res.Stages {
 			for _, a := range st.Actions {
 				for _, l := range a.Commands() {
 					fmt.Fprintf(o.stdout, "  %s\n", l)
