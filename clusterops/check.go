@@ -110,13 +110,7 @@ func checkNodes(ctx context.Context, cfg *Config) CheckResult {
 			continue
 		}
 		up++
-		ready := false
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				ready = true
-			}
-		}
-		if !ready {
+		if !nodeReady(&n) {
 			notReady = append(notReady, n.Name)
 		}
 		for _, c := range n.Spec.PodCIDRs {

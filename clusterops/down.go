@@ -3,6 +3,7 @@ package clusterops
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -156,7 +157,7 @@ func daemonSetPast(ctx context.Context, cfg *Config, ds *appsv1.DaemonSet) (stri
 	desired := max(int(ds.Status.DesiredNumberScheduled)-len(downWith), len(byNode))
 	done, unavailable := 0, 0
 	var candidates []string
-	for _, name := range sortedKeys(byNode) {
+	for _, name := range slices.Sorted(maps.Keys(byNode)) {
 		np := byNode[name]
 		switch {
 		case np.updatedReady && len(np.old) == 0:
@@ -215,13 +216,4 @@ func podAvailable(p *corev1.Pod, minReady int32, now time.Time) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -237,10 +237,8 @@ func (a *applyRun) checkSpace() error {
 	var space spaceNeeds
 	copied := backup.mount != etcd.mount
 	space.add(backup, BackupRoot, "the backup", copies)
-	if copied {
+	if copied { // copied into the backup, then removed from the data dir
 		space.add(backup, BackupRoot, "the backup", old)
-	}
-	if copied {
 		space.add(etcd, a.b.op.EtcdDataDir, "", -old)
 	}
 	space.add(etcd, a.b.op.EtcdDataDir, "the new etcd member", member)
