@@ -68,6 +68,10 @@ type Index struct {
 	// Markers counts empty-key entries (etcdutl's --bump-revision writes one);
 	// they carry a revision but no user key and are not live keys.
 	Markers int
+	// counted is, per IndexOptions.Counted prefix, how many live keys are
+	// under it.
+	counted map[string]int
+
 	// Walks counts the LiveKeysWithPrefix calls that walked the whole bucket
 	// (a prefix not named in IndexOptions.Named): each costs a pass over
 	// every entry, so a migration should make none.
@@ -165,6 +169,10 @@ type IndexOptions struct {
 	// Only, when set, records only the keys it accepts (every entry is
 	// still validated and counted); Live must not be used then.
 	Only func(key []byte) bool
+	// Counted are key prefixes whose live keys LiveCount counts, without
+	// recording them by name (the Pods of a large cluster): one bit per
+	// entry each while the bucket is read.
+	Counted []string
 
 	hash func(key []byte) uint32 // tests: force collisions
 }
@@ -190,8 +198,13 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 		seed := ix.seed
 		ix.opts.hash = func(key []byte) uint32 { return uint32(maphash.Bytes(seed, key)) }
 	}
-	revs := new(revisionParts) // one per revision of a hashed key, in bucket order
-	var tombs []uint64         // one bit per entry: a tombstone
+	revs := new(revisionParts)                   // one per revision of a hashed key, in bucket order
+	var tombs []uint64                           // one bit per entry: a tombstone
+	under := make([][]uint64, len(opts.Counted)) // per Counted prefix, one bit per entry: a key under it
+	counted := make([][]byte, len(opts.Counted))
+	for i, c := range opts.Counted {
+		counted[i] = []byte(c)
+	}
 	checkSeed := maphash.MakeSeed()
 	c := s.tx.Bucket(KeyBucket).Cursor()
 	var pending int64
@@ -213,6 +226,9 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 		}
 		if ord%64 == 0 {
 			tombs = append(tombs, 0)
+			for i := range under {
+				under[i] = append(under[i], 0)
+			}
 		}
 		pending += int64(len(k) + len(v) + 16)
 		if ix.Entries&4095 == 0 {
@@ -234,6 +250,11 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 		if opts.Only != nil && !opts.Only(kv.Key) {
 			continue
 		}
+		for i, c := range counted {
+			if bytes.HasPrefix(kv.Key, c) {
+				under[i][ord/64] |= 1 << (ord % 64)
+			}
+		}
 		ix.record(revs, kv.Key, latest{rev: rev, ord: ord, tomb: tomb}, checkSeed)
 	}
 	p.Add(pending)
@@ -242,6 +263,7 @@ func (s *Snapshot) IndexWith(ctx context.Context, p progress.Reporter, opts Inde
 	}
 	ix.sortNamed()
 	ix.markLive(tombs)
+	ix.count(under)
 	ix.CurrentRevision = max(ix.LastRevision.Main, s.Meta.ScheduledCompact, s.Meta.FinishedCompact)
 	p.Done() // only a finished phase is reported done
 	return ix, nil
@@ -431,6 +453,26 @@ func (ix *Index) markLive(tombs []uint64) {
 	for _, n := range ix.named {
 		set(n.ord, n.tomb)
 	}
+}
+
+// count sets counted: per Counted prefix, the entries that are both under
+// it and the newest revision of a live key.
+func (ix *Index) count(under [][]uint64) {
+	ix.counted = make(map[string]int, len(under))
+	for i, bs := range under {
+		n := 0
+		for w, b := range bs {
+			n += bits.OnesCount64(b & ix.live[w])
+		}
+		ix.counted[ix.opts.Counted[i]] = n
+	}
+}
+
+// LiveCount is how many live keys are under prefix, when the index was
+// asked to count them (IndexOptions.Counted); ok is false otherwise.
+func (ix *Index) LiveCount(prefix string) (n int, ok bool) {
+	n, ok = ix.counted[prefix]
+	return n, ok
 }
 
 // isNamed reports whether key is under one of the Named prefixes.

@@ -69,7 +69,8 @@ func TestIndexAgreesWithReference(t *testing.T) {
 	for name, h := range hashes {
 		for _, named := range [][]string{nil, {"/registry/services/"}} {
 			t.Run(fmt.Sprintf("%s named=%v", name, named), func(t *testing.T) {
-				ix, err := s.IndexWith(ctx, nil, IndexOptions{Named: named, hash: h})
+				counted := []string{"/registry/pods/", "/registry/services/specs/", "/none/"}
+				ix, err := s.IndexWith(ctx, nil, IndexOptions{Named: named, Counted: counted, hash: h})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,6 +105,12 @@ func TestIndexAgreesWithReference(t *testing.T) {
 					}
 					if !slices.Equal(got, want) {
 						t.Errorf("LiveKeysWithPrefix(%s) = %d keys, want %d", prefix, len(got), len(want))
+					}
+					// Counted: the same number, of the deleted and re-created
+					// keys too, without recording them.
+					n, ok := ix.LiveCount(prefix)
+					if ok != slices.Contains(counted, prefix) || (ok && n != len(want)) {
+						t.Errorf("LiveCount(%s) = %d %v, want %d %v", prefix, n, ok, len(want), slices.Contains(counted, prefix))
 					}
 				}
 				n := 0

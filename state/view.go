@@ -54,6 +54,15 @@ func (v *View) Keys(prefix string) []snapshot.KeyRev {
 	return out
 }
 
+// Count is how many live keys are under prefix: counted by the index when
+// a rule asked it to (transform.Counter), else listed.
+func (v *View) Count(prefix string) int {
+	if n, ok := v.index.LiveCount(Stored(v.prefix, prefix)); ok {
+		return n
+	}
+	return len(v.Keys(prefix))
+}
+
 // Missing explains why a rule found none of the objects it must see (what
 // names them, e.g. "Services", under prefix).
 func (v *View) Missing(what, prefix string) string {

@@ -94,6 +94,13 @@ type Lister interface {
 	Lists() []string
 }
 
+// Counter is implemented by rules whose Prepare counts the keys under
+// prefixes it does not list (View.Count): the index counts them in its one
+// pass, without recording them.
+type Counter interface {
+	Counts() []string
+}
+
 // Tolerant is implemented by rules that can do without some of the values
 // they claim. When a claimed value cannot be decrypted here (KMS, or no
 // EncryptionConfiguration), the engine asks every rule that claims it: if

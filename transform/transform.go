@@ -369,18 +369,26 @@ func openIndexed(ctx context.Context, cfg Config, p progress.Reporter, timer *ph
 		snap.Close()
 		return nil, nil, nil, err
 	}
-	var named []string
+	var named, counted []string
 	for _, r := range cfg.Rules {
+		// A detected custom prefix is not known yet: its lists walk, its
+		// counts too.
 		if l, ok := r.(Lister); ok {
 			for _, p := range l.Lists() {
-				// A detected custom prefix is not known yet: its lists walk.
 				named = append(named, state.Stored(state.NormalizePrefix(cfg.EtcdPrefix), p))
+			}
+		}
+		if c, ok := r.(Counter); ok {
+			for _, p := range c.Counts() {
+				if s := state.Stored(state.NormalizePrefix(cfg.EtcdPrefix), p); !slices.Contains(counted, s) {
+					counted = append(counted, s)
+				}
 			}
 		}
 	}
 	gate := &heldDone{Reporter: p}
 	timer.enter(PhaseIndex)
-	ix, err := snap.IndexWith(ctx, gate, snapshot.IndexOptions{Named: named})
+	ix, err := snap.IndexWith(ctx, gate, snapshot.IndexOptions{Named: named, Counted: counted})
 	if err != nil {
 		timer.enter(PhaseHashWait)
 		herr := snap.WaitHash()
