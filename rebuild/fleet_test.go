@@ -12,18 +12,18 @@ import (
 
 	"github.com/snapshift/snapshift/internal/gen"
 	"github.com/snapshift/snapshift/rebuild"
+	"github.com/snapshift/snapshift/rules"
 )
 
 // TestFleetOf500FromASnapshot (issue 46): a generated snapshot of a
 // cluster with 500 worker Nodes besides the sample's is rebuilt; the
-// bundle's inventory holds every worker, and the real ansible-playbook
+// report's scale plan counts them and the runbook brings the workers in by
+// batches (issue 48 item 5); the bundle's inventory holds every worker,
+// and the real ansible-playbook
 // checks the playbooks' syntax, lists the 500-odd workers in each worker
 // play (the control-plane nodes in none of them) and the tasks, with the
 // batch size the rebuild file sets.
 func TestFleetOf500FromASnapshot(t *testing.T) {
-	if ansiblePlaybook(t, t.TempDir()) == nil {
-		t.Skip("ansible-playbook is not installed (apt-get install ansible-core)")
-	}
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "fleet.db")
 	res, err := gen.Generate(context.Background(), gen.Config{Path: snap, Keys: 5000, Seed: 46, WorkerNodes: 500})
@@ -40,9 +40,26 @@ func TestFleetOf500FromASnapshot(t *testing.T) {
 	}
 	cfg := baseConfig(t, out, ms)
 	cfg.Snapshot, cfg.Ansible.Serial = snap, "10%"
-	_, err = rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow})
+	rep, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
+	}
+	sc := rep.Plan.Scale
+	if sc == nil || sc.Nodes != res.Nodes || sc.Nodes < rules.LargeClusterNodes || sc.DaemonSets == 0 || sc.Relisting != sc.Nodes*(1+sc.DaemonSets) || len(sc.Warnings) == 0 {
+		t.Fatalf("report.json's scale plan %+v: want the %d generated Nodes, the DaemonSets, and the large-cluster warning", sc, res.Nodes)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "RUNBOOK.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("**%d nodes: bring the workers in by batches of at most %d**", sc.Nodes, rebuild.KubeletBatch); !strings.Contains(string(md), want) {
+		t.Errorf("RUNBOOK.md does not say %q", want)
+	}
+	if !strings.Contains(string(md), "runs this step in batches of `snapshift_serial` (10%)") {
+		t.Errorf("RUNBOOK.md's batches do not name the playbook's batch size, 10%%")
+	}
+	if ansiblePlaybook(t, t.TempDir()) == nil {
+		t.Skip("ansible-playbook is not installed (apt-get install ansible-core)")
 	}
 	inv, err := os.ReadFile(filepath.Join(out, "ansible/inventory.ini"))
 	if err != nil {

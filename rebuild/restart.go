@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+
 	"github.com/snapshift/snapshift/restart"
 	"github.com/snapshift/snapshift/rules"
 	"github.com/snapshift/snapshift/wellknown"
@@ -49,7 +51,7 @@ func buildInput(d *detected, plan *rules.Plan, dnsService string) *restart.Input
 		var out []string
 		for _, wh := range webhooks {
 			sel := d.selectors[wh.Service]
-			if strings.HasPrefix(wh.Service, ns+"/") && len(sel) > 0 && selects(sel, labels) && !contains(out, wh.Configuration) {
+			if strings.HasPrefix(wh.Service, ns+"/") && len(sel) > 0 && k8slabels.SelectorFromSet(sel).Matches(k8slabels.Set(labels)) && !contains(out, wh.Configuration) {
 				out = append(out, wh.Configuration)
 			}
 		}
@@ -106,16 +108,6 @@ func prefixes(ps []netip.Prefix) []string {
 		out = append(out, p.String())
 	}
 	return out
-}
-
-// selects says whether a Service selector selects pods with these labels.
-func selects(sel, labels map[string]string) bool {
-	for k, v := range sel {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func contains(ss []string, s string) bool {

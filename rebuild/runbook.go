@@ -18,6 +18,7 @@ import (
 	"github.com/snapshift/snapshift/bundle"
 	"github.com/snapshift/snapshift/cidr"
 	"github.com/snapshift/snapshift/restart"
+	"github.com/snapshift/snapshift/rules"
 )
 
 // writeRunbook writes report.json and RUNBOOK.md: the order of the whole
@@ -461,7 +462,37 @@ func (r *run) runbookKubelets(b *runbook) {
 		b.w("on them (flannel, kube-proxy as plain services): give each its new ranges and, with a new CA, a kubeconfig")
 		b.w("signed by it (the certs command above), and restart it by hand. They stay NotReady, as before.")
 	}
+	r.runbookStagger(b)
 	b.cur().Gate = r.nodesReadyGate()
+}
+
+// KubeletBatch is how many workers a large cluster's runbook starts at a
+// time: half of kube-apiserver's default --max-requests-inflight (400),
+// each kubelet relisting its pods and Node as it starts.
+const KubeletBatch = 200
+
+// runbookStagger tells a large cluster (the plan's scale warning) to
+// start its kubelets in batches: all at once, they and every DaemonSet's
+// pods relist together from an apiserver that has just come back.
+func (r *run) runbookStagger(b *runbook) {
+	p := r.report.Plan
+	if p == nil || p.Scale == nil || p.Scale.Nodes < rules.LargeClusterNodes || len(r.kubeletWorkers()) <= KubeletBatch {
+		return
+	}
+	b.w("**%d nodes: bring the workers in by batches of at most %d**, each batch once the one before shows `Ready` in", p.Scale.Nodes, KubeletBatch)
+	b.w("`kubectl get nodes`, not all at once: every kubelet relists its pods and Node as it starts, and the %d DaemonSets'", p.Scale.DaemonSets)
+	b.w("pods with it (about %d clients against an apiserver that has just come back; kube-apiserver's default", p.Scale.Relisting)
+	b.w("--max-requests-inflight is 400). `ansible/migrate.yml` runs this step in batches of `snapshift_serial` (%s), each", r.serialText())
+	b.w("batch `forks` hosts at a time: keep `-f` at or below %d.", KubeletBatch)
+}
+
+// serialText is the Ansible worker plays' batch size, as the rebuild file
+// set it or its default.
+func (r *run) serialText() string {
+	if s := r.cfg.Ansible.Serial; s != "" {
+		return s
+	}
+	return ansible.DefaultSerial
 }
 
 // nodesReadyGate is the worker step's gate: every node that runs a kubelet

@@ -37,6 +37,9 @@ type Plan struct {
 	// (state.NodesWithoutKubelet), read by the first range rule that asks.
 	NoKubelet     []string `json:"nodesWithoutKubelet,omitempty"`
 	noKubeletRead bool
+	// Scale is the cluster's size and what it means for the window
+	// (noteScale), read by the first range rule that asks.
+	Scale *ScalePlan `json:"scale,omitempty"`
 	// stamp is the time every object the rules create carries, read from
 	// the input (creationStamp), never from a clock.
 	stamp *time.Time

@@ -30,8 +30,12 @@ type PodCIDR struct {
 func (r *PodCIDR) Name() string       { return NamePodCIDR }
 func (r *PodCIDR) Prefixes() []string { return []string{wellknown.PrefixNodes} }
 func (r *PodCIDR) Lists() []string {
-	return slices.Concat(clashListed, []string{wellknown.PrefixNodeLeases}, state.DistributionListed)
+	return slices.Concat(clashListed, []string{wellknown.PrefixNodeLeases}, state.DistributionListed, scaleListed(r.opts.DNSService))
 }
+
+// Counts names what the scale plan counts.
+func (r *PodCIDR) Counts() []string { return scaleCounted }
+
 func (r *PodCIDR) Notes() []string { return r.notes }
 
 // Prepare maps every node and refuses before anything is written.
@@ -72,8 +76,11 @@ func (r *PodCIDR) Prepare(ctx context.Context, v *state.View) error {
 			len(repacked), capList(repacked, 20, "; ")))
 	}
 	noKubelet, err := r.plan.noteNoKubelet(v)
+	if err != nil {
+		return err
+	}
 	r.notes = append(r.notes, noKubelet...)
-	return err
+	return r.plan.readScale(v, r.opts.DNSService)
 }
 
 // resolveRanges returns the old and new cluster CIDRs, paired by family,

@@ -97,10 +97,15 @@ func (r *ServiceCIDR) Prefixes() []string {
 func (r *ServiceCIDR) Notes() []string { return r.notes }
 
 // Lists names what Prepare lists (and what state.Detect reads): Services,
-// IPAddresses, Nodes, and the distribution's records.
+// IPAddresses, Nodes, the distribution's records, and the DNS namespace's
+// Deployments (the scale plan).
 func (r *ServiceCIDR) Lists() []string {
-	return slices.Concat([]string{wellknown.PrefixIPAddresses, wellknown.PrefixServiceCIDRs, wellknown.PrefixNodeLeases}, clashListed, state.DistributionListed)
+	return slices.Concat([]string{wellknown.PrefixIPAddresses, wellknown.PrefixServiceCIDRs, wellknown.PrefixNodeLeases}, clashListed, state.DistributionListed,
+		scaleListed(r.opts.DNSService))
 }
+
+// Counts names what the scale plan counts.
+func (r *ServiceCIDR) Counts() []string { return scaleCounted }
 
 func (r *ServiceCIDR) notef(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
@@ -162,6 +167,9 @@ func (r *ServiceCIDR) Prepare(ctx context.Context, v *state.View) error {
 		return err
 	}
 	r.notes = append(r.notes, noKubelet...)
+	if err := r.plan.readScale(v, r.opts.DNSService); err != nil {
+		return err
+	}
 	if lay.Plan.Bridge.IsValid() {
 		r.bridgeSvc = r.newBridge(svcs.dns, lay.Plan.Bridge)
 	}

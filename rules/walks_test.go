@@ -11,7 +11,8 @@ import (
 )
 
 // TestPrepareWalksNothing: with the index naming what the rules say they
-// list (transform.Lister, as the engine builds it), the seed migration's
+// list (transform.Lister, as the engine builds it) and counting what they
+// say they count (transform.Counter), the seed migration's
 // Prepare (detection of the networks, the CNI and the distribution
 // included) lists every prefix from the index and never walks the whole
 // key bucket, which costs a pass over every entry each time.
@@ -21,10 +22,13 @@ func TestPrepareWalksNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var named []string
+	var named, counted []string
 	for _, r := range rs {
 		if l, ok := r.(transform.Lister); ok {
 			named = append(named, l.Lists()...)
+		}
+		if c, ok := r.(transform.Counter); ok {
+			counted = append(counted, c.Counts()...)
 		}
 	}
 	s, err := snapshot.Open(samplePath, snapshot.OpenOptions{})
@@ -32,7 +36,7 @@ func TestPrepareWalksNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ix, err := s.IndexWith(t.Context(), nil, snapshot.IndexOptions{Named: named})
+	ix, err := s.IndexWith(t.Context(), nil, snapshot.IndexOptions{Named: named, Counted: counted})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,7 @@ const (
 	PrefixAPIServerPods        = "/registry/pods/kube-system/kube-apiserver-" // kubeadm's mirror Pods
 	KeyKubernetesEndpoints     = "/registry/services/endpoints/default/kubernetes"
 	KeyKubernetesEndpointSlice = "/registry/endpointslices/default/kubernetes"
+	PrefixEndpointSlices       = "/registry/endpointslices/"
 	KeyClusterInfo             = "/registry/configmaps/kube-public/cluster-info"
 	// PrefixConfigMaps holds every namespace's ConfigMaps; RootCAConfigMap
 	// is the name of the one kube-controller-manager's root-ca publisher

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/snapshift/snapshift/internal/fsutil"
+	"github.com/snapshift/snapshift/rules"
 )
 
 // deadTemp is a temporary name for target as a run that has exited would
@@ -134,5 +135,23 @@ func TestCleanCommand(t *testing.T) {
 	}
 	if r := run(t, "clean", dir); !strings.Contains(r.stdout, "no leftovers") {
 		t.Errorf("second clean: %q", r.stdout)
+	}
+}
+
+// TestPrintScale: plan's text shows the scale plan's warnings under the
+// cluster's counts, one line each, and nothing when it has none.
+func TestPrintScale(t *testing.T) {
+	var b strings.Builder
+	printScale(&b, &rules.Plan{Scale: &rules.ScalePlan{Nodes: 600, Pods: 9000, Services: 40, EndpointSlices: 50, DaemonSets: 3,
+		Warnings: []string{"600 nodes: first", "kube-system/coredns's memory limit: second"}}})
+	want := "\nScale: 600 nodes, 9000 pods, 40 Services, 50 EndpointSlices, 3 DaemonSets\n  warning: 600 nodes: first\n  warning: kube-system/coredns's memory limit: second\n"
+	if b.String() != want {
+		t.Errorf("printScale:\n%q\nwant\n%q", b.String(), want)
+	}
+	b.Reset()
+	printScale(&b, &rules.Plan{Scale: &rules.ScalePlan{Nodes: 3}})
+	printScale(&b, nil)
+	if b.Len() != 0 {
+		t.Errorf("printScale without warnings printed %q", b.String())
 	}
 }

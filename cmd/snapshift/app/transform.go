@@ -229,7 +229,20 @@ func printTransform(out io.Writer, res *migrate.Result) {
 	if r.DryRun {
 		printLiveAlternative(out, res.Plan) // advice before the change: plan's
 	}
+	printScale(out, res.Plan)
 	printLeftoverScan(out, res.Leftovers)
+}
+
+// printScale prints the scale plan's warnings: what the cluster's size
+// asks of the window.
+func printScale(out io.Writer, p *rules.Plan) {
+	if p == nil || p.Scale == nil || len(p.Scale.Warnings) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nScale: %d nodes, %d pods, %d Services, %d EndpointSlices, %d DaemonSets\n", p.Scale.Nodes, p.Scale.Pods, p.Scale.Services, p.Scale.EndpointSlices, p.Scale.DaemonSets)
+	for _, w := range p.Scale.Warnings {
+		fmt.Fprintf(out, "  warning: %s\n", w)
+	}
 }
 
 // printObjectChange prints one changed object as kubectl names it
