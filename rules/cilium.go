@@ -103,6 +103,9 @@ func (r *Cilium) Prepare(ctx context.Context, v *state.View) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Key, err)
 	}
+	if err := refuseKVStore(cm.Data); err != nil {
+		return err
+	}
 	r.mode = cm.Data["ipam"]
 	if r.mode == "" {
 		r.mode = state.IPAMClusterPool
@@ -127,6 +130,26 @@ func (r *Cilium) Prepare(ctx context.Context, v *state.View) error {
 		}
 	}
 	return r.planNodes(v)
+}
+
+// refuseKVStore refuses Cilium's kvstore mode: with cilium-config's
+// kvstore set (Cilium's agent option "kvstore"; unset, the agent forces
+// identity-allocation-mode crd), the agents keep their nodes (with their
+// CiliumInternalIPs and pod CIDRs), the ipcache of every pod address and,
+// with identity-allocation-mode kvstore or doublewrite-*, the identities
+// in that external key-value store, which is not in the snapshot: moved
+// here, they would stay on the old ranges there.
+func refuseKVStore(data map[string]string) error {
+	kv := strings.TrimSpace(data["kvstore"])
+	if kv == "" {
+		return nil
+	}
+	what := "its nodes and the ipcache of pod addresses"
+	if m := data["identity-allocation-mode"]; m != "" && m != "crd" {
+		what = "its nodes, the ipcache of pod addresses and (identity-allocation-mode " + m + ") its identities"
+	}
+	return option.Errorf("LeaveCNIState", "%w: cilium-config sets kvstore: %s: Cilium keeps %s in that external key-value store, which the snapshot does not hold, so they would keep the old addresses; switch Cilium to CRD mode (kvstore unset, identity-allocation-mode: crd) and let its agents write their state again before the snapshot, or give {} cilium and move the kvstore's state yourself",
+		transform.ErrRefused, kv, what)
 }
 
 // planPool maps the pool keys of cilium-config. Each pool CIDR must be the
