@@ -74,6 +74,10 @@ type Operation struct {
 	EtcdDataDir string `json:"etcdDataDir"`
 	// CAChanged is true when the bundle holds a new cluster CA.
 	CAChanged bool `json:"caChanged"`
+	// Recovery is true when the control plane was lost (the rebuild
+	// file's recovery): apply accepts a node without /etc/kubernetes, its
+	// static pods or an etcd data dir.
+	Recovery bool `json:"recovery,omitempty"`
 	// CNI are the CNIs the snapshot shows (the names of CNIHostStateOf).
 	CNI []string `json:"cni,omitempty"`
 	// Restart are the DaemonSets and Deployments to restart, in order

@@ -189,3 +189,95 @@ func TestRollbackPutsTheAPIServerBack(t *testing.T) {
 		}
 	}
 }
+
+// recoveryBundle makes the one-node bundle with report.json's
+// operation.recovery set, as a rebuild file's recovery: true writes it.
+func recoveryBundle(t *testing.T) string {
+	b := makeBundle(t)
+	p := filepath.Join(b, bundle.ReportFile)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bundle.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	rep.Operation.Recovery = true
+	raw, err = json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, p, string(raw), 0o600)
+	return b
+}
+
+// TestApplyRecovery (issue 51 item 7): a control-plane node that lost its
+// /etc/kubernetes (every certificate, kubeconfig and static-pod manifest)
+// is refused by a planned migration's bundle, naming what is missing, and
+// accepted by a recovery's: apply says what was lost, moves the surviving
+// etcd data dir into its backup, installs the bundle, and rollback puts
+// the node back as it was (lost). A node that lost its etcd data dir too
+// (the harder case: a new machine) is applied the same way.
+func TestApplyRecovery(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lost []string
+	}{
+		{"etc/kubernetes lost", []string{"etc/kubernetes"}},
+		{"etc/kubernetes and the data dir lost", []string{"etc/kubernetes", "var/lib/etcd"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := node(t)
+			for _, p := range tc.lost {
+				if err := os.RemoveAll(filepath.Join(root, p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := tree(t, root, "etc", "var")
+			cfg := nodeops.Config{Bundle: makeBundle(t), Node: "n1", Root: root, SkipHealth: true}
+			if _, err := nodeops.Apply(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "no /etc/kubernetes under --root") {
+				t.Fatalf("a planned migration's apply on a node without /etc/kubernetes: %v", err)
+			}
+			if after := tree(t, root, "etc", "var"); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Fatalf("a refused apply changed the node")
+			}
+			var out strings.Builder
+			cfg.Bundle, cfg.Out = recoveryBundle(t), &out
+			if _, err := nodeops.Apply(context.Background(), cfg); err != nil {
+				t.Fatalf("a recovery's apply: %v\n%s", err, out.String())
+			}
+			want := "[preflight] recovery: no /etc/kubernetes"
+			if len(tc.lost) == 2 {
+				want += ", no etcd data dir /var/lib/etcd"
+			}
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("apply's output does not say %q:\n%s", want, out.String())
+			}
+			for p, want := range map[string]string{"etc/kubernetes/pki/ca.crt": "-rw-r--r-- new ca\n", "etc/kubernetes/manifests/etcd.yaml": "-rw------- new etcd manifest\n",
+				"var/lib/etcd/member/snap/db": "-rw------- new member db\n"} {
+				if got := tree(t, root, p)[p]; got != want {
+					t.Errorf("%s: %q, want %q", p, got, want)
+				}
+			}
+			db, _ := filepath.Glob(filepath.Join(root, "var/lib/snapshift/backup/n1-*/*/member/snap/db"))
+			if kept := len(tc.lost) == 1; kept != (len(db) == 1) {
+				t.Errorf("the surviving data dir in the backup: %v (want it kept: %v)", db, kept)
+			}
+			if _, err := nodeops.Rollback(context.Background(), cfg); err != nil {
+				t.Fatalf("Rollback: %v", err)
+			}
+			after := tree(t, root, "etc", "var")
+			for p, v := range before {
+				if after[p] != v {
+					t.Errorf("after rollback %s is %q, was %q", p, after[p], v)
+				}
+			}
+			for p := range after {
+				if _, ok := before[p]; !ok && !strings.HasPrefix(p, "var/lib/snapshift") {
+					t.Errorf("after rollback %s exists", p)
+				}
+			}
+		})
+	}
+}

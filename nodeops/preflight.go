@@ -163,11 +163,20 @@ func (a *applyRun) checkRoot() []error {
 			found = m
 		}
 	}
+	// A recovery (report.json's operation.recovery): the control plane
+	// was lost, so what is missing is noted, not refused; what is there is
+	// backed up as on any node.
+	recovery := a.b.op.Recovery
+	var lost []string
 	switch k, err := isDir(a.path(KubernetesDir)); {
 	case err != nil:
 		errs = append(errs, err)
+	case !k && recovery:
+		lost = append(lost, "no "+KubernetesDir)
 	case !k:
 		errs = append(errs, fmt.Errorf("no %s%s (%s)", KubernetesDir, where, hint))
+	case found == "" && recovery:
+		lost = append(lost, "no static pod in "+ManifestsDir)
 	case found == "":
 		errs = append(errs, fmt.Errorf("%s%s holds no %s: no control plane runs from it (%s)", ManifestsDir, where, strings.Join(staticPods, " or "), hint))
 	}
@@ -175,22 +184,38 @@ func (a *applyRun) checkRoot() []error {
 		errs = append(errs, err)
 	}
 	dataDir := a.b.op.EtcdDataDir
+	member := false
 	switch d, err := isDir(a.path(dataDir)); {
 	case err != nil:
 		errs = append(errs, err)
+	case !d && recovery:
+		lost = append(lost, "no etcd data dir "+dataDir)
 	case !d:
 		errs = append(errs, fmt.Errorf("no etcd data dir %s%s, where report.json says etcd keeps it (%s, or etcd's data dir is elsewhere on this node)", dataDir, where, hint))
 	default:
 		if m, err := isDir(a.path(filepath.Join(dataDir, "member"))); err != nil {
 			errs = append(errs, err)
+		} else if !m && recovery {
+			lost = append(lost, "no etcd member in "+dataDir)
 		} else if !m {
 			errs = append(errs, fmt.Errorf("etcd data dir %s%s holds no member/: no etcd member to back up (%s)", dataDir, where, hint))
+		} else {
+			member = true
 		}
 	}
-	if len(errs) == 0 {
-		a.logf("preflight", "%s has the static pod %s; %s holds an etcd member", ManifestsDir, found, dataDir)
+	if len(errs) > 0 {
+		return errs
 	}
-	return errs
+	if len(lost) > 0 {
+		a.logf("preflight", "recovery: %s%s (the control plane was lost): nothing of it to stop; what is left is backed up", strings.Join(lost, ", "), where)
+	}
+	switch {
+	case found != "" && member:
+		a.logf("preflight", "%s has the static pod %s; %s holds an etcd member", ManifestsDir, found, dataDir)
+	case member:
+		a.logf("preflight", "%s holds an etcd member (the one that survived, or another's): moved into the backup", dataDir)
+	}
+	return nil
 }
 
 // isDir reports whether p is a directory (false when absent).
@@ -352,11 +377,20 @@ func (a *applyRun) describe() error {
 		a.logf("preflight", "  copy %s (%s) to %s", p, size, filepath.Join(a.backup, backupName(p)))
 		restores = append(restores, p+" from its copy")
 	}
-	size, err := a.sizeOf(a.b.op.EtcdDataDir)
+	there, err := exists(a.path(a.b.op.EtcdDataDir))
 	if err != nil {
 		return err
 	}
-	if mount, err := isMountPoint(a.path(a.b.op.EtcdDataDir)); err != nil {
+	size := ""
+	if there {
+		if size, err = a.sizeOf(a.b.op.EtcdDataDir); err != nil {
+			return err
+		}
+	}
+	if !there { // a recovery's node that lost it: rollback removes the new one
+		a.logf("preflight", "  etcd data dir %s: absent now (the bundle creates it)", a.b.op.EtcdDataDir)
+		restores = append(restores, a.b.op.EtcdDataDir+" removed")
+	} else if mount, err := isMountPoint(a.path(a.b.op.EtcdDataDir)); err != nil {
 		return err
 	} else if mount {
 		a.logf("preflight", "  move the contents of etcd data dir %s (a mount point: %s) to %s", a.b.op.EtcdDataDir, size, filepath.Join(a.backup, backupName(a.b.op.EtcdDataDir)))

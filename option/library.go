@@ -69,7 +69,8 @@ func Library() Table {
 		// Keys only the rebuild file has.
 		{Key: "apiVersion"}, {Key: "kind"}, {Key: "snapshot"}, {Key: "ansible.serial"}, {Key: "installer.kubespray.groupVars"},
 		{Key: "window.applyTimeout"}, {Key: "window.rollbackAfter"}, // node apply's --timeout and --rollback-after in the runbook
-		{Key: "window.restartTimeout"}, // cluster restart's --timeout in the runbook
+		{Key: "window.restartTimeout"},                  // cluster restart's --timeout in the runbook
+		{Fields: []string{"Recovery"}, Key: "recovery"}, // the control plane was lost: node apply accepts a node without it
 		{Key: "etcd.members[].clientURL"},
 		{Key: "pki.nodeName"}, {Key: "pki.advertiseAddress"}, {Key: "pki.controlPlaneEndpoint"},
 		{Key: "manifests.source"},

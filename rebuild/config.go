@@ -47,6 +47,12 @@ type Config struct {
 	// Snapshot is the etcd snapshot to rebuild from. Required.
 	Snapshot      string `json:"snapshot"`
 	SkipHashCheck bool   `json:"skipHashCheck,omitempty"`
+	// Recovery says the control plane was lost (every control-plane
+	// node's /etc/kubernetes, or the node itself) and the snapshot is what
+	// survived (a member's member/snap/db, with skipHashCheck): node apply
+	// then accepts a control-plane node without /etc/kubernetes, its
+	// static pods or an etcd data dir, and backs up what is left.
+	Recovery bool `json:"recovery,omitempty"`
 	// EncryptionConfig is the apiserver's EncryptionConfiguration, when
 	// values are encrypted at rest.
 	EncryptionConfig string `json:"encryptionConfig,omitempty"`

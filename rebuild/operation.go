@@ -44,7 +44,7 @@ func (r *run) provenance() error {
 
 // operation fills the report's operation block from the finished bundle.
 func (r *run) operation() error {
-	op := &bundle.Operation{EtcdDataDir: r.cfg.Etcd.DataDir, CAChanged: r.cfg.NewPKI(), CNI: r.cnis, Restart: r.restart,
+	op := &bundle.Operation{EtcdDataDir: r.cfg.Etcd.DataDir, CAChanged: r.cfg.NewPKI(), Recovery: r.cfg.Recovery, CNI: r.cnis, Restart: r.restart,
 		Cluster: r.clusterInput(), Checksums: map[string]string{}}
 	for _, w := range r.webhooks {
 		op.Webhooks = append(op.Webhooks, bundle.Webhook{Kind: w.Kind, Configuration: w.Configuration, Webhook: w.Webhook, Index: w.Index,

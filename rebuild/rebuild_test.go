@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"go.etcd.io/etcd/client/pkg/v3/types"
@@ -27,6 +28,7 @@ import (
 	"github.com/snapshift/snapshift/internal/etcdtest"
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/internal/testfile"
+	"github.com/snapshift/snapshift/option"
 	"github.com/snapshift/snapshift/pki"
 	"github.com/snapshift/snapshift/rebuild"
 	"github.com/snapshift/snapshift/rules"
@@ -845,5 +847,62 @@ func TestWindowFlags(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("window %+v: %v, want %q", c.w, err, c.want)
 		}
+	}
+}
+
+// TestRecoveryFromASurvivingMember (issue 51 item 7): the control plane
+// was lost and what survived is a member's database, member/snap/db, with
+// no sha256 trailer: read with skipHashCheck, with the ranges kept and a
+// new PKI, rebuild marks the bundle a recovery (report.json's
+// operation.recovery, which node apply reads) and the runbook's header
+// says how that database is copied instead of how a planned migration's
+// snapshot is taken.
+func TestRecoveryFromASurvivingMember(t *testing.T) {
+	dir := t.TempDir()
+	ms := members(t, 1)
+	first := filepath.Join(dir, "first")
+	if _, err := rebuild.Run(context.Background(), baseConfig(t, first, ms), rebuild.Options{Now: fixedNow}); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(first, "etcd", ms[0].Name, "member/snap/db") // a real member's database
+	out := filepath.Join(dir, "bundle")
+	cfg := baseConfig(t, out, ms)
+	cfg.Snapshot, cfg.Networking = db, rebuild.Networking{}
+	_, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow})
+	if msg, _ := option.Render(err, rebuild.ConfigPath); err == nil || !strings.Contains(msg, "a raw member/snap/db that needs skipHashCheck") {
+		t.Fatalf("a member's database without skipHashCheck: %v", err)
+	}
+	cfg.SkipHashCheck, cfg.Recovery = true, true
+	if _, err := rebuild.Run(context.Background(), cfg, rebuild.Options{Now: fixedNow}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, bundle.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bundle.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Operation == nil || !rep.Operation.Recovery || !rep.Operation.CAChanged {
+		t.Errorf("report.json's operation: %+v, want recovery and a new CA", rep.Operation)
+	}
+	rb, err := bundle.ReadRunbook(filepath.Join(out, bundle.RunbookJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.Block("header.before-snapshot") != nil {
+		t.Errorf("a recovery's runbook has the planned migration's pre-snapshot block")
+	}
+	blk := rb.Block("header.recover-db")
+	if blk == nil {
+		t.Fatal("the runbook has no block header.recover-db")
+	}
+	var lines []string
+	for _, l := range blk.Lines {
+		lines = append(lines, l.Text)
+	}
+	if want := "mkdir -p /backup && cp /var/lib/etcd/member/snap/db /backup/etcd.db   # on " + ms[0].Name; !slices.Contains(lines, want) {
+		t.Errorf("block header.recover-db: %q, want the line %q", lines, want)
 	}
 }

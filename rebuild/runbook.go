@@ -139,6 +139,10 @@ func (r *run) runbookHeader(b *runbook) {
 	b.w("- Input snapshot `%s` (sha256 %s as `sha256sum` prints it, revision %d).", p.Input, p.InputSHA256, r.report.Transform.Input.CurrentRevision)
 	b.w("- Bundle `%s`; `report.json` holds the sha256 of every file, which `snapshift node apply` checks first.", r.cfg.Output)
 	b.w("")
+	if r.cfg.Recovery {
+		r.runbookRecoveryHeader(b)
+		return
+	}
 	b.w("**Everything written to the cluster after that snapshot is lost** when the nodes apply this bundle. For a planned")
 	b.w("migration, stop every kube-apiserver before the snapshot. On every control-plane node, copy the manifests directory")
 	b.w("first (`manifests.source` names that copy: `rebuild` reads `kube-apiserver.yaml` there, and the copy is how you start the")
@@ -156,6 +160,27 @@ func (r *run) runbookHeader(b *runbook) {
 	b.w("Then take the snapshot on one of them (`etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt")
 	b.w("--cert /etc/kubernetes/pki/etcd/server.crt --key /etc/kubernetes/pki/etcd/server.key snapshot save /backup/etcd.db`)")
 	b.w("and run `snapshift rebuild` with `manifests.source: %s`.", bundle.ManifestsBefore)
+	b.w("")
+}
+
+// runbookRecoveryHeader is the header of a recovery (the rebuild file's
+// recovery): the control plane is gone, and the snapshot is the database of
+// a member that survived, copied while its etcd was not running.
+func (r *run) runbookRecoveryHeader(b *runbook) {
+	dir := r.cfg.Etcd.DataDir
+	b.w("**A recovery:** the control plane was lost (`/etc/kubernetes` on the control-plane nodes, or the nodes), and the")
+	b.w("snapshot is what survived: the database of an etcd member, `%s/member/snap/db`, copied while no etcd ran on", dir)
+	b.w("it (the kubelet stopped it with its manifest; a copy of a running member's file can be torn), and read with")
+	b.w("`skipHashCheck: true` (it has no sha256 trailer). Writes its member had not yet moved from the WAL to the database")
+	b.w("are lost. On the node whose member was last the leader, or has the highest revision:")
+	b.w("")
+	b.shAs("recover-db", bundle.WhereControlPlane,
+		fmt.Sprintf("while [ -n \"$(crictl ps --name etcd -q)\" ]; do sleep 2; done   # no etcd runs from %s", dir),
+		fmt.Sprintf("mkdir -p /backup && cp %s/member/snap/db /backup/etcd.db   # on %s", dir, r.firstNode().NodeName))
+	b.w("")
+	b.w("`node apply` accepts a control-plane node without `/etc/kubernetes`, its static pods or an etcd data dir, and moves")
+	b.w("what is left (the old data dir) into its backup; `node rollback` puts that back, which is the lost state, not a")
+	b.w("running control plane. The workers keep running their pods throughout.")
 	b.w("")
 }
 
