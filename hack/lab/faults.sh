@@ -214,3 +214,90 @@ fault_restart_stuck() {
   fi
   checks+=("PASS  [$label] fault restart-stuck: after the partition healed, the restart again finished; a third run skipped what was done")
 }
+
+# fault_worker_off NODE: NODE is off, as a machine whose power failed stays
+# for the window: its kubelet, its pods' containers and containerd
+# stopped, what a reboot clears gone, its link down (no address of it
+# answers). Its sshd (the Ansible cells') stays, unreachable.
+# $LAB_ROOT/fault-down names it.
+fault_worker_off() {
+  local n=$1 p keep
+  lab_stop "$n" kubelet
+  nodesh "$n" 'crictl pods -q | xargs -r crictl stopp' > "$LAB_ROOT/logs/$n-off.log" 2>&1 || true
+  lab_stop "$n" containerd
+  keep=$(cat "$LAB_ROOT/pids/$n-sshd" 2>/dev/null || true)
+  for p in $(lab_node_pids "$n" | sort -u); do
+    [ "$p" = "$keep" ] || kill -KILL "$p" 2>/dev/null || true
+  done
+  # What the power cut clears: /run's tmpfs (flannel's subnet.env; the
+  # lab's /run/flannel is a mount point, its contents go), the
+  # kernel's links and packet filter (cni0, flannel.1, kube-proxy's table).
+  nodesh "$n" 'find /run/flannel -mindepth 1 -delete; for l in cni0 flannel.1; do ip link del "$l" 2>/dev/null || true; done; nft flush ruleset' >> "$LAB_ROOT/logs/$n-off.log" 2>&1
+  ip -n "$LAB_NODE_PREFIX$n" link set eth0 down
+  echo "$n" >> "$LAB_ROOT/fault-down"
+  log "[fault worker-down] $n is off: kubelet, containers and containerd stopped, its link down"
+}
+
+# fault_worker_boot NODE: NODE comes back as a machine boots: its link up,
+# containerd and then its kubelet started with the configuration it had
+# before the window (the runbook's late-node steps come after).
+fault_worker_boot() {
+  local n=$1
+  ip -n "$LAB_NODE_PREFIX$n" link set eth0 up
+  ip -n "$LAB_NODE_PREFIX$n" route replace default via 10.0.0.1 dev eth0
+  lab_containerd "$n"
+  lab_kubelet "$n"
+  log "[fault worker-down] $n is back: its link up, containerd and its kubelet started as at boot"
+}
+
+# fault_worker_down_window LABEL RB: what the runbook's worker-down says,
+# once the window is done with the worker off: the restart tainted it out
+# of service, the check passed without it; then it is back, its worker
+# steps and its late-node line run on it alone (the blocks of the fault's
+# entry), and the taint is off.
+fault_worker_down_window() {
+  local label=$1 rb=$2 n id
+  for n in $LAB_DOWN; do
+    [ "$(kc cp1 get node "$n" -o jsonpath='{.spec.taints[?(@.key=="node.kubernetes.io/out-of-service")].effect}')" = NoExecute ] ||
+      die "[fault worker-down] $n has no out-of-service taint after cluster restart --down $n"
+    checks+=("PASS  [$label] fault worker-down: $n off through the window: cluster restart and check passed with --down $n, the node tainted out of service")
+  done
+  local down=$LAB_DOWN
+  LAB_DOWN=
+  for n in $down; do
+    fault_worker_boot "$n"
+    # shellcheck disable=SC2086
+    for id in $DOWN_RUN; do RB_ONLY=$n rb_run "$rb" "$id"; done
+    wait_for "[$label] $n: node Ready, its taint off" 180 node_ready_untainted "$n"
+  done
+}
+
+# node_ready_untainted NODE: Ready, without the out-of-service taint.
+node_ready_untainted() {
+  node_ready "$1" && [ -z "$(kc cp1 get node "$1" -o jsonpath='{.spec.taints[?(@.key=="node.kubernetes.io/out-of-service")].key}')" ]
+}
+
+# fault_lose_control_plane LABEL: every control-plane node loses
+# /etc/kubernetes (every CA, certificate, kubeconfig, sa.key and static-pod
+# manifest: its contents, the lab's directory is a mount point): the kubelet
+# stops the static pods whose manifests went; the etcd data survives.
+# $LAB_ROOT/fault-lost names the nodes.
+fault_lose_control_plane() {
+  local label=$1 n
+  # Not the lab's lab-resolv.conf: it stands for the host's /etc/resolv.conf
+  # (the kubelet's resolvConf), which such a loss leaves.
+  for n in $CPS; do
+    nodeexec "$n" find /etc/kubernetes -mindepth 1 ! -path /etc/kubernetes/lab-resolv.conf -delete
+    echo "$n" >> "$LAB_ROOT/fault-lost"
+  done
+  log "[fault control-plane-lost] /etc/kubernetes lost on $CPS"
+  for n in $CPS; do wait_for "[$label] $n: etcd and kube-apiserver stopped (their manifests lost)" 180 control_plane_gone "$n"; done
+  for n in $CPS; do
+    [ -z "$(nodeexec "$n" find /etc/kubernetes -mindepth 1 ! -path /etc/kubernetes/lab-resolv.conf)" ] || die "[fault control-plane-lost] $n's /etc/kubernetes is not empty"
+    [ -s "$(nodedir "$n")/root/var/lib/etcd/member/snap/db" ] || die "[fault control-plane-lost] $n's etcd data did not survive"
+  done
+  checks+=("PASS  [$label] recovery: /etc/kubernetes lost on $CPS, their etcd and kube-apiserver stopped, the etcd data kept")
+}
+
+# control_plane_gone NODE: no etcd or kube-apiserver container runs there.
+control_plane_gone() { [ -z "$(nodesh "$1" 'crictl ps -q --name "^(etcd|kube-apiserver)$"')" ]; }

@@ -12,6 +12,11 @@ NEW_SVC_CIDR=172.24.0.0/16
 PRE_SNAPSHOT='[ -e /etc/kubernetes/manifests.before-snapshift ] || cp -a /etc/kubernetes/manifests /etc/kubernetes/manifests.before-snapshift   # a copy from an earlier attempt is kept
 rm -f /etc/kubernetes/manifests/kube-apiserver.yaml   # its copy is in manifests.before-snapshift
 while [ -n "$(crictl ps --name kube-apiserver -q)" ]; do sleep 2; done'
+# A recovery's (matrix.json's recovery): the surviving member's database,
+# copied once its etcd is gone; lab_migrate checks the runbook's block
+# header.recover-db says the same.
+RECOVER_DB='while [ -n "$(crictl ps --name etcd -q)" ]; do sleep 2; done   # no etcd runs from /var/lib/etcd
+mkdir -p /backup && cp /var/lib/etcd/member/snap/db /backup/etcd.db   # on cp1'
 SNAPSHOT_SAVE='etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/server.crt --key /etc/kubernetes/pki/etcd/server.key snapshot save /backup/etcd.db'
 
 # fromnode NODE PATH DEST: copies PATH (file or directory) out of NODE, as an
@@ -33,25 +38,31 @@ lab_migrate() {
   # snapshot does not hold it (c_no_lab_new).
   wait_for "[$label] prod/lab-new deleted before the snapshot" 60 lab_new_gone
   OLD_ETCD=$(etcd_cluster_id cp1) || die "etcd endpoint status on cp1 failed"
-  log "[$label] before the snapshot (runbook header), on $CPS"
-  lab_phase block:header.before-snapshot start
-  # On every control-plane node at once, as the runbook's block runs (each
-  # waits about 30 s for its kube-apiserver's grace period: one after the
-  # other, three took 92 s and the window's measured lead with them).
-  local pids=() p
-  for n in $CPS; do nodesh "$n" "$PRE_SNAPSHOT" & pids+=($!); done
-  for p in "${pids[@]}"; do wait "$p" || die "[$label] the runbook header's pre-snapshot block failed on a control-plane node"; done
-  lab_phase block:header.before-snapshot end
-  lab_phase snapshot start
-  nodesh cp1 "mkdir -p /backup && rm -f /backup/etcd.db && $SNAPSHOT_SAVE" > "$LAB_ROOT/logs/$label-snapshot.log" 2>&1 ||
-    die "etcdctl snapshot save failed (log: $LAB_ROOT/logs/$label-snapshot.log)"
-  lab_phase snapshot end
+  # Fault worker-down (matrix.json's down): off before the migration, back
+  # once the window is done (fault_worker_down_window).
+  for k in ${SC_DOWN:-}; do fault_worker_off "$k"; done
+  if [ -n "${SC_RECOVERY:-}" ]; then
+    lab_recovery_snapshot "$label"
+  else
+    lab_planned_snapshot "$label"
+  fi
   # The operator copies the snapshot, the manifests and (old CA) the PKI to
   # the machine that runs snapshift rebuild.
   mkdir -p "$a"
   fromnode cp1 /backup/etcd.db "$a"
-  fromnode cp1 /etc/kubernetes/manifests.before-snapshift "$a"
-  local pki=""
+  local pki="" manifests="" recovery="" networking=""
+  if [ -n "${SC_RECOVERY:-}" ]; then
+    # The manifests are lost with /etc/kubernetes (rebuild generates them),
+    # the ranges kept.
+    recovery="skipHashCheck: true
+recovery: true"
+  else
+    fromnode cp1 /etc/kubernetes/manifests.before-snapshift "$a"
+    manifests="  source: manifests.before-snapshift"
+    networking="networking:
+  serviceSubnet: $NEW_SVC_CIDR
+  podSubnet: $NEW_POD_CIDR"
+  fi
   if [ "$ca" = old ]; then
     fromnode cp1 /etc/kubernetes/pki "$a"
     pki="pki:
@@ -61,16 +72,15 @@ lab_migrate() {
 apiVersion: snapshift.io/v1alpha1
 kind: RebuildConfiguration
 snapshot: etcd.db
+$recovery
 output: bundle
-networking:
-  serviceSubnet: $NEW_SVC_CIDR
-  podSubnet: $NEW_POD_CIDR
+$networking
 etcd:
   members:
 $(for n in $CPS; do printf '  - name: %s\n    peerURL: https://%s:2380\n    clientURL: https://%s:2379\n' "$n" "$(nodeip "$n")" "$(nodeip "$n")"; done)
 $pki
 manifests:
-  source: manifests.before-snapshift
+$manifests
   kubernetesVersion: $K8S_VERSION
 EOF
   # The scenario's window (matrix.json): node apply's --timeout and
@@ -92,8 +102,12 @@ EOF
   rb_parse "$a/bundle/runbook.json" "$rb"
   cp "$a/bundle/RUNBOOK.md" "$LAB_ROOT/logs/$label-RUNBOOK.md"
   cp "$a/bundle/runbook.json" "$LAB_ROOT/logs/$label-runbook.json"
-  diff <(echo "$PRE_SNAPSHOT") "$rb/header.before-snapshot.sh" >/dev/null || die "runbook.json's block header.before-snapshot no longer says the lab's PRE_SNAPSHOT commands: update hack/lab/migrate.sh"
-  grep -qF "$SNAPSHOT_SAVE" <(tr '\n' ' ' < "$a/bundle/RUNBOOK.md") || die "the runbook's header no longer gives the lab's SNAPSHOT_SAVE command"
+  if [ -n "${SC_RECOVERY:-}" ]; then
+    diff <(echo "$RECOVER_DB") "$rb/header.recover-db.sh" >/dev/null || die "runbook.json's block header.recover-db no longer says the lab's RECOVER_DB commands: update hack/lab/migrate.sh"
+  else
+    diff <(echo "$PRE_SNAPSHOT") "$rb/header.before-snapshot.sh" >/dev/null || die "runbook.json's block header.before-snapshot no longer says the lab's PRE_SNAPSHOT commands: update hack/lab/migrate.sh"
+    grep -qF "$SNAPSHOT_SAVE" <(tr '\n' ' ' < "$a/bundle/RUNBOOK.md") || die "the runbook's header no longer gives the lab's SNAPSHOT_SAVE command"
+  fi
   python3 - "$a/bundle/report.json" <<'PY' || die "report.json's restart does not restart flannel's DaemonSet: the rebuild did not recognise it"
 import json, sys
 r = json.load(open(sys.argv[1]))["operation"].get("restart", [])
@@ -109,13 +123,59 @@ PY
     FAULT_ENDS=${fl%%$'\t'*} FAULT_RUN=${fl#*$'\t'}
     log "[$label] fault $SC_FAULT: the runbook says it ends in the $FAULT_ENDS cluster, by blocks $FAULT_RUN"
   fi
+  # Workers off through the window (matrix.json's down: the runbook's
+  # worker-down, beside the scenario's fault): the blocks that bring one in.
+  LAB_DOWN= DOWN_RUN=
+  if [ -n "${SC_DOWN:-}" ]; then
+    local dl
+    dl=$(rb_fault "$rb" worker-down) || die "runbook.json has no fault worker-down in section \"When something goes wrong\""
+    [ "${dl%%$'\t'*}" = new ] || die "the runbook's worker-down ends in the ${dl%%$'\t'*} cluster, not the new one"
+    DOWN_RUN=${dl#*$'\t'}
+    log "[$label] fault worker-down ($SC_DOWN): the runbook brings a late worker in by blocks $DOWN_RUN"
+  fi
   "lab_window_$driver" "$label"
+}
+
+# lab_planned_snapshot LABEL: a planned migration's snapshot, as the
+# runbook's header says: the pre-snapshot block on every control-plane
+# node, then etcdctl snapshot save on cp1.
+lab_planned_snapshot() {
+  local label=$1 pids=() p n
+  log "[$label] before the snapshot (runbook header), on $CPS"
+  lab_phase block:header.before-snapshot start
+  # On every control-plane node at once, as the runbook's block runs (each
+  # waits about 30 s for its kube-apiserver's grace period: one after the
+  # other, three took 92 s and the window's measured lead with them).
+  for n in $CPS; do nodesh "$n" "$PRE_SNAPSHOT" & pids+=($!); done
+  for p in "${pids[@]}"; do wait "$p" || die "[$label] the runbook header's pre-snapshot block failed on a control-plane node"; done
+  lab_phase block:header.before-snapshot end
+  lab_phase snapshot start
+  nodesh cp1 "mkdir -p /backup && rm -f /backup/etcd.db && $SNAPSHOT_SAVE" > "$LAB_ROOT/logs/$label-snapshot.log" 2>&1 ||
+    die "etcdctl snapshot save failed (log: $LAB_ROOT/logs/$label-snapshot.log)"
+  lab_phase snapshot end
+}
+
+# lab_recovery_snapshot LABEL: the control plane is lost (fault
+# control-plane-lost), then the surviving member's database is copied, as
+# a recovery's runbook header says (RECOVER_DB).
+lab_recovery_snapshot() {
+  local label=$1
+  fault_lose_control_plane "$label"
+  lab_phase snapshot start
+  nodesh cp1 "rm -f /backup/etcd.db
+$RECOVER_DB" > "$LAB_ROOT/logs/$label-snapshot.log" 2>&1 || die "copying cp1's member database failed (log: $LAB_ROOT/logs/$label-snapshot.log)"
+  lab_phase snapshot end
 }
 
 # lab_window_runbook LABEL: the window, runbook.json's blocks by ID, each
 # where it says.
 lab_window_runbook() {
   local label=$1 rb=$LAB_ROOT/runbook-$1 n
+  # Fault worker-down: the workers of SC_DOWN are off (since before the
+  # snapshot) to the end of the window; their lines of the worker blocks
+  # are skipped (rb_nodes), cluster restart and check get --down
+  # (rb_script).
+  LAB_DOWN=${SC_DOWN:-}
   rb_run "$rb" copy.bundle copy.preflight workers-stop.backup
   # apply.stop stops the old control plane on every node (--stop-only),
   # apply.start starts the restored members; apply.confirm comes after the
@@ -171,7 +231,11 @@ lab_window_runbook() {
   else
     rb_run "$rb" workers-start.kubelet workers-start.gate
   fi
-  for n in $CPS $WORKERS; do wait_for "[$label] $n: node Ready" 180 node_ready "$n"; done
+  for n in $(up_nodes); do wait_for "[$label] $n: node Ready" 180 node_ready "$n"; done
+  # A down worker's Node, Ready in the snapshot, turns NotReady once the
+  # new node controller misses its heartbeat (cluster restart --down
+  # refuses a Ready node).
+  for n in $LAB_DOWN; do wait_for "[$label] $n (off): node NotReady" 240 node_not_ready "$n"; done
   if [ "${SC_FAULT:-}" = restart-stuck ]; then
     # The last worker cut off from the control plane through the restart:
     # the restart stops at a stage within its --timeout, saying which in
@@ -186,6 +250,11 @@ lab_window_runbook() {
   lab_apply hack/lab/manifests/workloads.yaml >/dev/null
   lab_wait_workloads "$label"
   rb_run "$rb" check.run apply.confirm   # node confirm, after the checks
+  if [ -n "${SC_DOWN:-}" ]; then
+    fault_worker_down_window "$label" "$rb"
+    lab_apply hack/lab/manifests/workloads.yaml >/dev/null
+    lab_wait_workloads "$label, $SC_DOWN back"
+  fi
 }
 
 # lab_new_gone: the checks' Service prod/lab-new is not there.
@@ -215,7 +284,7 @@ lab_rollback_runbook() {
 # controllers' status is stale for a while), the probe and every pod Ready.
 lab_wait_workloads() {
   local n
-  for n in $CPS $WORKERS; do wait_for "[$1] $n: node Ready" 180 node_ready "$n"; done
+  for n in $(up_nodes); do wait_for "[$1] $n: node Ready" 180 node_ready "$n"; done
   wait_for "[$1] kube-proxy on every node" 180 ctl_pods_ready kube-system ds/kube-proxy
   wait_for "[$1] kube-flannel on every node" 180 ctl_pods_ready kube-flannel ds/kube-flannel-ds
   wait_for "[$1] coredns available" 240 ctl_pods_ready kube-system deploy/coredns

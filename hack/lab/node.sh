@@ -197,9 +197,22 @@ node_not_ready() {
   [ "$(kc cp1 get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" != True ]
 }
 
+# is_down NODE: NODE is off through the window (LAB_DOWN, the nodes of
+# fault worker-down). up_nodes: the cell's nodes but those.
+is_down() { case " ${LAB_DOWN:-} " in *" $1 "*) return 0 ;; esac; return 1; }
+up_nodes() {
+  local n
+  for n in $CPS $WORKERS; do
+    if ! is_down "$n"; then echo "$n"; fi
+  done
+}
+
+# all_pods_ready: every pod Ready, but those bound to a node that is off
+# (LAB_DOWN).
 all_pods_ready() {
   local out
-  out=$(kc cp1 get pods -A -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}') || return 1
+  out=$(kc cp1 get pods -A -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}') || return 1
+  out=$(awk -v down=" ${LAB_DOWN:-} " 'index(down, " " $1 " ") == 0 {print $2}' <<< "$out")
   [ -n "$out" ] && ! grep -vqx True <<< "$out"
 }
 
@@ -215,15 +228,18 @@ ctl_pods_ready() {
   nodes=$(kc cp1 get nodes -o name | wc -l)
   kc cp1 -n "$ns" get pods -o json | python3 -c '
 import json, sys
-ctl, nodes = json.loads(sys.argv[1]), int(sys.argv[2])
-want = nodes if ctl["kind"] == "DaemonSet" else ctl["spec"].get("replicas", 1)
+ctl, nodes, down = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split()
+# A node that is off (LAB_DOWN) has no pod to count: a DaemonSet wants one
+# on each other node, the pods bound to it are left out.
+want = nodes - len(down) if ctl["kind"] == "DaemonSet" else ctl["spec"].get("replicas", 1)
 sel = ctl["spec"]["selector"]["matchLabels"]
 pods = [p for p in json.load(sys.stdin)["items"]
-        if all(p["metadata"].get("labels", {}).get(k) == v for k, v in sel.items())]
+        if all(p["metadata"].get("labels", {}).get(k) == v for k, v in sel.items())
+        and p["spec"].get("nodeName") not in down]
 ready = [p for p in pods if "deletionTimestamp" not in p["metadata"] and any(
     c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", []))]
 print(f"{len(ready)}/{want} Ready, {len(pods)} pods")
-sys.exit(0 if len(ready) == want == len(pods) else 1)' "$spec" "$nodes"
+sys.exit(0 if len(ready) == want == len(pods) else 1)' "$spec" "$nodes" "${LAB_DOWN:-}"
 }
 
 node_ready() {

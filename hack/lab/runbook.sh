@@ -67,11 +67,43 @@ $script" ;;
   if [ "$where" = admin ]; then adminsh "$script"; else nodesh "$where" "$script"; fi
 }
 
+# rb_script FILE: the block as the lab runs it where kubectl points or on
+# the operator's machine: with RB_ONLY (a late worker), only the lines
+# without "# on" and those "# on RB_ONLY"; with LAB_DOWN (the workers off
+# through the window, fault worker-down), snapshift cluster restart and
+# check get --down and a gate names the nodes that are up, as the
+# runbook's worker-down says.
+rb_script() {
+  local s
+  if [ -n "${RB_ONLY:-}" ]; then s=$(rb_lines_for "$RB_ONLY" "$1"); else s=$(cat "$1"); fi
+  if [ -n "${LAB_DOWN:-}" ]; then
+    # and a gate waits for the nodes that are up, not --all (the runbook's
+    # worker-down says so).
+    local up; up=$(up_nodes | sed 's#^#node/#' | tr '\n' ' ')
+    s=$(sed -E -e "s#^(snapshift cluster (restart|check) --bundle [^ ]+)#\1 --down $(tr ' ' ',' <<< "$LAB_DOWN")#" \
+      -e "s#^kubectl wait node --all #kubectl wait ${up}#" <<< "$s")
+  fi
+  printf '%s\n' "$s"
+}
+
+# rb_nodes NODES: the nodes a node block runs on: with RB_ONLY that one (if
+# among them), else those not in LAB_DOWN.
+rb_nodes() {
+  local n
+  for n in $1; do
+    if [ -n "${RB_ONLY:-}" ]; then
+      if [ "$n" = "$RB_ONLY" ]; then echo "$n"; fi
+    elif ! is_down "$n"; then
+      echo "$n"
+    fi
+  done
+}
+
 # rb_run DIR ID...: runs each block, in the order given, where runbook.json
 # says: the operator's machine, where kubectl points, or on nodes (the
 # control-plane nodes or the workers: those its "# on" lines name, else
-# all of them), each node its own lines, all at once, each node's output
-# in the lab log.
+# all of them; see rb_nodes), each node its own lines, all at once, each
+# node's output in the lab log.
 rb_run() {
   local dir=$1 id f where nodes n pids rc
   shift
@@ -81,9 +113,9 @@ rb_run() {
     where=$(rb_where "$dir" "$id")
     lab_phase "block:$id" start
     case $where in
-      operator) rb_on admin "$(cat "$f")" || die "runbook block $id failed on the operator's machine"; lab_phase "block:$id" end; continue ;;
+      operator) rb_on admin "$(rb_script "$f")" || die "runbook block $id failed on the operator's machine"; lab_phase "block:$id" end; continue ;;
       kubectl)
-        if rb_on kubectl "$(cat "$f")" > "$LAB_ROOT/logs/runbook-$id-kubectl.log" 2>&1; then
+        if rb_on kubectl "$(rb_script "$f")" > "$LAB_ROOT/logs/runbook-$id-kubectl.log" 2>&1; then
           cat "$LAB_ROOT/logs/runbook-$id-kubectl.log"
         elif [ "${RB_EXPECT_FAIL:-}" = kubectl ]; then
           cat "$LAB_ROOT/logs/runbook-$id-kubectl.log"
@@ -97,6 +129,8 @@ rb_run() {
       workers) nodes=$(rb_targets "$f"); nodes=${nodes:-$WORKERS} ;;
       *) die "runbook block $id runs at '$where', which the lab cannot run" ;;
     esac
+    nodes=$(rb_nodes "$nodes")
+    [ -n "$nodes" ] || { log "runbook block $id: none of its nodes is up (${LAB_DOWN:+down: $LAB_DOWN}${RB_ONLY:+only $RB_ONLY}): skipped"; lab_phase "block:$id" end; continue; }
     pids=() killer=
     for n in $nodes; do
       rb_on "$n" "$(rb_lines_for "$n" "$f")" > "$LAB_ROOT/logs/runbook-$id-$n.log" 2>&1 &
