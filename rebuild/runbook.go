@@ -727,7 +727,7 @@ func (r *run) runbookFaults(b *runbook) {
 		run = append(run, "faults.late-node")
 		s.Faults = append(s.Faults, bundle.RunbookFault{ID: faultWorkerDown, EndsIn: bundle.EndsNew, Run: run,
 			When: "A worker is down or unreachable through the window (off: its kubelet and containers stopped).",
-			Do:   "Go on without it: skip its lines of the worker steps, and give it to `snapshift cluster restart` and `snapshift cluster check` with `--down NODE`. Once the final checks pass and it is back, run its worker steps on it as the others ran them, then its line of block `faults.late-node` (`ansible-playbook ansible/late-node.yml -l NODE` does both; by hand, the blocks named here with that worker's `B=` line).",
+			Do:   "Go on without it: skip its lines of the worker steps, wait in their gates for the nodes that are up (`kubectl wait node/A node/B ...` instead of `node --all`), and give it to `snapshift cluster restart` and `snapshift cluster check` with `--down NODE`. Once the final checks pass and it is back, run its worker steps on it as the others ran them, then its line of block `faults.late-node` (`ansible-playbook ansible/late-node.yml -l NODE` does both; by hand, the blocks named here with that worker's `B=` line).",
 			Why:  "a worker holds no cluster state: the control plane does not wait for it. `--down` gives it Kubernetes' out-of-service taint, so its pods are moved to nodes that are up and no rollout waits for it (a DaemonSet's own rolling update stops at a node that is down), and leaves it out of the checks; once its kubelet starts with the new configuration (joined again when the CA changed) and the taint is off, its pods get addresses in the new range."})
 	}
 	s.Faults = append(s.Faults,
