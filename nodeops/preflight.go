@@ -213,7 +213,7 @@ func (a *applyRun) checkRoot() []error {
 	case found != "" && member:
 		a.logf("preflight", "%s has the static pod %s; %s holds an etcd member", ManifestsDir, found, dataDir)
 	case member:
-		a.logf("preflight", "%s holds an etcd member (the one that survived, or another's): moved into the backup", dataDir)
+		a.logf("preflight", "%s holds an etcd member: it is moved into the backup", dataDir)
 	}
 	return nil
 }
