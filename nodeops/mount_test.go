@@ -160,17 +160,7 @@ func applyRollbackOnAMountPoint(t *testing.T, bind bool) {
 		if device(t, etcd) != dev || !mounted(t, etcd) || !mounted(t, kube) {
 			t.Fatalf("round %d: after rollback %s or %s is no longer the mount point", round, etcd, kube)
 		}
-		after := tree(t, root, "etc", "var")
-		for p, v := range before {
-			if after[p] != v {
-				t.Errorf("round %d: after rollback %s is %q, was %q", round, p, after[p], v)
-			}
-		}
-		for p := range after {
-			if _, ok := before[p]; !ok && !strings.HasPrefix(p, "var/lib/snapshift") {
-				t.Errorf("round %d: after rollback %s exists", round, p)
-			}
-		}
+		checkRolledBack(t, root, before, fmt.Sprintf("round %d: ", round))
 	}
 }
 
@@ -212,17 +202,7 @@ func TestMountPointMoveResumed(t *testing.T) {
 			if _, err := nodeops.Rollback(context.Background(), cfg); err != nil {
 				t.Fatalf("Rollback: %v", err)
 			}
-			after := tree(t, root, "etc", "var")
-			for p, v := range before {
-				if after[p] != v {
-					t.Errorf("after rollback %s is %q, was %q", p, after[p], v)
-				}
-			}
-			for p := range after {
-				if _, ok := before[p]; !ok && !strings.HasPrefix(p, "var/lib/snapshift") {
-					t.Errorf("after rollback %s exists", p)
-				}
-			}
+			checkRolledBack(t, root, before, "")
 		})
 	}
 }

@@ -82,17 +82,7 @@ func TestApplyRollback(t *testing.T) {
 		if _, err := nodeops.Rollback(context.Background(), cfg); err != nil {
 			t.Fatalf("round %d: Rollback: %v", round, err)
 		}
-		after := tree(t, root, "etc", "var")
-		for p, v := range before {
-			if after[p] != v {
-				t.Errorf("round %d: after rollback %s is %q, was %q", round, p, after[p], v)
-			}
-		}
-		for p := range after {
-			if _, ok := before[p]; !ok && !strings.HasPrefix(p, "var/lib/snapshift") {
-				t.Errorf("round %d: after rollback %s exists", round, p)
-			}
-		}
+		checkRolledBack(t, root, before, fmt.Sprintf("round %d: ", round))
 	}
 	calls, _ := os.ReadFile(filepath.Join(root, "calls.log"))
 	// flannel's agent is stopped before its state goes (crictl ps by name).
@@ -102,6 +92,45 @@ func TestApplyRollback(t *testing.T) {
 	if !strings.Contains(string(calls), "ip link delete cni0") || strings.Contains(string(calls), "ip link delete flannel.1") {
 		t.Errorf("CNI cleanup: only the links that exist are deleted:\n%s", calls)
 	}
+}
+
+// checkRolledBack: after a rollback every path of before is as it was and
+// nothing else exists outside var/lib/snapshift (the backups); what names
+// the case in each message ("round 2: ", or "").
+func checkRolledBack(t *testing.T, root string, before map[string]string, what string) {
+	t.Helper()
+	after := tree(t, root, "etc", "var")
+	for p, v := range before {
+		if after[p] != v {
+			t.Errorf("%safter rollback %s is %q, was %q", what, p, after[p], v)
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok && !strings.HasPrefix(p, "var/lib/snapshift") {
+			t.Errorf("%safter rollback %s exists", what, p)
+		}
+	}
+}
+
+// editReport rewrites the bundle's report.json through edit (report.json
+// is not in its own checksums).
+func editReport(t *testing.T, b string, edit func(*bundle.Report)) {
+	t.Helper()
+	p := filepath.Join(b, bundle.ReportFile)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bundle.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	edit(&rep)
+	out, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, p, string(out), 0o600)
 }
 
 func checkApplied(t *testing.T, root string) {
@@ -194,21 +223,7 @@ func TestRollbackPutsTheAPIServerBack(t *testing.T) {
 // operation.recovery set, as a rebuild file's recovery: true writes it.
 func recoveryBundle(t *testing.T) string {
 	b := makeBundle(t)
-	p := filepath.Join(b, bundle.ReportFile)
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bundle.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
-	rep.Operation.Recovery = true
-	raw, err = json.Marshal(rep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, p, string(raw), 0o600)
+	editReport(t, b, func(rep *bundle.Report) { rep.Operation.Recovery = true })
 	return b
 }
 
@@ -267,17 +282,7 @@ func TestApplyRecovery(t *testing.T) {
 			if _, err := nodeops.Rollback(context.Background(), cfg); err != nil {
 				t.Fatalf("Rollback: %v", err)
 			}
-			after := tree(t, root, "etc", "var")
-			for p, v := range before {
-				if after[p] != v {
-					t.Errorf("after rollback %s is %q, was %q", p, after[p], v)
-				}
-			}
-			for p := range after {
-				if _, ok := before[p]; !ok && !strings.HasPrefix(p, "var/lib/snapshift") {
-					t.Errorf("after rollback %s exists", p)
-				}
-			}
+			checkRolledBack(t, root, before, "")
 		})
 	}
 }

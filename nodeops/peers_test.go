@@ -21,26 +21,14 @@ import (
 // restored cluster of n1 and n2 (n2's peer URL given), and the old one.
 func withIdentities(t *testing.T, b, n2Peer, oldCluster string) {
 	t.Helper()
-	p := filepath.Join(b, bundle.ReportFile)
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bundle.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
-	rep.Etcd = &bundle.EtcdIdentities{
-		New: bundle.EtcdCluster{ClusterID: "5ca1ab1e0000beef", Members: []bundle.EtcdMember{
-			{Name: "n1", ID: "1111111111111111", PeerURLs: []string{"https://127.0.0.1:2380"}},
-			{Name: "n2", ID: "2222222222222222", PeerURLs: []string{n2Peer}}}},
-		Old: bundle.EtcdCluster{ClusterID: oldCluster},
-	}
-	out, err := json.Marshal(rep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, p, string(out), 0o600)
+	editReport(t, b, func(rep *bundle.Report) {
+		rep.Etcd = &bundle.EtcdIdentities{
+			New: bundle.EtcdCluster{ClusterID: "5ca1ab1e0000beef", Members: []bundle.EtcdMember{
+				{Name: "n1", ID: "1111111111111111", PeerURLs: []string{"https://127.0.0.1:2380"}},
+				{Name: "n2", ID: "2222222222222222", PeerURLs: []string{n2Peer}}}},
+			Old: bundle.EtcdCluster{ClusterID: oldCluster},
+		}
+	})
 }
 
 // TestApplyRefusesWhileAnOldMemberAnswers: a real etcd member of another
