@@ -318,8 +318,8 @@ func (c *Config) NewPKI() bool { return c.PKI.Source == "" }
 func (c *Config) Validate() error {
 	var errs []string
 	add := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
-	if c.APIVersion != APIVersion || c.Kind != Kind {
-		add("apiVersion/kind must be %s %s (got %q %q)", APIVersion, Kind, c.APIVersion, c.Kind)
+	if h := strictyaml.Header(c.APIVersion, c.Kind, APIVersion, Kind); h != "" {
+		add("%s", h)
 	}
 	if c.Snapshot == "" {
 		add("snapshot is required")

@@ -198,8 +198,8 @@ var (
 )
 
 func (f *File) validate() error {
-	if f.APIVersion != APIVersion || f.Kind != Kind {
-		return fmt.Errorf("%s: apiVersion/kind must be %s %s (got %q %q)", f.Path, APIVersion, Kind, f.APIVersion, f.Kind)
+	if h := strictyaml.Header(f.APIVersion, f.Kind, APIVersion, Kind); h != "" {
+		return fmt.Errorf("%s: %s", f.Path, h)
 	}
 	if len(f.Rules) == 0 && len(f.AddressMap) == 0 {
 		return fmt.Errorf("%s: the file has no rules and no addressMap", f.Path)

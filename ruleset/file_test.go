@@ -37,7 +37,7 @@ func TestParseRefusesWithLine(t *testing.T) {
 		{"bad op", "rules:\n- name: a\n  match: {resource: configmaps}\n  patch: [{op: upsert, path: /x}]\n", `op "upsert" is not one of`},
 		{"op without value", "rules:\n- name: a\n  match: {resource: configmaps}\n  patch: [{op: replace, path: /x}]\n", "op replace needs a value"},
 		{"delete and patch", "rules:\n- name: a\n  match: {resource: configmaps}\n  delete: true\n  mapAddresses: [/data/x]\n", "delete: true removes the object"},
-		{"bad kind", "apiVersion: v1\nkind: ConfigMap\n", "apiVersion/kind must be snapshift.io/v1alpha1 RuleSet"},
+		{"bad kind", "apiVersion: v1\nkind: ConfigMap\n", "apiVersion is v1, not snapshift.io/v1alpha1, kind is ConfigMap, not RuleSet: the file begins with apiVersion: snapshift.io/v1alpha1 and kind: RuleSet"},
 		{"not yaml", "rules: [\n", "x.yaml: line 3: not valid YAML: did not find expected node content"},
 	}
 	for _, c := range cases {

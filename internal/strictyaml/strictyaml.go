@@ -36,9 +36,39 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (line %d): %s", e.Path, e.Line, e.Msg) }
 
+// Errors is every key a document gets wrong, in the document's order, so
+// that one run names them all (a file with two typos is not fixed in two
+// rounds). errors.As finds each *Error in it.
+type Errors []*Error
+
+// maxShown caps the keys Errors names in its message; the rest are counted.
+const maxShown = 5
+
+func (es Errors) Error() string {
+	parts := make([]string, 0, maxShown+1)
+	for i, e := range es {
+		if i == maxShown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(es)-maxShown))
+			break
+		}
+		parts = append(parts, e.Error())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unwrap gives errors.Is and errors.As each key's error.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
 // Check walks the document in b against the type of v (a pointer to a
 // struct), reading field names from struct tag tag ("json" or "yaml"), and
-// returns the first unknown key. Syntax errors are left to the decoder.
+// returns every unknown key and value of the wrong kind: one *Error, or
+// Errors when there are several. Syntax errors are left to the decoder.
 func Check(b []byte, v any, tag string) error {
 	return checker{tag: tag}.check(b, v)
 }
@@ -57,6 +87,7 @@ type checker struct {
 	tag string
 	// typesOnly: unknown keys are not errors, and no string takes a number.
 	typesOnly bool
+	errs      *Errors
 }
 
 func (c checker) check(b []byte, v any) error {
@@ -64,7 +95,21 @@ func (c checker) check(b []byte, v any) error {
 	if err := yaml.Unmarshal(b, &doc); err != nil || len(doc.Content) == 0 {
 		return nil
 	}
-	return c.walk(doc.Content[0], reflect.TypeOf(v), "", c.typesOnly)
+	c.errs = &Errors{}
+	c.walk(doc.Content[0], reflect.TypeOf(v), "", c.typesOnly)
+	switch len(*c.errs) {
+	case 0:
+		return nil
+	case 1:
+		return (*c.errs)[0]
+	}
+	return *c.errs
+}
+
+func (c checker) add(err error) {
+	if e, ok := err.(*Error); ok {
+		*c.errs = append(*c.errs, e)
+	}
 }
 
 // Kind returns the document's top-level kind: value ("" if none).
@@ -79,7 +124,7 @@ func Kind(b []byte) string {
 // walk checks n against t. noHints: n's strings are decoded without
 // knowing they are strings (inside a type that decodes itself, or a file
 // converted to JSON first), so a number or true/false there is an error.
-func (c checker) walk(n *yaml.Node, t reflect.Type, path string, noHints bool) error {
+func (c checker) walk(n *yaml.Node, t reflect.Type, path string, noHints bool) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -87,28 +132,24 @@ func (c checker) walk(n *yaml.Node, t reflect.Type, path string, noHints bool) e
 		n = n.Alias
 	}
 	if err := checkKind(n, t, path, noHints); err != nil {
-		return err
+		c.add(err)
+		return // what is under a value of the wrong kind is not checked
 	}
 	if err := checkDuplicates(n, path); err != nil {
-		return err
+		c.add(err)
 	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
-		return c.walkStruct(n, t, path, noHints)
+		c.walkStruct(n, t, path, noHints)
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := c.walk(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), noHints); err != nil {
-				return err
-			}
+			c.walk(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), noHints)
 		}
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yaml.SequenceNode:
 		for i, item := range n.Content {
-			if err := c.walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), noHints); err != nil {
-				return err
-			}
+			c.walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), noHints)
 		}
 	}
-	return nil // scalars and any
 }
 
 // checkDuplicates refuses a mapping that gives a key twice, naming the
@@ -210,7 +251,7 @@ type Keyer interface {
 
 var keyerType = reflect.TypeOf((*Keyer)(nil)).Elem()
 
-func (c checker) walkStruct(n *yaml.Node, t reflect.Type, path string, noHints bool) error {
+func (c checker) walkStruct(n *yaml.Node, t reflect.Type, path string, noHints bool) {
 	fields := map[string]reflect.Type{}
 	if reflect.PointerTo(t).Implements(keyerType) {
 		fields = reflect.New(t).Interface().(Keyer).Keys()
@@ -226,13 +267,11 @@ func (c checker) walkStruct(n *yaml.Node, t reflect.Type, path string, noHints b
 			continue
 		}
 		if !ok {
-			return &Error{Path: p, Line: k.Line, Msg: "unknown key" + suggest(k.Value, fields)}
+			c.add(&Error{Path: p, Line: k.Line, Msg: "unknown key" + suggest(k.Value, fields)})
+			continue
 		}
-		if err := c.walk(n.Content[i+1], ft, p, noHints); err != nil {
-			return err
-		}
+		c.walk(n.Content[i+1], ft, p, noHints)
 	}
-	return nil
 }
 
 // collect adds t's keys: the tag's name, or the field's name without one;
@@ -289,7 +328,13 @@ func suggest(key string, fields map[string]reflect.Type) string {
 	for _, n := range names {
 		lk, ln := strings.ToLower(key), strings.ToLower(n)
 		d := textdist.Distance(lk, ln)
-		near := d <= 2 || (len(key) > 2 && (strings.HasPrefix(ln, lk) || strings.HasPrefix(lk, ln)))
+		// Two edits of a short key reach any other short key ("b" and
+		// "on"): a key under five letters gets one.
+		edits := 2
+		if len(key) < 5 {
+			edits = 1
+		}
+		near := d <= edits || (len(key) > 2 && (strings.HasPrefix(ln, lk) || strings.HasPrefix(lk, ln)))
 		if near && (bestD < 0 || d < bestD) {
 			best, bestD = n, d
 		}
@@ -298,4 +343,32 @@ func suggest(key string, fields map[string]reflect.Type) string {
 		return ", did you mean " + best + "?"
 	}
 	return " (valid: " + strings.Join(names, ", ") + ")"
+}
+
+// Header checks a document's apiVersion and kind against the ones its
+// reader takes, and says what to write where they differ ("" when both
+// match): "apiVersion and kind are missing: begin the file with ...",
+// "kind is ConfigMap, not RuleSet".
+func Header(apiVersion, kind, wantAPIVersion, wantKind string) string {
+	var missing, wrong []string
+	for _, f := range []struct{ key, got, want string }{{"apiVersion", apiVersion, wantAPIVersion}, {"kind", kind, wantKind}} {
+		switch {
+		case f.got == "":
+			missing = append(missing, f.key)
+		case f.got != f.want:
+			wrong = append(wrong, fmt.Sprintf("%s is %s, not %s", f.key, f.got, f.want))
+		}
+	}
+	if len(missing) == 0 && len(wrong) == 0 {
+		return ""
+	}
+	var parts []string
+	switch len(missing) {
+	case 1:
+		parts = append(parts, missing[0]+" is missing")
+	case 2:
+		parts = append(parts, "apiVersion and kind are missing")
+	}
+	parts = append(parts, wrong...)
+	return fmt.Sprintf("%s: the file begins with apiVersion: %s and kind: %s", strings.Join(parts, ", "), wantAPIVersion, wantKind)
 }

@@ -47,6 +47,9 @@ func TestCheck(t *testing.T) {
 		// A key given twice (the decoder says "key already set in map", or keeps the last).
 		{"kind: x\nnetworking:\n  serviceSubnet: a\n  dnsDomain: b\n  serviceSubnet: c\n", "networking.serviceSubnet (line 5): given twice, at lines 3 and 5: keep one"},
 		{"labels: {a: x, a: y}\n", "labels.a (line 1): given twice, at lines 1 and 1: keep one"},
+		// Every mistake in one run, in the file's order (a file with two typos is not fixed in two rounds).
+		{"out: x\nnetworking:\n  serviceSubnets: a\ncount: three\n", "out (line 1): unknown key (valid: any, count, kind, labels, members, networking, on); networking.serviceSubnets (line 3): unknown key, did you mean serviceSubnet?; count (line 4): takes a whole number, not \"three\""},
+		{"kinds: 1\nlabel: 1\nmember: 1\ncounts: 1\nnetwork: 1\nany2: 1\nonn: 1\n", "kinds (line 1): unknown key, did you mean kind?; label (line 2): unknown key, did you mean labels?; member (line 3): unknown key, did you mean members?; counts (line 4): unknown key, did you mean count?; network (line 5): unknown key, did you mean networking?; and 2 more"},
 	} {
 		err := Check([]byte(c.in), &doc{}, "json")
 		var se *Error
@@ -112,6 +115,19 @@ func TestCheckNumbers(t *testing.T) {
 		err := check([]byte(c.in), &counted{}, "json")
 		if (err == nil) != (c.want == "") || (err != nil && err.Error() != c.want) {
 			t.Errorf("%q: %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+func TestHeader(t *testing.T) {
+	for _, c := range []struct{ api, kind, want string }{
+		{"snapshift.io/v1alpha1", "RuleSet", ""},
+		{"", "", "apiVersion and kind are missing: the file begins with apiVersion: snapshift.io/v1alpha1 and kind: RuleSet"},
+		{"snapshift.io/v1alpha1", "", "kind is missing: the file begins with apiVersion: snapshift.io/v1alpha1 and kind: RuleSet"},
+		{"", "Rules", "apiVersion is missing, kind is Rules, not RuleSet: the file begins with apiVersion: snapshift.io/v1alpha1 and kind: RuleSet"},
+	} {
+		if got := Header(c.api, c.kind, "snapshift.io/v1alpha1", "RuleSet"); got != c.want {
+			t.Errorf("Header(%q, %q) = %q, want %q", c.api, c.kind, got, c.want)
 		}
 	}
 }
