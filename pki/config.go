@@ -343,7 +343,7 @@ func (c Config) require(mode string, fields ...string) error {
 			panic("pki: require: unknown field " + f)
 		}
 		if empty {
-			return option.Errorf(f, "%s: {} is required", mode)
+			return option.Errorf(f, "%s: {} is required", doing(mode))
 		}
 	}
 	return nil

@@ -179,7 +179,7 @@ func WriteJoinedKubeconfigs(cfg Config, dir string) (Result, error) {
 // with their own kubeconfigs (kube-proxy, a CNI agent) after a new CA.
 func WriteUserKubeconfig(cfg Config, dir, fileName, user string, groups []string) (Result, error) {
 	if user == "" || fileName == "" {
-		return Result{Operation: OpKubeconfigs, Dir: dir}, fmt.Errorf("%s: a user name and a file name are required", OpKubeconfigs)
+		return Result{Operation: OpKubeconfigs, Dir: dir}, fmt.Errorf("%s: a user name and a file name are required", doing(OpKubeconfigs))
 	}
 	spec := KubeconfigSpec{FileName: fileName, ClientName: user, Organization: groups, Endpoint: EndpointControlPlane}
 	var required []string // the server: the endpoint, else this node's address
@@ -199,25 +199,25 @@ func writeKubeconfigsFor(cfg Config, dir string, specs []KubeconfigSpec, require
 		return res, err
 	}
 	if dir == "" {
-		return res, fmt.Errorf("%s: the kubeconfig directory is required", OpKubeconfigs)
+		return res, fmt.Errorf("%s: the kubeconfig directory is required", doing(OpKubeconfigs))
 	}
 	ca, err := LoadCA(cfg.CertDir, CACertAndKeyBaseName)
 	if err != nil {
-		return res, fmt.Errorf("%s: %w", OpKubeconfigs, err)
+		return res, fmt.Errorf("%s: %w", doing(OpKubeconfigs), err)
 	}
 	now := cfg.Now()
 	var outs []output
 	for _, spec := range specs {
 		kc, cert, err := BuildKubeconfig(cfg, spec, ca)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", OpKubeconfigs, err)
+			return res, fmt.Errorf("%s: %w", doing(OpKubeconfigs), err)
 		}
 		if err := checkSigned(cert, ca.Cert, clientAuth, now); err != nil {
-			return res, fmt.Errorf("%s: internal error: %s client certificate does not verify: %w", OpKubeconfigs, spec.FileName, err)
+			return res, fmt.Errorf("%s: internal error: %s client certificate does not verify: %w", doing(OpKubeconfigs), spec.FileName, err)
 		}
 		data, err := clientcmd.Write(*kc)
 		if err != nil {
-			return res, fmt.Errorf("%s: %s: %w", OpKubeconfigs, spec.FileName, err)
+			return res, fmt.Errorf("%s: %s: %w", doing(OpKubeconfigs), spec.FileName, err)
 		}
 		outs = append(outs, output{
 			rel: spec.FileName, data: data, perm: KeyPerm,
@@ -229,7 +229,7 @@ func writeKubeconfigsFor(cfg Config, dir string, specs []KubeconfigSpec, require
 		return res, err
 	}
 	if err := commit(dir, outs, &res, cfg.NoBackup); err != nil {
-		return res, fmt.Errorf("%s: %w", OpKubeconfigs, err)
+		return res, fmt.Errorf("%s: %w", doing(OpKubeconfigs), err)
 	}
 	return res, nil
 }

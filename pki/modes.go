@@ -28,11 +28,41 @@ const (
 // etcdLeaves are the certificates RenewEtcd reissues with the etcd CA.
 var etcdLeaves = []string{"etcd-server", "etcd-peer", "etcd-healthcheck-client", "apiserver-etcd-client"}
 
+// doing names an operation in an error's words ("renewing the apiserver
+// certificate: ..."): its Op name is for Result, not for the operator.
+func doing(op string) string {
+	if w, ok := map[string]string{
+		OpGenerateAll:    "generating a new PKI",
+		OpRenewAPIServer: "renewing the apiserver certificate",
+		OpRenewEtcd:      "renewing the etcd certificates",
+		OpKubeconfigs:    "writing kubeconfigs",
+		OpIssueNode:      "issuing a node's certificates",
+	}[op]; ok {
+		return w
+	}
+	return op
+}
+
+// requires is what each operation needs set, beyond CertDir.
+var requires = map[string][]string{
+	OpGenerateAll:    {"ServiceCIDR", "NodeName", "AdvertiseAddress"},
+	OpRenewAPIServer: {"ServiceCIDR", "OldServiceCIDR"},
+	OpRenewEtcd:      {"NodeName"},
+	OpIssueNode:      {"NodeName", "AdvertiseAddress"},
+}
+
+// Check validates cfg for operation op (one of the Op names but
+// OpKubeconfigs) as the operation itself will, writing nothing: a caller
+// checks before it says anything about writing.
+func (c Config) Check(op string) error {
+	return prepare(&c, op, requires[op]...)
+}
+
 // prepare applies defaults, validates, and checks the fields op requires.
 func prepare(cfg *Config, op string, required ...string) error {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return fmt.Errorf("%s: %w", doing(op), err)
 	}
 	return cfg.require(op, required...)
 }
@@ -47,28 +77,28 @@ func prepare(cfg *Config, op string, required ...string) error {
 // certificate and every ServiceAccount token: this is disaster recovery.
 func GenerateAll(cfg Config) (Result, error) {
 	res := Result{Operation: OpGenerateAll, Dir: cfg.CertDir}
-	if err := prepare(&cfg, OpGenerateAll, "ServiceCIDR", "NodeName", "AdvertiseAddress"); err != nil {
+	if err := prepare(&cfg, OpGenerateAll, requires[OpGenerateAll]...); err != nil {
 		return res, err
 	}
 	if !cfg.Force {
 		empty, err := fsutil.IsEmptyOrMissingDir(cfg.CertDir)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", OpGenerateAll, err)
+			return res, fmt.Errorf("%s: %w", doing(OpGenerateAll), err)
 		}
 		if !empty {
-			return res, fmt.Errorf("%s: %w", OpGenerateAll, option.Errorf("Force",
+			return res, fmt.Errorf("%s: %w", doing(OpGenerateAll), option.Errorf("Force",
 				"%s is not empty: a new PKI goes into an empty directory (use {} to replace the files in it; they are kept as .bak): %w", cfg.CertDir, fsutil.ErrExists))
 		}
 	}
 	outs, err := buildAll(cfg)
 	if err != nil {
-		return res, fmt.Errorf("%s: %w", OpGenerateAll, err)
+		return res, fmt.Errorf("%s: %w", doing(OpGenerateAll), err)
 	}
 	if err := mkdirs(cfg.CertDir); err != nil {
 		return res, err
 	}
 	if err := commit(cfg.CertDir, outs, &res, cfg.NoBackup); err != nil {
-		return res, fmt.Errorf("%s: %w", OpGenerateAll, err)
+		return res, fmt.Errorf("%s: %w", doing(OpGenerateAll), err)
 	}
 	return res, nil
 }
@@ -178,7 +208,7 @@ func serviceAccountOutputs(cfg Config) ([]output, error) {
 // The replaced files are kept as .bak.
 func RenewAPIServer(cfg Config) (Result, error) {
 	res := Result{Operation: OpRenewAPIServer, Dir: cfg.CertDir}
-	if err := prepare(&cfg, OpRenewAPIServer, "ServiceCIDR", "OldServiceCIDR"); err != nil {
+	if err := prepare(&cfg, OpRenewAPIServer, requires[OpRenewAPIServer]...); err != nil {
 		return res, err
 	}
 	spec, err := CertByName("apiserver")
@@ -187,22 +217,22 @@ func RenewAPIServer(cfg Config) (Result, error) {
 	}
 	ca, err := LoadCA(cfg.CertDir, CACertAndKeyBaseName)
 	if err != nil {
-		return res, fmt.Errorf("%s: %w", OpRenewAPIServer, err)
+		return res, fmt.Errorf("%s: %w", doing(OpRenewAPIServer), err)
 	}
 	old, err := loadCert(cfg.CertDir, spec.BaseName)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			err = fmt.Errorf("%w (the SANs are carried over from the existing certificate)", err)
 		}
-		return res, fmt.Errorf("%s: %w", OpRenewAPIServer, err)
+		return res, fmt.Errorf("%s: %w", doing(OpRenewAPIServer), err)
 	}
 	alt, err := RenewedAPIServerAltNames(old, cfg)
 	if err != nil {
-		return res, fmt.Errorf("%s: %w", OpRenewAPIServer, err)
+		return res, fmt.Errorf("%s: %w", doing(OpRenewAPIServer), err)
 	}
 	outs, cert, err := issueWith(cfg, spec, alt, ca, cfg.Now())
 	if err != nil {
-		return res, fmt.Errorf("%s: %w", OpRenewAPIServer, err)
+		return res, fmt.Errorf("%s: %w", doing(OpRenewAPIServer), err)
 	}
 	res.Reused = caFiles(cfg.CertDir, CACertAndKeyBaseName)
 	res.Changes = sanDiff(spec.Name, old, cert)
@@ -210,7 +240,7 @@ func RenewAPIServer(cfg Config) (Result, error) {
 		res.Changes = append(res.Changes, "apiserver: the replaced certificate was not signed by ca.crt; the new one is")
 	}
 	if err := commit(cfg.CertDir, outs, &res, cfg.NoBackup); err != nil {
-		return res, fmt.Errorf("%s: %w", OpRenewAPIServer, err)
+		return res, fmt.Errorf("%s: %w", doing(OpRenewAPIServer), err)
 	}
 	return res, nil
 }
@@ -288,15 +318,15 @@ func RenewedAPIServerAltNames(existing *x509.Certificate, cfg Config) (certutil.
 // replaced files are kept as .bak.
 func RenewEtcd(cfg Config) (Result, error) {
 	res := Result{Operation: OpRenewEtcd, Dir: cfg.CertDir}
-	if err := prepare(&cfg, OpRenewEtcd, "NodeName"); err != nil {
+	if err := prepare(&cfg, OpRenewEtcd, requires[OpRenewEtcd]...); err != nil {
 		return res, err
 	}
 	if _, err := cfg.localEtcdMember(); err != nil {
-		return res, fmt.Errorf("%s: %w", OpRenewEtcd, err)
+		return res, fmt.Errorf("%s: %w", doing(OpRenewEtcd), err)
 	}
 	ca, err := LoadCA(cfg.CertDir, EtcdCACertAndKeyBaseName)
 	if err != nil {
-		return res, fmt.Errorf("%s: %w", OpRenewEtcd, err)
+		return res, fmt.Errorf("%s: %w", doing(OpRenewEtcd), err)
 	}
 	start := cfg.Now()
 	var outs []output
@@ -307,13 +337,13 @@ func RenewEtcd(cfg Config) (Result, error) {
 		}
 		o, err := reissue(cfg, spec, ca, start, &res)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", OpRenewEtcd, err)
+			return res, fmt.Errorf("%s: %w", doing(OpRenewEtcd), err)
 		}
 		outs = append(outs, o...)
 	}
 	res.Reused = caFiles(cfg.CertDir, EtcdCACertAndKeyBaseName)
 	if err := commit(cfg.CertDir, outs, &res, cfg.NoBackup); err != nil {
-		return res, fmt.Errorf("%s: %w", OpRenewEtcd, err)
+		return res, fmt.Errorf("%s: %w", doing(OpRenewEtcd), err)
 	}
 	return res, nil
 }
@@ -348,7 +378,7 @@ func NodeLeaves() []string {
 // AdvertiseAddress. Replaced files are kept as .bak.
 func IssueNode(cfg Config, names ...string) (Result, error) {
 	res := Result{Operation: OpIssueNode, Dir: cfg.CertDir}
-	if err := prepare(&cfg, OpIssueNode, "NodeName", "AdvertiseAddress"); err != nil {
+	if err := prepare(&cfg, OpIssueNode, requires[OpIssueNode]...); err != nil {
 		return res, err
 	}
 	if len(names) == 0 {
@@ -360,25 +390,25 @@ func IssueNode(cfg Config, names ...string) (Result, error) {
 	for _, name := range names {
 		spec, err := CertByName(name)
 		if err != nil || spec.IsCA() {
-			return res, fmt.Errorf("%s: %q is not a leaf certificate", OpIssueNode, name)
+			return res, fmt.Errorf("%s: %q is not a leaf certificate", doing(OpIssueNode), name)
 		}
 		ca, ok := cas[spec.CAName]
 		if !ok {
 			caSpec, _ := CertByName(spec.CAName)
 			if ca, err = LoadCA(cfg.CertDir, caSpec.BaseName); err != nil {
-				return res, fmt.Errorf("%s: %w", OpIssueNode, err)
+				return res, fmt.Errorf("%s: %w", doing(OpIssueNode), err)
 			}
 			cas[spec.CAName] = ca
 			res.Reused = append(res.Reused, caFiles(cfg.CertDir, caSpec.BaseName)...)
 		}
 		o, err := reissue(cfg, spec, ca, start, &res)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", OpIssueNode, err)
+			return res, fmt.Errorf("%s: %w", doing(OpIssueNode), err)
 		}
 		outs = append(outs, o...)
 	}
 	if err := commit(cfg.CertDir, outs, &res, cfg.NoBackup); err != nil {
-		return res, fmt.Errorf("%s: %w", OpIssueNode, err)
+		return res, fmt.Errorf("%s: %w", doing(OpIssueNode), err)
 	}
 	return res, nil
 }

@@ -108,6 +108,16 @@ func (o *certsOptions) Validate() error {
 	if err := o.cfg.Validate(); err != nil {
 		return usagef("%w", err)
 	}
+	// What the mode needs, refused before Run says anything of writing.
+	op := map[string]string{"apiserver": pki.OpRenewAPIServer, "etcd": pki.OpRenewEtcd}[o.renew]
+	if o.all {
+		op = pki.OpGenerateAll
+	}
+	if op != "" {
+		if err := o.cfg.Check(op); err != nil {
+			return usagef("%w", err)
+		}
+	}
 	return nil
 }
 

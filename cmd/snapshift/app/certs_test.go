@@ -215,3 +215,22 @@ func TestCertsQuiet(t *testing.T) {
 		t.Errorf("certs --quiet -o json: exit %d, stdout %q; want its JSON report", r.code, r.stdout)
 	}
 }
+
+// TestCertsRefusesBeforeItSaysItWrites: a mode missing what it needs is
+// refused in one line, before the note on how files are written (which
+// told a reader that writing had begun).
+func TestCertsRefusesBeforeItSaysItWrites(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"certs", "--renew", "apiserver", "--cert-dir", dir, "--service-cidr", newSvc}, "snapshift: renewing the apiserver certificate: --old-service-cidr is required"},
+		{[]string{"certs", "--all", "--cert-dir", filepath.Join(dir, "pki")}, "snapshift: generating a new PKI: --service-cidr is required"},
+	} {
+		r := run(t, c.args...)
+		if r.code != ExitUsage || r.stderr != c.want+"\n" {
+			t.Errorf("snapshift %s: exit %d, stderr %q; want exit %d and the one line %q", strings.Join(c.args, " "), r.code, r.stderr, ExitUsage, c.want)
+		}
+	}
+}
