@@ -187,6 +187,16 @@ func TestRulesCommand(t *testing.T) {
 			t.Errorf("rules text output does not list %s:\n%s", n, text.stdout)
 		}
 	}
+	// rules NAME...: those rules only, in the registry's order.
+	names := rules.Names()
+	one := run(t, "rules", names[len(names)-1], names[0], "-o", "json")
+	var some ruleList
+	if err := json.Unmarshal([]byte(one.stdout), &some); err != nil || one.code != ExitOK {
+		t.Fatalf("rules %s %s: exit %d, %v: %s", names[len(names)-1], names[0], one.code, err, one.stderr)
+	}
+	if len(some.Items) != 2 || some.Items[0].Name != names[0] || some.Items[1].Name != names[len(names)-1] {
+		t.Errorf("rules %s %s listed %+v, want those two in the registry's order", names[len(names)-1], names[0], some.Items)
+	}
 }
 
 // TestCustomPrefixCommands: on a cluster kept under --etcd-prefix

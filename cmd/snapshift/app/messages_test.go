@@ -244,7 +244,7 @@ func certsManifestsRows() []badRow {
 			args: cmdline("inspect", "IN", "--etcd-prefix", "/kubernetes.io")},
 		{name: "encryption configuration that is a directory", code: ExitUsage, want: "encryption configuration WORK is a directory: give the file kube-apiserver's --encryption-provider-config names",
 			args: cmdline("plan", "IN", "--encryption-config", "WORK")},
-		{name: "certs --renew apiserver without the old range", code: ExitUsage, want: "renew-apiserver: --old-service-cidr is required",
+		{name: "certs --renew apiserver without the old range", code: ExitUsage, want: "renewing the apiserver certificate: --old-service-cidr is required",
 			args: cmdline("certs", "--renew", "apiserver", "--cert-dir", "WORK", "--service-cidr", newSvc)},
 		{name: "certs with a bad advertise address", code: ExitUsage, want: "--apiserver-advertise-address",
 			args: cmdline("certs", "--all", "--cert-dir", "WORK/pki", "--apiserver-advertise-address", "10.0.0.300")},
@@ -275,6 +275,7 @@ func commandLineRows() []badRow {
 	return []badRow{
 		// The command line itself.
 		{name: "unknown output format", args: cmdline("inspect", "IN", "-o", "xml"), code: ExitUsage, want: `--output must be text, json or yaml, not "xml"`},
+		{name: "rebuild with its file as an argument", args: cmdline("rebuild", "WORK/rebuild.yaml"), code: ExitUsage, want: "rebuild takes its file as a flag: snapshift rebuild --config WORK/rebuild.yaml"},
 		{name: "version with an argument", args: cmdline("version", "now"), code: ExitUsage, want: "version takes no arguments"},
 		{name: "unknown command", args: cmdline("frobnicate"), code: ExitUsage, want: `unknown command "frobnicate"`},
 		{name: "help for an unknown command", args: cmdline("help", "frobnicate"), code: ExitUsage, want: `help: no command "frobnicate" (see snapshift help)`},
@@ -348,7 +349,7 @@ func kubectlRows() []badRow {
 			want: "did you mean svc/kube-system/kube-dns? (snapshift ls "},
 		{name: "ls of an unknown resource", args: cmdline("ls", "IN", "svcs/"), code: ExitUsage, want: `"svcs" is no resource kube-apiserver serves (did you mean`},
 		{name: "verify with a malformed range", args: cmdline("verify", "IN", "--service-cidr", "172.24.0.0/33"), code: ExitUsage, want: "--service-cidr"},
-		{name: "rules with an argument", args: cmdline("rules", "service-cidr"), code: ExitUsage, want: "rules takes no arguments"},
+		{name: "rules naming no rule", args: cmdline("rules", "service-cdir"), code: ExitUsage, want: `rules: no rule "service-cdir"; did you mean service-cidr? (snapshift rules lists every one)`},
 		{name: "completion for an unknown shell", args: cmdline("completion", "tcsh"), code: ExitUsage, want: `"tcsh" is not bash, zsh or fish`},
 		rebuildRow("rebuild value of the wrong type", replace("serviceSubnet: 172.24.0.0/16", "serviceSubnet: [172.24.0.0/16]"), ExitUsage,
 			"networking.serviceSubnet (line 6): takes a string, not a list"),
@@ -436,7 +437,8 @@ func contradictionRows() []badRow {
 			want: "--initial-advertise-peer-urls " + u1 + "," + u2 + " is not what --initial-cluster lists for member m1 (" + u1 + ")"},
 		{name: "one advertise URL against two", args: restoreWith("--initial-cluster", "m1="+u1+",m1="+u2, "--initial-advertise-peer-urls", u1), code: ExitUsage,
 			want: "give --initial-advertise-peer-urls " + u1 + "," + u2, notWant: "len("},
-		{name: "the default advertise URL against the initial cluster", args: restoreWith("--initial-cluster", "m1="+u1), code: ExitUsage,
+		// Without --initial-advertise-peer-urls the member's entry is its default (TestRestore).
+		{name: "an advertise URL against the initial cluster", args: restoreWith("--initial-cluster", "m1="+u1, "--initial-advertise-peer-urls", "http://localhost:2380"), code: ExitUsage,
 			want: "--initial-advertise-peer-urls http://localhost:2380 is not what --initial-cluster lists for member m1"},
 		{name: "a member name the initial cluster does not have", args: restoreWith("--initial-cluster", "cp1="+u1, "--initial-advertise-peer-urls", u1), code: ExitUsage,
 			want: `--initial-cluster "cp1=` + u1 + `" does not name this member "m1": add m1=` + u1 + ` to --initial-cluster, or give --name one of its members (cp1)`},

@@ -30,7 +30,10 @@ type rebuildOptions struct {
 func (o *rebuildOptions) setup(c *cli.Context) error {
 	o.streams(c)
 	if c.NArg() != 0 {
-		return usagef("rebuild takes no arguments (give --config)")
+		if c.NArg() == 1 && o.config == "" {
+			return usagef("rebuild takes its file as a flag: snapshift rebuild --config %s", c.Args().First())
+		}
+		return usagef("rebuild takes no arguments (give the RebuildConfiguration as --config FILE)")
 	}
 	if o.config == "" {
 		return usagef("rebuild needs --config FILE, a RebuildConfiguration (see snapshift rebuild --help)")

@@ -32,7 +32,8 @@ func (o *restoreOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "initial-cluster", Destination: &o.cfg.InitialCluster, Usage: "every member, name=peer-url,... (default <name>=<peer url>)"},
 		&cli.StringFlag{Name: "initial-cluster-token", Destination: &o.cfg.InitialClusterToken,
 			Usage: "the new cluster's token (default: derived from the snapshot and --initial-cluster, the same for every member; the old cluster's token is refused)"},
-		&cli.StringFlag{Name: "initial-advertise-peer-urls", Value: "http://localhost:2380", Destination: &o.peerURLs, Usage: "this member's peer URLs, comma-separated"},
+		&cli.StringFlag{Name: "initial-advertise-peer-urls", Value: "http://localhost:2380", Destination: &o.peerURLs,
+			Usage: "this member's peer URLs, comma-separated (default: its entries in --initial-cluster, else http://localhost:2380)"},
 		&cli.Uint64Flag{Name: "bump-revision", Value: snapshot.DefaultRevisionBump, Destination: &o.cfg.RevisionBump,
 			Usage: "raise the revision by this much (0 with --mark-compacted=false to disable)"},
 		&cli.BoolFlag{Name: "mark-compacted", Value: true, Destination: &o.cfg.MarkCompacted, Usage: "mark the bumped revision compacted (goes with --bump-revision)"},
@@ -53,12 +54,33 @@ func (o *restoreOptions) setup(c *cli.Context) error {
 		return err
 	}
 	o.cfg.SkipHashCheck = o.skipHash
+	if !c.IsSet("initial-advertise-peer-urls") {
+		// Not given: this member's URLs as --initial-cluster lists them,
+		// which is the only value restore would accept beside it.
+		if own := memberPeerURLs(o.cfg.InitialCluster, o.cfg.Name); len(own) > 0 {
+			o.peerURLs = strings.Join(own, ",")
+		}
+	}
 	for _, u := range strings.Split(o.peerURLs, ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			o.cfg.PeerURLs = append(o.cfg.PeerURLs, u)
 		}
 	}
 	return nil
+}
+
+// memberPeerURLs is the peer URLs an --initial-cluster value lists for
+// member name, in its order (none when it does not name it or is no list:
+// Validate then says what is wrong with it).
+func memberPeerURLs(initialCluster, name string) []string {
+	var urls []string
+	for _, entry := range strings.Split(initialCluster, ",") {
+		n, u, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if ok && strings.TrimSpace(n) == name && strings.TrimSpace(u) != "" {
+			urls = append(urls, strings.TrimSpace(u))
+		}
+	}
+	return urls
 }
 
 func (o *restoreOptions) Validate() error {

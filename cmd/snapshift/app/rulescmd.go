@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -13,6 +14,7 @@ import (
 // rulesOptions are the rules command's: it lists the registry.
 type rulesOptions struct {
 	common
+	names []string // rules NAME...: only these
 }
 
 // ruleInfo is one rule as `snapshift rules -o json` prints it.
@@ -32,13 +34,34 @@ type optionInfo struct {
 	Usage   string `json:"usage"`
 }
 
-func (o *rulesOptions) setup(c *cli.Context) error { return o.noArgs(c) }
+func (o *rulesOptions) setup(c *cli.Context) error {
+	o.streams(c)
+	o.names = c.Args().Slice()
+	return nil
+}
 
-func (o *rulesOptions) Validate() error { return o.validateFormat() }
+func (o *rulesOptions) Validate() error {
+	if err := o.validateFormat(); err != nil {
+		return err
+	}
+	var known []string
+	for _, e := range rules.Registry() {
+		known = append(known, e.Name)
+	}
+	for _, n := range o.names {
+		if !slices.Contains(known, n) {
+			return usagef("rules: no rule %q%s (snapshift rules lists every one)", n, choiceHint(n, known))
+		}
+	}
+	return nil
+}
 
 func (o *rulesOptions) Run(context.Context) error {
 	var out []ruleInfo
 	for _, e := range rules.Registry() {
+		if len(o.names) > 0 && !slices.Contains(o.names, e.Name) {
+			continue
+		}
 		ri := ruleInfo{Name: e.Name, Summary: e.Summary, Touches: e.Touches, After: e.After}
 		var scratch rules.Options
 		for _, opt := range e.Options(&scratch) {
@@ -81,10 +104,11 @@ func (o *rulesOptions) Run(context.Context) error {
 func rulesCommand() *cli.Command {
 	o := &rulesOptions{}
 	return newCommand(o, []cli.Flag{o.outputFlag()}, cli.Command{
-		Name:  "rules",
-		Usage: "list the rules: what each changes, its flags and its rebuild-file keys",
-		Description: "Lists every registered rule in the order they run, what it touches, and its options as\n" +
-			"plan/transform flags and as RebuildConfiguration keys.\n\n" +
-			"Example:\n   snapshift rules\n   snapshift rules -o json | jq '.items[].options[].flag'",
+		Name:      "rules",
+		Usage:     "list the rules: what each changes, its flags and its rebuild-file keys",
+		ArgsUsage: "[RULE...]",
+		Description: "Lists every registered rule in the order they run (or only the RULEs named), what it\n" +
+			"touches, and its options as plan/transform flags and as RebuildConfiguration keys.\n\n" +
+			"Example:\n   snapshift rules\n   snapshift rules service-cidr\n   snapshift rules -o json | jq '.items[].options[].flag'",
 	})
 }
