@@ -54,6 +54,10 @@ func (a *applyRun) preflight(ctx context.Context) error {
 	if found, err := a.b.checkRunbook(); check(err) && found {
 		a.logf("preflight", "runbook.json is the one snapshift rebuild wrote with this report.json")
 	}
+	// What apply does with each tool, and what provides it, for the line
+	// that says it is missing (not exec's "executable file not found").
+	toolUse := map[string]string{"systemctl": "stop and start the kubelet", "crictl": "stop the old static pods' containers", "ip": "remove the old CNI's links and routes"}
+	toolPackage := map[string]string{"systemctl": "systemd", "crictl": "cri-tools (crictl)", "ip": "iproute2"}
 	tools := []string{"systemctl", "crictl", "ip"}
 	arm := a.cfg.RollbackAfter > 0 && !a.rec.done(StepArmed)
 	if arm {
@@ -64,7 +68,7 @@ func (a *applyRun) preflight(ctx context.Context) error {
 		if _, err := lookPath(tool); err != nil && tool == "systemd-run" {
 			found = check(fmt.Errorf("systemd-run not found in PATH, and --rollback-after's timer needs it: run apply on a host booted with systemd, or without --rollback-after")) && found
 		} else if err != nil {
-			found = check(fmt.Errorf("%s not found in PATH: %w", tool, err)) && found
+			found = check(fmt.Errorf("%s not found in PATH, and apply needs it to %s: install %s on this node, or put it on PATH", tool, toolUse[tool], toolPackage[tool])) && found
 		}
 	}
 	if arm && found {

@@ -108,7 +108,7 @@ func TestPreflightListsEveryFailure(t *testing.T) {
 	t.Setenv("PATH", bin)
 	write(t, filepath.Join(b, "kubernetes/n1/admin.conf"), "another admin.conf\n", 0o600)
 	_, err := preflightOnly(t, b, root)
-	for _, want := range []string{"[preflight] 4 checks failed", "(1) the bundle does not match report.json: kubernetes/n1/admin.conf (sha256 differs); ", "(2) crictl not found in PATH", "(3) no /etc/kubernetes", "(4) no etcd data dir"} {
+	for _, want := range []string{"[preflight] 4 checks failed", "(1) the bundle does not match report.json: kubernetes/n1/admin.conf (sha256 differs); ", "(2) crictl not found in PATH, and apply needs it to stop the old static pods' containers: install cri-tools (crictl) on this node, or put it on PATH; ", "(3) no /etc/kubernetes", "(4) no etcd data dir"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal does not say %q:\n%v", want, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snapshift/snapshift/clusterops"
+	"github.com/snapshift/snapshift/internal/parseerr"
 	"github.com/snapshift/snapshift/restart"
 	"github.com/snapshift/snapshift/verify"
 )
@@ -94,6 +95,14 @@ func (o *clusterOptions) client() (kubernetes.Interface, error) {
 		}
 		if strings.Contains(err.Error(), "couldn't get version/kind") {
 			return nil, usagef("kubeconfig %s is not a kubeconfig (the YAML file kubectl reads, with clusters, users and contexts): %s", kubeconfigName(o.kubeconfig), where)
+		}
+		// client-go wraps the parser's error in its own words ("error
+		// loading config file \"F\": ..."): keep the cause, say the rest.
+		msg := err.Error()
+		if i := strings.Index(msg, "error loading config file "); i >= 0 {
+			if _, cause, ok := strings.Cut(msg[i:], "\": "); ok {
+				return nil, usagef("kubeconfig %s is not a kubeconfig: %s: %s", kubeconfigName(o.kubeconfig), strings.TrimPrefix(parseerr.Text(cause), "yaml: "), where)
+			}
 		}
 		return nil, usagef("kubeconfig %s: %v (%s)", kubeconfigName(o.kubeconfig), err, where)
 	}

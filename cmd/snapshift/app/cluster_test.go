@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/snapshift/snapshift/clusterops"
+	"github.com/snapshift/snapshift/internal/testfile"
 )
 
 // TestPlanNamesFailWebhooksByDefault: plan names the webhook
@@ -59,9 +60,17 @@ func TestClusterRestartDryRun(t *testing.T) {
 	if err := os.WriteFile(notes, []byte("remember the milk\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for kc, want := range map[string]string{empty: "holds no cluster", notes: "is not a kubeconfig (the YAML file kubectl reads"} {
+	binary, badShape := filepath.Join(t.TempDir(), "s.db"), filepath.Join(t.TempDir(), "kubeconfig")
+	testfile.CopyTo(t, samplePath, binary)
+	if err := os.WriteFile(badShape, []byte("apiVersion: v1\nkind: Config\nclusters: 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for kc, want := range map[string]string{empty: "holds no cluster", notes: "is not a kubeconfig (the YAML file kubectl reads",
+		// client-go's "error loading config file" and Go's types left out
+		binary:   "kubeconfig " + binary + " is not a kubeconfig: not valid YAML: control characters are not allowed: give the new cluster's kubeconfig",
+		badShape: "kubeconfig " + badShape + " is not a kubeconfig: clusters: takes a list, not a number: give the new cluster's kubeconfig"} {
 		r := run(t, "cluster", "check", "--bundle", bundle, "--kubeconfig", kc)
-		if r.code != ExitUsage || !strings.Contains(r.stderr, "kubeconfig") || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "KUBERNETES_MASTER") || strings.Contains(r.stderr, "json parse error") {
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "kubeconfig") || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "KUBERNETES_MASTER") || strings.Contains(r.stderr, "json parse error") || strings.Contains(r.stderr, "error loading") {
 			t.Errorf("cluster check --kubeconfig %s: exit %d, %q; want exit 2 saying %q", filepath.Base(kc), r.code, r.stderr, want)
 		}
 	}
