@@ -74,8 +74,11 @@ func (o ControlPlaneOptions) parse() (map[string]netip.Addr, error) {
 	for _, s := range o.ControlPlaneAddresses {
 		node, ip, ok := strings.Cut(s, "=")
 		a, err := netip.ParseAddr(ip)
-		if !ok || node == "" || err != nil || a.Zone() != "" {
-			return nil, option.Errorf("ControlPlaneAddresses", "{} %q is not <node>=<IP>", s)
+		switch {
+		case !ok || node == "":
+			return nil, option.Errorf("ControlPlaneAddresses", "{} %q is not NODE=IP: give the node's name and its new address, e.g. cp1=10.0.0.11", s)
+		case err != nil || a.Zone() != "":
+			return nil, option.Errorf("ControlPlaneAddresses", "{} %q: %q is not an IP address (e.g. %s=10.0.0.11)", s, ip, node)
 		}
 		if prev, dup := seen[a]; dup && prev != node {
 			return nil, option.Errorf("ControlPlaneAddresses", "{}: %s and %s cannot both move to %s", prev, node, a)

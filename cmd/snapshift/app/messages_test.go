@@ -490,7 +490,7 @@ func exitCodeRows() []badRow {
 			want: `invalid value "1y" for flag --certificate-validity-period: want a duration such as 30s, 5m or 1h`},
 
 		// Arguments and files: 2 for what a flag names, 3 for the input.
-		{name: "get without a key", args: cmdline("get", "IN"), code: ExitUsage, want: "get needs SNAPSHOT and KEY (got 1 arguments)"},
+		{name: "get without a key", args: cmdline("get", "IN"), code: ExitUsage, want: "get needs SNAPSHOT and KEY (got one, IN)"},
 		{name: "ls with too many arguments", args: cmdline("ls", "IN", "/registry/", "x"), code: ExitUsage, want: "ls needs SNAPSHOT and an optional PREFIX"},
 		{name: "inspect of a snapshot that does not exist", args: cmdline("inspect", "WORK/nope.db"), code: ExitBadInput, want: "snapshot WORK/nope.db: does not exist"},
 		{name: "ls of a snapshot without its trailer", input: noTrailer, args: cmdline("ls", "IN"), code: ExitBadInput, want: "has no sha256 trailer"},

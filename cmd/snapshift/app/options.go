@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -271,7 +272,14 @@ func args(c *cli.Context, min, max int, what string) ([]string, error) {
 		if max == 0 {
 			return nil, usagef("%s takes no arguments", c.Command.Name)
 		}
-		return nil, usagef("%s needs %s (got %d arguments)", c.Command.Name, what, n)
+		got := fmt.Sprintf("got %d arguments", n)
+		switch n {
+		case 0:
+			got = "got none"
+		case 1:
+			got = "got one, " + c.Args().First()
+		}
+		return nil, usagef("%s needs %s (%s)", c.Command.Name, what, got)
 	}
 	return c.Args().Slice(), nil
 }
