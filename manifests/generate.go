@@ -81,6 +81,22 @@ type HostPathMount struct {
 // release have never judged what snapshift writes for it.
 const OldestKubernetesVersion = "v1.30"
 
+// NewestKubernetesVersion is the newest Kubernetes make e2e judges (its
+// newest default version; a test keeps the two the same). A newer one is
+// taken, with a note: its manifests carry this release's flags.
+const NewestKubernetesVersion = "v1.36"
+
+// NewerThanTested reports whether v (a version CheckKubernetesVersion
+// accepts) is a minor release after NewestKubernetesVersion.
+func NewerThanTested(v string) bool {
+	sv, err := version.ParseSemantic(strings.TrimPrefix(v, "v"))
+	if err != nil {
+		return false
+	}
+	newest := version.MustParseGeneric(strings.TrimPrefix(NewestKubernetesVersion, "v"))
+	return sv.Major() > newest.Major() || sv.Major() == newest.Major() && sv.Minor() > newest.Minor()
+}
+
 // CheckKubernetesVersion says what is wrong with a control plane version,
 // as a clause after the version's name: not a version like v1.36.3, or one
 // older than OldestKubernetesVersion.

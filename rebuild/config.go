@@ -446,16 +446,37 @@ func (c *Config) validateMembers(add func(string, ...any)) {
 			c.PKI.NodeName = first.Name
 		}
 	}
+	named := map[string]int{}      // a member's name: its index
+	listens := map[string]string{} // host:port: the member key that listens there
 	for i := range c.Etcd.Members {
 		m := &c.Etcd.Members[i]
-		if m.Name == "" || seen[m.Name] {
-			add("etcd.members[%d]: a unique name is required", i)
+		dupName := false
+		if m.Name == "" {
+			add("etcd.members[%d].name is missing: give every member a name (etcd's --name)", i)
+		} else if j, ok := named[m.Name]; ok {
+			add("etcd.members[%d].name %s is etcd.members[%d]'s too: give every member its own name", i, m.Name, j)
+			dupName = true
+		} else {
+			named[m.Name] = i
 		}
 		seen[m.Name] = true
 		for _, u := range []struct{ f, v string }{{"peerURL", m.PeerURL}, {"clientURL", m.ClientURL}} {
-			if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			p, err := url.Parse(u.v)
+			if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 				add("etcd.members[%d].%s %q is not an http(s) URL", i, u.f, u.v)
+				continue
 			}
+			// etcd listens on each URL: two on one address and port is a
+			// member that cannot start, or two members that cannot both.
+			key := fmt.Sprintf("etcd.members[%d].%s", i, u.f)
+			if prev, ok := listens[p.Host]; ok {
+				add("%s %s has the address and port of %s: give each its own (etcd's defaults: 2380 for peers, 2379 for clients)", key, u.v, prev)
+			} else {
+				listens[p.Host] = key
+			}
+		}
+		if m.NodeName == "" && (dupName || m.Name == "") {
+			continue // its node name would be the other member's: said above
 		}
 		if m.NodeName == "" {
 			m.NodeName = m.Name

@@ -178,6 +178,10 @@ func (r *run) manifests(context.Context) error {
 	} else if r.serviceCIDR() == "" || r.podCIDR() == "" {
 		return fmt.Errorf("generating manifests needs networking.serviceSubnet and networking.podSubnet (give the current ones if they do not change)")
 	}
+	if v := c.Manifests.KubernetesVersion; manifests.NewerThanTested(v) {
+		r.logf("manifests", "note: kubernetesVersion %s is newer than %s, the newest release snapshift's tests judge: that release's kubeadm and kube-apiserver have never checked these manifests; compare them with what its kubeadm writes before the window",
+			v, manifests.NewestKubernetesVersion)
+	}
 	for _, n := range c.Nodes() {
 		if err := r.nodeManifests(n, src); err != nil {
 			return fmt.Errorf("node %s: %w", n.NodeName, err)

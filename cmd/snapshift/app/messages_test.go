@@ -23,6 +23,7 @@ import (
 	"github.com/snapshift/snapshift/internal/nodetest"
 	"github.com/snapshift/snapshift/internal/sample"
 	"github.com/snapshift/snapshift/internal/testfile"
+	"github.com/snapshift/snapshift/manifests"
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -178,6 +179,17 @@ func rebuildRows() []badRow {
 		rebuildRow("rebuild output that is a file", func(cfg, work string) string {
 			return strings.Replace(cfg, "output: "+filepath.Join(work, "bundle"), "output: rebuild.yaml", 1)
 		}, ExitUsage, "rebuild.yaml is a file: give a directory"),
+		// Members that cannot all start (fresh-mistakes audit).
+		rebuildRow("rebuild two members of one name", replace("manifests:", "  - name: cp1\n    peerURL: https://10.0.0.11:2380\n    clientURL: https://10.0.0.11:2379\nmanifests:"), ExitUsage,
+			"etcd.members[1].name cp1 is etcd.members[0]'s too: give every member its own name"),
+		rebuildRow("rebuild two members on one peer URL", replace("manifests:", "  - name: cp2\n    peerURL: https://10.0.0.10:2380\n    clientURL: https://10.0.0.11:2379\nmanifests:"), ExitUsage,
+			"etcd.members[1].peerURL https://10.0.0.10:2380 has the address and port of etcd.members[0].peerURL: give each its own"),
+		rebuildRow("rebuild client URL on the peer port", replace("clientURL: https://10.0.0.10:2379", "clientURL: https://10.0.0.10:2380"), ExitUsage,
+			"etcd.members[0].clientURL https://10.0.0.10:2380 has the address and port of etcd.members[0].peerURL"),
+		rebuildRow("rebuild member without a name", replace("- name: cp1", "- name: \"\""), ExitUsage,
+			"etcd.members[0].name is missing: give every member a name (etcd's --name)"),
+		rebuildRow("rebuild two unknown keys", replace("networking:\n  serviceSubnet", "out: x\nnetworking:\n  podSubnett: 10.55.0.0/16\n  serviceSubnet"), ExitUsage,
+			"out (line 5): unknown key, did you mean output?; networking.podSubnett (line 7): unknown key, did you mean podSubnet?"),
 		rebuildRow("rebuild kubernetesVersion without v", replace("v1.36.3", "1.36"), ExitUsage, `manifests.kubernetesVersion "1.36" is not a version like v1.36.3`),
 		rebuildRow("rebuild key in the wrong case", replace("peerURL", "peerUrl"), ExitUsage,
 			"etcd.members[0].peerUrl (line 10): unknown key, did you mean peerURL? (keys are case-sensitive)"),
@@ -806,4 +818,23 @@ func withoutTiming(t *testing.T, report string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestRebuildNotesAnUntestedVersion: a kubernetesVersion past the newest
+// release make e2e judges is taken, with one note saying so; the newest
+// itself gets none.
+func TestRebuildNotesAnUntestedVersion(t *testing.T) {
+	for v, noted := range map[string]bool{"v1.36.3": false, "v1.40.0": true} {
+		work := t.TempDir()
+		args, prepare := rebuildFile("rebuild.yaml", replace("v1.36.3", v))
+		prepare(t, work)
+		r := run(t, args("", work)...)
+		if r.code != ExitOK {
+			t.Fatalf("rebuild with %s: exit %d: %s", v, r.code, r.stderr)
+		}
+		note := "[manifests] note: kubernetesVersion " + v + " is newer than " + manifests.NewestKubernetesVersion + ", the newest release snapshift's tests judge"
+		if strings.Contains(r.stderr, note) != noted {
+			t.Errorf("rebuild with %s: note shown %v, want %v:\n%s", v, !noted, noted, r.stderr)
+		}
+	}
 }
