@@ -98,19 +98,15 @@ func pass(name, format string, args ...any) CheckResult {
 // checkNodes: every Node Ready, its podCIDRs inside the new pod range.
 func checkNodes(ctx context.Context, cfg *Config) CheckResult {
 	const name, read = "nodes", "kubectl describe node NAME; on that node: journalctl -u kubelet"
-	nodes, err := cfg.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fail(name, read, "listing Nodes: %v", err)
-	}
 	newRanges := parsePrefixes(cfg.Input.Pod.New)
 	var notReady, outside []string
 	up := 0
-	for _, n := range nodes.Items {
+	err := eachNode(ctx, cfg.Client, func(n *corev1.Node) {
 		if cfg.down[n.Name] {
-			continue
+			return
 		}
 		up++
-		if !nodeReady(&n) {
+		if !nodeReady(n) {
 			notReady = append(notReady, n.Name)
 		}
 		for _, c := range n.Spec.PodCIDRs {
@@ -118,6 +114,9 @@ func checkNodes(ctx context.Context, cfg *Config) CheckResult {
 				outside = append(outside, n.Name+" "+c)
 			}
 		}
+	})
+	if err != nil {
+		return fail(name, read, "listing Nodes: %v", err)
 	}
 	var probs []string
 	if len(notReady) > 0 {
@@ -147,25 +146,24 @@ func checkPods(ctx context.Context, cfg *Config) CheckResult {
 	if len(newRanges) == 0 {
 		return pass(name, "the pod range did not move")
 	}
-	pods, err := cfg.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fail(name, read, "listing pods: %v", err)
-	}
 	var old []string
 	on, waiting := 0, 0
-	for _, p := range pods.Items {
+	err := eachPod(ctx, cfg.Client, "", metav1.ListOptions{}, func(p *corev1.Pod) {
 		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || cfg.down[p.Spec.NodeName] {
-			continue
+			return
 		}
 		if p.Status.PodIP == "" {
 			waiting++
-			continue
+			return
 		}
 		if inAny(p.Status.PodIP, newRanges) {
 			on++
 		} else {
 			old = append(old, p.Namespace+"/"+p.Name+" "+p.Status.PodIP)
 		}
+	})
+	if err != nil {
+		return fail(name, read, "listing pods: %v", err)
 	}
 	if len(old) > 0 {
 		return fail(name, read, "%d pods outside %s: %s", len(old), strings.Join(cfg.Input.Pod.New, ","), capNames(old))
@@ -294,11 +292,7 @@ func checkEvents(ctx context.Context, cfg *Config) CheckResult {
 	const name, read = "service-ip-events", "kubectl get events -A --field-selector reason=ClusterIPOutOfRange (and reason=ClusterIPNotAllocated)"
 	var found []string
 	for _, reason := range []string{"ClusterIPOutOfRange", "ClusterIPNotAllocated"} {
-		evs, err := cfg.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
-		if err != nil {
-			return fail(name, read, "listing events: %v", err)
-		}
-		for _, e := range evs.Items {
+		err := eachEvent(ctx, cfg.Client, metav1.ListOptions{FieldSelector: "reason=" + reason}, func(e *corev1.Event) {
 			at := e.LastTimestamp.Time
 			if at.IsZero() {
 				at = e.EventTime.Time
@@ -306,6 +300,9 @@ func checkEvents(ctx context.Context, cfg *Config) CheckResult {
 			if !at.Before(cfg.Input.Created) {
 				found = append(found, fmt.Sprintf("%s %s/%s: %s", reason, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Message))
 			}
+		})
+		if err != nil {
+			return fail(name, read, "listing events: %v", err)
 		}
 	}
 	if len(found) > 0 {
@@ -332,24 +329,23 @@ func checkRolePods(ctx context.Context, cfg *Config, name string, want func(role
 		if err != nil {
 			return fail(name, read, "reading %s/%s: %v", w.Namespace, w.Ref(), err)
 		}
-		pods, err := cfg.Client.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: w.Selector})
-		if err != nil {
-			return fail(name, read, "listing pods of %s/%s: %v", w.Namespace, w.Ref(), err)
-		}
 		n, live := 0, 0
 		onDown := map[string]bool{}
-		for _, p := range pods.Items {
+		err = eachPod(ctx, cfg.Client, w.Namespace, metav1.ListOptions{LabelSelector: w.Selector}, func(p *corev1.Pod) {
 			if cfg.down[p.Spec.NodeName] {
 				onDown[p.Spec.NodeName] = true
-				continue
+				return
 			}
 			if p.DeletionTimestamp != nil {
-				continue
+				return
 			}
 			live++
-			if podReady(&p) {
+			if podReady(p) {
 				n++
 			}
+		})
+		if err != nil {
+			return fail(name, read, "listing pods of %s/%s: %v", w.Namespace, w.Ref(), err)
 		}
 		if w.Kind == "DaemonSet" {
 			desired = max(0, desired-len(onDown)) // its pod there waits for the node

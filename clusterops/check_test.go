@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -458,5 +461,94 @@ func TestInstallerRanges(t *testing.T) {
 	cfg.defaults()
 	if r := checkInstallerRanges(context.Background(), &cfg); !r.OK || r.Detail != "no range moved" {
 		t.Errorf("nothing moved: ok %v %q", r.OK, r.Detail)
+	}
+}
+
+// pageLists makes c's lists of resources answer as kube-apiserver does
+// with limit and continue (the fake's tracker returns every object at
+// once): a page of at most limit objects in name order, and a continue
+// token while more are left. A list without a limit is an error of the
+// test. It returns the number of pages served.
+func pageLists(t *testing.T, c *fake.Clientset, resources ...string) *int {
+	pages := new(int)
+	for _, r := range resources {
+		c.PrependReactor("list", r, func(a k8stesting.Action) (bool, runtime.Object, error) {
+			la, ok := a.(k8stesting.ListActionImpl)
+			if !ok || la.ListOptions.Limit <= 0 {
+				t.Errorf("a list of %s without a limit (%+v): every object at once", r, a)
+				return false, nil, nil
+			}
+			handled, obj, err := k8stesting.ObjectReaction(c.Tracker())(a)
+			if !handled || err != nil {
+				return handled, obj, err
+			}
+			items, err := apimeta.ExtractList(obj)
+			if err != nil {
+				return true, nil, err
+			}
+			sort.Slice(items, func(i, j int) bool {
+				a, _ := apimeta.Accessor(items[i])
+				b, _ := apimeta.Accessor(items[j])
+				return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
+			})
+			from := 0
+			if tok := la.ListOptions.Continue; tok != "" {
+				if from, err = strconv.Atoi(tok); err != nil {
+					return true, nil, err
+				}
+			}
+			to := min(from+int(la.ListOptions.Limit), len(items))
+			if err := apimeta.SetList(obj, items[from:to]); err != nil {
+				return true, nil, err
+			}
+			if to < len(items) {
+				obj.(metav1.ListInterface).SetContinue(strconv.Itoa(to))
+			}
+			*pages++
+			return true, obj, nil
+		})
+	}
+	return pages
+}
+
+// TestChecksListInPages: the checks read Nodes and Pods a page of
+// PageSize at a time (a large cluster's 150,000 Pods are never one
+// response) and see every page: a pod on the old range on the last page
+// of 1,200 is found, and the count covers all of them.
+func TestChecksListInPages(t *testing.T) {
+	objs := healthyCluster()
+	const extra = 1200
+	for i := range extra {
+		objs = append(objs, pod("demo", fmt.Sprintf("app-%04d", i), nil, fmt.Sprintf("10.55.%d.%d", 16+i/200, 1+i%200), true))
+	}
+	objs = append(objs, pod("zz-last", "old", nil, "10.244.9.9", true))
+	c := fake.NewClientset(objs...)
+	probe(c, corev1.PodSucceeded, goodLookup)
+	pages := pageLists(t, c, "pods", "nodes")
+	var evs []Event
+	res, err := Check(context.Background(), testConfig(c, checkInput(), time.Second, &evs), CheckConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Name == "pods" && (r.OK || r.Detail != "1 pods outside 10.55.0.0/16: zz-last/old 10.244.9.9") {
+			t.Errorf("pods: ok %v %q, want the old pod on the last page found", r.OK, r.Detail)
+		}
+	}
+	if min := (extra + 10) / PageSize; *pages < min {
+		t.Errorf("%d pages served, want at least %d", *pages, min)
+	}
+	// Without the old pod, the count is every pod of every page.
+	if err := c.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "zz-last", "old"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = Check(context.Background(), testConfig(c, checkInput(), time.Second, &evs), CheckConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Name == "pods" && (!r.OK || r.Detail != fmt.Sprintf("%d pods in 10.55.0.0/16 (1 without an address yet)", 3+extra)) {
+			t.Errorf("pods: ok %v %q, want all %d pods counted", r.OK, r.Detail, 3+extra)
+		}
 	}
 }

@@ -51,15 +51,14 @@ func nodeReady(n *corev1.Node) bool {
 // notReadyNodes are the cluster's Nodes that are not Ready, sorted (for a
 // rollout's message when it waits on them).
 func notReadyNodes(ctx context.Context, cfg *Config) []string {
-	nodes, err := cfg.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil
-	}
 	var out []string
-	for _, n := range nodes.Items {
-		if !nodeReady(&n) && !slices.Contains(cfg.Down, n.Name) {
+	err := eachNode(ctx, cfg.Client, func(n *corev1.Node) {
+		if !nodeReady(n) && !slices.Contains(cfg.Down, n.Name) {
 			out = append(out, n.Name)
 		}
+	})
+	if err != nil {
+		return nil
 	}
 	sort.Strings(out)
 	return out
@@ -120,10 +119,6 @@ func daemonSetPast(ctx context.Context, cfg *Config, ds *appsv1.DaemonSet) (stri
 	if err != nil {
 		return "", fmt.Errorf("daemon set %s: its selector: %w", ds.Name, err)
 	}
-	pods, err := cfg.Client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-	if err != nil {
-		return "", err
-	}
 	want := ds.Spec.Template.Annotations[RestartedAtAnnotation]
 	type nodePods struct {
 		updated, updatedReady, deleting bool
@@ -131,13 +126,13 @@ func daemonSetPast(ctx context.Context, cfg *Config, ds *appsv1.DaemonSet) (stri
 	}
 	byNode := map[string]*nodePods{}
 	downWith := map[string]bool{}
-	for _, p := range pods.Items {
-		if !ownedBy(&p, ds) || p.Spec.NodeName == "" {
-			continue
+	err = eachPod(ctx, cfg.Client, ds.Namespace, metav1.ListOptions{LabelSelector: sel.String()}, func(p *corev1.Pod) {
+		if !ownedBy(p, ds) || p.Spec.NodeName == "" {
+			return
 		}
 		if cfg.down[p.Spec.NodeName] {
 			downWith[p.Spec.NodeName] = true
-			continue
+			return
 		}
 		np := byNode[p.Spec.NodeName]
 		if np == nil {
@@ -149,10 +144,13 @@ func daemonSetPast(ctx context.Context, cfg *Config, ds *appsv1.DaemonSet) (stri
 			np.deleting = true
 		case p.Annotations[RestartedAtAnnotation] == want:
 			np.updated = true
-			np.updatedReady = np.updatedReady || podAvailable(&p, ds.Spec.MinReadySeconds, cfg.Now())
+			np.updatedReady = np.updatedReady || podAvailable(p, ds.Spec.MinReadySeconds, cfg.Now())
 		default:
 			np.old = append(np.old, p.Name)
 		}
+	})
+	if err != nil {
+		return "", err
 	}
 	desired := max(int(ds.Status.DesiredNumberScheduled)-len(downWith), len(byNode))
 	done, unavailable := 0, 0

@@ -70,6 +70,7 @@ func stalledDaemonSet(t *testing.T) *fake.Clientset {
 		repl := dsPod(name+"-new", old.Spec.NodeName, tmpl, old.Spec.NodeName != "w2")
 		return true, nil, c.Tracker().Create(podsGVR, repl, "kube-system")
 	})
+	pageLists(t, c, "pods", "nodes") // as kube-apiserver pages them; every list must ask for pages
 	return c
 }
 
@@ -107,7 +108,7 @@ func TestRestartPastADownNode(t *testing.T) {
 		wantSame(t, "pods deleted", deleted, []string{"delete pods/kube-proxy-cp1", "delete pods/kube-proxy-w1"})
 		last := evs[len(evs)-1]
 		wantContains(t, "the rollout's detail", last.Detail, "rollout complete")
-		pods, _ := c.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{})
+		pods, _ := c.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{Limit: 100}) // one page holds them
 		for _, p := range pods.Items {
 			if p.Spec.NodeName != "w2" && p.Annotations[RestartedAtAnnotation] == "" {
 				t.Errorf("pod %s on %s is still the old one", p.Name, p.Spec.NodeName)
@@ -149,6 +150,7 @@ func TestCheckLeavesDownNodesOut(t *testing.T) {
 	objs = append(objs, old)
 	for _, down := range []bool{false, true} {
 		c := fake.NewSimpleClientset(objs...)
+		pageLists(t, c, "pods", "nodes")
 		probe(c, corev1.PodSucceeded, goodLookup)
 		var evs []Event
 		cfg := testConfig(c, checkInput(), time.Second, &evs)

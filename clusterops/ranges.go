@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -137,31 +138,27 @@ func serviceCIDRsOutside(ctx context.Context, cfg *Config, svc []netip.Prefix) (
 // back with its old flags.
 func inconsistentServiceCIDR(ctx context.Context, cfg *Config) ([]installerFinding, error) {
 	const reason = "KubernetesDefaultServiceCIDRInconsistent"
-	evs, err := cfg.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
-	if err != nil {
-		return nil, fmt.Errorf("listing events: %v", err)
-	}
-	for _, e := range evs.Items {
+	var found []installerFinding
+	err := eachEvent(ctx, cfg.Client, metav1.ListOptions{FieldSelector: "reason=" + reason}, func(e *corev1.Event) {
 		at := e.LastTimestamp.Time
 		if at.IsZero() {
 			at = e.EventTime.Time
 		}
-		if !at.Before(cfg.Input.Created) {
-			return []installerFinding{{"ServiceCIDR " + e.InvolvedObject.Name, "a kube-apiserver restarted with its old --service-cluster-ip-range", reason + ": " + e.Message}}, nil
+		if len(found) == 0 && !at.Before(cfg.Input.Created) {
+			found = []installerFinding{{"ServiceCIDR " + e.InvolvedObject.Name, "a kube-apiserver restarted with its old --service-cluster-ip-range", reason + ": " + e.Message}}
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing events: %v", err)
 	}
-	return nil, nil
+	return found, nil
 }
 
 // staticPodsOutside reads the mirror pods of kube-apiserver and
 // kube-controller-manager (kubeadm's component label).
 func staticPodsOutside(ctx context.Context, cfg *Config, svc, pod []netip.Prefix) ([]installerFinding, error) {
-	l, err := cfg.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "component in (kube-apiserver,kube-controller-manager)"})
-	if err != nil {
-		return nil, fmt.Errorf("listing the control plane's pods: %v", err)
-	}
 	var out []installerFinding
-	for _, p := range l.Items {
+	err := eachPod(ctx, cfg.Client, "kube-system", metav1.ListOptions{LabelSelector: "component in (kube-apiserver,kube-controller-manager)"}, func(p *corev1.Pod) {
 		for _, c := range p.Spec.Containers {
 			for _, a := range append(append([]string{}, c.Command...), c.Args...) {
 				flag, value, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -175,6 +172,9 @@ func staticPodsOutside(ctx context.Context, cfg *Config, svc, pod []netip.Prefix
 				}
 			}
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the control plane's pods: %v", err)
 	}
 	return out, nil
 }
@@ -184,12 +184,8 @@ func staticPodsOutside(ctx context.Context, cfg *Config, svc, pod []netip.Prefix
 var nodeArgsAnnotations = map[string]string{"k3s.io/node-args": "k3s", "rke2.io/node-args": "RKE2"}
 
 func nodeArgsOutside(ctx context.Context, cfg *Config, svc, pod []netip.Prefix) ([]installerFinding, error) {
-	nodes, err := cfg.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing Nodes: %v", err)
-	}
 	var out []installerFinding
-	for _, n := range nodes.Items {
+	err := eachNode(ctx, cfg.Client, func(n *corev1.Node) {
 		for ann, installer := range nodeArgsAnnotations {
 			v, ok := n.Annotations[ann]
 			if !ok {
@@ -214,6 +210,9 @@ func nodeArgsOutside(ctx context.Context, cfg *Config, svc, pod []netip.Prefix) 
 				}
 			}
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing Nodes: %v", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].where < out[j].where })
 	return out, nil
