@@ -4,7 +4,7 @@ BIN     := bin/snapshift
 DEMO    := out/demo
 PKGS    := ./...
 
-.PHONY: all build test e2e lab lab-ha lab-ansible lab-faults lab-window lab-clean demo bench bench-xlarge lint fmt tidy clean sample docs bench-8g release release-check install-check failpoints crash
+.PHONY: all build test e2e lab lab-ha lab-ansible lab-faults lab-window lab-clean demo bench bench-xlarge lint fmt tidy clean sample docs bench-8g bench-scale release release-check install-check failpoints crash
 
 all: build
 
@@ -139,6 +139,17 @@ bench-xlarge: build
 # cgroup, the cases that count there; refuses to start with less than ~30 GiB free (~21 GiB once generated).
 bench-8g: build
 	SIZES=xxlarge PROFILES=basic CGROUP=true CASES=floor-bbolt,cp+sha256sum,plan-migrate,restore-migrate,etcdutl-restore SNAPSHIFT=$(CURDIR)/$(BIN) bash hack/bench.sh
+
+# Issue 48 item 4: cluster check against a real kube-apiserver holding
+# SCALE_NODES Nodes (default 1000; 5000 takes about 10 minutes to build), 30
+# Pods each and kube-proxy's DaemonSet, in a loopback-only network namespace
+# (e2e/scale_test.go's BenchmarkClusterCheck). Not in CI.
+SCALE_NODES ?= 1000
+bench-scale:
+	bash hack/build-k8s.sh v1.36.3 kube-apiserver
+	go test -tags e2e -c -o bin/e2e.test ./e2e
+	cd e2e && SNAPSHIFT_E2E_K8S=v1.36.3 SNAPSHIFT_SCALE_NODES=$(SCALE_NODES) unshare --net bash -c 'ip link set lo up && exec "$$@"' _ \
+	  ../bin/e2e.test -test.run '^$$' -test.bench BenchmarkClusterCheck -test.benchtime 1x -test.timeout 60m
 
 # Recreate testdata/sample.db with a real etcd.
 sample:

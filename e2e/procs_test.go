@@ -33,7 +33,7 @@ import (
 const adminToken = "snapshift-e2e-admin-token"
 
 // binDir is where hack/build-k8s.sh put the binaries of version ver.
-func binDir(t *testing.T, ver string) string {
+func binDir(t testing.TB, ver string) string {
 	t.Helper()
 	cache := os.Getenv("SNAPSHIFT_E2E_CACHE")
 	if cache == "" {
@@ -67,7 +67,7 @@ type pki struct {
 	extraArgs []string
 }
 
-func newPKI(t *testing.T, dir string) *pki {
+func newPKI(t testing.TB, dir string) *pki {
 	t.Helper()
 	p := &pki{dir: dir}
 	crt, key, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"})
@@ -95,7 +95,7 @@ func newPKI(t *testing.T, dir string) *pki {
 	return p
 }
 
-func write(t *testing.T, path string, b []byte, mode os.FileMode) {
+func write(t testing.TB, path string, b []byte, mode os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(path, b, mode); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ type proc struct {
 	err  error
 }
 
-func start(t *testing.T, name, bin string, args []string, logDir string) *proc {
+func start(t testing.TB, name, bin string, args []string, logDir string) *proc {
 	t.Helper()
 	p := &proc{name: name, log: filepath.Join(logDir, name+".log"), done: make(chan struct{})}
 	f, err := os.Create(p.log)
@@ -169,7 +169,7 @@ func (p *proc) logText() string {
 }
 
 // dumpOnFailure prints the tail of each log when the test fails.
-func dumpOnFailure(t *testing.T, procs ...*proc) {
+func dumpOnFailure(t testing.TB, procs ...*proc) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -196,7 +196,7 @@ type apiserver struct {
 	dyn    dynamic.Interface
 }
 
-func startAPIServer(ctx context.Context, t *testing.T, bin string, etcd *etcdtest.Server, p *pki, serviceCIDR, logDir string, extra ...string) *apiserver {
+func startAPIServer(ctx context.Context, t testing.TB, bin string, etcd *etcdtest.Server, p *pki, serviceCIDR, logDir string, extra ...string) *apiserver {
 	t.Helper()
 	port, err := etcdtest.FreePort()
 	if err != nil {
@@ -230,7 +230,7 @@ func startAPIServer(ctx context.Context, t *testing.T, bin string, etcd *etcdtes
 	return a
 }
 
-func (a *apiserver) waitReady(ctx context.Context, t *testing.T) {
+func (a *apiserver) waitReady(ctx context.Context, t testing.TB) {
 	t.Helper()
 	tr, err := rest.TransportFor(a.config)
 	if err != nil {
