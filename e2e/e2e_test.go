@@ -163,7 +163,7 @@ func keepArgs(ver string) []string {
 }
 
 // run runs the snapshift CLI in-process and fails on a non-zero exit.
-func run(t *testing.T, args ...string) string {
+func run(t testing.TB, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := app.Main(append([]string{"snapshift"}, args...), strings.NewReader(""), &out, &errb)
