@@ -552,3 +552,36 @@ func TestChecksListInPages(t *testing.T) {
 		}
 	}
 }
+
+// TestPodsCheckLeavesTerminatingOut: a pod the restart replaced that a
+// slow kubelet is still stopping (deletionTimestamp set) keeps its old
+// address until it goes; the pods check counts it as leaving, not as a
+// pod outside the new range (CI's three-node lab failed on one under
+// load), while a pod that is not terminating still fails it.
+func TestPodsCheckLeavesTerminatingOut(t *testing.T) {
+	leaving := pod("kube-system", "coredns-old", dnsLabels, "10.244.2.3", false)
+	leaving.DeletionTimestamp, leaving.Finalizers = &metav1.Time{Time: now}, []string{"example.com/slow"}
+	c := fake.NewClientset(append(healthyCluster(), leaving)...)
+	probe(c, corev1.PodSucceeded, goodLookup)
+	var evs []Event
+	res, err := Check(context.Background(), testConfig(c, checkInput(), time.Second, &evs), CheckConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Name == "pods" && (!r.OK || r.Detail != "3 pods in 10.55.0.0/16 (1 without an address yet, 1 terminating, not counted)") {
+			t.Errorf("pods: ok %v %q", r.OK, r.Detail)
+		}
+	}
+	c = fake.NewClientset(append(healthyCluster(), pod("kube-system", "coredns-old", dnsLabels, "10.244.2.3", false))...)
+	probe(c, corev1.PodSucceeded, goodLookup)
+	res, err = Check(context.Background(), testConfig(c, checkInput(), time.Second, &evs), CheckConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Name == "pods" && (r.OK || !strings.Contains(r.Detail, "kube-system/coredns-old 10.244.2.3")) {
+			t.Errorf("pods, not terminating: ok %v %q, want it named outside the range", r.OK, r.Detail)
+		}
+	}
+}
