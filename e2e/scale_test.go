@@ -76,9 +76,7 @@ func BenchmarkClusterCheck(b *testing.B) {
 
 	var requests atomic.Int64
 	cfg := rest.CopyConfig(api.config)
-	cfg.ContentType = k8sruntime.ContentTypeProtobuf
-	cfg.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
-	cfg.QPS, cfg.Burst = clusterops.ClientQPS, clusterops.ClientBurst
+	clusterops.TuneClient(cfg) // as the CLI's client
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(r *http.Request) (*http.Response, error) { requests.Add(1); return rt.RoundTrip(r) })
 	}
@@ -175,7 +173,7 @@ func BenchmarkClusterCheck(b *testing.B) {
 	readySecs := time.Since(t0).Seconds()
 	in.Service.Old, in.Service.New = []string{"172.24.0.0/16"}, []string{"172.25.0.0/16"}
 	after := rest.CopyConfig(api2.config)
-	after.ContentType, after.AcceptContentTypes, after.QPS, after.Burst = cfg.ContentType, cfg.AcceptContentTypes, cfg.QPS, cfg.Burst
+	clusterops.TuneClient(after)
 	res, err := clusterops.Check(ctx, clusterops.Config{Client: kubernetes.NewForConfigOrDie(after), Input: in, Timeout: 2 * time.Second, Poll: 100 * time.Millisecond}, clusterops.CheckConfig{})
 	if err != nil {
 		b.Fatal(err)

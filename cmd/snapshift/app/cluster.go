@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -107,12 +106,7 @@ func (o *clusterOptions) client() (kubernetes.Interface, error) {
 		}
 		return nil, usagef("kubeconfig %s: %v (%s)", kubeconfigName(o.kubeconfig), err, where)
 	}
-	// Protobuf both ways, as kube-controller-manager and the kubelets
-	// speak to the apiserver (smaller and cheaper to decode than JSON on
-	// both sides; JSON stays accepted), at a rate of our own.
-	rc.ContentType = runtime.ContentTypeProtobuf
-	rc.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	rc.QPS, rc.Burst = clusterops.ClientQPS, clusterops.ClientBurst
+	clusterops.TuneClient(rc)
 	return kubernetes.NewForConfig(rc)
 }
 
