@@ -49,20 +49,21 @@ gobuild() {
   mv "$out.tmp" "$out"
   took "$name $ver" "$t"
 }
-# CoreDNS with only the plugins the lab's Corefile uses (errors, health,
-# ready, kubernetes, cache, loop, reload, loadbalance), as CoreDNS documents
+# CoreDNS with only the plugins the lab's Corefiles use (the cluster's:
+# errors, health, ready, kubernetes, forward, cache, loop, reload,
+# loadbalance; the lab's upstream resolver's: file), as CoreDNS documents
 # for a build of one's own: a main that imports them and coremain. The
 # release's main imports every plugin (cloud SDKs, etcd, gRPC...), which
-# took 33 minutes cold here.
+# took 33 minutes cold here. The binary's name says its plugin set.
 corednsmain() {
   local p
   printf 'package main\n\nimport (\n\t"github.com/coredns/coredns/coremain"\n'
-  for p in errors health ready kubernetes cache loop reload loadbalance; do
+  for p in $COREDNS_PLUGINS; do
     printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "$p"
   done
   printf ')\n\nfunc main() { coremain.Run() }\n'
 }
-gobuild coredns-lab "github.com/coredns/coredns@$COREDNS_VERSION" github.com/coredns/coredns corednsmain
+gobuild "$COREDNS_BUILD" "github.com/coredns/coredns@$COREDNS_VERSION" github.com/coredns/coredns corednsmain
 # flanneld: its main.go imports every backend, and the Tencent Cloud one needs
 # github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc, which the
 # module proxy does not serve, and the udp one needs cgo; so it is built from
@@ -130,7 +131,7 @@ img etcd "$ETCD_IMAGE" -file /usr/local/bin/etcd="$etcd_bin" "${etcd_libs[@]}"
 # its name.
 [ -x /bin/busybox ] || { echo "[lab] /bin/busybox is missing: apt-get install -y busybox-static" >&2; exit 1; }
 img busybox "$BUSYBOX_IMAGE" -file /bin/busybox=/bin/busybox -file /bin/nslookup=/bin/busybox -file /bin/sh=/bin/busybox
-img coredns-lab "$COREDNS_IMAGE" -file /coredns="$LAB_BIN/coredns-lab-$COREDNS_VERSION" -entrypoint /coredns
+img coredns-lab "$COREDNS_IMAGE" -file /coredns="$COREDNS_BIN" -entrypoint /coredns
 # The DaemonSets' images. kube-proxy (nftables mode) runs nft; flanneld
 # (--ip-masq) runs iptables: Debian's nft and iptables (nf_tables backend,
 # the multi-call xtables-nft-multi under each name it answers to, and its
@@ -161,4 +162,9 @@ img flannel-cni-plugin "$FLANNEL_CNI_PLUGIN_IMAGE" -file "/flannel=$LAB_BIN/cni-
   -file /bin/cp=/bin/busybox -file /bin/sh=/bin/busybox
 took images "$t"
 ls -la "$LAB_IMAGES"
+# The conformance suite (hack/lab/conformance.sh), when the run needs it.
+if [ "${LAB_CONFORMANCE_BUILD:-0}" = 1 ]; then
+  . hack/lab/conformance.sh
+  conformance_build
+fi
 took "lab build" "$t0"

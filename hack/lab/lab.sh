@@ -27,9 +27,6 @@ done
 if [ -e "$LAB_ROOT/ns" ] || ip netns list | grep -q "^$LAB_NETNS"; then
   die "a lab is already there ($LAB_ROOT): make lab-clean"
 fi
-bash hack/lab/build.sh
-make -s build   # bin/snapshift with the version stamp, as make build makes it
-snap=$repo/bin/snapshift
 status=1
 finish() {
   trap - EXIT INT TERM
@@ -69,7 +66,31 @@ for sc in $SCENARIOS; do
   eval "$(python3 hack/lab/matrix.py scenario "$LAB_CELL" "$sc")" || die "cell $LAB_CELL has no scenario $sc"
   [ "$SC_DRIVER" = ansible ] && ansible_needed=1
 done
-log "cell $LAB_CELL: control plane $CPS, workers $WORKERS, scenarios $SCENARIOS"
+# Kubernetes' conformance suite (issue 49, hack/lab/conformance.sh): after
+# the states the matrix names (a scenario's conformance list); LAB_CONFORMANCE
+# =network or all runs it on the baseline and after every migration and
+# rollback ([sig-network]'s tests, or all of them); =0 never.
+. hack/lab/conformance.sh
+LAB_CONFORMANCE=${LAB_CONFORMANCE:-}
+case $LAB_CONFORMANCE in
+  ''|0) LAB_CONFORMANCE_SELECTION=network ;;
+  network|all) LAB_CONFORMANCE_SELECTION=$LAB_CONFORMANCE ;;
+  *) die "LAB_CONFORMANCE=$LAB_CONFORMANCE: network, all or 0" ;;
+esac
+conf_states() { # SCENARIO: the states after which it runs the suite
+  case $LAB_CONFORMANCE in
+    0) ;;
+    network|all) echo migrated rolled-back ;;
+    *) eval "$(python3 hack/lab/matrix.py scenario "$LAB_CELL" "$1")"; echo "$SC_CONFORMANCE" ;;
+  esac
+}
+LAB_CONF_IMAGES=0
+case $LAB_CONFORMANCE in network|all) LAB_CONF_IMAGES=1 ;; esac
+for sc in $SCENARIOS; do [ -z "$(conf_states "$sc")" ] || LAB_CONF_IMAGES=1; done
+LAB_CONFORMANCE_BUILD=$LAB_CONF_IMAGES bash hack/lab/build.sh
+make -s build   # bin/snapshift with the version stamp, as make build makes it
+snap=$repo/bin/snapshift
+log "cell $LAB_CELL: control plane $CPS, workers $WORKERS, scenarios $SCENARIOS$([ $LAB_CONF_IMAGES = 0 ] || echo ", conformance $LAB_CONFORMANCE_SELECTION")"
 
 # The check table: check NAME CMD... runs CMD, records PASS or FAIL with
 # CMD's last output line.
@@ -150,6 +171,7 @@ lab_flannel_manifest > "$LAB_ROOT/logs/kube-flannel-apply.log" 2>&1 || die "kube
 # The nodes turn Ready once flannel's DaemonSet pod has installed the CNI
 # plugin and config and flanneld has written /run/flannel/subnet.env.
 for n in $CPS; do wait_for "$n: node Ready (kube-proxy and flannel pods)" 240 node_ready "$n"; done
+lab_mark_control_plane > "$LAB_ROOT/logs/cp1-mark-control-plane.log" 2>&1 || die "kubeadm init phase mark-control-plane failed (log: ${logs#$repo/}/cp1-mark-control-plane.log)"
 log "control plane up in $(( $(date +%s) - t0 ))s"
 
 for w in $WORKERS; do
@@ -183,6 +205,7 @@ kc cp1 get pods -A -o wide
 
 . hack/lab/checks.sh
 checks_cluster old "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP"
+case $LAB_CONFORMANCE in network|all) conformance_run baseline ;; esac
 # Each scenario: migrate (its CA, its driver), check, roll back by the same
 # driver, check; the check table names the scenario.
 for sc in $SCENARIOS; do
@@ -214,6 +237,7 @@ for sc in $SCENARIOS; do
   lab_phase checks start
   ETCD_WANT=$NEW_ETCD ETCD_NOT=$OLD_ETCD checks_cluster "$sc, migrated" "$NEW_POD_CIDR" "$NEW_SVC_CIDR" 172.24.0.1 172.24.0.10 "$SVC_CIDR"
   lab_phase checks end
+  [[ " $(conf_states "$sc") " != *" migrated "* ]] || conformance_run "$sc-migrated"
   lab_phase "scenario:$sc:migrate" end
   log "[$sc] migrated and checked in $(( $(date +%s) - ts ))s"
   [ "${LAB_ROLLBACK:-1}" = 1 ] || continue
@@ -223,6 +247,7 @@ for sc in $SCENARIOS; do
   lab_phase checks start
   ETCD_WANT=$OLD_ETCD ETCD_NOT=$NEW_ETCD checks_cluster "$sc, rolled back" "$POD_CIDR" "$SVC_CIDR" 192.168.0.1 "$DNS_IP" "$NEW_SVC_CIDR"
   lab_phase checks end
+  [[ " $(conf_states "$sc") " != *" rolled-back "* ]] || conformance_run "$sc-rolled-back"
   lab_phase "scenario:$sc:rollback" end
   log "[$sc] rolled back and checked in $(( $(date +%s) - ts ))s"
 done

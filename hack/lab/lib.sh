@@ -54,6 +54,24 @@ lab_underlay() {
   ip -n "$LAB_NETNS" link add br0 type bridge
   ip -n "$LAB_NETNS" addr add 10.0.0.1/24 dev br0
   ip -n "$LAB_NETNS" link set br0 up
+  lab_upstream_dns
+}
+
+# lab_upstream_dns: the site's resolver the nodes' resolv.conf names (the
+# kubelet's resolvConf, so CoreDNS's forward and dnsPolicy: Default pods use
+# it), on the underlay at 10.0.0.1:53: CoreDNS authoritative for a root zone
+# that holds nothing, so every name outside the cluster, the search domain
+# lab.invalid's too, gets NXDOMAIN at once, as a real upstream answers for a
+# name that does not exist (with no upstream, CoreDNS answered SERVFAIL and
+# dig +search stopped there). Nothing leaves the lab.
+LAB_UPSTREAM_DNS=10.0.0.1
+lab_upstream_dns() {
+  local d=$LAB_ROOT/upstream-dns
+  mkdir -p "$d"
+  printf '$ORIGIN .\n@ 3600 IN SOA ns.lab.invalid. hostmaster.lab.invalid. 1 7200 3600 1209600 60\n@ 3600 IN NS ns.lab.invalid.\n' > "$d/root.zone"
+  printf '. {\n    file %s/root.zone .\n    errors\n}\n' "$d" > "$d/Corefile"
+  ip netns exec "$LAB_NETNS" "$COREDNS_BIN" -conf "$d/Corefile" -dns.port 53 < /dev/null >> "$LAB_ROOT/logs/underlay-dns.log" 2>&1 &
+  echo $! > "$LAB_ROOT/pids/underlay-dns"
 }
 
 # lab_admin: the operator's machine, the one that holds the bundle: a network

@@ -4,7 +4,8 @@
   matrix.py ci                  the names of the cells CI runs, one per line
   matrix.py shell CELL          the cell as shell assignments (CELL_CPS, ...)
   matrix.py scenario CELL NAME  the scenario as shell assignments (SC_CA, SC_DRIVER, SC_FAULT,
-                                SC_DOWN, SC_RECOVERY, SC_APPLY_TIMEOUT, SC_ROLLBACK_AFTER, SC_RESTART_TIMEOUT)
+                                SC_DOWN, SC_RECOVERY, SC_APPLY_TIMEOUT, SC_ROLLBACK_AFTER, SC_RESTART_TIMEOUT,
+                                SC_CONFORMANCE: the states after which the conformance suite runs)
   matrix.py faults CELL         the names of the cell's scenarios with a fault
   matrix.py cells-with-faults   the cells that have one, one per line
   matrix.py table               every cell and its scenarios, as a Markdown table
@@ -49,6 +50,11 @@ def load():
             # bring the lost state back, so it is the cell's last scenario.
             if s.get("recovery") and (s["ca"] != "new" or s["driver"] != "runbook" or f or down or s is not c["scenarios"][-1]):
                 sys.exit("matrix.json: cell %s scenario %s: recovery is a new-CA runbook scenario without fault or down, the cell's last" % (c["name"], s["name"]))
+            # conformance: the states of the scenario after which Kubernetes'
+            # conformance suite runs (issue 49): migrated, rolled-back.
+            conf = s.get("conformance", [])
+            if any(x not in ("migrated", "rolled-back") for x in conf) or (conf and (s.get("recovery") or f in ("deadline", "apply-failed"))):
+                sys.exit("matrix.json: cell %s scenario %s: conformance lists states among migrated and rolled-back, of a scenario that migrates" % (c["name"], s["name"]))
             for n in down:
                 if n not in c["workers"] or n == c["workers"][0]:
                     sys.exit("matrix.json: cell %s scenario %s: down %s is not one of the cell's workers after the first (the first runs the probe)" % (c["name"], s["name"], n))
@@ -79,6 +85,7 @@ def main(argv):
         for s in c["scenarios"]:
             if s["name"] == argv[2]:
                 w = s.get("window", {})
+                print("SC_CONFORMANCE=%s" % shlex.quote(" ".join(s.get("conformance", []))))
                 print("SC_CA=%s SC_DRIVER=%s SC_FAULT=%s SC_DOWN=%s SC_RECOVERY=%s SC_APPLY_TIMEOUT=%s SC_ROLLBACK_AFTER=%s SC_RESTART_TIMEOUT=%s" % (
                     shlex.quote(s["ca"]), shlex.quote(s["driver"]), shlex.quote(s.get("fault", "")), shlex.quote(" ".join(s.get("down", []))),
                     "1" if s.get("recovery") else "''",
@@ -98,7 +105,8 @@ def main(argv):
         for c in m["cells"]:
             sc = ", ".join("`%s` (%s CA, %s%s%s)" % (s["name"], s["ca"], s["driver"], ", fault `%s`" % s["fault"] if s.get("fault") else "",
                                                   (", fault `worker-down` (%s off)" % " ".join(s["down"]) if s.get("down") else "") +
-                                                  (", recovery (the control plane lost; no rollback)" if s.get("recovery") else ""))
+                                                  (", recovery (the control plane lost; no rollback)" if s.get("recovery") else "") +
+                                                  (", conformance suite when %s" % " and ".join(s["conformance"]) if s.get("conformance") else ""))
                            for s in c["scenarios"])
             print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (c["name"], " ".join(c["controlPlanes"]), " ".join(c["workers"]),
                                                              c["cni"], c["installer"], c["kubernetes"], "yes" if c.get("ci") else "no", sc))

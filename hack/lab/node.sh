@@ -53,7 +53,9 @@ lab_containerd() {
 
 lab_import_images() {
   local n=$1 f
-  for f in "$LAB_IMAGES"/*.tar; do
+  local imgs=("$LAB_IMAGES"/*.tar)
+  [ "${LAB_CONF_IMAGES:-0}" = 0 ] || imgs+=("$CONF_IMAGES"/*.tar)
+  for f in "${imgs[@]}"; do
     nodeexec "$n" ctr --address /run/containerd/containerd.sock -n k8s.io images import --no-unpack=false "$f" >/dev/null \
       || die "ctr images import $f on $n failed"
   done
@@ -63,8 +65,8 @@ lab_import_images() {
 # the kubelet-config ConfigMap and writes it to each node's config.yaml).
 # What this machine needs beyond kubeadm's defaults: failCgroupV1: false
 # (cgroups are v1 here; kubelet 1.35+ refuses them otherwise), cgroupDriver:
-# cgroupfs (no systemd), resolvConf (a file with no upstream: nothing
-# resolves outside the lab), failSwapOn: false, image garbage collection only
+# cgroupfs (no systemd), resolvConf (the site's resolver: the lab's upstream
+# on the underlay, lab_upstream_dns, and the site's search domain), failSwapOn: false, image garbage collection only
 # on a full disk (the kubelet counts the host's disk: at its default 85% it
 # removed the imported images, pause too, and nothing can be pulled again).
 # Per node, as flags (lab_kubelet): a cgroup root each (three kubelets share
@@ -106,7 +108,7 @@ YAML
 lab_kubelet_config() {
   local n=$1 dns=$2 dir; dir=$(nodedir "$n")
   lab_kubelet_yaml "$dns" > "$dir/root/var/lib/kubelet/config.yaml"
-  echo "search lab.invalid" > "$dir/root/etc/kubernetes/lab-resolv.conf"
+  printf 'nameserver %s\nsearch lab.invalid\n' "$LAB_UPSTREAM_DNS" > "$dir/root/etc/kubernetes/lab-resolv.conf"
 }
 
 # lab_kubeadm_phases: what kubeadm init records in the cluster, by kubeadm
@@ -156,6 +158,21 @@ YAML
     lab_kubelet_yaml "$DNS_IP"
   } > "$(nodedir cp1)/root$cfg"
   nodesh cp1 "kubeadm init phase upload-config all --config $cfg && kubeadm init phase bootstrap-token --config $cfg && kubeadm init phase addon kube-proxy --config $cfg"
+}
+
+# lab_mark_control_plane: kubeadm's mark-control-plane phase for every
+# control-plane node, as init and join --control-plane run it: the label
+# node-role.kubernetes.io/control-plane and the taint
+# node-role.kubernetes.io/control-plane:NoSchedule, so workloads run on the
+# workers only (the conformance suite and the runbook's order can tell). Run
+# on cp1 with the lab's configuration, the node's name in it.
+lab_mark_control_plane() {
+  local n cfg=/etc/kubernetes/lab-kubeadm.yaml d
+  d=$(nodedir cp1)/root
+  for n in $CPS; do
+    sed "s/^  name: cp1$/  name: $n/" "$d$cfg" > "$d/etc/kubernetes/lab-kubeadm-$n.yaml"
+    nodesh cp1 "kubeadm init phase mark-control-plane --config /etc/kubernetes/lab-kubeadm-$n.yaml"
+  done
 }
 
 # lab_kubelet NODE: the kubelet as kubeadm's systemd drop-in (10-kubeadm.conf)

@@ -5,6 +5,8 @@
 # not served by the module proxy).
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
 COREDNS_VERSION=v1.14.7
+COREDNS_PLUGINS="errors health ready kubernetes forward file cache loop reload loadbalance"
+COREDNS_BUILD=coredns-lab-$(echo "$COREDNS_PLUGINS" | cksum | cut -d' ' -f1) # hack/lab/build.sh
 FLANNEL_VERSION=v0.28.10
 CNI_FLANNEL_VERSION=v0.9.1
 CRICTL_VERSION=v1.37.0 # snapshift node apply drives the runtime with crictl
@@ -26,3 +28,14 @@ LAB_CACHE=${SNAPSHIFT_E2E_CACHE:-$HOME/.cache/snapshift-e2e}
 LAB_BIN=$LAB_CACHE/lab-bin
 LAB_IMAGES=$LAB_CACHE/lab-images-$K8S_VERSION
 K8S_BIN=$LAB_CACHE/k8s-$K8S_VERSION
+COREDNS_BIN=$LAB_BIN/$COREDNS_BUILD-$COREDNS_VERSION
+# The conformance suite's images (hack/lab/conformance.sh), under the names
+# e2e.test asks for (test/utils/image/manifest.go at K8S_VERSION).
+CONF_IMAGES=$LAB_CACHE/conformance-images-$K8S_VERSION
+CONF_AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.63.0
+CONF_BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
+CONF_DNS_IMAGE=registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0
+CONF_NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.15-4
+CONF_NGINX_NEW_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.27-0
+CONF_PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
+GINKGO_VERSION=v2.28.1 # k8s.io/kubernetes' go.mod at K8S_VERSION

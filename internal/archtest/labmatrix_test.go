@@ -31,6 +31,9 @@ type labMatrix struct {
 			Fault    string   `json:"fault"`
 			Down     []string `json:"down"`
 			Recovery bool     `json:"recovery"`
+			// Conformance: the states after which the conformance
+			// suite runs (issue 49).
+			Conformance []string `json:"conformance"`
 		} `json:"scenarios"`
 	} `json:"cells"`
 }
@@ -42,7 +45,8 @@ type labMatrix struct {
 // the cells CI runs from the matrix, not from a list of its own. Issue 51:
 // a fault names a case of the runbook's section "When something goes
 // wrong" (a fault ID rebuild writes), and CI runs a killed apply, a
-// deadline that fires and a failed apply on three members. A scenario whose
+// deadline that fires and a failed apply on three members. Issue 49: the
+// conformance suite runs after a new-CA migration in CI. A scenario whose
 // fault ends in the old cluster proves no migration: it counts for no CA.
 func TestLabMatrixCoveredByCI(t *testing.T) {
 	rb, err := os.ReadFile("../../rebuild/runbook.go")
@@ -60,6 +64,7 @@ func TestLabMatrixCoveredByCI(t *testing.T) {
 		t.Fatalf("hack/lab/matrix.json: %v", err)
 	}
 	inCI := map[string]bool{}
+	conformanceNewCA := false
 	all := map[string]string{}
 	haCAs := map[string]bool{}
 	for _, c := range m.Cells {
@@ -91,6 +96,11 @@ func TestLabMatrixCoveredByCI(t *testing.T) {
 			}
 			kind := s.CA + " CA by " + s.Driver
 			all[kind] = c.Name + "/" + s.Name
+			for _, st := range s.Conformance {
+				if c.CI && s.CA == "new" && !s.Recovery && st == "migrated" {
+					conformanceNewCA = true
+				}
+			}
 			if c.CI {
 				inCI[kind] = true
 				if len(c.ControlPlanes) == 3 {
@@ -130,6 +140,11 @@ func TestLabMatrixCoveredByCI(t *testing.T) {
 	}
 	if !ciFault["recovery"] {
 		t.Errorf("no cell CI runs has a recovery scenario (issue 51 item 7: the control plane lost, rebuilt from the surviving member)")
+	}
+	// Issue 49: Kubernetes' conformance suite judges a migration with a
+	// new CA in CI.
+	if !conformanceNewCA {
+		t.Errorf("no cell CI runs has a new-CA scenario with \"conformance\": [\"migrated\", ...] (issue 49: the conformance suite after a migration with a new CA)")
 	}
 	if !haCAs["old"] || !haCAs["new"] {
 		t.Errorf("CI's three-member cells run the CAs %v, want old and new", haCAs)

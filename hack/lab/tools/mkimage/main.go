@@ -5,8 +5,10 @@
 //	mkimage -o pause.tar -name registry.k8s.io/pause:3.10 \
 //	    -file /pause=/path/to/pause -entrypoint /pause
 //
-// -file DEST=SRC is repeatable (mode 0755); -env K=V is repeatable;
-// -entrypoint is a space-separated command. The archive is written to a temporary
+// -file DEST=SRC is repeatable (mode 0755); -link DEST=TARGET (a symbolic
+// link, as a multi-call binary's names) and -dir DEST (an empty directory)
+// are repeatable; -env K=V is repeatable; -entrypoint and -cmd (the image's
+// default arguments, as a Dockerfile's CMD) are space-separated. The archive is written to a temporary
 // name and renamed, so an interrupted run leaves no partial archive.
 package main
 
@@ -49,8 +51,11 @@ func run(args []string) error {
 	out := fl.String("o", "", "the archive to write")
 	name := fl.String("name", "", "the image name, e.g. registry.k8s.io/pause:3.10")
 	entry := fl.String("entrypoint", "", "the entrypoint, space-separated")
-	var files, env multi
+	cmd := fl.String("cmd", "", "the default arguments, space-separated")
+	var files, links, dirs, env multi
 	fl.Var(&files, "file", "DEST=SRC, a file of the layer (repeatable)")
+	fl.Var(&links, "link", "DEST=TARGET, a symbolic link of the layer (repeatable)")
+	fl.Var(&dirs, "dir", "DEST, an empty directory of the layer (repeatable)")
 	fl.Var(&env, "env", "K=V (repeatable)")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -65,7 +70,7 @@ func run(args []string) error {
 	defer os.RemoveAll(tmp)
 
 	layerPath := filepath.Join(tmp, "layer.tar.gz")
-	if err := writeLayer(layerPath, files); err != nil {
+	if err := writeLayer(layerPath, files, links, dirs); err != nil {
 		return err
 	}
 	layer, err := tarball.LayerFromFile(layerPath, tarball.WithMediaType(types.OCILayer))
@@ -78,6 +83,7 @@ func run(args []string) error {
 		Config: v1.Config{
 			Env:        append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/"}, env...),
 			Entrypoint: strings.Fields(*entry),
+			Cmd:        strings.Fields(*cmd),
 		},
 	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
@@ -112,9 +118,9 @@ func run(args []string) error {
 	return nil
 }
 
-// writeLayer writes a gzipped tar of the files, with their parent directories
-// and an empty /tmp, owned by root.
-func writeLayer(dst string, files []string) error {
+// writeLayer writes a gzipped tar of the files and links, with their parent
+// directories, the empty directories and an empty /tmp, owned by root.
+func writeLayer(dst string, files, links, empty []string) error {
 	f, err := os.Create(dst)
 	if err != nil {
 		return fmt.Errorf("layer: %w", err)
@@ -126,13 +132,21 @@ func writeLayer(dst string, files []string) error {
 	}
 	tw := tar.NewWriter(zw)
 	dirs := map[string]bool{"tmp": true, "etc": true}
-	for _, spec := range files {
+	for _, d := range empty {
+		dirs[strings.Trim(d, "/")] = true
+	}
+	for _, spec := range append(append([]string(nil), files...), links...) {
 		dest, _, ok := strings.Cut(spec, "=")
 		if !ok {
-			return fmt.Errorf("-file %q: want DEST=SRC", spec)
+			return fmt.Errorf("-file or -link %q: want DEST=SRC", spec)
 		}
 		for d := path.Dir(strings.TrimPrefix(dest, "/")); d != "." && d != "/"; d = path.Dir(d) {
 			dirs[d] = true
+		}
+	}
+	for d := range dirs {
+		for p := path.Dir(d); p != "." && p != "/"; p = path.Dir(p) {
+			dirs[p] = true
 		}
 	}
 	var names []string
@@ -153,6 +167,12 @@ func writeLayer(dst string, files []string) error {
 		dest, src, _ := strings.Cut(spec, "=")
 		if err := addFile(tw, strings.TrimPrefix(dest, "/"), src, 0o755); err != nil {
 			return err
+		}
+	}
+	for _, spec := range links {
+		dest, target, _ := strings.Cut(spec, "=")
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: strings.TrimPrefix(dest, "/"), Linkname: target, Mode: 0o777}); err != nil {
+			return fmt.Errorf("layer %s: %w", dest, err)
 		}
 	}
 	if err := tw.Close(); err != nil {
