@@ -21,12 +21,12 @@ CONF_SKIP=(
 )
 
 # conf_files BIN...: -file arguments for BINs (at their own paths; a link's
-# target's content) and the shared libraries they load.
+# target's content) and the shared libraries they load (build.sh's libs).
 conf_files() {
-  local b l
+  local b
   for b in "$@"; do
     printf -- '-file\n%s=%s\n' "$b" "$(readlink -f "$b")"
-    ldd "$b" 2>/dev/null | grep -o '/[^ ]*' | while read -r l; do printf -- '-file\n%s=%s\n' "$l" "$(readlink -f "$l")"; done
+    libs "$b"
   done | paste - - | sort -u | tr '\t' '\n'
 }
 
